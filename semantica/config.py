@@ -1,0 +1,371 @@
+"""Typed configuration: small dataclasses per concern, composed into one `Config`.
+
+Values come from, in increasing priority: the dataclass defaults (the RFC's values), a YAML file
+(`conf/default.yaml` unless another is given), environment variables named
+`SEMANTICA__SECTION__FIELD` and CLI overrides `section.field=value`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ENV_PREFIX = "SEMANTICA__"
+PACKAGE_CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+DEFAULT_CONFIG_FILE = PACKAGE_CONF_DIR / "default.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration value or key is wrong; the message says which and what to do."""
+
+
+@dataclass
+class PathsConfig:
+    """Where snapshots and caches live."""
+
+    index_root: str = ".semantica/index"
+    cache_dir: str = ".semantica/cache"
+
+
+@dataclass
+class DiscoverConfig:
+    """Which files of a repository are indexed."""
+
+    max_file_bytes: int = 1_000_000
+    binary_sniff_bytes: int = 8192
+    vendored_dirs: list[str] = field(
+        default_factory=lambda: [
+            "node_modules", "vendor", "third_party", "bower_components", ".git", "dist",
+            "build", "__pycache__", ".venv", "venv", "site-packages", ".tox", ".mypy_cache",
+        ]
+    )
+    generated_suffixes: list[str] = field(
+        default_factory=lambda: [".min.js", ".min.css", ".bundle.js", "_pb2.py", ".pb.go", ".lock"]
+    )
+    max_line_chars: int = 5000
+
+
+@dataclass
+class ChunkConfig:
+    """Chunk sizes, in code tokens (see `semantica.tokenizer.count_tokens`)."""
+
+    max_tokens: int = 256
+    overlap_tokens: int = 32
+    window_lines: int = 40
+    window_overlap_lines: int = 8
+    min_window_tokens: int = 4
+
+
+@dataclass
+class EncoderConfig:
+    """The bi-encoder. An empty `model_path` means the installed all-MiniLM-L6-v2 package."""
+
+    model_path: str = ""
+    model_id: str = "sentence-transformers/all-MiniLM-L6-v2"
+    batch_size: int = 32
+    max_length: int = 256
+    query_max_length: int = 128
+    device: str = "auto"
+    torch_threads: int = 0
+
+
+@dataclass
+class FaissConfig:
+    """Dense shards: exact inner product below `flat_max_vectors`, IVF-PQ above."""
+
+    flat_max_vectors: int = 100_000
+    shard_max_vectors: int = 250_000
+    ivf_nlist: int = 1024
+    pq_m: int = 48
+    pq_bits: int = 8
+    nprobe: int = 32
+    query_threads: int = 1
+
+
+@dataclass
+class LuceneConfig:
+    """Lexical shards (Anserini through Pyserini)."""
+
+    shard_max_docs: int = 500_000
+    threads: int = 1
+    java_heap: str = "1g"
+    max_clause_count: int = 1024
+    max_query_terms: int = 512
+
+
+@dataclass
+class IndexConfig:
+    """Snapshot handling."""
+
+    keep_snapshots: int = 2
+    schema_version: int = 1
+
+
+@dataclass
+class IntentConfig:
+    """Rule-based intent classifier."""
+
+    temperature: float = 1.0
+    base_score: float = 0.5
+    max_expansions: int = 16
+
+
+@dataclass
+class RetrievalConfig:
+    """How deep each retriever goes."""
+
+    k_per_retriever: int = 100
+    timeout_s: float = 30.0
+
+
+@dataclass
+class GraphConfig:
+    """Cost-aware graph walk (RFC values)."""
+
+    edge_costs: dict[str, float] = field(
+        default_factory=lambda: {
+            "CALLS": 1.0, "OVERRIDES": 1.1, "INHERITS": 1.25, "REFERENCES": 1.4,
+            "CONTAINS": 1.7, "IMPORTS": 2.0, "TESTS": 2.5,
+        }
+    )
+    test_path_penalty: float = 1.5
+    max_cost: float = 4.0
+    max_nodes: int = 200
+    seeds: int = 10
+    pagerank_weight: float = 0.2
+    pagerank_damping: float = 0.85
+    flow_cost_scale: float = 0.8
+    flow_budget_scale: float = 1.5
+    store: str = "embedded"
+    memgraph_uri: str = ""
+
+
+@dataclass
+class FusionConfig:
+    """Weighted RRF + consensus (RFC values)."""
+
+    rrf_k: dict[str, float] = field(
+        default_factory=lambda: {"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0}
+    )
+    profiles: dict[str, dict[str, float]] = field(
+        default_factory=lambda: {
+            "code": {"vector": 0.5, "lexical": 0.3, "symbol": 0.1, "graph": 0.1},
+            "symbol": {"vector": 0.2, "lexical": 0.2, "symbol": 0.5, "graph": 0.1},
+            "flow": {"vector": 0.2, "lexical": 0.1, "symbol": 0.2, "graph": 0.5},
+            "concept": {"vector": 0.7, "lexical": 0.2, "symbol": 0.05, "graph": 0.05},
+            "balanced": {"vector": 0.4, "lexical": 0.3, "symbol": 0.2, "graph": 0.1},
+        }
+    )
+    flow_boost: float = 1.3
+    flow_boost_min_p: float = 0.2
+    symbol_boost: float = 1.2
+    symbol_boost_min_p: float = 0.3
+    expansion_boost: float = 1.1
+    consensus_beta: float = 0.3
+    consensus_cap: float = 1.5
+    consensus_q0: float = 10.0
+    cutoffs: dict[str, int] = field(
+        default_factory=lambda: {"symbol": 20, "flow": 15, "concept": 60, "code": 40, "balanced": 40}
+    )
+
+
+@dataclass
+class LateInteractionConfig:
+    """ColBERT-style MaxSim over token embeddings of the top fused hits."""
+
+    enabled: bool = True
+    model_path: str = ""
+    top_n: int = 30
+    doc_max_length: int = 256
+    weight: float = 0.5
+    memory_cache_items: int = 4096
+    dtype: str = "float16"
+
+
+@dataclass
+class CrossEncoderConfig:
+    """Conditional cross-encoder. Off by default: no weights can be had offline."""
+
+    enabled: bool = False
+    model_path: str = ""
+    device: str = "auto"
+    batch_size: int = 16
+    max_length: int = 384
+    top_n: int = 20
+    intents: list[str] = field(default_factory=lambda: ["flow", "concept"])
+    min_query_words: int = 6
+    keywords: list[str] = field(default_factory=lambda: ["why", "how", "explain", "trace"])
+    cross_weight: float = 0.8
+    fused_weight: float = 0.2
+
+
+@dataclass
+class ContextConfig:
+    """Cited context packing."""
+
+    token_budget: int = 4000
+    fill_ratio: float = 0.95
+    context_lines: int = 2
+    max_block_lines: int = 24
+
+
+@dataclass
+class QueryConfig:
+    """Request validation and the in-process pipeline."""
+
+    default_k: int = 10
+    max_k: int = 200
+    max_query_chars: int = 20_000
+    query_cache_items: int = 256
+    file_rank_depth: int = 50
+
+
+@dataclass
+class ServeConfig:
+    """HTTP serving defaults."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    feedback_dir: str = ".semantica/feedback"
+
+
+@dataclass
+class RayConfig:
+    """Local Ray defaults for a small machine (fractional CPUs avoid silent hangs)."""
+
+    address: str = ""
+    num_cpus: int = 2
+    actor_num_cpus: float = 0.5
+    embed_actors: int = 1
+    embed_batch_size: int = 64
+    startup_timeout_s: float = 120.0
+
+
+@dataclass
+class Config:
+    """Everything, composed."""
+
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    discover: DiscoverConfig = field(default_factory=DiscoverConfig)
+    chunk: ChunkConfig = field(default_factory=ChunkConfig)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    faiss: FaissConfig = field(default_factory=FaissConfig)
+    lucene: LuceneConfig = field(default_factory=LuceneConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    intent: IntentConfig = field(default_factory=IntentConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    late_interaction: LateInteractionConfig = field(default_factory=LateInteractionConfig)
+    cross_encoder: CrossEncoderConfig = field(default_factory=CrossEncoderConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    query: QueryConfig = field(default_factory=QueryConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+
+
+def _coerce(value: Any, annotation: Any, where: str) -> Any:
+    """Convert a YAML/env value to the annotated type, or raise a clear ConfigError."""
+    origin = typing.get_origin(annotation)
+    if dataclasses.is_dataclass(annotation):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return _build(annotation, value, where)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+            return value.lower() in {"1", "true", "yes", "on"}
+        raise ConfigError(f"{where}: expected true/false, got {value!r}")
+    if annotation in (int, float):
+        try:
+            return annotation(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}: expected {annotation.__name__}, got {value!r}") from None
+    if annotation is str:
+        return str(value)
+    if origin in (list, dict):
+        if isinstance(value, str):
+            value = yaml.safe_load(value)
+        if origin is list and isinstance(value, list):
+            (item_type,) = typing.get_args(annotation)
+            return [_coerce(v, item_type, f"{where}[{i}]") for i, v in enumerate(value)]
+        if origin is dict and isinstance(value, dict):
+            _, value_type = typing.get_args(annotation)
+            return {str(k): _coerce(v, value_type, f"{where}.{k}") for k, v in value.items()}
+        raise ConfigError(f"{where}: expected a {origin.__name__}, got {value!r}")
+    return value
+
+
+def _build(cls: type, values: dict[str, Any], where: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{where or 'config'}: unknown key(s) {unknown}; known: {sorted(known)}")
+    kwargs = {k: _coerce(v, hints[k], f"{where}.{k}" if where else k) for k, v in values.items()}
+    return cls(**kwargs)
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _dotted_to_nested(dotted: str, value: Any) -> dict[str, Any]:
+    parts = [p for p in dotted.split(".") if p]
+    if len(parts) < 2:
+        raise ConfigError(f"override {dotted!r}: use section.field=value, e.g. faiss.nprobe=16")
+    nested: dict[str, Any] = {parts[-1]: value}
+    for part in reversed(parts[:-1]):
+        nested = {part: nested}
+    return nested
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: list[str] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Config:
+    """Load defaults < YAML file < SEMANTICA__SECTION__FIELD env < `section.field=value` overrides."""
+    config_path = Path(path) if path else Path(os.environ.get("SEMANTICA_CONFIG", DEFAULT_CONFIG_FILE))
+    raw: dict[str, Any] = {}
+    if config_path.exists():
+        loaded = yaml.safe_load(config_path.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{config_path}: the top level must be a mapping of sections")
+        raw = loaded
+    elif path:
+        raise ConfigError(f"config file {config_path} does not exist")
+    env = os.environ if environ is None else environ
+    for key, value in env.items():
+        if key.startswith(ENV_PREFIX):
+            dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
+            raw = _merge(raw, _dotted_to_nested(dotted, yaml.safe_load(value)))
+    for override in overrides or []:
+        if "=" not in override:
+            raise ConfigError(f"override {override!r}: expected section.field=value")
+        dotted, value = override.split("=", 1)
+        raw = _merge(raw, _dotted_to_nested(dotted.strip(), yaml.safe_load(value)))
+    return _build(Config, raw, "")
+
+
+def config_to_dict(config: Config) -> dict[str, Any]:
+    """Plain-dict view (for manifests, `--json` output and Ray workers)."""
+    return dataclasses.asdict(config)
+
+
+def config_from_dict(values: dict[str, Any]) -> Config:
+    """Inverse of `config_to_dict`."""
+    return _build(Config, values, "")

@@ -1,0 +1,247 @@
+"""The records both sides share: what indexing writes and what serving reads.
+
+Every record is a flat dataclass so it maps 1:1 onto a Parquet row (`to_row` / `from_row`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TypeVar
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+
+class ChunkKind(str, Enum):
+    """What a chunk covers."""
+
+    FUNCTION = "function"
+    METHOD = "method"
+    CLASS = "class"
+    MODULE = "module"
+    WINDOW = "window"
+    SECTION = "section"
+
+
+class SymbolKind(str, Enum):
+    """What a symbol is."""
+
+    FUNCTION = "function"
+    METHOD = "method"
+    CLASS = "class"
+    MODULE = "module"
+
+
+class EdgeType(str, Enum):
+    """Code graph edge types (costs for each live in conf: graph.edge_costs)."""
+
+    CALLS = "CALLS"
+    IMPORTS = "IMPORTS"
+    INHERITS = "INHERITS"
+    CONTAINS = "CONTAINS"
+    REFERENCES = "REFERENCES"
+    OVERRIDES = "OVERRIDES"
+    TESTS = "TESTS"
+
+
+def sha1_text(text: str) -> str:
+    """Content sha of a chunk (hex sha1 of its UTF-8 bytes)."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def make_chunk_id(repo: str, path: str, start_line: int, end_line: int, content_sha: str) -> str:
+    """Deterministic chunk id: the same repo, path, lines and content always give the same id."""
+    key = f"{repo}\x00{path}\x00{start_line}\x00{end_line}\x00{content_sha}"
+    return hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+def module_of(path: str) -> str:
+    """`pkg/sub/mod.py` -> `pkg.sub.mod`; `pkg/__init__.py` -> `pkg`."""
+    stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+    parts = [p for p in stem.split("/") if p]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def file_node_id(path: str) -> str:
+    """Graph node id of a file."""
+    return f"file:{path}"
+
+
+def symbol_node_id(path: str, qualname: str) -> str:
+    """Graph node id of a definition: `path::Qualified.name` (the evaluation's spelling too)."""
+    return f"{path}::{qualname}"
+
+
+T = TypeVar("T")
+
+
+class _Row:
+    """Mixin: dataclass <-> Parquet row."""
+
+    def to_row(self) -> dict[str, Any]:
+        row = dataclasses.asdict(self)  # type: ignore[call-overload]
+        for key, value in row.items():
+            if isinstance(value, Enum):
+                row[key] = value.value
+        return row
+
+    @classmethod
+    def from_row(cls: type[T], row: dict[str, Any]) -> T:
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in row.items() if k in names})
+
+
+@dataclass
+class Chunk(_Row):
+    """A retrievable span of one file."""
+
+    chunk_id: str
+    repo: str
+    path: str
+    language: str
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str
+    content: str
+    content_sha: str
+    blob_sha: str = ""
+
+    @staticmethod
+    def build(
+        repo: str, path: str, language: str, start_line: int, end_line: int, kind: ChunkKind | str,
+        symbol: str, content: str, blob_sha: str = "",
+    ) -> "Chunk":
+        """Make a chunk with its sha and deterministic id filled in."""
+        content_sha = sha1_text(content)
+        return Chunk(
+            chunk_id=make_chunk_id(repo, path, start_line, end_line, content_sha),
+            repo=repo, path=path, language=language, start_line=start_line, end_line=end_line,
+            kind=ChunkKind(kind).value, symbol=symbol, content=content, content_sha=content_sha,
+            blob_sha=blob_sha,
+        )
+
+    def embedding_text(self) -> str:
+        """What the bi-encoder sees: path + symbol + code."""
+        header = f"{self.path} {self.symbol}".strip()
+        return f"{header}\n{self.content}"
+
+
+@dataclass
+class Symbol(_Row):
+    """A definition with its fully qualified name."""
+
+    symbol_id: str
+    repo: str
+    path: str
+    name: str
+    qualname: str
+    module: str
+    kind: str
+    language: str
+    start_line: int
+    end_line: int
+    chunk_id: str
+    parent: str = ""
+
+    @property
+    def fqn(self) -> str:
+        """`module.path::Class.method`."""
+        return f"{self.module}::{self.qualname}"
+
+
+@dataclass
+class Edge(_Row):
+    """A directed code-graph edge between node ids (`file:path` or `path::Qualified.name`).
+
+    `resolved` is False when the target could only be named (e.g. a call to an unknown function);
+    then `dst` is `name:<identifier>`.
+    """
+
+    src: str
+    dst: str
+    type: str
+    repo: str
+    path: str
+    line: int
+    resolved: bool = True
+
+
+@dataclass
+class FileError(_Row):
+    """A file that was skipped or failed, and why."""
+
+    repo: str
+    path: str
+    stage: str
+    reason: str
+
+
+@dataclass
+class ShardInfo:
+    """One shard file or directory listed in a manifest."""
+
+    kind: str
+    path: str
+    count: int
+    checksum: str
+
+
+@dataclass
+class Manifest:
+    """`manifest.json`: everything needed to trust and open a snapshot."""
+
+    repo: str
+    snapshot_id: str
+    commit: str
+    created: str
+    model_id: str
+    dim: int
+    counts: dict[str, int]
+    shards: list[ShardInfo]
+    checksums: dict[str, str]
+    schema_version: int = SCHEMA_VERSION
+    late_model_id: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @staticmethod
+    def from_dict(values: dict[str, Any]) -> "Manifest":
+        data = dict(values)
+        data["shards"] = [ShardInfo(**s) for s in data.get("shards", [])]
+        return Manifest(**data)
+
+
+CHUNK_ARROW_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()), ("repo", pa.string()), ("path", pa.string()),
+        ("language", pa.string()), ("start_line", pa.int32()), ("end_line", pa.int32()),
+        ("kind", pa.string()), ("symbol", pa.string()), ("content", pa.string()),
+        ("content_sha", pa.string()), ("blob_sha", pa.string()),
+    ]
+)
+SYMBOL_ARROW_SCHEMA = pa.schema(
+    [
+        ("symbol_id", pa.string()), ("repo", pa.string()), ("path", pa.string()),
+        ("name", pa.string()), ("qualname", pa.string()), ("module", pa.string()),
+        ("kind", pa.string()), ("language", pa.string()), ("start_line", pa.int32()),
+        ("end_line", pa.int32()), ("chunk_id", pa.string()), ("parent", pa.string()),
+    ]
+)
+EDGE_ARROW_SCHEMA = pa.schema(
+    [
+        ("src", pa.string()), ("dst", pa.string()), ("type", pa.string()), ("repo", pa.string()),
+        ("path", pa.string()), ("line", pa.int32()), ("resolved", pa.bool_()),
+    ]
+)
+ERROR_ARROW_SCHEMA = pa.schema(
+    [("repo", pa.string()), ("path", pa.string()), ("stage", pa.string()), ("reason", pa.string())]
+)
