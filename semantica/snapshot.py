@@ -1,0 +1,95 @@
+"""Read side of one published snapshot: tables in memory, FAISS and Lucene shards opened lazily."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from semantica.config import Config
+from semantica.layout import IndexLayout, SnapshotPaths
+from semantica.lucene import LuceneShardSearcher
+from semantica.schema import Chunk, Edge, Manifest, Symbol
+from semantica.vectors import VectorShardPaths, VectorShardSearcher
+
+
+@dataclass
+class Snapshot:
+    """One immutable snapshot, opened for reading."""
+
+    paths: SnapshotPaths
+    manifest: Manifest
+    config: Config
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @staticmethod
+    def open(paths: SnapshotPaths, config: Config) -> "Snapshot":
+        return Snapshot(paths=paths, manifest=paths.read_manifest(), config=config)
+
+    @property
+    def repo(self) -> str:
+        return self.manifest.repo
+
+    @property
+    def snapshot_id(self) -> str:
+        return self.manifest.snapshot_id
+
+    @cached_property
+    def chunks(self) -> list[Chunk]:
+        """Chunks in row order (FAISS ids are row numbers into this list)."""
+        return [Chunk.from_row(r) for r in pq.read_table(self.paths.chunks).to_pylist()]
+
+    @cached_property
+    def chunk_by_id(self) -> dict[str, Chunk]:
+        return {c.chunk_id: c for c in self.chunks}
+
+    @cached_property
+    def symbols(self) -> list[Symbol]:
+        return [Symbol.from_row(r) for r in pq.read_table(self.paths.symbols).to_pylist()]
+
+    @cached_property
+    def edges(self) -> list[Edge]:
+        return [Edge.from_row(r) for r in pq.read_table(self.paths.edges).to_pylist()]
+
+    def shard_paths(self, kind: str) -> list[Path]:
+        return [self.paths.root / s.path for s in self.manifest.shards if s.kind == kind]
+
+    @cached_property
+    def vector_shards(self) -> list[VectorShardSearcher]:
+        with self._lock:
+            return [
+                VectorShardSearcher(VectorShardPaths(p, p.with_name(p.name.removesuffix(".faiss") + ".ids.npy")),
+                                    self.config.faiss)
+                for p in self.shard_paths("faiss")
+            ]
+
+    @cached_property
+    def lucene_shards(self) -> list[LuceneShardSearcher]:
+        with self._lock:
+            return [LuceneShardSearcher(p, self.config.lucene) for p in self.shard_paths("lucene")]
+
+
+class SnapshotSet:
+    """The current snapshot of every repository, re-resolved when CURRENT moves (hot swap)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.layout = IndexLayout(config.paths.index_root)
+        self._open: dict[str, Snapshot] = {}
+        self._lock = threading.Lock()
+
+    def repos(self) -> list[str]:
+        return self.layout.repos()
+
+    def get(self, repo: str) -> Snapshot:
+        """The published snapshot of `repo` (UnknownRepoError when none); reopened after a publish."""
+        paths = self.layout.current(repo)
+        with self._lock:
+            snapshot = self._open.get(repo)
+            if snapshot is None or snapshot.paths.root != paths.root:
+                snapshot = Snapshot.open(paths, self.config)
+                self._open[repo] = snapshot
+            return snapshot

@@ -1,0 +1,250 @@
+"""Late interaction (ColBERT-style MaxSim) over the top fused hits, with a token-embedding cache.
+
+    MaxSim(q, d) = (1 / |q|) * sum_{i in q tokens} max_{j in d tokens} cos(q_i, d_j)
+
+For the first `top_n` hits:
+
+    score = (1 - weight) * fused / max(fused over those hits) + weight * max(0, MaxSim)
+
+so both terms lie in [0, 1]. The re-scored hits are sorted by that score (ties keep their fused
+order); hits beyond `top_n` follow unchanged, in their original order.
+
+Document token embeddings depend only on the chunk text, so they are cached by content sha: in
+memory (LRU, `max_items`) and on disk (one `.npy` per sha, float16 by default, written atomically).
+Encoding 50 candidates x 256 tokens on CPU costs seconds; `precompute` fills the cache at indexing
+time. Use one cache directory per model: the key is the content sha only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from semantica.config import EncoderConfig, LateInteractionConfig
+from semantica.encoder import Encoder, shared_encoder
+from semantica.hits import Hit
+from semantica.schema import Chunk
+
+PRECOMPUTE_GROUP = 256
+"""`precompute` encodes and stores this many chunks at a time (bounds memory)."""
+
+_SAFE_KEY = re.compile(r"[0-9A-Za-z_-]{1,128}")
+_DTYPES = {"float16": np.float16, "float32": np.float32}
+
+
+def _dtype(name: str | np.dtype | type) -> np.dtype:
+    key = name if isinstance(name, str) else np.dtype(name).name
+    if key not in _DTYPES:
+        raise ValueError(f"late_interaction.dtype must be one of {sorted(_DTYPES)}, got {name!r}")
+    return np.dtype(_DTYPES[key])
+
+
+def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:
+    """Mean over query tokens of the best cosine with any doc token (inputs are unit vectors)."""
+    if query_tokens.size == 0 or doc_tokens.size == 0:
+        return 0.0
+    sims = query_tokens.astype(np.float32) @ doc_tokens.astype(np.float32).T
+    return float(sims.max(axis=1).mean())
+
+
+class TokenEmbeddingCache:
+    """Per-token document embeddings by content sha: an in-memory LRU over an optional disk store.
+
+    Thread-safe. Arrays are stored in `dtype` and returned as float32. A corrupt or unreadable
+    file on disk counts as a miss (and is recomputed and rewritten by the caller).
+    """
+
+    def __init__(
+        self, directory: Path | str | None = None, max_items: int = 4096, dtype: str = "float16"
+    ) -> None:
+        if max_items < 0:
+            raise ValueError(f"max_items must be >= 0, got {max_items}")
+        self.directory = Path(directory) if directory else None
+        self.max_items = max_items
+        self.dtype = _dtype(dtype)
+        self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        if self.directory:
+            self.directory.mkdir(parents=True, exist_ok=True)
+
+    def _file(self, sha: str) -> Path | None:
+        if self.directory is None:
+            return None
+        if not _SAFE_KEY.fullmatch(sha):
+            raise ValueError(f"cache key must be a hex sha (letters, digits, _ or -), got {sha!r}")
+        return self.directory / sha[:2] / f"{sha}.npy"
+
+    def _remember(self, sha: str, array: np.ndarray) -> None:
+        if self.max_items == 0:
+            return
+        with self._lock:
+            self._memory[sha] = array
+            self._memory.move_to_end(sha)
+            while len(self._memory) > self.max_items:
+                self._memory.popitem(last=False)
+
+    def get(self, sha: str) -> np.ndarray | None:
+        """The cached (n_tokens, dim) float32 array, or None."""
+        with self._lock:
+            array = self._memory.get(sha)
+            if array is not None:
+                self._memory.move_to_end(sha)
+                return array.astype(np.float32)
+        path = self._file(sha)
+        if path is None or not path.exists():
+            return None
+        try:
+            array = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError):
+            return None
+        if array.ndim != 2:
+            return None
+        array = array.astype(self.dtype, copy=False)
+        self._remember(sha, array)
+        return array.astype(np.float32)
+
+    def put(self, sha: str, array: np.ndarray) -> None:
+        """Store in memory and (atomically: temp file + os.replace) on disk."""
+        array = np.asarray(array)
+        if array.ndim != 2:
+            raise ValueError(f"token embeddings must be 2-D (n_tokens, dim), got shape {array.shape}")
+        stored = np.ascontiguousarray(array.astype(self.dtype))
+        path = self._file(sha)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{sha}.", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    np.save(handle, stored, allow_pickle=False)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        self._remember(sha, stored)
+
+    def __contains__(self, sha: str) -> bool:
+        with self._lock:
+            if sha in self._memory:
+                return True
+        path = self._file(sha)
+        return bool(path and path.exists())
+
+    def __len__(self) -> int:
+        """Items held in memory."""
+        with self._lock:
+            return len(self._memory)
+
+
+class LateInteractionReranker:
+    """`rerank(query, hits, chunks)` -> hits, the first `top_n` re-scored by MaxSim.
+
+    Encoder choice: when `config.model_path` is set, that checkpoint (e.g. a ColBERT model in
+    transformers format) is loaded and used, whatever encoder is passed; otherwise the passed
+    encoder is used, and without one the default shared bi-encoder.
+    """
+
+    def __init__(
+        self,
+        config: LateInteractionConfig | None = None,
+        encoder: Encoder | None = None,
+        cache: TokenEmbeddingCache | None = None,
+    ) -> None:
+        self.config = config or LateInteractionConfig()
+        c = self.config
+        if c.top_n < 0:
+            raise ValueError(f"late_interaction.top_n must be >= 0, got {c.top_n}")
+        if not 0.0 <= c.weight <= 1.0:
+            raise ValueError(f"late_interaction.weight must be in [0, 1], got {c.weight}")
+        if c.model_path:
+            encoder = shared_encoder(
+                EncoderConfig(model_path=c.model_path, model_id=Path(c.model_path).name)
+            )
+        self.encoder = encoder if encoder is not None else shared_encoder(EncoderConfig())
+        self.cache = cache if cache is not None else TokenEmbeddingCache(
+            None, c.memory_cache_items, c.dtype
+        )
+
+    # -- document embeddings --------------------------------------------------------------------
+
+    def _doc_text(self, chunk: Chunk) -> str:
+        return chunk.embedding_text()
+
+    def document_tokens(self, chunks: Iterable[Chunk]) -> dict[str, np.ndarray]:
+        """Token embeddings by content sha, from the cache or encoded (and cached) in one batch."""
+        found: dict[str, np.ndarray] = {}
+        missing: dict[str, Chunk] = {}
+        for chunk in chunks:
+            sha = chunk.content_sha
+            if sha in found or sha in missing:
+                continue
+            cached = self.cache.get(sha)
+            if cached is not None:
+                found[sha] = cached
+            else:
+                missing[sha] = chunk
+        if missing:
+            shas = list(missing)
+            encoded = self.encoder.encode_tokens(
+                [self._doc_text(missing[s]) for s in shas], self.config.doc_max_length
+            )
+            for sha, tokens in zip(shas, encoded):
+                self.cache.put(sha, tokens)
+                found[sha] = np.asarray(tokens, dtype=np.float32)
+        return found
+
+    def precompute(self, chunks: Iterable[Chunk]) -> int:
+        """Fill the cache for chunks not in it yet (batched); returns how many were encoded."""
+        pending: dict[str, Chunk] = {}
+        encoded = 0
+        for chunk in chunks:
+            if chunk.content_sha in pending or chunk.content_sha in self.cache:
+                continue
+            pending[chunk.content_sha] = chunk
+            if len(pending) >= PRECOMPUTE_GROUP:
+                encoded += len(self.document_tokens(pending.values()))
+                pending = {}
+        if pending:
+            encoded += len(self.document_tokens(pending.values()))
+        return encoded
+
+    # -- the work -------------------------------------------------------------------------------
+
+    def rerank(self, query: str, hits: list[Hit], chunks: dict[str, Chunk]) -> list[Hit]:
+        """Re-score the first `top_n` hits; see the module docstring for the formula.
+
+        A hit whose chunk is in neither `chunks` nor `hit.chunk` gets MaxSim 0 (late_score None).
+        """
+        head, tail = hits[: self.config.top_n], hits[self.config.top_n :]
+        if not head:
+            return list(hits)
+        resolved = {h.chunk_id: chunks.get(h.chunk_id) or h.chunk for h in head}
+        doc_tokens = self.document_tokens(c for c in resolved.values() if c is not None)
+        query_tokens = self.encoder.encode_tokens(
+            [query or ""], self.encoder.config.query_max_length
+        )[0]
+        top_fused = max(h.score for h in head)
+        w = self.config.weight
+        rescored: list[tuple[float, int, Hit]] = []
+        for position, hit in enumerate(head):
+            chunk = resolved[hit.chunk_id]
+            late = maxsim(query_tokens, doc_tokens[chunk.content_sha]) if chunk else None
+            fused_norm = hit.score / top_fused if top_fused > 0 else 0.0
+            score = (1.0 - w) * fused_norm + w * max(0.0, late or 0.0)
+            note = f"late MaxSim {late:.3f}" if late is not None else "late MaxSim n/a (no chunk)"
+            rescored.append((score, position, dataclasses.replace(
+                hit,
+                score=score,
+                late_score=late,
+                chunk=chunk,
+                explanation=f"{hit.explanation}; {note} -> {score:.4f}",
+            )))
+        rescored.sort(key=lambda item: (-item[0], item[1]))
+        return [hit for _, _, hit in rescored] + list(tail)

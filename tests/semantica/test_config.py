@@ -1,0 +1,45 @@
+import pytest
+
+from semantica.config import Config, ConfigError, DEFAULT_CONFIG_FILE, config_from_dict, config_to_dict, load_config
+
+
+def test_default_yaml_matches_the_rfc_values():
+    config = load_config(DEFAULT_CONFIG_FILE, environ={})
+    assert config.fusion.rrf_k == {"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0}
+    assert config.fusion.profiles["concept"]["vector"] == 0.7
+    assert config.fusion.cutoffs["flow"] == 15
+    assert config.graph.edge_costs["IMPORTS"] == 2.0
+    assert config.cross_encoder.enabled is False
+    assert config == Config()
+
+
+def test_env_and_cli_overrides_in_priority_order(tmp_path):
+    conf = tmp_path / "c.yaml"
+    conf.write_text("faiss:\n  nprobe: 8\n")
+    env = {"SEMANTICA__FAISS__NPROBE": "16", "SEMANTICA__CROSS_ENCODER__ENABLED": "true"}
+    assert load_config(conf, environ={}).faiss.nprobe == 8
+    assert load_config(conf, environ=env).faiss.nprobe == 16
+    config = load_config(conf, ["faiss.nprobe=4", "fusion.rrf_k.vector=60"], environ=env)
+    assert config.faiss.nprobe == 4
+    assert config.fusion.rrf_k["vector"] == 60.0 and config.fusion.rrf_k["lexical"] == 70.0
+    assert config.cross_encoder.enabled is True
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [("faiss.nope=1", "unknown key"), ("faiss.nprobe=abc", "expected int"), ("nprobe", "section.field=value"),
+     ("cross_encoder.enabled=maybe", "true/false")],
+)
+def test_bad_values_give_clear_errors(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(DEFAULT_CONFIG_FILE, [override], environ={})
+
+
+def test_missing_file_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "absent.yaml", environ={})
+
+
+def test_round_trip_through_dict():
+    config = load_config(DEFAULT_CONFIG_FILE, ["chunk.max_tokens=99"], environ={})
+    assert config_from_dict(config_to_dict(config)) == config
