@@ -22,6 +22,8 @@ STAGE = "discover"
 GIT_MODE_SYMLINK = "120000"
 GIT_MODE_SUBMODULE = "160000"
 READ_CHUNK_BYTES = 1 << 16
+# https://host/owner/name(.git), ssh://git@host/owner/name, git@host:owner/name (not local paths).
+_REMOTE_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
 
 LANGUAGE_BY_SUFFIX: dict[str, str] = {
     ".py": "python", ".pyi": "python",
@@ -93,7 +95,7 @@ def repo_name_from_path(repo_path: str) -> str:
     """
     result = _run_git(repo_path, "config", "--get", "remote.origin.url")
     url = result.stdout.decode("utf-8", "replace").strip() if result.returncode == 0 else ""
-    if url:
+    if _REMOTE_URL.match(url):
         tail = re.split(r"[:/]", url.rstrip("/"))
         parts = [p for p in tail if p]
         if len(parts) >= 2:

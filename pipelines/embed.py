@@ -109,7 +109,7 @@ class ChunkEmbedder:
                 missing[chunk.content_sha] = chunk.embedding_text()
         if progress:
             progress(len(chunks) - len(missing))
-        miss_shas = list(missing)
+        miss_shas = sorted(missing, key=lambda sha: len(missing[sha]))  # similar lengths batch with less padding
         pending: list[str] = []
         for start in range(0, len(miss_shas), self.batch_size):
             batch = miss_shas[start : start + self.batch_size]

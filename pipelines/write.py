@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,11 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from semantica.config import Config
+from semantica.graph import CsrGraphStore
 from semantica.layout import LUCENE_DIR, VECTORS_DIR, SnapshotPaths, directory_checksums
 from semantica.lucene import LuceneDoc, LuceneShardWriter
 from semantica.schema import (
     CHUNK_ARROW_SCHEMA, EDGE_ARROW_SCHEMA, ERROR_ARROW_SCHEMA, SCHEMA_VERSION, SYMBOL_ARROW_SCHEMA,
-    Chunk, Edge, FileError, Manifest, ShardInfo, Symbol,
+    Chunk, Edge, FileError, Manifest, ShardInfo, Symbol, file_node_id,
 )
 from semantica.vectors import VectorShardPaths, write_shard
 
@@ -59,6 +61,7 @@ class SnapshotWriter:
         write_table(paths.symbols, content.symbols, SYMBOL_ARROW_SCHEMA)
         write_table(paths.edges, content.edges, EDGE_ARROW_SCHEMA)
         write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
+        self._write_pagerank(paths, content)
         shards = self._write_vectors(paths, content) + self._write_lucene(paths, content)
         manifest = Manifest(
             repo=content.repo,
@@ -77,8 +80,21 @@ class SnapshotWriter:
             schema_version=SCHEMA_VERSION,
             stats=content.stats,
         )
+        for shard in manifest.shards:  # a shard's checksum covers all of its files
+            prefix = shard.path.removesuffix(".faiss")
+            shard.checksum = hashlib.sha256("".join(
+                f"{name}:{digest}" for name, digest in sorted(manifest.checksums.items()) if name.startswith(prefix)
+            ).encode()).hexdigest()
         paths.write_manifest(manifest)
         return manifest
+
+    def _write_pagerank(self, paths: SnapshotPaths, content: SnapshotContent) -> None:
+        """The graph prior, computed once here rather than per query."""
+        nodes = [s.symbol_id for s in content.symbols] + [file_node_id(c.path) for c in content.chunks]
+        ranks = CsrGraphStore(content.edges, nodes).pagerank(self.config.graph.pagerank_damping)
+        table = pa.table({"node": list(ranks), "score": list(ranks.values())},
+                         schema=pa.schema([("node", pa.string()), ("score", pa.float64())]))
+        pq.write_table(table, paths.pagerank)
 
     def _write_vectors(self, paths: SnapshotPaths, content: SnapshotContent) -> list[ShardInfo]:
         shards: list[ShardInfo] = []

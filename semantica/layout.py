@@ -3,7 +3,7 @@
 ```
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)
 <root>/<repo-dir>/<snapshot>/manifest.json
-                             chunks.parquet symbols.parquet edges.parquet errors.parquet
+                             chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet
                              vectors/shard-000.faiss vectors/shard-000.ids.npy
                              lucene/shard-000/
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
@@ -32,6 +32,7 @@ CHUNKS = "chunks.parquet"
 SYMBOLS = "symbols.parquet"
 EDGES = "edges.parquet"
 ERRORS = "errors.parquet"
+PAGERANK = "pagerank.parquet"
 VECTORS_DIR = "vectors"
 LUCENE_DIR = "lucene"
 EXTRAS_DIR = "extras"
@@ -104,6 +105,10 @@ class SnapshotPaths:
     @property
     def errors(self) -> Path:
         return self.root / ERRORS
+
+    @property
+    def pagerank(self) -> Path:
+        return self.root / PAGERANK
 
     @property
     def vectors(self) -> Path:

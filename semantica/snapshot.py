@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from semantica.config import Config
+from semantica.graph import CsrGraphStore
 from semantica.layout import IndexLayout, SnapshotPaths
 from semantica.lucene import LuceneShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
@@ -47,12 +48,39 @@ class Snapshot:
         return {c.chunk_id: c for c in self.chunks}
 
     @cached_property
+    def chunks_by_path(self) -> dict[str, list[Chunk]]:
+        grouped: dict[str, list[Chunk]] = {}
+        for chunk in self.chunks:
+            grouped.setdefault(chunk.path, []).append(chunk)
+        return grouped
+
+    def file_lines(self, path: str) -> list[str]:
+        """A file's lines rebuilt from its chunks (lines no chunk covers are empty)."""
+        lines: dict[int, str] = {}
+        for chunk in self.chunks_by_path.get(path, []):
+            for offset, text in enumerate(chunk.content.split("\n")):
+                lines.setdefault(chunk.start_line + offset, text)
+        last = max(lines, default=0)
+        return [lines.get(n, "") for n in range(1, last + 1)]
+
+    @cached_property
     def symbols(self) -> list[Symbol]:
         return [Symbol.from_row(r) for r in pq.read_table(self.paths.symbols).to_pylist()]
 
     @cached_property
     def edges(self) -> list[Edge]:
         return [Edge.from_row(r) for r in pq.read_table(self.paths.edges).to_pylist()]
+
+    @cached_property
+    def pagerank(self) -> dict[str, float]:
+        if not self.paths.pagerank.exists():
+            return {}
+        table = pq.read_table(self.paths.pagerank)
+        return dict(zip(table.column("node").to_pylist(), table.column("score").to_pylist()))
+
+    @cached_property
+    def graph_store(self) -> CsrGraphStore:
+        return CsrGraphStore(self.edges, [s.symbol_id for s in self.symbols])
 
     def shard_paths(self, kind: str) -> list[Path]:
         return [self.paths.root / s.path for s in self.manifest.shards if s.kind == kind]

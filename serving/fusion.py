@@ -50,31 +50,47 @@ def _name_parts(name: str) -> list[str]:
     return [p for p in name.replace("::", ".").split(".") if p]
 
 
-def expansion_match(meta: ChunkMeta, expansions: Expansions) -> str:
-    """Which expansion a chunk matches ('' when none), case-insensitively.
+class ExpansionMatcher:
+    """Whether a chunk matches a query expansion, case-insensitively (expansions lowered once).
 
     symbol: equal, or one is a dotted suffix of the other (`raw_decode` ~ `JSONDecoder.raw_decode`);
-    path: equal, or one ends with `/` + the other (`config.py` ~ `semantica/config.py`);
-    module: the chunk's module (from its path) equals it or ends with `.` + it.
+    path: equal, or one ends with `/` + the other (`config.py` ~ `semantica/config.py`), or the
+    expansion is a directory containing the chunk; module: the chunk's module (from its path)
+    equals it or ends with `.` + it.
     """
-    symbol = meta.symbol.lower().replace("::", ".")
-    if symbol:
-        for candidate in expansions.symbols:
-            cand = candidate.lower().replace("::", ".")
-            if symbol == cand or symbol.endswith("." + cand) or cand.endswith("." + symbol):
-                return f"symbol {candidate}"
-    path = meta.path.lower().replace("\\", "/")
-    if path:
-        for candidate in expansions.paths:
-            cand = candidate.lower().strip("/")
-            if cand and (path == cand or path.endswith("/" + cand) or path.startswith(cand + "/")):
-                return f"path {candidate}"
-        module = module_of(path)
-        for candidate in expansions.modules:
-            cand = candidate.lower()
-            if module == cand or module.endswith("." + cand):
-                return f"module {candidate}"
-    return ""
+
+    def __init__(self, expansions: Expansions) -> None:
+        self.symbols = [(s, s.lower().replace("::", ".")) for s in expansions.symbols]
+        self.paths = [(p, p.lower().replace("\\", "/").strip("/")) for p in expansions.paths]
+        self.paths = [(p, low) for p, low in self.paths if low]
+        self.modules = [(m, m.lower()) for m in expansions.modules]
+        self.empty = not (self.symbols or self.paths or self.modules)
+
+    def match(self, meta: ChunkMeta) -> str:
+        """A short description of the first matching expansion, '' when none."""
+        if self.empty:
+            return ""
+        symbol = meta.symbol.lower().replace("::", ".")
+        if symbol:
+            for original, cand in self.symbols:
+                if symbol == cand or symbol.endswith("." + cand) or cand.endswith("." + symbol):
+                    return f"symbol {original}"
+        path = meta.path.lower().replace("\\", "/")
+        if path:
+            for original, cand in self.paths:
+                if path == cand or path.endswith("/" + cand) or path.startswith(cand + "/"):
+                    return f"path {original}"
+            if self.modules:
+                module = module_of(path)
+                for original, cand in self.modules:
+                    if module == cand or module.endswith("." + cand):
+                        return f"module {original}"
+        return ""
+
+
+def expansion_match(meta: ChunkMeta, expansions: Expansions) -> str:
+    """`ExpansionMatcher(expansions).match(meta)`."""
+    return ExpansionMatcher(expansions).match(meta)
 
 
 class WeightedRRF:
@@ -149,7 +165,7 @@ class WeightedRRF:
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         weights = self.weights(intent)
-        expansions = intent.expansions if intent else Expansions()
+        matcher = ExpansionMatcher(intent.expansions if intent else Expansions())
         ranks_by_chunk: dict[str, dict[Strategy, int]] = {}
         for key, ranked in lists.items():
             strategy = Strategy.parse(key)
@@ -163,7 +179,7 @@ class WeightedRRF:
                     seen[strategy] = rank
 
         hits = [
-            self._hit(chunk_id, ranks, weights, expansions, chunk_meta)
+            self._hit(chunk_id, ranks, weights, matcher, chunk_meta)
             for chunk_id, ranks in ranks_by_chunk.items()
         ]
         hits.sort(key=lambda h: (-h.score, h.best_rank, h.chunk_id))
@@ -174,7 +190,7 @@ class WeightedRRF:
         chunk_id: str,
         ranks: dict[Strategy, int],
         weights: dict[Strategy, float],
-        expansions: Expansions,
+        matcher: ExpansionMatcher,
         chunk_meta: Mapping[str, ChunkMeta | Chunk] | None,
     ) -> Hit:
         c = self.config
@@ -187,7 +203,7 @@ class WeightedRRF:
 
         raw_meta = chunk_meta.get(chunk_id) if chunk_meta else None
         meta = ChunkMeta.from_chunk(raw_meta) if isinstance(raw_meta, Chunk) else raw_meta
-        matched = expansion_match(meta, expansions) if meta and not expansions.is_empty() else ""
+        matched = matcher.match(meta) if meta else ""
         boost = c.expansion_boost if matched else 1.0
         score = fused * consensus * boost
 

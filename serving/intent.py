@@ -154,6 +154,11 @@ _TRACEBACK = re.compile(
 )
 
 
+def _is_dotted(token: str) -> bool:
+    """`a.b.c` identifiers, excluding abbreviations such as `e.g` / `i.e` (all parts 1 char)."""
+    return bool(_DOTTED.fullmatch(token)) and any(len(p) > 1 for p in token.split("."))
+
+
 def _is_camel(token: str) -> bool:
     """camelCase / CamelCase / JSONDecoder: upper and lower letters with an inner capital."""
     if not _IDENT.fullmatch(token) or "_" in token.strip("_"):
@@ -181,7 +186,8 @@ def _is_path(token: str) -> bool:
         return False
     if _path_extension(norm) in FILE_EXTENSIONS:
         return True
-    return "/" in norm.strip("/") and norm.endswith("/") or norm.count("/") >= 2 and len(segments) >= 3
+    is_directory = "/" in norm.strip("/") and norm.endswith("/")
+    return is_directory or (norm.count("/") >= 2 and len(segments) >= 3)
 
 
 def _is_module(dotted: str) -> bool:
@@ -250,7 +256,7 @@ class IntentClassifier:
             if _is_path(token):
                 paths.append(token.replace("\\", "/"))
                 continue
-            if _DOTTED.fullmatch(token):
+            if _is_dotted(token):
                 symbols.append(token)
                 parts.extend(p for p in token.split(".") if _is_camel(p) or _is_snake(p))
                 if _is_module(token):
@@ -273,7 +279,7 @@ class IntentClassifier:
         # symbol
         identifiers = [
             t for t in tokens
-            if not _is_path(t) and (_DOTTED.fullmatch(t) or _is_camel(t) or _is_snake(t))
+            if not _is_path(t) and (_is_dotted(t) or _is_camel(t) or _is_snake(t))
         ]
         scores[Intent.SYMBOL] += w["symbol_identifier"] * min(len(identifiers), 2)
         if _definitions(text) or _DEFINED_PHRASE.search(lowered):

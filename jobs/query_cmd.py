@@ -1,0 +1,76 @@
+"""`semantica query`: search the published snapshots from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+from jobs.cli import add_common, config_from_args, print_json
+
+SNIPPET_LINES = 6
+
+JSON_SCHEMA_DOC = """\
+--json prints one object: {query, intent: {dominant, probabilities, expansions}, hits: [{rank, chunk_id,
+repo, path, start_line, end_line, symbol, kind, score, fused_score, ranks: {strategy: rank}, citation,
+content, late_score, cross_score, features (with --explain), explanation (with --explain)}],
+files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name", score}],
+context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,
+timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached}"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    query = sub.add_parser(
+        "query", help="search indexed repositories",
+        description="Hybrid search: intent -> vector + lexical + symbol + graph retrieval -> weighted RRF with "
+                    "consensus -> late interaction -> (optional) cross-encoder -> cited context.",
+        epilog=JSON_SCHEMA_DOC, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    query.add_argument("text", help="the query: an identifier, a question, a stack trace ...")
+    query.add_argument("--repo", action="append", default=[], metavar="R",
+                       help="restrict to this repository (repeatable; default: all indexed)")
+    query.add_argument("--k", type=int, default=None, help="number of hits (default from conf: query.default_k)")
+    query.add_argument("--path", action="append", default=[], metavar="GLOB", help="only paths matching GLOB")
+    query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
+    query.add_argument("--strategy", action="append", default=[], choices=["vector", "lexical", "symbol", "graph"],
+                       help="use only these retrievers (repeatable; default: all four)")
+    query.add_argument("--explain", action="store_true", help="show why each hit ranked (ranks, RRF, consensus)")
+    query.add_argument("--context", action="store_true", help="print the packed, cited context block")
+    query.add_argument("--json", action="store_true", help="print the response as JSON (schema below)")
+    add_common(query)
+    query.set_defaults(handler=run_query)
+
+
+def run_query(args: argparse.Namespace) -> int:
+    from serving.pipeline import SearchPipeline, SearchRequest
+
+    config = config_from_args(args)
+    request = SearchRequest(
+        query=args.text, repos=args.repo, k=args.k if args.k is not None else config.query.default_k,
+        path_globs=args.path, languages=args.language, explain=args.explain, strategies=args.strategy,
+    )
+    response = SearchPipeline(config).search(request)
+    if args.json:
+        print_json(response.to_dict())
+        return 0
+    intent = response.intent
+    print(f"query: {response.query!r}  intent: {intent['dominant']} "
+          f"({', '.join(f'{k} {v:.2f}' for k, v in intent['probabilities'].items())})")
+    for warning in response.warnings:
+        print(f"warning: {warning}")
+    for item in response.degraded:
+        print(f"degraded: {item['stage']} failed ({item['error']}); results come from the other stages")
+    if not response.hits:
+        print("no hits")
+    for hit in response.hits:
+        where = f"{hit.repo}:{hit.citation}"
+        print(f"\n{hit.rank:>2}. {where}  {hit.symbol or '(module)'}  [{hit.kind}]  score {hit.score:.4f}")
+        if args.explain and hit.explanation:
+            print(textwrap.indent(textwrap.fill(hit.explanation, 100), "    why: "))
+        snippet = hit.content.splitlines()[:SNIPPET_LINES]
+        print(textwrap.indent("\n".join(snippet), "    | "))
+    if args.context:
+        print("\n--- context ---\n" + response.context["text"])
+    total = sum(response.timings_ms.values())
+    print(f"\n{len(response.hits)} hits in {total:.0f} ms "
+          f"({', '.join(f'{k} {v:.0f}' for k, v in response.timings_ms.items())})")
+    return 0

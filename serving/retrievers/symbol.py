@@ -1,0 +1,100 @@
+"""Symbol retrieval: exact fully-qualified name > exact name > prefix > identifier parts.
+
+Fed by the intent's expansions (CamelCase, snake_case and dotted names in the query); a query with
+none falls back to its plain words for the exact-name tiers only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+
+from semantica.hits import Strategy
+from semantica.schema import Chunk, Symbol
+from semantica.tokenizer import tokenize
+from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
+
+TIER_FQN = 5.0
+TIER_QUALNAME = 4.0
+TIER_NAME_NOCASE = 3.0
+TIER_PREFIX = 2.0
+TIER_PARTS = 1.0
+MIN_PREFIX_CHARS = 3
+MIN_WORD_CHARS = 3
+MAX_QUERY_NAMES = 32
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+class SymbolRetriever(BaseRetriever):
+    """An in-memory symbol table with exact, prefix and part lookups."""
+
+    strategy = Strategy.SYMBOL
+
+    def __init__(self, symbols: list[Symbol], chunk_by_id: dict[str, Chunk]) -> None:
+        super().__init__(chunk_by_id)
+        self.symbols = [s for s in symbols if s.chunk_id]
+        self.by_exact: dict[str, list[int]] = defaultdict(list)
+        self.by_name_lower: dict[str, list[int]] = defaultdict(list)
+        self.by_part: dict[str, set[int]] = defaultdict(set)
+        for i, s in enumerate(self.symbols):
+            for key in {s.symbol_id, s.fqn, f"{s.module}.{s.qualname}", s.qualname, s.name}:
+                self.by_exact[key].append(i)
+            self.by_name_lower[s.name.lower()].append(i)
+            for part in tokenize(s.qualname):
+                self.by_part[part].add(i)
+        self.sorted_names = sorted(self.by_name_lower)
+
+    def _query_names(self, query: RetrievalQuery) -> tuple[list[str], bool]:
+        expansions = query.expansions
+        names = [*expansions.symbols, *expansions.modules]
+        if names:
+            return names[:MAX_QUERY_NAMES], True
+        words = [w.strip(".") for w in _WORD.findall(query.text) if len(w) >= MIN_WORD_CHARS]
+        return list(dict.fromkeys(words))[:MAX_QUERY_NAMES], False
+
+    def _search(self, query: RetrievalQuery, k: int) -> ScoredList:
+        names, from_expansions = self._query_names(query)
+        best: dict[int, float] = {}
+
+        def offer(index: int, score: float) -> None:
+            if score > best.get(index, 0.0):
+                best[index] = score
+
+        for name in names:
+            last = name.rsplit(".", 1)[-1]
+            for i in self.by_exact.get(name, ()):
+                s = self.symbols[i]
+                exact_fqn = name in (s.symbol_id, s.fqn, f"{s.module}.{s.qualname}") or ("." in name and name == s.qualname)
+                offer(i, TIER_FQN if exact_fqn else TIER_QUALNAME)
+            for i in self.by_name_lower.get(last.lower(), ()):
+                offer(i, TIER_NAME_NOCASE)
+            if not from_expansions:
+                continue
+            lowered = last.lower()
+            if len(lowered) >= MIN_PREFIX_CHARS:
+                start = bisect.bisect_left(self.sorted_names, lowered)
+                for key in self.sorted_names[start:]:
+                    if not key.startswith(lowered):
+                        break
+                    for i in self.by_name_lower[key]:
+                        offer(i, TIER_PREFIX + len(lowered) / len(key) * 0.5)
+            parts = [p for p in tokenize(name) if p != name.lower()]
+            if parts:
+                counts: dict[int, int] = defaultdict(int)
+                for part in parts:
+                    for i in self.by_part.get(part, ()):
+                        counts[i] += 1
+                for i, hits in counts.items():
+                    offer(i, TIER_PARTS + hits / len(parts) * 0.5)
+        ranked = sorted(best.items(), key=lambda item: (-item[1], self.symbols[item[0]].symbol_id))
+        out: ScoredList = []
+        seen: set[str] = set()
+        for i, score in ranked:
+            chunk_id = self.symbols[i].chunk_id
+            if chunk_id not in seen:
+                seen.add(chunk_id)
+                out.append((chunk_id, score))
+            if len(out) >= k:
+                break
+        return out

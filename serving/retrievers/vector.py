@@ -1,0 +1,35 @@
+"""Dense retrieval: FAISS over the query embedding, all shards searched and merged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from semantica.hits import Strategy
+from semantica.schema import Chunk
+from semantica.vectors import VectorShardSearcher
+from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, merge_scored
+
+
+class VectorRetriever(BaseRetriever):
+    """Cosine similarity of the query vector to chunk vectors."""
+
+    strategy = Strategy.VECTOR
+
+    def __init__(self, shards: list[VectorShardSearcher], chunks: list[Chunk],
+                 encode_query: Callable[[str], np.ndarray]) -> None:
+        super().__init__({c.chunk_id: c for c in chunks})
+        self.shards = shards
+        self.chunk_ids = [c.chunk_id for c in chunks]
+        self.encode_query = encode_query
+
+    def _search(self, query: RetrievalQuery, k: int) -> ScoredList:
+        if not query.text.strip():
+            return []
+        vector = self.encode_query(query.text).reshape(1, -1)
+        lists: list[ScoredList] = []
+        for shard in self.shards:
+            scores, rows = shard.search(vector, k)
+            lists.append([(self.chunk_ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0])
+        return merge_scored(lists, k)
