@@ -7,6 +7,7 @@ with a reason instead of silently disappearing. One file is read at a time so me
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import re
@@ -188,6 +189,12 @@ class RepoSource:
             return "unknown file type (extension not indexed)"
         return ""
 
+    def _included(self, path: str) -> bool:
+        """`discover.include_globs` ([] = all): files outside it are not candidates, not errors."""
+        globs = self.config.include_globs
+        name = path.rsplit("/", 1)[-1]
+        return not globs or any(fnmatch.fnmatchcase(path, g) or fnmatch.fnmatchcase(name, g) for g in globs)
+
     def _size_reason(self, size: int) -> str:
         if size > self.config.max_file_bytes:
             return f"oversized ({size} bytes > max_file_bytes {self.config.max_file_bytes})"
@@ -208,6 +215,8 @@ class RepoSource:
                 continue
             meta, _, raw_path = record.partition(b"\t")
             path = raw_path.decode("utf-8", "surrogateescape")
+            if not self._included(path):
+                continue
             mode, kind, sha, size_text = meta.decode().split()
             if mode == GIT_MODE_SUBMODULE or kind == "commit":
                 errors.append(self._error(path, "submodule"))
@@ -235,7 +244,7 @@ class RepoSource:
         seen: set[str] = set()
         for raw_path in listing.stdout.split(b"\0"):
             path = raw_path.decode("utf-8", "surrogateescape")
-            if not path or path in seen:
+            if not path or path in seen or not self._included(path):
                 continue
             seen.add(path)
             full = root / path

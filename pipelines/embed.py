@@ -8,7 +8,6 @@ chunk (same content) is never embedded again, whichever commit or repository it 
 from __future__ import annotations
 
 import os
-import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -17,17 +16,17 @@ from pathlib import Path
 
 import numpy as np
 
+from semantica.encoder import safe_name
 from semantica.schema import Chunk
 
 SEGMENT_GLOB = "seg-*.npz"
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 class EmbeddingCache:
     """Content-addressed vector store: sha -> float32 vector, loaded lazily, appended in segments."""
 
     def __init__(self, directory: Path, model_id: str, dim: int) -> None:
-        self.directory = Path(directory) / f"{_SAFE_NAME.sub('_', model_id)}-{dim}"
+        self.directory = Path(directory) / f"{safe_name(model_id)}-{dim}"
         self.dim = dim
         self._rows: dict[str, int] | None = None
         self._matrix = np.zeros((0, dim), dtype=np.float32)

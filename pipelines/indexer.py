@@ -117,6 +117,8 @@ class RepoIndexer:
             entries, errors = source.entries()
         parsed, read_errors = self._parse(source, repo, entries, summary)
         errors.extend(read_errors)
+        for error in errors:  # discovery names the repo after its directory; the snapshot uses --name
+            error.repo = repo
         with self._timed(summary, "resolve"):
             edges = self.resolver.resolve(parsed)
         chunks = [chunk for p in parsed for chunk in p.chunks]

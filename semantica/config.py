@@ -49,6 +49,7 @@ class DiscoverConfig:
         default_factory=lambda: [".min.js", ".min.css", ".bundle.js", "_pb2.py", ".pb.go", ".lock"]
     )
     max_line_chars: int = 5000
+    include_globs: list[str] = field(default_factory=list)  # [] = every file; e.g. ["*.py"] (eval)
 
 
 @dataclass
@@ -246,6 +247,9 @@ class RayConfig:
     embed_actors: int = 1
     embed_batch_size: int = 64
     startup_timeout_s: float = 120.0
+    parse_batch_size: int = 16
+    job_timeout_s: float = 1800.0
+    clone_timeout_s: float = 600.0
 
 
 @dataclass

@@ -7,6 +7,7 @@ interaction, an untrained ColBERT). Device is chosen automatically: CUDA when pr
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -114,6 +115,14 @@ class Encoder:
                 tokens = row[keep[1:-1]] if len(keep) > 2 else row[keep]
                 result.append(_l2_normalise(tokens.astype(np.float32)))
         return result
+
+
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_name(model_id: str) -> str:
+    """A model id as one directory name (caches are kept per model)."""
+    return _UNSAFE_CHARS.sub("_", model_id).strip("_") or "model"
 
 
 def _l2_normalise(matrix: np.ndarray) -> np.ndarray:

@@ -46,10 +46,6 @@ def consensus_factor(
     return agreement * quality
 
 
-def _name_parts(name: str) -> list[str]:
-    return [p for p in name.replace("::", ".").split(".") if p]
-
-
 class ExpansionMatcher:
     """Whether a chunk matches a query expansion, case-insensitively (expansions lowered once).
 
@@ -178,19 +174,33 @@ class WeightedRRF:
                 if strategy not in seen or rank < seen[strategy]:
                     seen[strategy] = rank
 
-        hits = [
-            self._hit(chunk_id, ranks, weights, matcher, chunk_meta)
-            for chunk_id, ranks in ranks_by_chunk.items()
+        k_of = {s: self.config.rrf_k[s.value] for s in STRATEGIES}
+        scored: list[tuple[float, int, str, dict[Strategy, int], str]] = []
+        for chunk_id, ranks in ranks_by_chunk.items():
+            fused = sum(weights[s] / (k_of[s] + r) for s, r in ranks.items())
+            consensus = self.consensus(len(ranks), sum(ranks.values()) / len(ranks))
+            meta = self._meta(chunk_meta, chunk_id)
+            matched = matcher.match(meta) if meta else ""
+            boost = self.config.expansion_boost if matched else 1.0
+            scored.append((fused * consensus * boost, min(ranks.values()), chunk_id, ranks, matched))
+        scored.sort(key=lambda item: (-item[0], item[1], item[2]))
+        # features and explanations only for the hits that survive the cutoff
+        return [
+            self._hit(chunk_id, ranks, weights, matched, chunk_meta)
+            for _, _, chunk_id, ranks, matched in scored[: self.cutoff(intent, k)]
         ]
-        hits.sort(key=lambda h: (-h.score, h.best_rank, h.chunk_id))
-        return hits[: self.cutoff(intent, k)]
+
+    @staticmethod
+    def _meta(chunk_meta: Mapping[str, ChunkMeta | Chunk] | None, chunk_id: str) -> ChunkMeta | None:
+        raw = chunk_meta.get(chunk_id) if chunk_meta else None
+        return ChunkMeta.from_chunk(raw) if isinstance(raw, Chunk) else raw
 
     def _hit(
         self,
         chunk_id: str,
         ranks: dict[Strategy, int],
         weights: dict[Strategy, float],
-        matcher: ExpansionMatcher,
+        matched: str,
         chunk_meta: Mapping[str, ChunkMeta | Chunk] | None,
     ) -> Hit:
         c = self.config
@@ -200,10 +210,8 @@ class WeightedRRF:
         best = min(ranks.values())
         avg = sum(ranks.values()) / n
         consensus = self.consensus(n, avg)
-
         raw_meta = chunk_meta.get(chunk_id) if chunk_meta else None
-        meta = ChunkMeta.from_chunk(raw_meta) if isinstance(raw_meta, Chunk) else raw_meta
-        matched = matcher.match(meta) if meta else ""
+        meta = self._meta(chunk_meta, chunk_id)
         boost = c.expansion_boost if matched else 1.0
         score = fused * consensus * boost
 

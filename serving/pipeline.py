@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from semantica.config import Config
-from semantica.encoder import Encoder, shared_encoder
+from semantica.encoder import Encoder, safe_name, shared_encoder
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
@@ -167,8 +167,11 @@ class SearchPipeline:
         from pathlib import Path
 
         li = self.config.late_interaction
-        cache = TokenEmbeddingCache(Path(self.config.paths.cache_dir) / LATE_CACHE_DIR, li.memory_cache_items, li.dtype)
-        return LateInteractionReranker(li, self._encoder_factory(), cache)
+        encoder = self._encoder_factory()
+        model_dir = safe_name(li.model_path or encoder.model_id)  # one token cache per model: vectors never mix
+        cache = TokenEmbeddingCache(Path(self.config.paths.cache_dir) / LATE_CACHE_DIR / model_dir,
+                                    li.memory_cache_items, li.dtype)
+        return LateInteractionReranker(li, encoder, cache)
 
     @cached_property
     def cross(self) -> CrossEncoderReranker:

@@ -1,0 +1,52 @@
+"""Shared fixtures: a real index of this repository, built once per test session."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from semantica.config import Config, load_config  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
+REQUESTS_CLONE = MIRRORS / "psf+requests" / "repo"
+REQUESTS_COMMIT = "a0df2cbb10419037d11d04352b3175405ab52941"
+SELF_NAME = "semantica/self"
+
+
+def make_config(tmp: Path, *overrides: str) -> Config:
+    """The default config with index and caches under `tmp`."""
+    return load_config(None, [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={tmp / 'cache'}", *overrides],
+                       environ={})
+
+
+@dataclass
+class IndexedRepo:
+    config: Config
+    name: str
+    summary: object
+
+
+@pytest.fixture(scope="session")
+def indexed_self(tmp_path_factory) -> IndexedRepo:
+    """This repository's working tree, indexed for real (tree-sitter, MiniLM, FAISS, Lucene)."""
+    from pipelines.indexer import RepoIndexer
+
+    config = make_config(tmp_path_factory.mktemp("self"))
+    summary = RepoIndexer(config, progress=False).index(str(REPO_ROOT), SELF_NAME)
+    return IndexedRepo(config, SELF_NAME, summary)
+
+
+@pytest.fixture(scope="session")
+def requests_clone() -> Path:
+    if not (REQUESTS_CLONE / "HEAD").exists():
+        pytest.skip(f"SKIPPED LOUDLY: no psf/requests clone at {REQUESTS_CLONE} (set SEMANTICA_MIRRORS to a "
+                    "directory holding psf+requests/repo to run this test)")
+    return REQUESTS_CLONE
