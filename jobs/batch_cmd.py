@@ -13,6 +13,7 @@ Exit code 0 only when every repository was published; the summary lists each one
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from jobs.cli import EXIT_FAILED, add_common, config_from_args, print_json
@@ -40,7 +41,18 @@ def run_batch_cmd(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     log = (lambda message: print(message, file=sys.stderr)) if not args.json else None
-    summary = run_batch(config, args.manifest, args.ray_address, log)
+    if args.json:  # the JVM (Lucene) logs to fd 1: keep stdout for the one JSON object
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+        try:
+            summary = run_batch(config, args.manifest, args.ray_address, log)
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+    else:
+        summary = run_batch(config, args.manifest, args.ray_address, log)
     if args.json:
         print_json(summary.to_dict())
     else:

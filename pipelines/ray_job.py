@@ -56,6 +56,8 @@ CLONES_DIR = "clones"
 ERROR_SAMPLES = 20
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
+ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed (RepoIndexer never asks)
+CACHEABLE_ERROR_STAGE = "discover"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -373,10 +375,15 @@ class BatchIndexer:
         for work in works:
             assert work.source is not None
             keys = {e.path: ParseCache.key(work.spec.name, e.path, e.blob_sha) for e in work.entries}
-            cached = parse_cache.get_many(list(keys.values()))
+            cached = parse_cache.get_many(list(keys.values()) + [ERROR_KEY_PREFIX + k for k in keys.values()])
             discover_json = json.dumps({"include_globs": list(work.spec.include)}, sort_keys=True)
             for entry in work.entries:
                 parsed = cached.get(keys[entry.path])
+                known_error = cached.get(ERROR_KEY_PREFIX + keys[entry.path])
+                if isinstance(known_error, FileError):  # same blob, same verdict (binary, not UTF-8, ...)
+                    work.errors.append(dataclasses.replace(known_error, repo=work.spec.name))
+                    work.result.files_reused += 1
+                    continue
                 if parsed is not None:
                     found = embed_cache.get_many([c.content_sha for c in parsed.chunks])
                     if len(found) == len({c.content_sha for c in parsed.chunks}):
@@ -406,7 +413,10 @@ class BatchIndexer:
         for row in outcome:
             work = by_name[row["repo"]]
             if row["error"]:
-                work.errors.append(FileError.from_row(json.loads(row["error"])))
+                error = FileError.from_row(json.loads(row["error"]))
+                work.errors.append(error)
+                if error.stage == CACHEABLE_ERROR_STAGE:  # decided by the blob's bytes alone
+                    fresh[ERROR_KEY_PREFIX + row["key"]] = error
                 continue
             parsed: ParsedFile = pickle.loads(row["parsed"])
             fresh[row["key"]] = parsed

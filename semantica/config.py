@@ -140,6 +140,7 @@ class GraphConfig:
     max_cost: float = 4.0
     max_nodes: int = 200
     seeds: int = 10
+    directed_seeds: int = 2
     pagerank_weight: float = 0.2
     pagerank_damping: float = 0.85
     flow_cost_scale: float = 0.8

@@ -64,7 +64,9 @@ class Encoder:
     def __init__(self, config: EncoderConfig) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # a per-load progress bar is noise in CLI and test output
         self.config = config
         self.model_path = resolve_model_path(config.model_path)
         self.device = choose_device(config.device)

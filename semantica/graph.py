@@ -32,7 +32,11 @@ class GraphStore(Protocol):
     """What the graph retriever needs from a graph backend."""
 
     def expand(self, seeds: Sequence[str], edge_costs: dict[str, float], max_cost: float, max_nodes: int,
-               both_directions: bool, node_penalty: dict[str, float] | None = None) -> Expansion: ...
+               both_directions: bool, node_penalty: dict[str, float] | None = None,
+               reverse: bool = False) -> Expansion:
+        """Cheapest cost from any seed to each reached node. `reverse` walks edges backwards
+        (callers of a seed); `both_directions` walks both ways."""
+        ...
 
     def pagerank(self) -> dict[str, float]: ...
 
@@ -54,11 +58,13 @@ class CsrGraphStore:
         return len(self.nodes)
 
     def _matrix(self, edge_costs: dict[str, float], both_directions: bool,
-                node_penalty: dict[str, float] | None) -> csr_matrix:
+                node_penalty: dict[str, float] | None, reverse: bool) -> csr_matrix:
         n = len(self.nodes)
         cost = np.array([edge_costs.get(t, np.inf) for t in self.types], dtype=np.float64)
         keep = np.isfinite(cost)
         src, dst, cost = self.src[keep], self.dst[keep], cost[keep]
+        if reverse:
+            src, dst = dst, src
         if both_directions:
             src, dst, cost = np.concatenate([src, dst]), np.concatenate([dst, src]), np.concatenate([cost, cost])
         if node_penalty:
@@ -75,14 +81,16 @@ class CsrGraphStore:
         return csr_matrix((cost[first], (src[first], dst[first])), shape=(n, n))
 
     def expand(self, seeds: Sequence[str], edge_costs: dict[str, float], max_cost: float, max_nodes: int,
-               both_directions: bool, node_penalty: dict[str, float] | None = None) -> Expansion:
+               both_directions: bool, node_penalty: dict[str, float] | None = None,
+               reverse: bool = False) -> Expansion:
         seed_ids = sorted({self.index[s] for s in seeds if s in self.index})
         if not seed_ids or not len(self.nodes):
             return Expansion({})
-        key = (tuple(sorted(edge_costs.items())), both_directions, tuple(sorted((node_penalty or {}).items())))
+        key = (tuple(sorted(edge_costs.items())), both_directions, reverse,
+               tuple(sorted((node_penalty or {}).items())))
         matrix = self._matrices.get(key)
         if matrix is None:  # one matrix per cost profile: queries reuse it
-            matrix = self._matrices[key] = self._matrix(edge_costs, both_directions, node_penalty)
+            matrix = self._matrices[key] = self._matrix(edge_costs, both_directions, node_penalty, reverse)
         distances = dijkstra(matrix, directed=True, indices=seed_ids, limit=max_cost, min_only=True)
         reached = np.flatnonzero(np.isfinite(distances))
         reached = reached[np.argsort(distances[reached], kind="stable")][:max_nodes]

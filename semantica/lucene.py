@@ -18,6 +18,7 @@ from semantica.config import LuceneConfig
 from semantica.tokenizer import tokenize, unique_terms
 
 _INCUBATOR_MODULE = "jdk.incubator.vector"
+LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2.xml"
 _JVM_LOCK = threading.Lock()
 _JVM_STARTED = False
 
@@ -47,7 +48,11 @@ def start_jvm(config: LuceneConfig) -> None:
                 add_options(*[o for o in options if _INCUBATOR_MODULE not in o])
 
             jnius_config.add_options = add_options_without_incubator
-            jnius_config.add_options(f"-Xmx{config.java_heap}")
+            jnius_config.add_options(
+                f"-Xmx{config.java_heap}",
+                f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",  # Anserini's INFO lines would hit stdout
+                "--sun-misc-unsafe-memory-access=allow",  # silences Lucene's Unsafe warning on Java 25
+            )
         import pyserini.pyclass  # noqa: F401  (puts the Anserini jar on the classpath, starts the JVM)
 
         _JVM_STARTED = True

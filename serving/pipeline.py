@@ -289,7 +289,8 @@ class SearchPipeline:
                 scored[Strategy.LEXICAL].append(lexical_hits)
             if Strategy.GRAPH in enabled:
                 seeds = _interleave([c for c, _ in symbol_hits], [c for c, _ in lexical_hits])
-                graph_query = RetrievalQuery(text=query, intent=intent, seeds=seeds)
+                graph_query = RetrievalQuery(text=query, intent=intent, seeds=seeds,
+                                             symbol_seeds=[c for c, _ in symbol_hits])
                 scored[Strategy.GRAPH].append(
                     attempt(Strategy.GRAPH, lambda: retrievers.graph.search_scored(graph_query, k, filters)))
             if vector_future:

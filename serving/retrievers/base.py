@@ -40,11 +40,15 @@ class Filters:
 
 @dataclass
 class RetrievalQuery:
-    """The query text plus what earlier stages learned (intent, expansions, graph seeds)."""
+    """The query text plus what earlier stages learned (intent, expansions, graph seeds).
+
+    `seeds` mixes symbol and lexical hits; `symbol_seeds` are the symbol retriever's best hits alone,
+    the precise targets of a directed question such as "who calls X"."""
 
     text: str
     intent: IntentResult | None = None
     seeds: list[str] = field(default_factory=list)
+    symbol_seeds: list[str] = field(default_factory=list)
 
     @property
     def expansions(self) -> Expansions:

@@ -19,6 +19,9 @@ from semantica.schema import Chunk, Symbol, file_node_id
 from serving.intent import Intent
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 
+CALLERS_PHRASE = re.compile(r"\b(who|what|which)\s+(calls|uses|invokes)\b|\bcallers?\s+of\b|\b(called|used|invoked)\s+by\b",
+                            re.IGNORECASE)
+CALLEES_PHRASE = re.compile(r"\bwhat\s+does\s+\S+\s+call\b|\bcallees?\s+of\b", re.IGNORECASE)
 TEST_PATH = re.compile(r"(^|/)(tests?|testing|mocks?)(/|_)|(^|/)test_[^/]*$|_test\.[a-z]+$|(^|/)conftest\.py$")
 
 
@@ -51,20 +54,26 @@ class GraphRetriever(BaseRetriever):
                         if is_test_path(node.split("::", 1)[0].removeprefix("file:"))}
 
     def _search(self, query: RetrievalQuery, k: int) -> ScoredList:
-        seeds = [self.node_of_chunk[c] for c in query.seeds[: self.config.seeds] if c in self.node_of_chunk]
+        flow = query.intent is not None and query.intent.dominant == Intent.FLOW
+        callers = flow and bool(CALLERS_PHRASE.search(query.text))
+        callees = flow and bool(CALLEES_PHRASE.search(query.text))
+        directed = (callers or callees) and bool(query.symbol_seeds)
+        seed_chunks = query.symbol_seeds[: self.config.directed_seeds] if directed else query.seeds[: self.config.seeds]
+        seeds = [self.node_of_chunk[c] for c in seed_chunks if c in self.node_of_chunk]
         if not seeds:
             return []
-        flow = query.intent is not None and query.intent.dominant == Intent.FLOW
         cost_scale = self.config.flow_cost_scale if flow else 1.0
         budget_scale = self.config.flow_budget_scale if flow else 1.0
         costs = {t: c * cost_scale for t, c in self.config.edge_costs.items()}
         expansion = self.store.expand(seeds, costs, self.config.max_cost * budget_scale, self.config.max_nodes,
-                                      both_directions=flow, node_penalty=self.penalty)
+                                      both_directions=flow and not (callers or callees), node_penalty=self.penalty,
+                                      reverse=callers)
         weight = self.config.pagerank_weight
         best: dict[str, float] = defaultdict(float)
+        skip = set(seeds) if (callers or callees) else set()  # "who calls X": X's neighbours, not X itself
         for node, cost in expansion.costs.items():
             chunk_id = self.chunk_of_node.get(node)
-            if chunk_id is None:
+            if chunk_id is None or node in skip:
                 continue
             score = (1 - weight) * math.exp(-cost) + weight * self.prior.get(node, 0.0)
             best[chunk_id] = max(best[chunk_id], score)

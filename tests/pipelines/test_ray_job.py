@@ -1,0 +1,98 @@
+"""The Ray Data batch job on real git repositories, local Ray with fractional CPUs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from semantica.layout import IndexLayout
+from tests.conftest import make_config
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+
+
+def _git_repo(root: Path, files: dict[str, bytes]) -> Path:
+    root.mkdir(parents=True)
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    env = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), *env, "commit", "-qm", "init"], check=True)
+    return root
+
+
+ALPHA = {
+    "calc.py": b'def add(a, b):\n    """Add two numbers."""\n    return a + b\n\n\n'
+               b'def total(items):\n    return sum(add(0, i) for i in items)\n\n\n'
+               b'class Ledger:\n    def record(self, amount):\n        return total([amount])\n',
+    "notes.md": b"# Ledger\n\nThe ledger records amounts.\n\n## Totals\n\nTotals sum amounts.\n",
+    "bad.py": b"def broken():\n    return '\xff\xfe\xc3\x28 not utf-8'\n",
+    "blob.txt": b"binary\x00\x01\x02 data",
+}
+BETA = {
+    "greet.py": b'class Greeter:\n    def hello(self, name):\n        return f"hello {name}"\n\n\n'
+                b'def main():\n    return Greeter().hello("world")\n',
+    "skip.md": b"# excluded\n",
+}
+
+
+def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path):
+    from pipelines.ray_job import BatchIndexer, load_manifest
+
+    alpha = _git_repo(tmp_path / "alpha", ALPHA)
+    beta = _git_repo(tmp_path / "beta", BETA)
+    manifest = tmp_path / "repos.yaml"
+    manifest.write_text(
+        f"- {{name: alpha, path: {alpha}}}\n"
+        f"- {{name: beta, path: {beta}, branch: HEAD, exclude: ['*.md']}}\n"
+        f"- {{name: ghost, path: {tmp_path / 'does-not-exist'}}}\n"
+        f"- {{name: far/away, url: 'file://{tmp_path / 'no-such-remote.git'}'}}\n"
+    )
+    # tiny shards: every snapshot has several FAISS and Lucene shards
+    config = make_config(tmp_path, "ray.num_cpus=2", "ray.actor_num_cpus=0.25", "ray.embed_actors=1",
+                         "ray.job_timeout_s=400", "faiss.shard_max_vectors=2", "lucene.shard_max_docs=2")
+    summary = BatchIndexer(config).run(load_manifest(manifest))
+    by_repo = {r.repo: r for r in summary.repos}
+
+    assert summary.ray_used and not summary.ok
+    assert by_repo["alpha"].status == "ok" and by_repo["beta"].status == "ok"
+    assert by_repo["ghost"].status == "failed" and "does not exist" in by_repo["ghost"].reason
+    assert by_repo["far/away"].status == "failed" and "clone" in by_repo["far/away"].reason
+
+    layout = IndexLayout(config.paths.index_root)
+    assert layout.repos() == ["alpha", "beta"]
+    alpha_paths = layout.current("alpha")
+    errors = pq.read_table(alpha_paths.errors).to_pylist()
+    reasons = {e["path"]: e["reason"] for e in errors}
+    assert "UTF-8" in reasons["bad.py"] and reasons["blob.txt"] == "binary"
+    manifest_alpha = alpha_paths.read_manifest()
+    assert manifest_alpha.counts["chunks"] == by_repo["alpha"].chunks > 2
+    assert sum(1 for s in manifest_alpha.shards if s.kind == "faiss") >= 2
+    assert sum(1 for s in manifest_alpha.shards if s.kind == "lucene") >= 2
+    beta_chunks = pq.read_table(layout.current("beta").chunks).column("path").to_pylist()
+    assert set(beta_chunks) == {"greet.py"}  # skip.md excluded by the manifest glob
+
+    # every shard is searched: the hits of a query come from chunks spread over the shards
+    from serving.pipeline import SearchPipeline, SearchRequest
+
+    pipeline = SearchPipeline(config)
+    response = pipeline.search(SearchRequest(query="Ledger record total", repos=["alpha"], k=10,
+                                             late_interaction=False))
+    assert not response.degraded
+    rows = {h.chunk_id for h in response.hits}
+    assert len(rows) >= 3 and any(h.symbol.endswith("record") for h in response.hits)
+
+    # re-run on unchanged repositories: everything comes from the caches, Ray is not started
+    again = BatchIndexer(config).run(load_manifest(manifest))
+    rerun = {r.repo: r for r in again.repos}
+    assert not again.ray_used
+    assert rerun["alpha"].status == "ok" and rerun["alpha"].chunks_embedded == 0
+    assert rerun["alpha"].chunks_reused == by_repo["alpha"].chunks
+    assert rerun["alpha"].errors == by_repo["alpha"].errors
+    assert again.seconds < summary.seconds
+    print(f"\nray job: first run {summary.seconds:.1f}s, re-run {again.seconds:.1f}s")
