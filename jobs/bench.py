@@ -1,0 +1,132 @@
+"""`make bench`: indexing throughput per stage and query latency per stage (a benchmark, not a test).
+
+Indexes this repository (and sympy/sympy at a fixed commit when a clone is present) into a fresh
+temporary index with an empty embedding cache, then runs a fixed query set in-process and reports
+p50/p99 per stage. Results go to `bench/results/*.json` and a markdown table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pipelines.indexer import RepoIndexer
+from semantica.config import Config, load_config
+from serving.pipeline import SearchPipeline, SearchRequest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
+SYMPY_COMMIT = "d3b4158dea271485e3daa11bf82e69b8dab348ce"  # a SWE-bench Lite dev base commit
+SYMPY_CLONE = MIRRORS / "sympy+sympy" / "repo"
+BENCH_INSTANCES = REPO_ROOT.parent / "shared" / "bench" / "swebench_lite_dev.jsonl"
+SELF_QUERIES = (
+    "WeightedRRF", "who calls _coerce", "how are vectors cached by content sha", "load_config",
+    "np.load(segment, allow_pickle=False)", "publish a snapshot atomically", "callers of shared_encoder",
+    "MaxSim late interaction reranking", "SymbolRetriever prefix search", "git cat-file batch reader",
+)
+QUERY_REPEATS = 3
+PERCENTILE_99 = 0.99
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def bench_index(config: Config, repo: Path, name: str, commit: str | None) -> dict[str, Any]:
+    summary = RepoIndexer(config, progress=True).index(str(repo), name, commit)
+    seconds = summary.seconds
+    total = sum(seconds.values())
+    return {
+        "repo": name, "commit": summary.commit, "files": summary.files, "chunks": summary.chunks,
+        "symbols": summary.symbols, "edges": summary.edges, "seconds": seconds, "total_s": round(total, 2),
+        "files_per_s": {s: round(summary.files / t, 1) for s, t in seconds.items() if t > 0},
+        "chunks_per_s": {s: round(summary.chunks / t, 1) for s, t in seconds.items() if t > 0},
+        "end_to_end_chunks_per_s": round(summary.chunks / total, 1) if total else 0.0,
+        "peak_rss_mb": summary.peak_rss_mb,
+    }
+
+
+def bench_queries(config: Config, repo: str, queries: list[str]) -> dict[str, Any]:
+    pipeline = SearchPipeline(config)
+    pipeline.search(SearchRequest(queries[0], repos=[repo], k=10))  # warm-up: JVM, model, shards
+    per_stage: dict[str, list[float]] = {}
+    totals: list[float] = []
+    for repeat in range(QUERY_REPEATS):
+        for query in queries:
+            pipeline._cache.clear()  # measure the work, not the LRU
+            start = time.perf_counter()
+            response = pipeline.search(SearchRequest(query, repos=[repo], k=10))
+            totals.append((time.perf_counter() - start) * 1000)
+            for stage, ms in response.timings_ms.items():
+                per_stage.setdefault(stage, []).append(ms)
+    stages = {s: {"p50_ms": round(statistics.median(v), 2), "p99_ms": round(percentile(v, PERCENTILE_99), 2)}
+              for s, v in per_stage.items()}
+    return {"repo": repo, "queries": len(queries), "repeats": QUERY_REPEATS, "stages": stages,
+            "total": {"p50_ms": round(statistics.median(totals), 2), "p99_ms": round(percentile(totals, PERCENTILE_99), 2)}}
+
+
+def sympy_queries(limit: int) -> list[str]:
+    if not BENCH_INSTANCES.exists():
+        return []
+    rows = [json.loads(line) for line in BENCH_INSTANCES.read_text().splitlines() if line.strip()]
+    return [r["problem_statement"] for r in rows if r["repo"] == "sympy/sympy"][:limit]
+
+
+def machine() -> dict[str, Any]:
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+            "load_avg_at_start": os.getloadavg()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="semantica-bench", description=__doc__)
+    parser.add_argument("--skip-sympy", action="store_true", help="only this repository (fast)")
+    parser.add_argument("--sympy-queries", type=int, default=20, help="SWE-bench sympy problem statements to time")
+    args = parser.parse_args(argv)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"machine": machine(), "indexing": [], "querying": []}
+    with tempfile.TemporaryDirectory(prefix="semantica-bench-") as tmp:
+        config = load_config(None, [f"paths.index_root={tmp}/index", f"paths.cache_dir={tmp}/cache"])
+        results["indexing"].append(bench_index(config, REPO_ROOT, "semantica/self", None))
+        results["querying"].append(bench_queries(config, "semantica/self", list(SELF_QUERIES)))
+        if not args.skip_sympy and (SYMPY_CLONE / "HEAD").exists():
+            results["indexing"].append(bench_index(config, SYMPY_CLONE, "sympy/sympy", SYMPY_COMMIT))
+            results["querying"].append(bench_queries(config, "sympy/sympy", sympy_queries(args.sympy_queries)))
+        elif not args.skip_sympy:
+            print(f"sympy clone not found at {SYMPY_CLONE}: sympy benchmark skipped", file=sys.stderr)
+    out = RESULTS_DIR / "bench.json"
+    out.write_text(json.dumps(results, indent=2))
+    print_tables(results)
+    print(f"\nwritten: {out}")
+    return 0
+
+
+def print_tables(results: dict[str, Any]) -> None:
+    print("\n| repo | files | chunks | discover | parse | resolve | embed | write | total s | chunks/s (embed) | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results["indexing"]:
+        s = r["seconds"]
+        print(f"| {r['repo']} | {r['files']} | {r['chunks']} | " + " | ".join(
+            f"{s.get(k, 0):.1f}" for k in ("discover", "parse", "resolve", "embed", "write"))
+              + f" | {r['total_s']} | {r['chunks_per_s'].get('embed', 0)} | {r['peak_rss_mb']:.0f} |")
+    for q in results["querying"]:
+        print(f"\nquery latency, {q['repo']} ({q['queries']} queries x {q['repeats']}): "
+              f"total p50 {q['total']['p50_ms']} ms, p99 {q['total']['p99_ms']} ms")
+        print("| stage | p50 ms | p99 ms |\n|---|---|---|")
+        for stage, v in q["stages"].items():
+            print(f"| {stage} | {v['p50_ms']} | {v['p99_ms']} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
