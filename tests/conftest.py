@@ -21,9 +21,22 @@ REQUESTS_COMMIT = "a0df2cbb10419037d11d04352b3175405ab52941"
 SELF_NAME = "semantica/self"
 
 
-def make_config(tmp: Path, *overrides: str) -> Config:
-    """The default config with index and caches under `tmp`."""
-    return load_config(None, [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={tmp / 'cache'}", *overrides],
+_SHARED_CACHE: list[Path] = []
+
+
+def shared_cache_dir() -> Path:
+    """One content-addressed cache for the whole session: a chunk embedded once is reused by every test."""
+    if not _SHARED_CACHE:
+        import tempfile
+
+        _SHARED_CACHE.append(Path(tempfile.mkdtemp(prefix="semantica-test-cache-")))
+    return _SHARED_CACHE[0]
+
+
+def make_config(tmp: Path, *overrides: str, private_cache: bool = False) -> Config:
+    """The default config with the index under `tmp`; caches shared by the session unless `private_cache`."""
+    cache = tmp / "cache" if private_cache else shared_cache_dir()
+    return load_config(None, [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={cache}", *overrides],
                        environ={})
 
 

@@ -63,7 +63,8 @@ def test_golden_labels_exist_in_the_index(indexed_self, pipeline):
 @pytest.mark.parametrize("ablation", list(THRESHOLDS))
 def test_golden_metrics_above_floor(indexed_self, pipeline, ablation):
     report = GoldenEval(pipeline, indexed_self.name, **ABLATION_ARGS[ablation]).run(load_golden_set(GOLDEN_SET))
-    assert not [q for q in report.queries if q["degraded"]], "a retriever failed during the golden run"
+    degraded = [(q["query"], q["degraded"]) for q in report.queries if q["degraded"]]
+    assert not degraded, f"a stage failed during the golden run: {degraded[:3]}"
     measured = report.overall
     print(f"\ngolden [{ablation}]\n{report.table()}")
     below = {m: (measured[m], THRESHOLDS[ablation][m]) for m in GOLDEN_METRICS if measured[m] < THRESHOLDS[ablation][m]}

@@ -171,3 +171,34 @@ def test_golden_scores_hand_computed():
     # new items at ranks 2 and 4; the ideal covers both at ranks 1 and 2
     assert scores["NDCG@10"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3)))
     assert score_hits([], q) == {"P@5": 0.0, "R@10": 0.0, "MRR": 0.0, "NDCG@10": 0.0}
+
+
+def _fake_metrics(tmp_path: Path) -> Path:
+    level = {"file": {"n": 2, "Acc@1": 0.5, "Acc@3": 1.0, "Acc@5": 1.0, "Recall@5": 1.0, "MRR": 0.75, "NDCG@10": 0.8},
+             "function": {"n": 1, "Acc@5": 1.0, "Acc@10": 1.0, "Recall@10": 1.0, "MRR": 0.5, "NDCG@10": 0.6}}
+    result = {"overall": level, "by_repo": {"o/r": level, "o/s": level}, "instances": 2, "missing": []}
+    path = tmp_path / "pred.metrics.json"
+    path.write_text(json.dumps({"instances": 2, "ablations": {"lexical": result, "full": result}}))
+    return path
+
+
+def test_report_png_from_metrics(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed: the report PNG cannot be drawn")
+    from jobs.cli import main
+
+    png = tmp_path / "out" / "eval.png"
+    assert main(["eval", "report", "--metrics", str(_fake_metrics(tmp_path)), "--png", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_report_errors_are_one_line(tmp_path, capsys):
+    from jobs.cli import main
+
+    assert main(["eval", "report", "--metrics", str(tmp_path / "absent.json"), "--png", str(tmp_path / "x.png")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    from jobs.report import repo_bars, table_rows, load_metrics
+
+    report = load_metrics(_fake_metrics(tmp_path))
+    header, rows = table_rows(report)
+    assert header[0] == "ablation" and rows[0][:3] == ["lexical", "50.0", "100.0"]
+    assert repo_bars(report) == (["lexical", "full"], ["o/r", "o/s"], {"o/r": [100.0, 100.0], "o/s": [100.0, 100.0]})

@@ -87,7 +87,7 @@ def small_repo(tmp_path) -> Path:
 
 
 def test_reindex_after_one_file_change_embeds_only_that_file(small_repo, tmp_path):
-    config = make_config(tmp_path / "idx")
+    config = make_config(tmp_path / "idx", private_cache=True)
     indexer = RepoIndexer(config, progress=False)
     first = indexer.index(str(small_repo), "small", "HEAD")
     assert first.chunks_embedded > 0 and first.files_parsed == first.files == 4

@@ -1,0 +1,132 @@
+"""HTTP benchmark (not a test): Ray Serve graph over loopback vs the in-process SearchPipeline.
+
+    .venv/bin/python -m jobs.bench_http [--index-root DIR] [--clients 8] [--requests 20]
+
+Without --index-root it indexes this repository's serving/ and semantica/ Python files into a temporary
+directory first. Both sides answer the same queries over the same snapshot with the response cache off
+(query.query_cache_items=0), each with `--clients` concurrent clients and a bounded number of requests
+per client. Prints and writes bench/results/http.json: p50/p99 latency, throughput, overhead ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+QUERIES = [
+    "how are search results fused", "WeightedRRF", "where is the late interaction reranker",
+    "context token budget", "SnapshotSet current snapshot", "vector shard search merge",
+    "why does a failing retriever degrade the answer", "encode_query",
+]
+RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results" / "http.json"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def drive(call: Callable[[str], None], clients: int, per_client: int) -> dict[str, float]:
+    latencies: list[float] = []
+    lock = threading.Lock()
+    errors = [0]
+
+    def worker(offset: int) -> None:
+        for i in range(per_client):
+            start = time.perf_counter()
+            try:
+                call(QUERIES[(offset + i) % len(QUERIES)])
+            except Exception:
+                errors[0] += 1
+                continue
+            with lock:
+                latencies.append((time.perf_counter() - start) * 1000)
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    return {"requests": len(latencies), "errors": errors[0], "p50_ms": round(percentile(latencies, 0.5), 1),
+            "p99_ms": round(percentile(latencies, 0.99), 1), "mean_ms": round(statistics.mean(latencies), 1),
+            "throughput_rps": round(len(latencies) / wall, 2), "wall_s": round(wall, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index-root")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=20, help="requests per client")
+    args = parser.parse_args(argv)
+
+    import httpx
+    import ray
+    from ray import serve
+
+    from semantica.config import load_config
+    from serving.app import build_graph, deployment_options
+    from serving.pipeline import SearchPipeline, SearchRequest
+
+    tmp = Path(tempfile.mkdtemp(prefix="semantica-bench-"))
+    overrides = ["query.query_cache_items=0", f"serve.feedback_dir={tmp / 'feedback'}"]
+    if args.index_root:
+        overrides.append(f"paths.index_root={args.index_root}")
+    else:
+        from pipelines.indexer import RepoIndexer
+
+        overrides += [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={tmp / 'cache'}"]
+        config = load_config(None, [*overrides, "discover.include_globs=['serving/*.py', 'semantica/*.py']"])
+        RepoIndexer(config, progress=False).index(str(Path(__file__).resolve().parent.parent), "semantica/self")
+    config = load_config(None, overrides)
+
+    pipeline = SearchPipeline(config)
+    for q in QUERIES:  # warm: models, shards, JVM
+        pipeline.search(SearchRequest(query=q))
+    inproc = drive(lambda q: pipeline.search(SearchRequest(query=q)), args.clients, args.requests)
+    print("in-process", inproc)
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ray.init(num_cpus=config.ray.num_cpus, include_dashboard=False, log_to_driver=False)
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        serve.run(build_graph(config, deployment_options(None)), name="semantica", route_prefix="/")
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120,
+                          limits=httpx.Limits(max_connections=args.clients)) as client:
+            for q in QUERIES:
+                client.post("/v1/search", json={"query": q}).raise_for_status()
+
+            def call(q: str) -> None:
+                client.post("/v1/search", json={"query": q}).raise_for_status()
+
+            http = drive(call, args.clients, args.requests)
+        print("http", http)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    result = {"clients": args.clients, "requests_per_client": args.requests, "in_process": inproc, "http": http,
+              "overhead_ratio_p50": round(http["p50_ms"] / inproc["p50_ms"], 2),
+              "overhead_ratio_throughput": round(inproc["throughput_rps"] / http["throughput_rps"], 2),
+              "cpus": os.cpu_count()}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
