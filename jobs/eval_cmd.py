@@ -127,17 +127,19 @@ def run_swebench(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit <= 0:
         raise CliError(f"--limit must be a positive integer, got {args.limit}")
     config = apply_eval_defaults(config_from_args(args), _explicit_keys(args))
+    everything = _load_instances(args.instances, [])
     instances = _load_instances(args.instances, args.repo_filter)
     if args.limit:
         instances = instances[: args.limit]
     runner = SwebenchEval(config, args.repos_dir, args.out, parse_ablations(args.ablation),
                           progress=not args.quiet, log=(lambda _msg: None) if args.quiet else None)
-    result = runner.run(instances)
+    result = runner.run(instances, score_over=everything)  # metrics cover every instance predicted so far
     if args.json:
         print_json(result.metrics)
     else:
         print(f"{len(instances)} instances ({result.done} run, {result.skipped} already done, "
-              f"{len(result.failed)} failed) in {result.wall_s:.0f} s; index root {config.paths.index_root}")
+              f"{len(result.failed)} failed) in {result.wall_s:.0f} s; index root {config.paths.index_root}; "
+              f"metrics over the {result.metrics['instances']} instances predicted in {args.out}")
         print(result.table)
         print(f"metrics: {result.paths.metrics}")
     if result.failed:

@@ -44,12 +44,12 @@ def run_serve(args: argparse.Namespace) -> int:
     port = args.port or config.serve.port
     address = args.ray_address or config.ray.address
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
         ray.init(num_cpus=config.ray.num_cpus, include_dashboard=False, log_to_driver=False)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # after ray.init, which installs its own SIGTERM handler
+        signal.signal(sig, lambda *_: stop.set())
     try:
         serve.start(http_options={"host": host, "port": port})
         app = build_graph(config, deployment_options(args.serve_config))

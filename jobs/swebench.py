@@ -342,7 +342,9 @@ class SwebenchEval:
             self._pipeline = SearchPipeline(self.config, encoder_factory=self.encoder_factory)
         return self._pipeline
 
-    def run(self, instances: Sequence[Instance]) -> EvalResult:
+    def run(self, instances: Sequence[Instance], score_over: Sequence[Instance] | None = None) -> EvalResult:
+        """Predict `instances` (skipping done ones), then score every instance of `score_over` (default:
+        `instances`) that has predictions, so runs split by repository into one --out add up."""
         start = time.perf_counter()
         if not instances:
             raise EvalError("no instance to run (check --repo-filter / --limit)")
@@ -372,8 +374,10 @@ class SwebenchEval:
                         timing.index_reused = True
                     else:
                         last_snapshot = None
+                        previous = self._current_snapshot(inst.repo)
                         self._index(inst, repo_paths[inst.repo], timing)
                         last_snapshot = (inst.repo, inst.base_commit)
+                        _release(previous)
                     for ablation in wanted:
                         row = self._query(inst, ablation, timing)
                         handles[ablation.name].write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -391,10 +395,19 @@ class SwebenchEval:
             for handle in handles.values():
                 handle.close()
             timings.close()
-        metrics = self.score(instances)
+        metrics = self.score(score_over or instances)
         return EvalResult(metrics=metrics, table=ablation_table(metrics), paths=self.paths,
                           done=len(todo) - len(failed), skipped=skipped, failed=failed,
                           wall_s=round(time.perf_counter() - start, 1))
+
+    def _current_snapshot(self, repo: str) -> Any:
+        """The snapshot the search pipeline has open for `repo`, if any (to release it once replaced)."""
+        if self._pipeline is None:
+            return None
+        try:
+            return self._pipeline.snapshots.get(repo)
+        except Exception:  # nothing published yet
+            return None
 
     def _index(self, inst: Instance, repo_path: Path, timing: InstanceTiming) -> None:
         started = time.perf_counter()
@@ -428,7 +441,7 @@ class SwebenchEval:
         write_qrels(self.paths.qrels("files"), instances, "files")
         write_qrels(self.paths.qrels("functions"), instances, "functions")
         gold = {i.instance_id: i.gold() for i in instances}
-        report: dict[str, Any] = {"instances": len(instances), "ablations": {}, "per_instance": {}}
+        report: dict[str, Any] = {"instances": 0, "ablations": {}, "per_instance": {}}
         for ablation in self.ablations:
             pred_path = self.paths.predictions(ablation.name)
             rows = [r for r in read_jsonl(pred_path) if r.get("instance_id") in gold]
@@ -441,9 +454,22 @@ class SwebenchEval:
             result["predictions"] = str(pred_path)
             report["ablations"][ablation.name] = result
             report["per_instance"][ablation.name] = per_instance_ranks(preds, gold)
+            report["instances"] = max(report["instances"], result["instances"])
         report["timings"] = summarize_timings(read_jsonl(self.paths.timings), {i.instance_id for i in instances})
         self.paths.metrics.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return report
+
+
+def _release(snapshot: Any) -> None:
+    """Close the Lucene readers of a replaced snapshot (its directory is pruned; the JVM would keep
+    the deleted files open and mapped until exit). Only shards that were opened are touched."""
+    if snapshot is None:
+        return
+    for shard in snapshot.__dict__.get("lucene_shards", []):  # a cached_property, present once opened
+        try:
+            shard.close()
+        except Exception:  # already closed or JVM gone: nothing to release
+            pass
 
 
 def _timing_line(t: InstanceTiming) -> str:

@@ -26,6 +26,7 @@ from pipelines.parse_cache import ParseCache
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
+from semantica.graph import GRAPH_STORE_MEMGRAPH
 from semantica.layout import IndexLayout
 from semantica.schema import FileError
 
@@ -103,14 +104,29 @@ class RepoIndexer:
             with self._timed(summary, "write"):
                 content.stats = {"seconds": summary.seconds}
                 self.writer.write(paths, content)
+            graph_db = self._graph_db_loader()
+            if graph_db is not None:  # before publish: a Memgraph failure keeps the old snapshot current
+                with self._timed(summary, "graph_db"):
+                    graph_db.load(repo, snapshot_id, content.symbols, content.chunks, content.edges,
+                                  delete_superseded=False)
             with self._timed(summary, "publish"):
                 final = self.layout.publish(repo, snapshot_id, self.config.index.keep_snapshots)
+            if graph_db is not None:
+                graph_db.delete_superseded(repo, snapshot_id)
         except BaseException:
             self.layout.discard(repo, snapshot_id)
             raise
         summary.snapshot_path = str(final)
         summary.peak_rss_mb = round(peak_rss_mb(), 1)
         return summary
+
+    def _graph_db_loader(self) -> Any:
+        """A Memgraph loader when `graph.store: memgraph`; the embedded store needs no loading."""
+        if self.config.graph.store != GRAPH_STORE_MEMGRAPH:
+            return None
+        from semantica.memgraph import MemgraphLoader, connect
+
+        return MemgraphLoader(connect(self.config.graph.memgraph_uri))
 
     def _build(self, source: RepoSource, repo: str, summary: IndexSummary) -> SnapshotContent:
         with self._timed(summary, "discover"):

@@ -17,6 +17,8 @@ from scipy.sparse.csgraph import dijkstra
 
 from semantica.schema import Edge
 
+GRAPH_STORE_EMBEDDED = "embedded"
+GRAPH_STORE_MEMGRAPH = "memgraph"
 _PAGERANK_ITERATIONS = 50
 _PAGERANK_TOLERANCE = 1e-8
 

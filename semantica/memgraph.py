@@ -50,9 +50,16 @@ def cost_expression(edge_costs: dict[str, float], edge: str = "r", node: str = "
     return f"(CASE {edge}.type {cases} ELSE 1.0e308 END) * coalesce({node}.penalty_factor, 1.0)"
 
 
-def expand_query(edge_costs: dict[str, float], both_directions: bool) -> str:
+def arrows(both_directions: bool, reverse: bool = False) -> tuple[str, str]:
+    """Cypher arrow ends: both ways, backwards (callers of a seed) or forwards."""
+    if both_directions:
+        return "-", "-"
+    return ("<-", "-") if reverse else ("-", "->")
+
+
+def expand_query(edge_costs: dict[str, float], both_directions: bool, reverse: bool = False) -> str:
     """Cost-bounded multi-seed neighbourhood: cheapest weighted path from any seed, capped at $max_cost."""
-    arrow_l, arrow_r = ("-", "-") if both_directions else ("-", "->")
+    arrow_l, arrow_r = arrows(both_directions, reverse)
     types = ", ".join(_quote(t) for t in sorted(edge_costs))
     return (
         f"UNWIND $seeds AS seed "
@@ -64,11 +71,11 @@ def expand_query(edge_costs: dict[str, float], both_directions: bool) -> str:
     )
 
 
-def bfs_query(max_hops: int, both_directions: bool) -> str:
+def bfs_query(max_hops: int, both_directions: bool, reverse: bool = False) -> str:
     """Hop-bounded neighbourhood (`*BFS ..k`): cost = hop count."""
     if max_hops < 1:
         raise ValueError(f"max_hops must be >= 1, got {max_hops}")
-    arrow_l, arrow_r = ("-", "-") if both_directions else ("-", "->")
+    arrow_l, arrow_r = arrows(both_directions, reverse)
     return (
         f"UNWIND $seeds AS seed "
         f"MATCH (s:{NODE_LABEL} {{repo: $repo, snapshot: $snapshot, id: seed}}) "
@@ -230,15 +237,16 @@ class MemgraphGraphStore:
         self._penalty_key = key
 
     def expand(self, seeds: Sequence[str], edge_costs: dict[str, float], max_cost: float, max_nodes: int,
-               both_directions: bool, node_penalty: dict[str, float] | None = None) -> Expansion:
+               both_directions: bool, node_penalty: dict[str, float] | None = None,
+               reverse: bool = False) -> Expansion:
         seed_list = sorted(set(seeds))
         if not seed_list or max_nodes <= 0:
             return Expansion({})
         if self.max_hops:
-            query = bfs_query(self.max_hops, both_directions)
+            query = bfs_query(self.max_hops, both_directions, reverse)
         else:
             self._apply_penalty(node_penalty)
-            query = expand_query(edge_costs, both_directions)
+            query = expand_query(edge_costs, both_directions, reverse)
         rows = self.client.execute(query, self._params(seeds=seed_list, max_cost=float(max_cost),
                                                         max_nodes=int(max_nodes)))
         costs = {seed: 0.0 for seed in seed_list if self._exists(seed)}  # a seed reaches itself at cost 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from semantica.config import Config
-from semantica.graph import CsrGraphStore
+from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
 from semantica.layout import IndexLayout, SnapshotPaths
 from semantica.lucene import LuceneShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
@@ -79,7 +79,15 @@ class Snapshot:
         return dict(zip(table.column("node").to_pylist(), table.column("score").to_pylist()))
 
     @cached_property
-    def graph_store(self) -> CsrGraphStore:
+    def graph_store(self) -> GraphStore:
+        """The embedded CSR graph, or Memgraph when `graph.store: memgraph` (conf/cluster.yaml)."""
+        if self.config.graph.store == GRAPH_STORE_MEMGRAPH:
+            from semantica.memgraph import MemgraphGraphStore, connect
+
+            return MemgraphGraphStore(connect(self.config.graph.memgraph_uri), self.repo, self.snapshot_id)
+        if self.config.graph.store != GRAPH_STORE_EMBEDDED:
+            raise ValueError(f"graph.store={self.config.graph.store!r}: use {GRAPH_STORE_EMBEDDED!r} or "
+                             f"{GRAPH_STORE_MEMGRAPH!r}")
         return CsrGraphStore(self.edges, [s.symbol_id for s in self.symbols])
 
     def shard_paths(self, kind: str) -> list[Path]:

@@ -112,19 +112,9 @@ class RetrieverDeployment:
         self.config = config_from_dict(config)
         self.strategy = Strategy.parse(strategy)
         self.pipeline = SearchPipeline(self.config)
-        self._memgraph: dict[str, Any] = {}
 
     def _retriever(self, snapshot: Snapshot) -> Any:
-        if self.strategy == Strategy.GRAPH and self.config.graph.store == "memgraph":
-            from semantica.memgraph import MemgraphGraphStore, connect
-            from serving.retrievers.graph import GraphRetriever
-
-            key = snapshot.snapshot_id
-            if key not in self._memgraph:  # same retriever as RepoRetrievers.graph, Memgraph as the store
-                store = MemgraphGraphStore(connect(self.config.graph.memgraph_uri), snapshot.repo, key)
-                self._memgraph = {key: GraphRetriever(store, snapshot.symbols, snapshot.chunks, snapshot.pagerank,
-                                                      self.config.graph)}
-            return self._memgraph[key]
+        """The graph store (embedded CSR or Memgraph) is chosen by `Snapshot.graph_store` from conf."""
         return getattr(self.pipeline.retrievers(snapshot), self.strategy.value)
 
     def search(self, repo: str, query: RetrievalQuery, k: int, filters: Filters) -> ScoredList:
