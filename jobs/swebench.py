@@ -37,6 +37,8 @@ EVAL_K = 10  # hits/context size of each request; file/function lists go query.f
 TOP_N = 50   # paths and functions written per instance
 TABLE_FILE_METRICS = ("Acc@1", "Acc@3", "Acc@5", "Recall@5", "MRR")
 TABLE_FUNCTION_METRICS = ("Acc@5", "Acc@10", "Recall@10", "MRR")
+MAX_CONSECUTIVE_FAILURES = 5  # the same error this many times in a row is not about one instance: stop
+FATAL_ERRORS = (ImportError, MemoryError)  # broken install or machine: every later instance would fail too
 
 
 class EvalError(RuntimeError):
@@ -362,6 +364,7 @@ class SwebenchEval:
         handles = {a.name: self.paths.predictions(a.name).open("a", encoding="utf-8") for a in self.ablations}
         timings = self.paths.timings.open("a", encoding="utf-8")
         last_snapshot: tuple[str, str] | None = None
+        streak: list[str] = []
         try:
             bar = tqdm(todo, desc="swebench", unit="inst", file=sys.stderr, disable=not self.progress,
                        dynamic_ncols=True, mininterval=1.0)
@@ -382,12 +385,18 @@ class SwebenchEval:
                         row = self._query(inst, ablation, timing)
                         handles[ablation.name].write(json.dumps(row, ensure_ascii=False) + "\n")
                         handles[ablation.name].flush()
+                except FATAL_ERRORS:
+                    raise
                 except Exception as exc:  # one broken instance must not sink a long run
                     timing.error = f"{type(exc).__name__}: {exc}"
                     failed.append(inst.instance_id)
                     self.log(f"{inst.instance_id}: FAILED {timing.error}")
                 timings.write(json.dumps(timing.__dict__, ensure_ascii=False) + "\n")
                 timings.flush()
+                streak = streak + [timing.error] if timing.error else []
+                if len(streak) >= MAX_CONSECUTIVE_FAILURES and len(set(streak[-MAX_CONSECUTIVE_FAILURES:])) == 1:
+                    raise EvalError(f"{MAX_CONSECUTIVE_FAILURES} instances in a row failed with the same error, "
+                                    f"stopping (fix it and re-run; done instances are kept): {streak[-1]}")
                 if not timing.error:
                     self.log(_timing_line(timing))
             bar.close()

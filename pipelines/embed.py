@@ -25,8 +25,9 @@ SEGMENT_GLOB = "seg-*.npz"
 class EmbeddingCache:
     """Content-addressed vector store: sha -> float32 vector, loaded lazily, appended in segments."""
 
-    def __init__(self, directory: Path, model_id: str, dim: int) -> None:
-        self.directory = Path(directory) / f"{safe_name(model_id)}-{dim}"
+    def __init__(self, directory: Path, model_id: str, dim: int, max_length: int) -> None:
+        # vectors differ by model and by truncation length: each pair gets its own store
+        self.directory = Path(directory) / f"{safe_name(model_id)}-{dim}-len{max_length}"
         self.dim = dim
         self._rows: dict[str, int] | None = None
         self._matrix = np.zeros((0, dim), dtype=np.float32)

@@ -180,7 +180,8 @@ class RepoIndexer:
     def _embed(self, chunks: list, summary: IndexSummary) -> tuple[np.ndarray, str]:
         with self._timed(summary, "embed"):
             encoder = self._encoder_factory()
-            cache = EmbeddingCache(Path(self.config.paths.cache_dir) / EMBEDDINGS_DIR, encoder.model_id, encoder.dim)
+            cache = EmbeddingCache(Path(self.config.paths.cache_dir) / EMBEDDINGS_DIR, encoder.model_id, encoder.dim,
+                                   self.config.encoder.max_length)
             embedder = ChunkEmbedder(encoder.encode, encoder.dim, cache, self.config.encoder.batch_size,
                                      self.config.encoder.cache_segment_vectors)
             bar = self._bar(len(chunks), "embed")

@@ -265,7 +265,8 @@ class EmbedActor:
         self.model_id, self.dim = encoder_identity(self.config)
         self._encoder: Any = None
         self._shared = shared_encoder
-        cache = EmbeddingCache(Path(self.config.paths.cache_dir) / EMBEDDINGS_DIR, self.model_id, self.dim)
+        cache = EmbeddingCache(Path(self.config.paths.cache_dir) / EMBEDDINGS_DIR, self.model_id, self.dim,
+                               self.config.encoder.max_length)
         self.embedder = ChunkEmbedder(self._encode, self.dim, cache, self.config.encoder.batch_size,
                                       self.config.encoder.cache_segment_vectors)
 
@@ -329,7 +330,7 @@ class BatchIndexer:
         works = [self._discover(spec) for spec in specs]
         live = [w for w in works if w.source is not None]
         model_id, dim = encoder_identity(self.config)
-        embed_cache = EmbeddingCache(self.cache_dir / EMBEDDINGS_DIR, model_id, dim)
+        embed_cache = EmbeddingCache(self.cache_dir / EMBEDDINGS_DIR, model_id, dim, self.config.encoder.max_length)
         parse_cache = ParseCache(self.cache_dir / PARSE_CACHE_FILE)
         todo = self._lookup_caches(live, parse_cache, embed_cache)
         summary = BatchSummary(repos=[w.result for w in works], ray_address=self.ray_address or "local")
