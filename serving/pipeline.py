@@ -168,7 +168,8 @@ class SearchPipeline:
 
         li = self.config.late_interaction
         encoder = self._encoder_factory()
-        model_dir = safe_name(li.model_path or encoder.model_id)  # one token cache per model: vectors never mix
+        # one token cache per model and truncation length: vectors never mix
+        model_dir = f"{safe_name(li.model_path or encoder.model_id)}-len{li.doc_max_length}"
         cache = TokenEmbeddingCache(Path(self.config.paths.cache_dir) / LATE_CACHE_DIR / model_dir,
                                     li.memory_cache_items, li.dtype)
         return LateInteractionReranker(li, encoder, cache)
