@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from jobs.golden import GOLDEN_METRICS, GoldenEval, load_golden_set
-from tests.conftest import MIRRORS, REPO_ROOT
+from tests.conftest import MIRRORS, REPO_ROOT, shared_cache_dir
 
 GOLDEN_SET = REPO_ROOT / "conf" / "golden" / "semantica.jsonl"
 INSTANCES = Path(os.environ.get("SEMANTICA_BENCH", REPO_ROOT.parent / "shared" / "bench")) / "swebench_lite_dev.jsonl"
@@ -89,7 +89,7 @@ def swebench_run(tmp_path_factory):
     args = ["eval", "swebench", "--instances", str(INSTANCES), "--repos-dir", str(MIRRORS),
             "--out", str(tmp / "pred.jsonl"), "--repo-filter", "psf/requests", "--limit", "2",
             "--ablation", "lexical", "full", "--index-root", str(tmp / "index"), "--quiet",
-            "--set", f"paths.cache_dir={tmp / 'cache'}", "--set", f"discover.include_globs={json.dumps(SMOKE_FILES)}"]
+            "--set", f"paths.cache_dir={shared_cache_dir()}", "--set", f"discover.include_globs={json.dumps(SMOKE_FILES)}"]
     assert main(args) == 0
     return tmp, args
 
