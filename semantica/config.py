@@ -71,7 +71,7 @@ class EncoderConfig:
     model_id: str = "sentence-transformers/all-MiniLM-L6-v2"
     batch_size: int = 32
     max_length: int = 256
-    query_max_length: int = 128
+    query_max_length: int = 256
     device: str = "auto"
     torch_threads: int = 0
     cache_segment_vectors: int = 4096
@@ -124,6 +124,7 @@ class RetrievalConfig:
 
     k_per_retriever: int = 100
     timeout_s: float = 30.0
+    symbol_fuzzy_max_names: int = 4
 
 
 @dataclass
@@ -227,6 +228,9 @@ class QueryConfig:
     max_query_chars: int = 20_000
     query_cache_items: int = 256
     file_rank_depth: int = 50
+    localize_test_factor: float = 0.5
+    localize_file_strategies: list[str] = field(default_factory=lambda: ["vector", "lexical", "symbol"])
+    localize_path_boost: float = 5.0
 
 
 @dataclass

@@ -17,23 +17,24 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
-from semantica.config import Config
+from semantica.config import Config, QueryConfig
 from semantica.encoder import Encoder, safe_name, shared_encoder
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.context import Context, ContextBuilder
 from serving.cross_encoder import CrossEncoderReranker
-from serving.fusion import WeightedRRF
+from serving.fusion import ExpansionMatcher, WeightedRRF
 from serving.intent import IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
-from serving.retrievers.graph import GraphRetriever
+from serving.retrievers.graph import GraphRetriever, is_test_path
 from serving.retrievers.lexical import LexicalRetriever
 from serving.retrievers.symbol import SymbolRetriever
 from serving.retrievers.vector import VectorRetriever
 
 FUNCTION_KINDS = frozenset({"function", "method"})
+PATH_MATCH = "path"
 LATE_CACHE_DIR = "late_tokens"
 
 
@@ -122,7 +123,8 @@ class RepoRetrievers:
 
     @cached_property
     def symbol(self) -> SymbolRetriever:
-        return SymbolRetriever(self.snapshot.symbols, self.snapshot.chunk_by_id)
+        return SymbolRetriever(self.snapshot.symbols, self.snapshot.chunk_by_id,
+                               self.snapshot.config.retrieval.symbol_fuzzy_max_names)
 
     @cached_property
     def graph(self) -> GraphRetriever:
@@ -155,6 +157,7 @@ class SearchPipeline:
         self.intent = IntentClassifier(config.intent)
         self.fusion = WeightedRRF(config.fusion)
         self.context_builder = ContextBuilder(config.context)
+        self.localizer = Localizer(config.query, self.fusion)
         self._retrievers: dict[str, RepoRetrievers] = {}
         self._cache: OrderedDict[tuple, SearchResponse] = OrderedDict()
         self._lock = threading.Lock()
@@ -245,10 +248,9 @@ class SearchPipeline:
             chunks.update(snapshot.chunk_by_id)
         depth = max(request.k, self.config.query.file_rank_depth)
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for ranked in lists.values() for cid, _ in ranked if cid in chunks}
-        fused = timer.run("fusion", lambda: self.fusion.fuse(lists, intent, meta, depth))
-        hits = [h for h in fused if h.chunk_id in chunks]
-        hits = self._rerank(request, intent, hits, chunks, timer, degraded)
-        files, functions = self._localize(hits, chunks, depth)
+        fused = timer.run("fusion", lambda: self.fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
+        hits = self._rerank(request, intent, [h for h in fused if h.chunk_id in chunks], chunks, timer, degraded)
+        files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth))
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
             top, chunks, self._file_lines(snapshots), request.context_budget))
@@ -312,19 +314,6 @@ class SearchPipeline:
         return hits
 
     @staticmethod
-    def _localize(hits: list[Hit], chunks: dict[str, Chunk], depth: int) -> tuple[list[dict], list[dict]]:
-        """Rank files and functions by their best chunk (the localization output)."""
-        files: dict[tuple[str, str], float] = {}
-        functions: dict[tuple[str, str], float] = {}
-        for hit in hits:
-            chunk = chunks[hit.chunk_id]
-            files.setdefault((chunk.repo, chunk.path), hit.score)
-            if chunk.kind in FUNCTION_KINDS and chunk.symbol:
-                functions.setdefault((chunk.repo, f"{chunk.path}::{chunk.symbol}"), hit.score)
-        return ([{"repo": r, "path": p, "score": round(s, 6)} for (r, p), s in list(files.items())[:depth]],
-                [{"repo": r, "function": f, "score": round(s, 6)} for (r, f), s in list(functions.items())[:depth]])
-
-    @staticmethod
     def _file_lines(snapshots: list[Snapshot]) -> Callable[[str, str], list[str]]:
         by_repo = {s.repo: s for s in snapshots}
 
@@ -344,6 +333,74 @@ class SearchPipeline:
             late_score=hit.late_score, cross_score=hit.cross_score,
             features=list(hit.features) if explain else None, explanation=hit.explanation if explain else None,
         )
+
+
+class Localizer:
+    """Ranks files and functions: where an agent should look or patch.
+
+    Rank-first at the file (and function) level: each strategy's chunk list becomes a file list
+    (a file takes its best chunk's rank), the file lists are fused with the same weighted RRF and
+    consensus as chunks — so a file that the lexical and the vector retriever reach through
+    different chunks gets the consensus it deserves. Only `query.localize_file_strategies` vote on
+    files (the graph's neighbours diluted file rankings on the SWE-bench dev split; it still votes on
+    functions and chunks). Files named in the query are boosted; test files are damped (a fix lands in the code
+    under test far more often than in the test).
+    """
+
+    def __init__(self, config: QueryConfig, fusion: WeightedRRF) -> None:
+        self.config = config
+        self.fusion = fusion
+
+    @staticmethod
+    def _project(ranked: RankedList, key_of: Callable[[str], str | None]) -> RankedList:
+        """A chunk ranking -> a ranking of keys (file or function), each at its best chunk's rank."""
+        out: dict[str, int] = {}
+        for chunk_id, _ in ranked:
+            key = key_of(chunk_id)
+            if key is not None and key not in out:
+                out[key] = len(out) + 1
+        return list(out.items())
+
+    def _rank(self, lists: dict[Strategy, RankedList], key_of: Callable[[str], str | None],
+              intent: IntentResult, path_of: Callable[[str], str], depth: int,
+              voters: set[Strategy] | None = None) -> list[tuple[str, float]]:
+        projected = {s: self._project(ranked, key_of) for s, ranked in lists.items() if voters is None or s in voters}
+        fused = self.fusion.fuse(projected, intent, None, k=sum(len(v) for v in projected.values()))
+        matcher = ExpansionMatcher(intent.expansions)
+        scored: list[tuple[str, float]] = []
+        for hit in fused:
+            score = hit.score
+            path = path_of(hit.chunk_id)
+            if is_test_path(path):
+                score *= self.config.localize_test_factor
+            if matcher.match(ChunkMeta(path=path)).startswith(PATH_MATCH):
+                score *= self.config.localize_path_boost
+            scored.append((hit.chunk_id, score))
+        return sorted(scored, key=lambda item: -item[1])[:depth]
+
+    def localize(self, lists: dict[Strategy, RankedList], chunks: dict[str, Chunk],
+                 intent: IntentResult, depth: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        def file_of(chunk_id: str) -> str | None:
+            chunk = chunks.get(chunk_id)
+            return f"{chunk.repo}\x00{chunk.path}" if chunk else None
+
+        def function_of(chunk_id: str) -> str | None:
+            chunk = chunks.get(chunk_id)
+            if chunk is None or chunk.kind not in FUNCTION_KINDS or not chunk.symbol:
+                return None
+            return f"{chunk.repo}\x00{chunk.path}::{chunk.symbol}"
+
+        def path_of(key: str) -> str:
+            return key.split("\x00", 1)[1].split("::", 1)[0]
+
+        file_voters = {Strategy.parse(s) for s in self.config.localize_file_strategies}
+        if not file_voters & set(lists):
+            file_voters = set(lists)  # an ablation without any of them: let what ran vote
+        files = self._rank(lists, file_of, intent, path_of, depth, file_voters)
+        functions = self._rank(lists, function_of, intent, path_of, depth)
+        return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
+                [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
+                 for k, v in functions])
 
 
 def _interleave(first: list[str], second: list[str]) -> list[str]:

@@ -1,7 +1,8 @@
 """Symbol retrieval: exact fully-qualified name > exact name > prefix > identifier parts.
 
 Fed by the intent's expansions (CamelCase, snake_case and dotted names in the query); a query with
-none falls back to its plain words for the exact-name tiers only.
+none falls back to its plain words for the exact-name tiers only, and so does a query naming more
+than `retrieval.symbol_fuzzy_max_names` identifiers (a long bug report).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ class SymbolRetriever(BaseRetriever):
 
     strategy = Strategy.SYMBOL
 
-    def __init__(self, symbols: list[Symbol], chunk_by_id: dict[str, Chunk]) -> None:
+    def __init__(self, symbols: list[Symbol], chunk_by_id: dict[str, Chunk], fuzzy_max_names: int = 4) -> None:
         super().__init__(chunk_by_id)
+        self.fuzzy_max_names = fuzzy_max_names
         self.symbols = [s for s in symbols if s.chunk_id]
         self.by_exact: dict[str, list[int]] = defaultdict(list)
         self.by_name_lower: dict[str, list[int]] = defaultdict(list)
@@ -55,6 +57,8 @@ class SymbolRetriever(BaseRetriever):
 
     def _search(self, query: RetrievalQuery, k: int) -> ScoredList:
         names, from_expansions = self._query_names(query)
+        # prefix and part matches help a short identifier query; over a long bug report they are noise
+        fuzzy = from_expansions and len(names) <= self.fuzzy_max_names
         best: dict[int, float] = {}
 
         def offer(index: int, score: float) -> None:
@@ -69,7 +73,7 @@ class SymbolRetriever(BaseRetriever):
                 offer(i, TIER_FQN if exact_fqn else TIER_QUALNAME)
             for i in self.by_name_lower.get(last.lower(), ()):
                 offer(i, TIER_NAME_NOCASE)
-            if not from_expansions:
+            if not fuzzy:
                 continue
             lowered = last.lower()
             if len(lowered) >= MIN_PREFIX_CHARS:
