@@ -40,9 +40,9 @@ class IndexSummary:
     """What one indexing run did (printed by the CLI; `--json` prints it as one object)."""
 
     repo: str
-    commit: str
-    snapshot_id: str
-    snapshot_path: str
+    commit: str = ""
+    snapshot_id: str = ""
+    snapshot_path: str = ""
     files: int = 0
     chunks: int = 0
     symbols: int = 0

@@ -44,7 +44,7 @@ import yaml
 
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
 from pipelines.embed import ChunkEmbedder, EmbeddingCache
-from pipelines.indexer import EMBEDDINGS_DIR, PARSE_CACHE_FILE, peak_rss_mb
+from pipelines.indexer import EMBEDDINGS_DIR, PARSE_CACHE_FILE, IndexSummary, peak_rss_mb
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
 from pipelines.parse_cache import ParseCache
 from pipelines.write import SnapshotContent, SnapshotWriter
@@ -79,26 +79,11 @@ class RepoSpec:
 
 
 @dataclass
-class RepoResult:
-    """One repository's outcome in the batch summary."""
+class RepoResult(IndexSummary):
+    """One repository's outcome in the batch summary: the indexer's summary plus a status."""
 
-    repo: str
     status: str = STATUS_FAILED
     reason: str = ""
-    commit: str = ""
-    snapshot_id: str = ""
-    snapshot_path: str = ""
-    files: int = 0
-    chunks: int = 0
-    symbols: int = 0
-    edges: int = 0
-    errors: int = 0
-    files_parsed: int = 0
-    files_reused: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-    error_samples: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
