@@ -229,7 +229,7 @@ class QueryConfig:
     query_cache_items: int = 256
     file_rank_depth: int = 50
     localize_test_factor: float = 0.5
-    localize_file_strategies: list[str] = field(default_factory=lambda: ["vector", "lexical", "symbol"])
+    localize_strategies: list[str] = field(default_factory=lambda: ["vector", "lexical"])
     localize_path_boost: float = 5.0
 
 

@@ -341,9 +341,11 @@ class Localizer:
     Rank-first at the file (and function) level: each strategy's chunk list becomes a file list
     (a file takes its best chunk's rank), the file lists are fused with the same weighted RRF and
     consensus as chunks — so a file that the lexical and the vector retriever reach through
-    different chunks gets the consensus it deserves. Only `query.localize_file_strategies` vote on
-    files (the graph's neighbours diluted file rankings on the SWE-bench dev split; it still votes on
-    functions and chunks). Files named in the query are boosted; test files are damped (a fix lands in the code
+    different chunks gets the consensus it deserves. Only `query.localize_strategies` vote (vector
+    and lexical by default: on the SWE-bench dev split the symbol and graph lists, built from the
+    many identifiers of a long bug report, diluted file and function rankings; they still shape the
+    chunk hits, where short identifier and "who calls" queries need them). Files named in the query
+    are boosted; test files are damped (a fix lands in the code
     under test far more often than in the test).
     """
 
@@ -393,11 +395,11 @@ class Localizer:
         def path_of(key: str) -> str:
             return key.split("\x00", 1)[1].split("::", 1)[0]
 
-        file_voters = {Strategy.parse(s) for s in self.config.localize_file_strategies}
-        if not file_voters & set(lists):
-            file_voters = set(lists)  # an ablation without any of them: let what ran vote
-        files = self._rank(lists, file_of, intent, path_of, depth, file_voters)
-        functions = self._rank(lists, function_of, intent, path_of, depth)
+        voters = {Strategy.parse(s) for s in self.config.localize_strategies}
+        if not voters & set(lists):
+            voters = set(lists)  # an ablation without any of them: let what ran vote
+        files = self._rank(lists, file_of, intent, path_of, depth, voters)
+        functions = self._rank(lists, function_of, intent, path_of, depth, voters)
         return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
                 [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
                  for k, v in functions])
