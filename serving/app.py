@@ -104,6 +104,9 @@ class IntentDeployment:
         return "ok"
 
 
+WARM_UP_QUERY = "warm up"
+
+
 @serve.deployment(name="Retriever")
 class RetrieverDeployment:
     """One strategy over every repository's current snapshot (`RepoRetrievers`, cached per snapshot)."""
@@ -112,6 +115,16 @@ class RetrieverDeployment:
         self.config = config_from_dict(config)
         self.strategy = Strategy.parse(strategy)
         self.pipeline = SearchPipeline(self.config)
+        self.warm_up()
+
+    def warm_up(self) -> None:
+        """Open every current snapshot and run one probe search before the replica takes traffic:
+        loading the model, the JVM and the shards inside a first request would outlast its timeout."""
+        for repo in self.pipeline.snapshots.repos():
+            try:
+                self._retriever(self.pipeline.snapshots.get(repo)).search_scored(WARM_UP_QUERY, 1)
+            except Exception:  # a broken snapshot is reported by the request that needs it
+                continue
 
     def _retriever(self, snapshot: Snapshot) -> Any:
         """The graph store (embedded CSR or Memgraph) is chosen by `Snapshot.graph_store` from conf."""
@@ -141,6 +154,8 @@ class FusionDeployment:
 class LateInteractionDeployment:
     def __init__(self, config: dict[str, Any]) -> None:
         self.pipeline = SearchPipeline(config_from_dict(config))  # builds the reranker exactly as in-process
+        if self.pipeline.config.late_interaction.enabled:
+            self.pipeline.late.encoder.encode_query(WARM_UP_QUERY)  # load the model before taking traffic
 
     def rerank(self, query: str, hits: Any, chunks: Any) -> Any:
         return self.pipeline.late.rerank(query, hits, chunks)
