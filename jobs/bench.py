@@ -63,7 +63,7 @@ def bench_queries(config: Config, repo: str, queries: list[str]) -> dict[str, An
     pipeline.search(SearchRequest(queries[0], repos=[repo], k=10))  # warm-up: JVM, model, shards
     per_stage: dict[str, list[float]] = {}
     totals: list[float] = []
-    for repeat in range(QUERY_REPEATS):
+    for _ in range(QUERY_REPEATS):
         for query in queries:
             pipeline._cache.clear()  # measure the work, not the LRU
             start = time.perf_counter()

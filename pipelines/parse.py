@@ -19,13 +19,20 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.discover import SourceFile
 from semantica.config import ChunkConfig
 from semantica.schema import (
-    Chunk, ChunkKind, Edge, EdgeType, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id,
+    Chunk,
+    ChunkKind,
+    Edge,
+    EdgeType,
+    Symbol,
+    SymbolKind,
+    file_node_id,
+    module_of,
+    symbol_node_id,
 )
 from semantica.tokenizer import count_tokens
-
-from pipelines.discover import SourceFile
 
 # A piece's overlap with the next never exceeds this fraction of its lines, so splitting progresses.
 MAX_OVERLAP_FRACTION = 0.5

@@ -193,7 +193,7 @@ def _source(repo_path: str, commit: str, discover: dict[str, Any], config: Confi
     return _SOURCES[key]
 
 
-def parse_batch(batch: "Any", config_dict: dict[str, Any]) -> "Any":
+def parse_batch(batch: Any, config_dict: dict[str, Any]) -> Any:
     """Ray Data batch fn (pandas): read + parse each file; a failing file becomes an error row."""
     import pandas as pd
 
@@ -260,7 +260,7 @@ class EmbedActor:
             self._encoder = self._shared(self.config.encoder)
         return self._encoder.encode(texts)
 
-    def __call__(self, batch: "Any") -> "Any":
+    def __call__(self, batch: Any) -> Any:
         parsed = [pickle.loads(p) if len(p) else None for p in batch["parsed"]]
         chunks = [c for p in parsed if p is not None for c in p.chunks]
         vectors = np.zeros((0, self.dim), dtype=np.float32)

@@ -17,8 +17,18 @@ from semantica.graph import CsrGraphStore
 from semantica.layout import LUCENE_DIR, VECTORS_DIR, SnapshotPaths, directory_checksums
 from semantica.lucene import LuceneDoc, LuceneShardWriter
 from semantica.schema import (
-    CHUNK_ARROW_SCHEMA, EDGE_ARROW_SCHEMA, ERROR_ARROW_SCHEMA, SCHEMA_VERSION, SYMBOL_ARROW_SCHEMA,
-    Chunk, Edge, FileError, Manifest, ShardInfo, Symbol, file_node_id,
+    CHUNK_ARROW_SCHEMA,
+    EDGE_ARROW_SCHEMA,
+    ERROR_ARROW_SCHEMA,
+    SCHEMA_VERSION,
+    SYMBOL_ARROW_SCHEMA,
+    Chunk,
+    Edge,
+    FileError,
+    Manifest,
+    ShardInfo,
+    Symbol,
+    file_node_id,
 )
 from semantica.vectors import VectorShardPaths, write_shard
 
@@ -67,7 +77,7 @@ class SnapshotWriter:
             repo=content.repo,
             snapshot_id=paths.root.name.removesuffix(".tmp"),
             commit=content.commit,
-            created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             model_id=content.model_id,
             dim=int(content.vectors.shape[1]) if content.vectors.ndim == 2 else 0,
             counts={

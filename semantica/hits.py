@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
 
 from semantica.schema import Chunk
 
@@ -25,7 +24,7 @@ class Strategy(str, Enum):
     GRAPH = "graph"
 
     @classmethod
-    def parse(cls, value: Union["Strategy", str]) -> "Strategy":
+    def parse(cls, value: Strategy | str) -> Strategy:
         """`Strategy` or its name; an unknown name raises a ValueError listing the known ones."""
         if isinstance(value, Strategy):
             return value
@@ -69,7 +68,7 @@ class ChunkMeta:
     size: int = 0
 
     @staticmethod
-    def from_chunk(chunk: Chunk) -> "ChunkMeta":
+    def from_chunk(chunk: Chunk) -> ChunkMeta:
         """Size is the chunk's line count."""
         return ChunkMeta(
             symbol=chunk.symbol or "",

@@ -76,7 +76,7 @@ def directory_checksums(directory: Path) -> dict[str, str]:
 
 
 def new_snapshot_id(commit: str) -> str:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")  # sortable: pruning keeps the newest
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")  # sortable: pruning keeps the newest
     return f"{stamp}-{(commit or 'worktree')[:10]}-{uuid.uuid4().hex[:6]}"
 
 

@@ -96,8 +96,8 @@ def clear_penalty_query() -> str:
 
 
 def pagerank_query() -> str:
-    return (f"CALL pagerank.get() YIELD node, rank WITH node, rank "
-            f"WHERE node.repo = $repo AND node.snapshot = $snapshot RETURN node.id AS id, rank")
+    return ("CALL pagerank.get() YIELD node, rank WITH node, rank "
+            "WHERE node.repo = $repo AND node.snapshot = $snapshot RETURN node.id AS id, rank")
 
 
 def merge_nodes_query() -> str:

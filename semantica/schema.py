@@ -117,7 +117,7 @@ class Chunk(_Row):
     def build(
         repo: str, path: str, language: str, start_line: int, end_line: int, kind: ChunkKind | str,
         symbol: str, content: str, blob_sha: str = "",
-    ) -> "Chunk":
+    ) -> Chunk:
         """Make a chunk with its sha and deterministic id filled in."""
         content_sha = sha1_text(content)
         return Chunk(
@@ -214,7 +214,7 @@ class Manifest:
         return dataclasses.asdict(self)
 
     @staticmethod
-    def from_dict(values: dict[str, Any]) -> "Manifest":
+    def from_dict(values: dict[str, Any]) -> Manifest:
         data = dict(values)
         data["shards"] = [ShardInfo(**s) for s in data.get("shards", [])]
         return Manifest(**data)

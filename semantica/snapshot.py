@@ -27,7 +27,7 @@ class Snapshot:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @staticmethod
-    def open(paths: SnapshotPaths, config: Config) -> "Snapshot":
+    def open(paths: SnapshotPaths, config: Config) -> Snapshot:
         return Snapshot(paths=paths, manifest=paths.read_manifest(), config=config)
 
     @property

@@ -51,7 +51,7 @@ class VectorShardPaths:
     ids: Path
 
     @staticmethod
-    def of(directory: Path, name: str) -> "VectorShardPaths":
+    def of(directory: Path, name: str) -> VectorShardPaths:
         return VectorShardPaths(directory / f"{name}.faiss", directory / f"{name}.ids.npy")
 
 

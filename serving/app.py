@@ -319,7 +319,7 @@ class FeedbackLog:
 
     def append(self, record: dict[str, Any]) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         path = self.directory / FEEDBACK_FILE.format(date=now.strftime("%Y%m%d"))
         line = (json.dumps({"id": uuid.uuid4().hex, "ts": now.isoformat(timespec="milliseconds"), **record},
                            ensure_ascii=False, default=str) + "\n").encode()

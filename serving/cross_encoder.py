@@ -104,7 +104,7 @@ class CrossEncoderReranker:
         self._torch = torch
 
     @classmethod
-    def from_config(cls, config: CrossEncoderConfig) -> "CrossEncoderReranker":
+    def from_config(cls, config: CrossEncoderConfig) -> CrossEncoderReranker:
         return cls(config.model_path, config.device, config.batch_size, config.max_length, config)
 
     # -- gating ---------------------------------------------------------------------------------

@@ -25,7 +25,12 @@ from collections.abc import Mapping
 
 from semantica.config import FusionConfig
 from semantica.hits import (
-    ABSENT_RANK, STRATEGIES, ChunkMeta, Hit, RankedList, Strategy,
+    ABSENT_RANK,
+    STRATEGIES,
+    ChunkMeta,
+    Hit,
+    RankedList,
+    Strategy,
 )
 from semantica.schema import Chunk, module_of
 from serving.intent import INTENTS, Expansions, Intent, IntentResult

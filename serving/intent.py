@@ -57,7 +57,7 @@ class Intent(str, Enum):
     BALANCED = "balanced"
 
     @classmethod
-    def parse(cls, value: "Intent | str") -> "Intent":
+    def parse(cls, value: Intent | str) -> Intent:
         """`Intent` or its name; an unknown name raises a ValueError listing the known ones."""
         if isinstance(value, Intent):
             return value
@@ -100,7 +100,7 @@ class IntentResult:
         return self.probabilities.get(Intent.parse(intent), 0.0)
 
     @staticmethod
-    def pure(intent: Intent | str) -> "IntentResult":
+    def pure(intent: Intent | str) -> IntentResult:
         """A certain intent (probability 1), no expansions: handy for tests and forced modes."""
         chosen = Intent.parse(intent)
         return IntentResult(

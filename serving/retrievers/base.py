@@ -55,7 +55,7 @@ class RetrievalQuery:
         return self.intent.expansions if self.intent else Expansions()
 
     @staticmethod
-    def of(query: "RetrievalQuery | str") -> "RetrievalQuery":
+    def of(query: RetrievalQuery | str) -> RetrievalQuery:
         return query if isinstance(query, RetrievalQuery) else RetrievalQuery(text=query)
 
 

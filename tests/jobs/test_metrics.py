@@ -5,8 +5,21 @@ import math
 import pytest
 
 from jobs.metrics import (
-    Gold, Prediction, acc_at_k, dedupe, evaluate, first_rank, mean_metrics, metric_value, ndcg_at_k,
-    normalize_function, per_instance_ranks, precision_at_k, recall_at_k, reciprocal_rank, relevance,
+    Gold,
+    Prediction,
+    acc_at_k,
+    dedupe,
+    evaluate,
+    first_rank,
+    mean_metrics,
+    metric_value,
+    ndcg_at_k,
+    normalize_function,
+    per_instance_ranks,
+    precision_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    relevance,
 )
 
 RANKED = ["a", "b", "c", "d", "e"]

@@ -12,8 +12,21 @@ import pytest
 from jobs.eval_cmd import EVAL_DEFAULTS, apply_eval_defaults
 from jobs.golden import GoldenQuery, GoldenSetError, load_golden_set, score_hits
 from jobs.swebench import (
-    ABLATIONS, EvalError, Instance, OutputPaths, ablation_table, commit_times, find_repo, load_instances,
-    load_predictions, order_instances, parse_ablations, repair_jsonl, score_predictions, write_qrels, write_trec_run,
+    ABLATIONS,
+    EvalError,
+    Instance,
+    OutputPaths,
+    ablation_table,
+    commit_times,
+    find_repo,
+    load_instances,
+    load_predictions,
+    order_instances,
+    parse_ablations,
+    repair_jsonl,
+    score_predictions,
+    write_qrels,
+    write_trec_run,
 )
 from semantica.config import load_config
 
@@ -196,7 +209,7 @@ def test_report_errors_are_one_line(tmp_path, capsys):
 
     assert main(["eval", "report", "--metrics", str(tmp_path / "absent.json"), "--png", str(tmp_path / "x.png")]) == 1
     assert "does not exist" in capsys.readouterr().err
-    from jobs.report import repo_bars, table_rows, load_metrics
+    from jobs.report import load_metrics, repo_bars, table_rows
 
     report = load_metrics(_fake_metrics(tmp_path))
     header, rows = table_rows(report)

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from pipelines.discover import (
-    DiscoveryError, FileEntry, RepoSource, SourceFile, git_blob_sha, language_of, repo_name_from_path,
+    DiscoveryError,
+    FileEntry,
+    RepoSource,
+    SourceFile,
+    git_blob_sha,
+    language_of,
+    repo_name_from_path,
 )
 from semantica.config import DiscoverConfig
 from semantica.schema import FileError

@@ -17,7 +17,7 @@ from pipelines.indexer import RepoIndexer
 from semantica.encoder import shared_encoder
 from semantica.layout import CURRENT, IndexLayout
 from semantica.snapshot import Snapshot
-from tests.conftest import REQUESTS_COMMIT, REPO_ROOT, make_config
+from tests.conftest import REPO_ROOT, REQUESTS_COMMIT, make_config
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 

@@ -1,6 +1,6 @@
 import pytest
 
-from semantica.config import Config, ConfigError, DEFAULT_CONFIG_FILE, config_from_dict, config_to_dict, load_config
+from semantica.config import DEFAULT_CONFIG_FILE, Config, ConfigError, config_from_dict, config_to_dict, load_config
 
 
 def test_default_yaml_matches_the_rfc_values():

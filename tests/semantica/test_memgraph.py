@@ -7,8 +7,19 @@ import os
 import pytest
 
 from semantica.memgraph import (
-    MemgraphError, MemgraphGraphStore, MemgraphLoader, batches, bfs_query, connect, cost_expression, edge_rows,
-    expand_query, merge_edges_query, merge_nodes_query, node_rows, pagerank_query,
+    MemgraphError,
+    MemgraphGraphStore,
+    MemgraphLoader,
+    batches,
+    bfs_query,
+    connect,
+    cost_expression,
+    edge_rows,
+    expand_query,
+    merge_edges_query,
+    merge_nodes_query,
+    node_rows,
+    pagerank_query,
 )
 from semantica.schema import Edge, Symbol
 

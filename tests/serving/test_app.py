@@ -11,8 +11,15 @@ from ray import serve
 
 from semantica.layout import UnknownRepoError
 from serving.app import (
-    DEPLOYMENTS, FeedbackLog, FusionDeployment, RetrieverDeployment, StageUnavailable, build_graph,
-    deployment_options, error_body, error_status,
+    DEPLOYMENTS,
+    FeedbackLog,
+    FusionDeployment,
+    RetrieverDeployment,
+    StageUnavailable,
+    build_graph,
+    deployment_options,
+    error_body,
+    error_status,
 )
 from serving.pipeline import QueryError
 from tests.conftest import make_config
