@@ -10,29 +10,17 @@ update `score`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 
-from semantica.schema import Chunk
+from semantica.schema import Chunk, ParsableEnum
 
 
-class Strategy(str, Enum):
+class Strategy(ParsableEnum):
     """A retrieval strategy (one index kind). The order here is the feature order."""
 
     VECTOR = "vector"
     LEXICAL = "lexical"
     SYMBOL = "symbol"
     GRAPH = "graph"
-
-    @classmethod
-    def parse(cls, value: Strategy | str) -> Strategy:
-        """`Strategy` or its name; an unknown name raises a ValueError listing the known ones."""
-        if isinstance(value, Strategy):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            known = ", ".join(s.value for s in cls)
-            raise ValueError(f"unknown strategy {value!r}; known strategies: {known}") from None
 
 
 STRATEGIES: tuple[Strategy, ...] = tuple(Strategy)

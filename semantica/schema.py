@@ -16,6 +16,25 @@ import pyarrow as pa
 SCHEMA_VERSION = 1
 
 
+class ParsableEnum(str, Enum):
+    """A string Enum with `parse`: a member or its (case-insensitive) name; an unknown name raises a
+    ValueError listing the known ones (named after the class: "unknown intent ...")."""
+
+    @classmethod
+    def parse(cls, value: object) -> Any:
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            known = ", ".join(member.value for member in cls)
+            kind = cls.__name__.lower()
+            raise ValueError(f"unknown {kind} {value!r}; known {PLURALS.get(kind, kind + 's')}: {known}") from None
+
+
+PLURALS = {"strategy": "strategies"}
+
+
 class ChunkKind(str, Enum):
     """What a chunk covers."""
 

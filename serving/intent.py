@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 
 from semantica.config import IntentConfig
+from semantica.schema import ParsableEnum
 
 MAX_INTENT_CHARS = 4000
 """Only this many leading characters of a query are classified (caps the work)."""
@@ -47,7 +47,7 @@ SIGNAL_WEIGHTS: dict[str, float] = {
 }
 
 
-class Intent(str, Enum):
+class Intent(ParsableEnum):
     """What the query is after."""
 
     SYMBOL = "symbol"
@@ -55,17 +55,6 @@ class Intent(str, Enum):
     CONCEPT = "concept"
     CODE = "code"
     BALANCED = "balanced"
-
-    @classmethod
-    def parse(cls, value: Intent | str) -> Intent:
-        """`Intent` or its name; an unknown name raises a ValueError listing the known ones."""
-        if isinstance(value, Intent):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            known = ", ".join(i.value for i in cls)
-            raise ValueError(f"unknown intent {value!r}; known intents: {known}") from None
 
 
 INTENTS: tuple[Intent, ...] = tuple(Intent)
