@@ -41,7 +41,7 @@ def run_batch_cmd(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     log = (lambda message: print(message, file=sys.stderr)) if not args.json else None
-    if args.json:  # the JVM (Lucene) logs to fd 1: keep stdout for the one JSON object
+    if args.json:  # Ray workers and native libraries may write to fd 1: keep stdout for the one JSON object
         sys.stdout.flush()
         saved = os.dup(1)
         os.dup2(2, 1)

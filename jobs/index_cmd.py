@@ -7,8 +7,6 @@ import sys
 
 from jobs.cli import add_common, config_from_args, print_json
 
-STAGE_ORDER = ("discover", "parse", "resolve", "embed", "write", "publish")
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     index = sub.add_parser(
@@ -44,7 +42,7 @@ def run_index(args: argparse.Namespace) -> int:
     print(f"  files {summary.files} (parsed {summary.files_parsed}, reused {summary.files_reused}), "
           f"chunks {summary.chunks}, symbols {summary.symbols}, edges {summary.edges}, skipped/errors {summary.errors}")
     print(f"  chunks embedded {summary.chunks_embedded}, reused from cache {summary.chunks_reused}")
-    timings = ", ".join(f"{s} {summary.seconds.get(s, 0.0):.2f}s" for s in STAGE_ORDER)
+    timings = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in summary.seconds.items())  # run order
     print(f"  seconds: {timings}; peak RSS {summary.peak_rss_mb:.0f} MB")
     for sample in summary.error_samples[:5]:
         print(f"  skipped {sample['path']}: {sample['reason']}", file=sys.stderr)

@@ -32,7 +32,6 @@ from semantica.schema import FileError
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 EMBEDDINGS_DIR = "embeddings"
-STAGES = ("discover", "parse", "resolve", "embed", "write", "publish")
 
 
 @dataclass

@@ -35,7 +35,6 @@ ERRORS = "errors.parquet"
 PAGERANK = "pagerank.parquet"
 VECTORS_DIR = "vectors"
 LUCENE_DIR = "lucene"
-EXTRAS_DIR = "extras"
 _HASH_BLOCK = 1 << 20
 
 
@@ -117,10 +116,6 @@ class SnapshotPaths:
     @property
     def lucene(self) -> Path:
         return self.root / LUCENE_DIR
-
-    @property
-    def extras(self) -> Path:
-        return self.root / EXTRAS_DIR
 
     def read_manifest(self) -> Manifest:
         if not self.manifest.exists():
