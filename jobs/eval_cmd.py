@@ -51,6 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="only instances of these repositories")
     swe.add_argument("--quiet", action="store_true", help="no progress bar or per-instance lines")
     swe.add_argument("--json", action="store_true", help="print the metrics as JSON instead of the table")
+    swe.add_argument("--mine", metavar="DIR", help="also log each instance's labelled fused hits for learning-to-rank "
+                                                   "into DIR (as `semantica mine swebench`; the index is shared)")
     add_common(swe)
     swe.set_defaults(handler=run_swebench)
 
@@ -131,8 +133,11 @@ def run_swebench(args: argparse.Namespace) -> int:
     instances = _load_instances(args.instances, args.repo_filter)
     if args.limit:
         instances = instances[: args.limit]
+    from jobs.mine import HitMiner
+
+    miner = HitMiner(config.ltr_train, args.mine) if args.mine else None
     runner = SwebenchEval(config, args.repos_dir, args.out, parse_ablations(args.ablation),
-                          progress=not args.quiet, log=(lambda _msg: None) if args.quiet else None)
+                          progress=not args.quiet, log=(lambda _msg: None) if args.quiet else None, miner=miner)
     result = runner.run(instances, score_over=everything)  # metrics cover every instance predicted so far
     if args.json:
         print_json(result.metrics)

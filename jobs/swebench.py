@@ -29,6 +29,7 @@ from typing import Any
 from tqdm import tqdm
 
 from jobs.metrics import FILE_METRICS, FUNCTION_METRICS, Gold, Prediction, evaluate, per_instance_ranks
+from jobs.mine import HitMiner, swebench_labeler
 from semantica.config import Config
 from semantica.encoder import Encoder
 
@@ -316,8 +317,10 @@ class SwebenchEval:
 
     def __init__(self, config: Config, repos_dir: str | os.PathLike[str], out: str | os.PathLike[str],
                  ablations: Sequence[Ablation] | None = None, encoder_factory: Callable[[], Encoder] | None = None,
-                 progress: bool = True, log: Callable[[str], None] | None = None) -> None:
+                 progress: bool = True, log: Callable[[str], None] | None = None,
+                 miner: HitMiner | None = None) -> None:
         self.config = config
+        self.miner = miner
         self.repos_dir = Path(repos_dir)
         self.paths = OutputPaths(Path(out))
         self.ablations = list(ablations or ABLATIONS.values())
@@ -356,10 +359,11 @@ class SwebenchEval:
                     for a in self.ablations}
         repair_jsonl(self.paths.timings)
         ordered = order_instances(instances, repo_paths)
-        todo = [i for i in ordered if any(i.instance_id not in done_ids[a.name] for a in self.ablations)]
+        todo = [i for i in ordered if any(i.instance_id not in done_ids[a.name] for a in self.ablations)
+                or self._to_mine(i)]
         skipped = len(ordered) - len(todo)
         if skipped:
-            self.log(f"resuming: {skipped} instance(s) already in every prediction file, {len(todo)} to go")
+            self.log(f"resuming: {skipped} instance(s) already done, {len(todo)} to go")
         failed: list[str] = []
         handles = {a.name: self.paths.predictions(a.name).open("a", encoding="utf-8") for a in self.ablations}
         timings = self.paths.timings.open("a", encoding="utf-8")
@@ -385,6 +389,8 @@ class SwebenchEval:
                         row = self._query(inst, ablation, timing)
                         handles[ablation.name].write(json.dumps(row, ensure_ascii=False) + "\n")
                         handles[ablation.name].flush()
+                    if self._to_mine(inst):
+                        self._mine(inst, timing)
                 except FATAL_ERRORS:
                     raise
                 except Exception as exc:  # one broken instance must not sink a long run
@@ -404,10 +410,21 @@ class SwebenchEval:
             for handle in handles.values():
                 handle.close()
             timings.close()
-        metrics = self.score(score_over or instances)
+        metrics = self.score(score_over or instances) if self.ablations else {"ablations": {}, "instances": 0}
         return EvalResult(metrics=metrics, table=ablation_table(metrics), paths=self.paths,
                           done=len(todo) - len(failed), skipped=skipped, failed=failed,
                           wall_s=round(time.perf_counter() - start, 1))
+
+    def _to_mine(self, inst: Instance) -> bool:
+        return self.miner is not None and not self.miner.done(inst.instance_id)
+
+    def _mine(self, inst: Instance, timing: InstanceTiming) -> None:
+        """Log the instance's fused hits with gold labels for learning-to-rank (`jobs/mine.py`)."""
+        assert self.miner is not None
+        started = time.perf_counter()
+        labeler = swebench_labeler(inst.gold_files, inst.gold_functions, self.config.ltr_train)
+        self.miner.mine(self.pipeline, inst.instance_id, inst.problem_statement, inst.repo, "swebench", labeler)
+        timing.query_s["mine"] = round(time.perf_counter() - started, 3)
 
     def _current_snapshot(self, repo: str) -> Any:
         """The snapshot the search pipeline has open for `repo`, if any (to release it once replaced)."""
@@ -489,8 +506,12 @@ def _timing_line(t: InstanceTiming) -> str:
 
 
 def summarize_timings(rows: Sequence[dict], ids: set[str]) -> dict[str, Any]:
-    """Per-repository mean index and query seconds (the last timing line of each instance counts)."""
-    latest = {r["instance_id"]: r for r in rows if r.get("instance_id") in ids and not r.get("error")}
+    """Per-repository mean index and query seconds (the last timing line of each instance counts for indexing)."""
+    latest: dict[str, dict] = {}
+    for row in rows:  # the last line of an instance wins, but query times add up over its lines (a resumed
+        if row.get("instance_id") in ids and not row.get("error"):  # run may only mine, or run one ablation)
+            earlier = latest.get(row["instance_id"], {}).get("query_s") or {}
+            latest[row["instance_id"]] = {**row, "query_s": {**earlier, **(row.get("query_s") or {})}}
     by_repo: dict[str, dict[str, Any]] = {}
     for row in latest.values():
         agg = by_repo.setdefault(row["repo"], {"instances": 0, "index_s": 0.0, "query_s": {}, "chunks": 0})

@@ -210,6 +210,34 @@ class CrossEncoderConfig:
 
 
 @dataclass
+class LtrConfig:
+    """Learning-to-rank reranking of the fused hits with a LightGBM model from `semantica train-ltr`.
+
+    Off until a model is trained: there is no model to ship, it is learned from mined labels."""
+
+    enabled: bool = False
+    model_path: str = ""  # the directory `semantica train-ltr --out` wrote (model.txt + ltr.json)
+    top_n: int = 50  # fused hits the model reorders (the rest keep their fused order, below them)
+    score_floor: float = 0.1  # reordered hits get scores in [score_floor, 1] so later stages can blend them
+
+
+@dataclass
+class LtrTrainConfig:
+    """Mining labelled feature vectors and training the LightGBM ranker (`semantica mine`, `train-ltr`)."""
+
+    mine_depth: int = 50  # fused hits mined per query (the candidates the model will reorder)
+    function_gain: int = 2  # label of a hit inside a gold function (SWE-bench)
+    file_gain: int = 1  # label of a hit in a gold file but outside the gold functions
+    objective: str = "lambdarank"
+    n_estimators: int = 200
+    learning_rate: float = 0.05
+    num_leaves: int = 15
+    min_child_samples: int = 20
+    eval_at: int = 10  # NDCG@eval_at is the training and report metric
+    seed: int = 13
+
+
+@dataclass
 class ContextConfig:
     """Cited context packing."""
 
@@ -274,6 +302,8 @@ class Config:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     late_interaction: LateInteractionConfig = field(default_factory=LateInteractionConfig)
     cross_encoder: CrossEncoderConfig = field(default_factory=CrossEncoderConfig)
+    ltr: LtrConfig = field(default_factory=LtrConfig)
+    ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)

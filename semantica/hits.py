@@ -3,7 +3,7 @@
 A retriever answers with a `RankedList` (`[(chunk_id, rank)]`, ranks 1-based); fusion turns the
 lists into `Hit`s that carry everything later stages and the learning-to-rank log need: the final
 score, the fused score, per-strategy ranks and RRF contributions, an 18-value feature vector
-(`FEATURE_NAMES`) and a readable explanation. Rerankers fill `late_score` / `cross_score` and
+(`FEATURE_NAMES`) and a readable explanation. Rerankers fill `ltr_score` / `late_score` / `cross_score` and
 update `score`.
 """
 
@@ -68,7 +68,7 @@ class ChunkMeta:
 @dataclass
 class Hit:
     """One fused result. `score` is the current final score (fusion sets it to `fused_score`;
-    late interaction and the cross-encoder overwrite it)."""
+    the LTR model, late interaction and the cross-encoder overwrite it)."""
 
     chunk_id: str
     score: float
@@ -79,6 +79,7 @@ class Hit:
     explanation: str = ""
     late_score: float | None = None
     cross_score: float | None = None
+    ltr_score: float | None = None
     chunk: Chunk | None = None
 
     @property

@@ -295,6 +295,7 @@ class SearchBody(BaseModel):
     strategies: list[str] = Field(default_factory=list, description="subset of vector, lexical, symbol, graph")
     late_interaction: bool | None = None
     cross_encoder: bool | None = None
+    ltr: bool | None = Field(default=None, description="rerank with the trained LTR model (default: ltr.enabled)")
 
 
 class FeedbackBody(BaseModel):
@@ -340,6 +341,8 @@ class IngressCore:
         self.config = config_from_dict(config)
         self.handles = handles
         self.pipeline = RemotePipeline(self.config, handles)
+        if self.config.ltr.enabled:
+            _ = self.pipeline.ltr  # load the model before taking traffic: a bad model path fails the deploy
         self.feedback_log = FeedbackLog(self.config.serve.feedback_dir)
         self.layout = IndexLayout(self.config.paths.index_root)
 

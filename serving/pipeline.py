@@ -1,7 +1,7 @@
 """The in-process query pipeline: the same stage classes the Ray Serve graph wraps, in one process.
 
 validate -> intent -> retrievers (vector alongside symbol -> lexical -> graph seeded by them)
--> weighted RRF + consensus -> late interaction -> cross-encoder (conditional) -> context,
+-> weighted RRF + consensus -> learning-to-rank (when a model is configured) -> late interaction -> cross-encoder (conditional) -> context,
 with per-stage timings, a `degraded` list for stages that failed but did not sink the answer,
 and an LRU cache keyed by snapshot ids, query and parameters.
 """
@@ -27,6 +27,7 @@ from serving.cross_encoder import CrossEncoderReranker
 from serving.fusion import ExpansionMatcher, WeightedRRF
 from serving.intent import IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
+from serving.ltr import LtrReranker
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.graph import GraphRetriever, is_test_path
 from serving.retrievers.lexical import LexicalRetriever
@@ -56,10 +57,12 @@ class SearchRequest:
     strategies: list[str] = field(default_factory=list)
     late_interaction: bool | None = None
     cross_encoder: bool | None = None
+    ltr: bool | None = None
 
     def cache_key(self, snapshot_ids: tuple[str, ...]) -> tuple:
         return (snapshot_ids, self.query, self.k, tuple(self.path_globs), tuple(self.languages), self.explain,
-                self.context_budget, tuple(sorted(self.strategies)), self.late_interaction, self.cross_encoder)
+                self.context_budget, tuple(sorted(self.strategies)), self.late_interaction, self.cross_encoder,
+                self.ltr)
 
 
 @dataclass
@@ -81,6 +84,7 @@ class HitView:
     content: str
     late_score: float | None = None
     cross_score: float | None = None
+    ltr_score: float | None = None
     features: list[float] | None = None
     explanation: str | None = None
 
@@ -180,6 +184,11 @@ class SearchPipeline:
     @cached_property
     def cross(self) -> CrossEncoderReranker:
         return CrossEncoderReranker.from_config(self.config.cross_encoder)
+
+    @cached_property
+    def ltr(self) -> LtrReranker:
+        """Runs where the pipeline runs (also in the Serve ingress): a few trees over <= top_n rows."""
+        return LtrReranker.from_config(self.config.ltr)
 
     # -- validation ----------------------------------------------------------------------------
 
@@ -302,6 +311,12 @@ class SearchPipeline:
 
     def _rerank(self, request: SearchRequest, intent: IntentResult, hits: list[Hit], chunks: dict[str, Chunk],
                 timer: StageTimer, degraded: list[dict[str, str]]) -> list[Hit]:
+        use_ltr = self.config.ltr.enabled if request.ltr is None else request.ltr
+        if use_ltr and hits:
+            try:
+                hits = timer.run("ltr", lambda: self.ltr.rerank(hits))
+            except Exception as exc:  # optional stage: a missing or stale model falls back to the fused order
+                degraded.append({"stage": "ltr", "error": f"{type(exc).__name__}: {exc}"})
         use_late = self.config.late_interaction.enabled if request.late_interaction is None else request.late_interaction
         if use_late and hits:
             try:
@@ -330,7 +345,7 @@ class SearchPipeline:
             end_line=chunk.end_line, symbol=chunk.symbol, kind=chunk.kind, score=round(hit.score, 6),
             fused_score=round(hit.fused_score, 6), ranks=dict(hit.ranks),
             citation=f"{chunk.path}:{chunk.start_line}-{chunk.end_line}", content=chunk.content,
-            late_score=hit.late_score, cross_score=hit.cross_score,
+            late_score=hit.late_score, cross_score=hit.cross_score, ltr_score=hit.ltr_score,
             features=list(hit.features) if explain else None, explanation=hit.explanation if explain else None,
         )
 

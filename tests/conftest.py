@@ -63,3 +63,36 @@ def requests_clone() -> Path:
         pytest.skip(f"SKIPPED LOUDLY: no psf/requests clone at {REQUESTS_CLONE} (set SEMANTICA_MIRRORS to a "
                     "directory holding psf+requests/repo to run this test)")
     return REQUESTS_CLONE
+
+
+GOLDEN_SET = REPO_ROOT / "conf" / "golden" / "semantica.jsonl"
+
+
+@dataclass
+class MinedGolden:
+    directory: Path
+    queries: int
+
+
+@pytest.fixture(scope="session")
+def mined_golden(indexed_self, tmp_path_factory) -> MinedGolden:
+    """The golden set's fused hits over `indexed_self`, mined with labels through the real CLI."""
+    from jobs.cli import main
+    from jobs.golden import load_golden_set
+
+    out = tmp_path_factory.mktemp("mined-golden")
+    root = Path(indexed_self.config.paths.index_root)
+    args = ["mine", "golden", "--golden", str(GOLDEN_SET), "--repo", indexed_self.name, "--out", str(out),
+            "--index-root", str(root), "--set", f"paths.cache_dir={indexed_self.config.paths.cache_dir}"]
+    assert main(args) == 0
+    return MinedGolden(out, len(load_golden_set(GOLDEN_SET)))
+
+
+@pytest.fixture(scope="session")
+def ltr_model_dir(mined_golden, tmp_path_factory) -> Path:
+    """A LightGBM ranker trained on the mined golden hits through the real CLI."""
+    from jobs.cli import main
+
+    out = tmp_path_factory.mktemp("ltr-model")
+    assert main(["train-ltr", "--data", str(mined_golden.directory), "--out", str(out)]) == 0
+    return out

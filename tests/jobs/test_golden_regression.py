@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from jobs.golden import GOLDEN_METRICS, GoldenEval, load_golden_set
-from tests.conftest import MIRRORS, REPO_ROOT, shared_cache_dir
+from tests.conftest import GOLDEN_SET, MIRRORS, REPO_ROOT, shared_cache_dir
 
-GOLDEN_SET = REPO_ROOT / "conf" / "golden" / "semantica.jsonl"
 INSTANCES = Path(os.environ.get("SEMANTICA_BENCH", REPO_ROOT.parent / "shared" / "bench")) / "swebench_lite_dev.jsonl"
 
 # Measured when the set was written (38 queries, working tree indexed whole):
@@ -88,7 +87,7 @@ def swebench_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("swebench")
     args = ["eval", "swebench", "--instances", str(INSTANCES), "--repos-dir", str(MIRRORS),
             "--out", str(tmp / "pred.jsonl"), "--repo-filter", "psf/requests", "--limit", "2",
-            "--ablation", "lexical", "full", "--index-root", str(tmp / "index"), "--quiet",
+            "--ablation", "lexical", "full", "--index-root", str(tmp / "index"), "--quiet", "--mine", str(tmp / "mined"),
             "--set", f"paths.cache_dir={shared_cache_dir()}", "--set", f"discover.include_globs={json.dumps(SMOKE_FILES)}"]
     assert main(args) == 0
     return tmp, args
@@ -121,7 +120,22 @@ def test_swebench_smoke_writes_predictions_trec_and_metrics(swebench_run, capsys
     # the gold files are among the four indexed files, so the full pipeline ranks them in the top 3
     assert metrics["ablations"]["full"]["overall"]["file"]["Acc@3"] == 1.0
     timing = [json.loads(line) for line in (tmp / "pred.timings.jsonl").read_text().splitlines()]
-    assert len(timing) == 2 and all(t["index_s"] > 0 and set(t["query_s"]) == {"lexical", "full"} for t in timing)
+    assert len(timing) == 2 and all(t["index_s"] > 0 and set(t["query_s"]) == {"lexical", "full", "mine"} for t in timing)
+
+
+def test_swebench_run_mines_labelled_hits_for_ltr(swebench_run):
+    from jobs.mine import LABEL_COLUMN, load_mined
+
+    tmp, _ = swebench_run
+    instances = {json.loads(line)["instance_id"]: json.loads(line) for line in INSTANCES.read_text().splitlines()}
+    frame = load_mined([tmp / "mined"])
+    assert frame["query_id"].n_unique() == 2
+    for (qid,), group in frame.group_by(["query_id"]):
+        gold = instances[qid]
+        labelled = {path for path, label in group.select("path", LABEL_COLUMN).iter_rows() if label > 0}
+        assert labelled <= set(gold["gold_files"])  # only hits inside the gold files are relevant
+        assert set(group["path"]) & set(gold["gold_files"]), "the gold file is among the four indexed files"
+        assert labelled, qid
 
 
 def test_swebench_resume_skips_done_instances_and_score_command(swebench_run, capsys):
