@@ -8,8 +8,10 @@ before any reranker (the candidates an LTR model reorders), each with the 18 fus
 - SWE-bench instances: `function_gain` when the hit lies in a gold function (or a function nested in
   one), `file_gain` when it is elsewhere in a gold file, else 0.
 
-Rows go to one Parquet file per query under `OUT/parts/` (written under a temporary name, then
-renamed), so an interrupted run resumes where it stopped and a torn file never exists.
+Rows go to one Parquet file per query under `OUT/parts/`, and each retriever's whole ranked list to
+`OUT/lists/` (what the localizer fuses, so it can be replayed and tuned offline); both are written
+under a temporary name, then renamed, so an interrupted run resumes where it stopped and a torn file
+never exists.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from semantica.config import LtrTrainConfig
 from semantica.hits import FEATURE_NAMES
 
 PARTS_DIR = "parts"
+LISTS_DIR = "lists"  # each strategy's full ranked list per query: replaying localization offline needs them
 ID_COLUMNS = ("source", "group", "query_id", "query", "chunk_id", "path", "symbol", "kind")
 LABEL_COLUMN = "label"
 RANK_COLUMN = "fused_rank"
@@ -88,7 +91,11 @@ class HitMiner:
         self.parts = Path(out_dir) / PARTS_DIR
 
     def done(self, query_id: str) -> bool:
-        return (self.parts / part_name(query_id)).is_file()
+        return (self.parts / part_name(query_id)).is_file() and (self.lists / part_name(query_id)).is_file()
+
+    @property
+    def lists(self) -> Path:
+        return self.parts.parent / LISTS_DIR
 
     def mine(self, pipeline: Any, query_id: str, query: str, repo: str, source: str, label: Labeler) -> MinedQuery:
         from serving.pipeline import SearchRequest
@@ -105,14 +112,29 @@ class HitMiner:
             }
             row.update(zip(FEATURE_NAMES, (float(v) for v in hit.features or ())))
             rows.append(row)
-        self._write(query_id, rows)
+        self._write(self.parts, query_id, pl.DataFrame(rows, schema=mined_schema()))
+        self._write(self.lists, query_id, self._lists_frame(pipeline, query_id, query, repo))
         return MinedQuery(query_id, len(rows), sum(1 for r in rows if r[LABEL_COLUMN] > 0))
 
-    def _write(self, query_id: str, rows: list[dict[str, Any]]) -> None:
-        self.parts.mkdir(parents=True, exist_ok=True)
-        final = self.parts / part_name(query_id)
+    @staticmethod
+    def _lists_frame(pipeline: Any, query_id: str, query: str, repo: str) -> pl.DataFrame:
+        """Every retriever's ranked chunk list (strategy, rank, chunk_id, path, symbol, kind)."""
+        from serving.pipeline import SearchRequest
+
+        _, lists, _ = pipeline.retrieve(SearchRequest(query=query, repos=[repo]))
+        chunks = pipeline.snapshots.get(repo).chunk_by_id
+        rows = [{"query_id": query_id, "strategy": strategy.value, "rank": rank, "chunk_id": chunk_id,
+                 "path": chunks[chunk_id].path, "symbol": chunks[chunk_id].symbol or "",
+                 "kind": chunks[chunk_id].kind or ""}
+                for strategy, ranked in lists.items() for chunk_id, rank in ranked if chunk_id in chunks]
+        return pl.DataFrame(rows, schema={"query_id": pl.Utf8, "strategy": pl.Utf8, "rank": pl.Int64,
+                                          "chunk_id": pl.Utf8, "path": pl.Utf8, "symbol": pl.Utf8, "kind": pl.Utf8})
+
+    @staticmethod
+    def _write(directory: Path, query_id: str, frame: pl.DataFrame) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        final = directory / part_name(query_id)
         temp = final.with_name(final.name + ".tmp")
-        frame = pl.DataFrame(rows, schema=mined_schema()) if rows else pl.DataFrame(schema=mined_schema())
         frame.write_parquet(temp)
         os.replace(temp, final)
 

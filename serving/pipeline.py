@@ -245,6 +245,17 @@ class SearchPipeline:
                     self._cache.popitem(last=False)
         return response
 
+    def retrieve(self, request: SearchRequest) -> tuple[IntentResult, dict[Strategy, RankedList], list[dict[str, str]]]:
+        """Only the first stages (validate, intent, retrievers): each strategy's ranked chunk list, for the
+        offline jobs that replay or learn the later stages (`semantica mine`); also the degraded stages."""
+        self.validate(request)
+        snapshots = self._repos(request)
+        timer, degraded = StageTimer(), []
+        intent = self.intent.classify(request.query)
+        enabled = {Strategy.parse(s) for s in request.strategies} or set(Strategy)
+        filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
+        return intent, self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded), degraded
+
     def _search(self, request: SearchRequest, snapshots: list[Snapshot], timer: StageTimer,
                 warnings: list[str]) -> SearchResponse:
         intent = timer.run("intent", lambda: self.intent.classify(request.query))

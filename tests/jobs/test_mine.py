@@ -92,3 +92,12 @@ def test_mine_unknown_repo_is_a_clear_cli_error(indexed_self, tmp_path, capsys):
                  "--index-root", str(indexed_self.config.paths.index_root)])
     assert code == 1
     assert "no/such-repo" in capsys.readouterr().err
+
+
+def test_mined_lists_hold_every_retrievers_ranking(mined_golden):
+    lists = pl.read_parquet(mined_golden.directory / "lists" / "*.parquet")
+    assert lists["query_id"].n_unique() == mined_golden.queries
+    assert {"vector", "lexical", "symbol", "graph"} >= set(lists["strategy"].unique()) >= {"vector", "lexical"}
+    for (_, _), ranked in lists.group_by(["query_id", "strategy"]):
+        assert ranked["rank"].sort().to_list() == list(range(1, ranked.height + 1))
+        assert ranked["chunk_id"].n_unique() == ranked.height
