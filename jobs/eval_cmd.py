@@ -80,6 +80,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="override any config value (repeatable; `--set` names the golden set here)")
     golden.set_defaults(handler=run_golden)
 
+    replay = commands.add_parser(
+        "localize", help="replay file/function localization over mined retriever lists (seconds, no indexing)",
+        description="Re-run only the localization stage over the retriever lists that `eval swebench --mine DIR` "
+                    "or `mine swebench --out DIR` stored, with the given config, and score it: tune "
+                    "query.localize_* and fusion.* without indexing again.")
+    replay.add_argument("--instances", required=True, metavar="FILE", help="instances JSONL with gold")
+    replay.add_argument("--mined", required=True, metavar="DIR", help="the mine output directory (holds lists/)")
+    replay.add_argument("--repo-filter", action="extend", nargs="+", default=[], metavar="OWNER/NAME",
+                        help="only instances of these repositories")
+    replay.add_argument("--json", action="store_true", help="print JSON")
+    add_common(replay)
+    replay.set_defaults(handler=run_localize)
+
     report = commands.add_parser("report", help="draw the eval report PNG from a metrics.json",
                                  description="The ablation table and per-repository file Acc@5 bars, as one PNG "
                                              "(the same figure as notebooks/eval_report.ipynb).")
@@ -164,6 +177,25 @@ def run_score(args: argparse.Namespace) -> int:
     how = "scored as empty" if args.missing_as_empty else "skipped"
     unknown = f", {len(result['unknown_ids'])} unknown ids ignored" if result["unknown_ids"] else ""
     print(f"{result['instances']} instances scored ({len(result['missing'])} without a prediction {how}{unknown})")
+    print(level_table(result))
+    return 0
+
+
+def run_localize(args: argparse.Namespace) -> int:
+    from jobs.mine import MineError
+    from jobs.replay import LocalizationReplay
+    from jobs.swebench import level_table
+
+    config = config_from_args(args)
+    instances = _load_instances(args.instances, args.repo_filter)
+    try:
+        result = LocalizationReplay(config, args.mined).run(instances)
+    except MineError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"{result['instances']} instances replayed ({len(result['missing'])} without mined lists skipped)")
     print(level_table(result))
     return 0
 

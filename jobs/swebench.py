@@ -323,7 +323,7 @@ class SwebenchEval:
         self.miner = miner
         self.repos_dir = Path(repos_dir)
         self.paths = OutputPaths(Path(out))
-        self.ablations = list(ablations or ABLATIONS.values())
+        self.ablations = list(ABLATIONS.values() if ablations is None else ablations)
         self.encoder_factory = encoder_factory
         self.progress = progress
         self.log = log or (lambda msg: tqdm.write(msg, file=sys.stderr))

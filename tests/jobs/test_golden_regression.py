@@ -150,3 +150,25 @@ def test_swebench_resume_skips_done_instances_and_score_command(swebench_run, ca
     assert main(["eval", "score", "--instances", str(INSTANCES), "--pred", str(tmp / "pred.full.jsonl"), "--json"]) == 0
     scored = json.loads(capsys.readouterr().out)
     assert scored["instances"] == 2 and len(scored["missing"]) > 100
+
+
+def test_localization_replay_reproduces_the_full_run(swebench_run, capsys):
+    from jobs.cli import main
+    from jobs.replay import LocalizationReplay
+    from jobs.swebench import load_instances
+    from semantica.config import load_config
+
+    tmp, _ = swebench_run
+    full = {r["instance_id"]: r for r in map(json.loads, (tmp / "pred.full.jsonl").read_text().splitlines())}
+    replay = LocalizationReplay(load_config(None, environ={}), tmp / "mined")
+    for inst in load_instances(INSTANCES):
+        if inst.instance_id in full:
+            predicted = replay.predict(inst)
+            assert predicted.files == full[inst.instance_id]["files"]
+            assert predicted.functions == full[inst.instance_id]["functions"]
+    # the CLI replays any other setting, here only the lexical list voting
+    capsys.readouterr()
+    assert main(["eval", "localize", "--instances", str(INSTANCES), "--mined", str(tmp / "mined"), "--json",
+                 "--set", 'query.localize_strategies=["lexical"]']) == 0
+    lexical_only = json.loads(capsys.readouterr().out)
+    assert lexical_only["instances"] == 2 and lexical_only["by_repo"].keys() == {"psf/requests"}

@@ -101,3 +101,26 @@ def test_mined_lists_hold_every_retrievers_ranking(mined_golden):
     for (_, _), ranked in lists.group_by(["query_id", "strategy"]):
         assert ranked["rank"].sort().to_list() == list(range(1, ranked.height + 1))
         assert ranked["chunk_id"].n_unique() == ranked.height
+
+
+def test_mine_swebench_mines_without_running_ablations(tmp_path, capsys):
+    import json
+    import os
+
+    from jobs.cli import main
+    from tests.conftest import MIRRORS, REPO_ROOT, shared_cache_dir
+
+    instances = os.environ.get("SEMANTICA_BENCH", str(REPO_ROOT.parent / "shared" / "bench")) + "/swebench_lite_dev.jsonl"
+    if not (MIRRORS / "psf+requests" / "repo" / "HEAD").exists() or not os.path.exists(instances):
+        pytest.skip(f"SKIPPED LOUDLY: needs the psf/requests clone under {MIRRORS} and {instances}")
+    files = ["requests/models.py", "requests/sessions.py", "requests/api.py", "requests/hooks.py"]
+    args = ["mine", "swebench", "--instances", instances, "--repos-dir", str(MIRRORS), "--out", str(tmp_path / "m"),
+            "--repo-filter", "psf/requests", "--limit", "1", "--quiet", "--index-root", str(tmp_path / "index"),
+            "--set", f"paths.cache_dir={shared_cache_dir()}", "--set", f"discover.include_globs={json.dumps(files)}"]
+    assert main(args) == 0
+    assert "1 instances mined (1 now, 0 already, 0 failed)" in capsys.readouterr().out
+    assert len(list((tmp_path / "m" / "parts").glob("*.parquet"))) == 1
+    assert len(list((tmp_path / "m" / "lists").glob("*.parquet"))) == 1
+    assert [p.name for p in (tmp_path / "m").glob("mine.*")] == ["mine.timings.jsonl"]  # no ablation ran
+    frame = load_mined([tmp_path / "m"])
+    assert frame[LABEL_COLUMN].max() >= 1 and set(frame["source"]) == {"swebench"}
