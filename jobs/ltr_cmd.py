@@ -120,7 +120,7 @@ def run_train(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     try:
         frame = load_mined(args.data)
-        trainer = LtrTrainer(config.ltr_train)
+        trainer = LtrTrainer(config.ltr_train, config.intent)
         model, report = trainer.train(frame, list(args.holdout), args.cv)
     except (MineError, TrainError) as exc:
         raise CliError(str(exc)) from None

@@ -1,7 +1,8 @@
 """Training and measuring the LightGBM learning-to-rank model on mined hits (`semantica train-ltr`).
 
-The model is a LightGBM LambdaRank ranker over the 18 fusion features; each mined query is one
-group. It is judged against the order it would replace, the fused order, on the same candidates:
+The model is a LightGBM LambdaRank ranker over `serving.ltr.LTR_FEATURE_NAMES` (the 18 fusion
+features plus context features derived from the query and the hit); each mined query is one group.
+It is judged against the order it would replace, the fused order, on the same candidates:
 
 - NDCG@k with graded gains (2^label - 1), normalised by the best order of that query's candidates;
 - MRR: 1 / rank of the first hit with label > 0.
@@ -24,9 +25,10 @@ import numpy as np
 import polars as pl
 
 from jobs.mine import LABEL_COLUMN, RANK_COLUMN
-from semantica.config import LtrTrainConfig
+from semantica.config import IntentConfig, LtrTrainConfig
 from semantica.hits import FEATURE_NAMES
-from serving.ltr import LTR_FORMAT, META_FILE, MODEL_FILE
+from serving.intent import IntentClassifier
+from serving.ltr import LTR_FEATURE_NAMES, LTR_FORMAT, META_FILE, MODEL_FILE, LtrFeaturizer
 
 
 class TrainError(ValueError):
@@ -75,8 +77,17 @@ def with_signal(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.join(useful.select("query_id"), on="query_id", how="semi")
 
 
-def feature_matrix(frame: pl.DataFrame) -> np.ndarray:
-    return frame.select(FEATURE_NAMES).to_numpy().astype(np.float64)
+def feature_matrix(frame: pl.DataFrame, classifier: IntentClassifier) -> np.ndarray:
+    """`LTR_FEATURE_NAMES` rows: the mined fusion features plus the context features, computed from
+    each row's query, path, symbol and kind by the same `LtrFeaturizer` the serving stage uses."""
+    featurizers: dict[str, LtrFeaturizer] = {}
+    rows = []
+    for query, path, symbol, kind, *fusion in frame.select("query", "path", "symbol", "kind", *FEATURE_NAMES).iter_rows():
+        featurizer = featurizers.get(query)
+        if featurizer is None:
+            featurizer = featurizers[query] = LtrFeaturizer(query, classifier.classify(query))
+        rows.append(featurizer.row(fusion, path, symbol, kind))
+    return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(LTR_FEATURE_NAMES))
 
 
 def group_sizes(frame: pl.DataFrame) -> list[int]:
@@ -137,8 +148,12 @@ class TrainReport:
 class LtrTrainer:
     """Fits a LightGBM LambdaRank model on mined rows and compares it with the fused order."""
 
-    def __init__(self, config: LtrTrainConfig) -> None:
+    def __init__(self, config: LtrTrainConfig, intent: IntentConfig | None = None) -> None:
         self.config = config
+        self.classifier = IntentClassifier(intent or IntentConfig())
+
+    def features(self, frame: pl.DataFrame) -> np.ndarray:
+        return feature_matrix(frame, self.classifier)
 
     def fit(self, frame: pl.DataFrame) -> Any:
         """A `lightgbm.Booster` (the native API: no scikit-learn needed)."""
@@ -153,12 +168,12 @@ class LtrTrainer:
             "force_row_wise": True, "verbosity": -1,
             "label_gain": [float(2 ** g - 1) for g in range(max(c.function_gain, c.file_gain, 1) + 1)],
         }
-        data = lightgbm.Dataset(feature_matrix(frame), label=frame[LABEL_COLUMN].to_numpy(),
-                                group=group_sizes(frame), feature_name=list(FEATURE_NAMES))
+        data = lightgbm.Dataset(self.features(frame), label=frame[LABEL_COLUMN].to_numpy(),
+                                group=group_sizes(frame), feature_name=list(LTR_FEATURE_NAMES))
         return lightgbm.train(params, data, num_boost_round=c.n_estimators)
 
     def compare(self, model: Any, frame: pl.DataFrame, scope: str) -> Comparison:
-        predictions = np.asarray(model.predict(feature_matrix(frame)), dtype=np.float64) if frame.height else np.zeros(0)
+        predictions = np.asarray(model.predict(self.features(frame)), dtype=np.float64) if frame.height else np.zeros(0)
         fused, ltr = score_orderings(frame, predictions, self.config.eval_at)
         return Comparison(scope, fused, ltr)
 
@@ -174,7 +189,7 @@ class LtrTrainer:
             model = self.fit(frame.filter(pl.col("group") != group))
             folds.append(self.compare(model, test, f"cv: {group}"))
             pooled_frames.append(test)
-            pooled_predictions.append(np.asarray(model.predict(feature_matrix(test)), dtype=np.float64))
+            pooled_predictions.append(np.asarray(model.predict(self.features(test)), dtype=np.float64))
         fused, ltr = score_orderings(pl.concat(pooled_frames), np.concatenate(pooled_predictions), self.config.eval_at)
         return [*folds, Comparison("cv: all folds", fused, ltr)]
 
@@ -199,7 +214,7 @@ class LtrTrainer:
         gains = model.feature_importance(importance_type="gain")
         total = float(gains.sum()) or 1.0
         report.importance = {name: round(float(g) / total, 4) for name, g in
-                             sorted(zip(FEATURE_NAMES, gains), key=lambda item: -item[1])}
+                             sorted(zip(LTR_FEATURE_NAMES, gains), key=lambda item: -item[1])}
         report.seconds = round(time.perf_counter() - started, 2)
         return model, report
 
@@ -210,7 +225,7 @@ class LtrTrainer:
         temp = root / (MODEL_FILE + ".tmp")
         model.save_model(str(temp))
         os.replace(temp, root / MODEL_FILE)
-        meta = {"format": LTR_FORMAT, "feature_names": list(FEATURE_NAMES), "config": asdict(self.config),
+        meta = {"format": LTR_FORMAT, "feature_names": list(LTR_FEATURE_NAMES), "config": asdict(self.config),
                 "data": sources, "report": asdict(report)}
         (root / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return root

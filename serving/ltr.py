@@ -1,11 +1,14 @@
 """Learning-to-rank: reorder the fused hits with a LightGBM ranker trained offline.
 
 `semantica mine` logs each fused hit's feature vector (`semantica.hits.FEATURE_NAMES`) with a
-relevance label; `semantica train-ltr` fits a LightGBM LambdaRank model on them and writes a model
-directory. This stage loads that directory and, between fusion and late interaction, re-scores the
-first `ltr.top_n` fused hits with the model:
+relevance label and the hit's path, symbol and kind; `semantica train-ltr` fits a LightGBM LambdaRank
+model and writes a model directory. The model sees `LTR_FEATURE_NAMES`: the 18 fusion features plus
+context features that `LtrFeaturizer` derives from the hit and the query (test path, chunk kind,
+whether the query names the hit's symbol or path, intent probabilities, query length) - the same
+code at training and at serving time. This stage loads the model and, between fusion and late
+interaction, re-scores the first `ltr.top_n` fused hits:
 
-    raw(c)    = model(features(c))
+    raw(c)    = model(features(c) + context(c, query))
     score(c)  = floor + (1 - floor) * (raw(c) - min raw) / (max raw - min raw)     (head, in [floor, 1])
     score(c)  = floor * fused(c) / max fused of the tail                         (tail, below the head)
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,35 @@ from typing import Any
 import numpy as np
 
 from semantica.config import LtrConfig
-from semantica.hits import FEATURE_NAMES, Hit
+from semantica.hits import FEATURE_NAMES, ChunkMeta, Hit
+from semantica.schema import Chunk, ChunkKind
+from serving.fusion import ExpansionMatcher
+from serving.intent import INTENTS, IntentResult
+from serving.retrievers.graph import is_test_path
+
+CONTEXT_FEATURE_NAMES: tuple[str, ...] = (
+    "is_test",                                   # 1 for a test file
+    *(f"kind_{k.value}" for k in ChunkKind),     # one-hot chunk kind
+    "names_symbol",                              # the query names the hit's symbol
+    "names_path",                                # the query names the hit's path or module
+    *(f"intent_{i.value}" for i in INTENTS),     # the query's intent probabilities
+    "query_words",                               # log(1 + words in the query)
+)
+LTR_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES + CONTEXT_FEATURE_NAMES
+
+
+class LtrFeaturizer:
+    """The model's input row for a hit of one query: fusion features + context features."""
+
+    def __init__(self, query: str, intent: IntentResult) -> None:
+        self.matcher = ExpansionMatcher(intent.expansions)
+        self.query_part = [*(intent.p(i) for i in INTENTS), math.log1p(len(query.split()))]
+
+    def row(self, fusion_features: Sequence[float], path: str, symbol: str, kind: str) -> list[float]:
+        match = self.matcher.match(ChunkMeta(symbol=symbol, path=path))
+        kinds = [float(kind == k.value) for k in ChunkKind]
+        return [*map(float, fusion_features), float(is_test_path(path)), *kinds,
+                float(match.startswith("symbol")), float(match.startswith(("path", "module"))), *self.query_part]
 
 MODEL_FILE = "model.txt"
 META_FILE = "ltr.json"
@@ -55,14 +88,14 @@ class LtrModel:
                                 f"train one with `semantica train-ltr --data MINED --out {root}`")
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
         names = tuple(meta.get("feature_names") or ())
-        if meta.get("format") != LTR_FORMAT or names != FEATURE_NAMES:
+        if meta.get("format") != LTR_FORMAT or names != LTR_FEATURE_NAMES:
             raise LtrModelError(f"the LTR model in {root} was trained on other features "
-                                f"({len(names)} named, format {meta.get('format')}); this build logs "
-                                f"{len(FEATURE_NAMES)} (format {LTR_FORMAT}): mine and train again")
+                                f"({len(names)} named, format {meta.get('format')}); this build uses "
+                                f"{len(LTR_FEATURE_NAMES)} (format {LTR_FORMAT}): train again")
         return LtrModel(lightgbm.Booster(model_file=str(model_file)), names, meta)
 
     def predict(self, features: np.ndarray) -> np.ndarray:
-        """Raw ranking scores, one per row of a (n, len(FEATURE_NAMES)) matrix."""
+        """Raw ranking scores, one per row of a (n, len(LTR_FEATURE_NAMES)) matrix."""
         if features.ndim != 2 or features.shape[1] != len(self.feature_names):
             raise ValueError(f"expected a (n, {len(self.feature_names)}) feature matrix, got {features.shape}")
         return np.asarray(self.booster.predict(features), dtype=np.float64)
@@ -82,11 +115,17 @@ class LtrReranker:
                                 "`semantica train-ltr --out` wrote")
         return LtrReranker(config, LtrModel.load(config.model_path))
 
-    def rerank(self, hits: list[Hit]) -> list[Hit]:
+    def rerank(self, hits: list[Hit], chunks: dict[str, Chunk], query: str, intent: IntentResult) -> list[Hit]:
         head, tail = hits[: self.config.top_n], hits[self.config.top_n:]
         if not head:
             return list(hits)
-        raw = self.model.predict(np.asarray([h.features for h in head], dtype=np.float64))
+        featurizer = LtrFeaturizer(query, intent)
+        rows = []
+        for hit in head:
+            chunk = chunks.get(hit.chunk_id) or hit.chunk
+            path, symbol, kind = (chunk.path, chunk.symbol or "", chunk.kind) if chunk else ("", "", "")
+            rows.append(featurizer.row(hit.features, path, symbol, kind))
+        raw = self.model.predict(np.asarray(rows, dtype=np.float64))
         low, high = float(raw.min()), float(raw.max())
         spread = high - low
         floor = self.config.score_floor

@@ -325,7 +325,7 @@ class SearchPipeline:
         use_ltr = self.config.ltr.enabled if request.ltr is None else request.ltr
         if use_ltr and hits:
             try:
-                hits = timer.run("ltr", lambda: self.ltr.rerank(hits))
+                hits = timer.run("ltr", lambda: self.ltr.rerank(hits, chunks, request.query, intent))
             except Exception as exc:  # optional stage: a missing or stale model falls back to the fused order
                 degraded.append({"stage": "ltr", "error": f"{type(exc).__name__}: {exc}"})
         use_late = self.config.late_interaction.enabled if request.late_interaction is None else request.late_interaction

@@ -10,10 +10,9 @@ import polars as pl
 import pytest
 
 from jobs.mine import load_mined
-from jobs.train_ltr import LtrTrainer, TrainError, feature_matrix, ndcg_at, reciprocal_rank, with_signal
+from jobs.train_ltr import LtrTrainer, TrainError, ndcg_at, reciprocal_rank, with_signal
 from semantica.config import LtrTrainConfig
-from semantica.hits import FEATURE_NAMES
-from serving.ltr import META_FILE, LtrModel, LtrModelError
+from serving.ltr import LTR_FEATURE_NAMES, META_FILE, LtrModel, LtrModelError
 
 
 def test_ndcg_and_mrr_arithmetic():
@@ -36,7 +35,7 @@ def test_model_fits_the_mined_golden_hits_better_than_the_fused_order(mined_gold
     assert seen.scope == "train (seen)" and seen.fused.queries == mined_golden.queries
     # on the queries it was fit to, a working ranker must beat the order it learns to replace
     assert seen.ltr.ndcg > seen.fused.ndcg + 0.05, report.table(10)
-    assert set(report.importance) == set(FEATURE_NAMES)
+    assert set(report.importance) == set(LTR_FEATURE_NAMES)
     assert sum(report.importance.values()) == pytest.approx(1.0, abs=1e-3)
 
 
@@ -63,10 +62,12 @@ def test_holdout_of_an_unknown_group_and_single_group_cv_are_errors(mined_golden
 def test_saved_model_loads_and_predicts_as_trained(mined_golden, ltr_model_dir):
     frame = load_mined([mined_golden.directory])
     meta = json.loads((ltr_model_dir / META_FILE).read_text())
-    assert meta["feature_names"] == list(FEATURE_NAMES) and meta["report"]["train_queries"] == mined_golden.queries
+    assert meta["feature_names"] == list(LTR_FEATURE_NAMES) and meta["report"]["train_queries"] == mined_golden.queries
     loaded = LtrModel.load(ltr_model_dir)
-    again = LtrTrainer(LtrTrainConfig()).fit(with_signal(frame))  # deterministic training: same trees
-    features = feature_matrix(frame)
+    trainer = LtrTrainer(LtrTrainConfig())
+    again = trainer.fit(with_signal(frame))  # deterministic training: same trees
+    features = trainer.features(frame)
+    assert features.shape == (frame.height, len(LTR_FEATURE_NAMES))
     np.testing.assert_allclose(loaded.predict(features), again.predict(features), rtol=1e-9)
     with pytest.raises(ValueError, match="feature matrix"):
         loaded.predict(features[:, :5])
