@@ -230,7 +230,7 @@ class LtrTrainConfig:
     file_gain: int = 1  # label of a hit in a gold file but outside the gold functions
     objective: str = "lambdarank"
     # small, heavily regularised trees: ~100 labelled queries overfit anything larger (leave-one-repo-out
-    # CV on the SWE-bench dev split: 200 trees of 15 leaves lost 0.03 NDCG@10, these gained 0.11)
+    # CV on the first 94 mined queries: 200 trees of 15 leaves lost 0.03 NDCG@10, these gained 0.11)
     n_estimators: int = 100
     learning_rate: float = 0.03
     num_leaves: int = 3
