@@ -107,7 +107,7 @@ FILE_EXTENSIONS = frozenset(
 _TOKEN = re.compile(r"[\w./\\-]+")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_SNAKE = re.compile(r"_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*|__\w+__")
+_SNAKE = re.compile(r"_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*|__\w+__|_+[A-Za-z][A-Za-z0-9]*")  # last: private names
 _WORDS = re.compile(r"[A-Za-z']+")
 _PATH_SEGMENT = re.compile(r"[\w.-]+")
 

@@ -86,6 +86,11 @@ def test_expansions(clf: IntentClassifier) -> None:
     assert "semantica/config.py" not in exp.symbols
 
 
+def test_private_and_dunder_names_are_symbols(clf: IntentClassifier) -> None:
+    exp = clf.classify("who calls _coerce and __init__ but not _ or __").expansions
+    assert exp.symbols == ["_coerce", "__init__"]
+
+
 def test_expansions_are_deduped_and_capped() -> None:
     names = " ".join(f"name_{i} name_{i}" for i in range(50))
     result = IntentClassifier(IntentConfig(max_expansions=5)).classify(names)
