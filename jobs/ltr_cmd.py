@@ -106,7 +106,7 @@ def run_mine_golden(args: argparse.Namespace) -> int:
             skipped += 1
             continue
         mined = miner.mine(pipeline, query_id, query.query, args.repo, "golden",
-                           golden_labeler(query.relevant_paths, query.relevant_symbols))
+                           golden_labeler(query))
         rows, positives = rows + mined.rows, positives + mined.positives
     print(f"{len(queries)} golden queries ({skipped} already mined): {rows} rows, {positives} relevant, "
           f"into {miner.parts}")

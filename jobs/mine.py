@@ -25,6 +25,7 @@ from typing import Any
 
 import polars as pl
 
+from jobs.golden import GoldenQuery, hit_matches
 from semantica.config import LtrTrainConfig
 from semantica.hits import FEATURE_NAMES
 
@@ -58,14 +59,9 @@ def swebench_labeler(gold_files: Sequence[str], gold_functions: Sequence[str], c
     return label
 
 
-def golden_labeler(relevant_paths: Sequence[str], relevant_symbols: Sequence[str]) -> Labeler:
-    """Binary labels from a golden query (the same matching rule as `jobs.golden.hit_matches`)."""
-    paths, symbols = set(relevant_paths), set(relevant_symbols)
-
-    def label(path: str, symbol: str) -> int:
-        return int(path in paths or (bool(symbol) and f"{path}::{symbol}" in symbols))
-
-    return label
+def golden_labeler(query: GoldenQuery) -> Labeler:
+    """Binary labels from a golden query, by the golden metrics' own matching rule."""
+    return lambda path, symbol: int(bool(hit_matches(path, symbol, query)))
 
 
 def part_name(query_id: str) -> str:
@@ -100,7 +96,7 @@ class HitMiner:
     def mine(self, pipeline: Any, query_id: str, query: str, repo: str, source: str, label: Labeler) -> MinedQuery:
         from serving.pipeline import SearchRequest
 
-        response = pipeline.search(SearchRequest(
+        response, lists = pipeline.search_with_lists(SearchRequest(
             query=query, repos=[repo], k=self.config.mine_depth, explain=True,
             late_interaction=False, cross_encoder=False, ltr=False))
         rows: list[dict[str, Any]] = []
@@ -113,16 +109,12 @@ class HitMiner:
             row.update(zip(FEATURE_NAMES, (float(v) for v in hit.features or ())))
             rows.append(row)
         self._write(self.parts, query_id, pl.DataFrame(rows, schema=mined_schema()))
-        self._write(self.lists, query_id, self._lists_frame(pipeline, query_id, query, repo))
+        self._write(self.lists, query_id, self._lists_frame(lists, pipeline.snapshots.get(repo).chunk_by_id, query_id))
         return MinedQuery(query_id, len(rows), sum(1 for r in rows if r[LABEL_COLUMN] > 0))
 
     @staticmethod
-    def _lists_frame(pipeline: Any, query_id: str, query: str, repo: str) -> pl.DataFrame:
+    def _lists_frame(lists: dict[Any, list[tuple[str, int]]], chunks: dict[str, Any], query_id: str) -> pl.DataFrame:
         """Every retriever's ranked chunk list (strategy, rank, chunk_id, path, symbol, kind)."""
-        from serving.pipeline import SearchRequest
-
-        _, lists, _ = pipeline.retrieve(SearchRequest(query=query, repos=[repo]))
-        chunks = pipeline.snapshots.get(repo).chunk_by_id
         rows = [{"query_id": query_id, "strategy": strategy.value, "rank": rank, "chunk_id": chunk_id,
                  "path": chunks[chunk_id].path, "symbol": chunks[chunk_id].symbol or "",
                  "kind": chunks[chunk_id].kind or ""}

@@ -237,7 +237,7 @@ class SearchPipeline:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
                 return SearchResponse(**{**cached.__dict__, "cached": True})
-        response = self._search(request, snapshots, timer, warnings)
+        response, _ = self._search(request, snapshots, timer, warnings)
         if not response.degraded:
             with self._lock:
                 self._cache[key] = response
@@ -245,19 +245,15 @@ class SearchPipeline:
                     self._cache.popitem(last=False)
         return response
 
-    def retrieve(self, request: SearchRequest) -> tuple[IntentResult, dict[Strategy, RankedList], list[dict[str, str]]]:
-        """Only the first stages (validate, intent, retrievers): each strategy's ranked chunk list, for the
-        offline jobs that replay or learn the later stages (`semantica mine`); also the degraded stages."""
-        self.validate(request)
-        snapshots = self._repos(request)
-        timer, degraded = StageTimer(), []
-        intent = self.intent.classify(request.query)
-        enabled = {Strategy.parse(s) for s in request.strategies} or set(Strategy)
-        filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
-        return intent, self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded), degraded
+    def search_with_lists(self, request: SearchRequest) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
+        """One uncached search that also returns each retriever's ranked chunk list: the offline jobs
+        that learn or replay the later stages (`semantica mine`) need both from the same pass."""
+        timer = StageTimer()
+        warnings = timer.run("validate", lambda: self.validate(request))
+        return self._search(request, self._repos(request), timer, warnings)
 
     def _search(self, request: SearchRequest, snapshots: list[Snapshot], timer: StageTimer,
-                warnings: list[str]) -> SearchResponse:
+                warnings: list[str]) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
         intent = timer.run("intent", lambda: self.intent.classify(request.query))
         enabled = {Strategy.parse(s) for s in request.strategies} or set(Strategy)
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
@@ -274,7 +270,7 @@ class SearchPipeline:
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
             top, chunks, self._file_lines(snapshots), request.context_budget))
-        return SearchResponse(
+        response = SearchResponse(
             query=request.query,
             intent={"dominant": intent.dominant.value,
                     "probabilities": {i.value: round(p, 4) for i, p in intent.probabilities.items()},
@@ -283,6 +279,7 @@ class SearchPipeline:
             files=files, functions=functions, context=_context_dict(context), degraded=degraded,
             warnings=warnings, timings_ms=timer.ms, snapshots={s.repo: s.snapshot_id for s in snapshots},
         )
+        return response, lists
 
     def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: set[Strategy],
                   filters: Filters, timer: StageTimer, degraded: list[dict[str, str]]) -> dict[Strategy, RankedList]:

@@ -30,7 +30,9 @@ def test_swebench_labels_grade_function_over_file():
 
 
 def test_golden_labels_follow_the_golden_matching_rule():
-    label = golden_labeler(["x/config.py"], ["y/app.py::serve"])
+    from jobs.golden import GoldenQuery
+
+    label = golden_labeler(GoldenQuery("q", ["x/config.py"], ["y/app.py::serve"]))
     assert label("x/config.py", "anything") == 1
     assert label("y/app.py", "serve") == 1
     assert label("y/app.py", "other") == 0
