@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pipelines.indexer import RepoIndexer
+from pipelines.indexer import Indexer
 from semantica.config import Config, load_config
 from serving.pipeline import SearchPipeline, SearchRequest
 
@@ -45,7 +45,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def bench_index(config: Config, repo: Path, name: str, commit: str | None) -> dict[str, Any]:
-    summary = RepoIndexer(config, progress=True).index(str(repo), name, commit)
+    summary = Indexer(config, progress=True).index(str(repo), name, commit)
     seconds = summary.seconds
     total = sum(seconds.values())
     return {

@@ -73,11 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import httpx
-    import ray
-    from ray import serve
 
+    from jobs.serve_cmd import server_process
     from semantica.config import load_config
-    from serving.app import build_graph, deployment_options
     from serving.pipeline import SearchPipeline, SearchRequest
 
     tmp = Path(tempfile.mkdtemp(prefix="semantica-bench-"))
@@ -85,11 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.index_root:
         overrides.append(f"paths.index_root={args.index_root}")
     else:
-        from pipelines.indexer import RepoIndexer
+        from pipelines.indexer import Indexer
 
         overrides += [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={tmp / 'cache'}"]
         config = load_config(None, [*overrides, "discover.include_globs=['serving/*.py', 'semantica/*.py']"])
-        RepoIndexer(config, progress=False).index(str(Path(__file__).resolve().parent.parent), "semantica/self")
+        Indexer(config, progress=False).index(str(Path(__file__).resolve().parent.parent), "semantica/self")
     config = load_config(None, overrides)
 
     pipeline = SearchPipeline(config)
@@ -101,23 +99,17 @@ def main(argv: list[str] | None = None) -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    ray.init(num_cpus=config.ray.num_cpus, include_dashboard=False, log_to_driver=False)
-    try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
-        serve.run(build_graph(config, deployment_options(None)), name="semantica", route_prefix="/")
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120,
-                          limits=httpx.Limits(max_connections=args.clients)) as client:
-            for q in QUERIES:
-                client.post("/v1/search", json={"query": q}).raise_for_status()
+    # the server in its own process: this one runs the JVM (in-process pipeline), where Ray must not start
+    with server_process(config, port) as url, httpx.Client(
+            base_url=url, timeout=120, limits=httpx.Limits(max_connections=args.clients)) as client:
+        for q in QUERIES:
+            client.post("/v1/search", json={"query": q}).raise_for_status()
 
-            def call(q: str) -> None:
-                client.post("/v1/search", json={"query": q}).raise_for_status()
+        def call(q: str) -> None:
+            client.post("/v1/search", json={"query": q}).raise_for_status()
 
-            http = drive(call, args.clients, args.requests)
-        print("http", http)
-    finally:
-        serve.shutdown()
-        ray.shutdown()
+        http = drive(call, args.clients, args.requests)
+    print("http", http)
     result = {"clients": args.clients, "requests_per_client": args.requests, "in_process": inproc, "http": http,
               "overhead_ratio_p50": round(http["p50_ms"] / inproc["p50_ms"], 2),
               "overhead_ratio_throughput": round(inproc["throughput_rps"] / http["throughput_rps"], 2),

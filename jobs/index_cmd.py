@@ -31,10 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    from pipelines.indexer import RepoIndexer
+    from pipelines.indexer import Indexer
 
     config = config_from_args(args)
-    summary = RepoIndexer(config, progress=not args.json).index(args.repo, args.name, args.commit)
+    summary = Indexer(config, progress=not args.json).index(args.repo, args.name, args.commit)
     if args.json:
         print_json(summary.to_dict())
         return 0

@@ -1,6 +1,6 @@
 """`semantica serve`: the Ray Serve query graph (serving/app.py) over HTTP, until SIGINT/SIGTERM.
 
-Local Ray by default (`ray.init(num_cpus=ray.num_cpus)`; every replica asks for a fraction of a CPU, see
+Local Ray by default, listening on 127.0.0.1 only (`semantica.ray_runtime.start_ray`; every replica asks for a fraction of a CPU, see
 conf/serve.yaml), or an existing cluster with `--ray-address`. `serve run conf/serve.yaml` runs the same
 application through Serve's own CLI.
 """
@@ -8,13 +8,21 @@ application through Serve's own CLI.
 from __future__ import annotations
 
 import argparse
+import importlib
+import multiprocessing
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from jobs.cli import add_common, config_from_args
+from semantica.config import Config
 
 APP_NAME = "semantica"
+SERVER_START_GRACE_S = 60.0  # a spawned interpreter imports Ray, torch and the app before Serve starts
+SERVER_STOP_GRACE_S = 60.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,25 +42,36 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    import ray
-    from ray import serve
-
-    from serving.app import build_graph, deployment_options
-
     config = config_from_args(args)
     host = args.host or config.serve.host
     port = args.port or config.serve.port
-    address = args.ray_address or config.ray.address
     stop = threading.Event()
-    if address:
-        ray.init(address=address, log_to_driver=False)
-    else:
-        ray.init(num_cpus=config.ray.num_cpus, include_dashboard=False, log_to_driver=False)
-    for sig in (signal.SIGINT, signal.SIGTERM):  # after ray.init, which installs its own SIGTERM handler
-        signal.signal(sig, lambda *_: stop.set())
+
+    def ready() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # after ray.init, which installs its own SIGTERM handler
+            signal.signal(sig, lambda *_: stop.set())
+        print(f"semantica serving on http://{host}:{port} (docs at /docs); Ctrl-C to stop", file=sys.stderr)
+
+    serve_until(config, host, port, stop, args.ray_address or config.ray.address, args.serve_config, on_ready=ready)
+    return 0
+
+
+def serve_until(config: Config, host: str, port: int, stop: Any, address: str = "", serve_config: str | None = None,
+                overrides: dict[str, str] | None = None, on_ready: Callable[[], None] | None = None) -> None:
+    """Start Ray (loopback-only when local) and the Serve graph, answer until `stop` is set, then shut down.
+
+    `overrides` replaces deployments by import path ("module:Class"), for tests that inject faults.
+    """
+    from ray import serve
+
+    from semantica.ray_runtime import start_ray
+    from serving.app import build_graph, deployment_options
+
+    start_ray(config.ray, address)
     try:
         serve.start(http_options={"host": host, "port": port})
-        app = build_graph(config, deployment_options(args.serve_config))
+        replaced = {name: _import(path) for name, path in (overrides or {}).items()}
+        app = build_graph(config, deployment_options(serve_config), replaced or None)
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -67,12 +86,53 @@ def run_serve(args: argparse.Namespace) -> int:
         if not ready.wait(config.ray.startup_timeout_s) or failure:
             reason = failure[0] if failure else f"not ready after ray.startup_timeout_s={config.ray.startup_timeout_s}s"
             raise RuntimeError(f"Serve could not start the deployments: {reason}")
-        print(f"semantica serving on http://{host}:{port} (docs at /docs); Ctrl-C to stop", file=sys.stderr)
+        if on_ready:
+            on_ready()
         stop.wait()
         print("shutting down", file=sys.stderr)
     finally:
+        import ray
+
         try:
             serve.shutdown()
         finally:
             ray.shutdown()
-    return 0
+
+
+def _import(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _serve_child(config_dict: dict[str, Any], host: str, port: int, overrides: dict[str, str] | None,
+                 ready: Any, stop: Any) -> None:
+    from semantica.config import config_from_dict
+
+    try:
+        serve_until(config_from_dict(config_dict), host, port, stop, overrides=overrides, on_ready=lambda: ready.put("ok"))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        ready.put(f"{type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def server_process(config: Config, port: int, host: str = "127.0.0.1",
+                   overrides: dict[str, str] | None = None) -> Iterator[str]:
+    """The HTTP API in its own freshly spawned process (Ray must not start where a JVM runs); yields its URL."""
+    from semantica.config import config_to_dict
+
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop = ctx.Queue(), ctx.Event()
+    process = ctx.Process(target=_serve_child, args=(config_to_dict(config), host, port, overrides, ready, stop),
+                          name="semantica-serve")
+    process.start()
+    try:
+        status = ready.get(timeout=config.ray.startup_timeout_s + SERVER_START_GRACE_S)
+        if status != "ok":
+            raise RuntimeError(f"the server process failed to start: {status}")
+        yield f"http://{host}:{port}"
+    finally:
+        stop.set()
+        process.join(SERVER_STOP_GRACE_S)
+        if process.is_alive():
+            process.kill()
+            process.join()

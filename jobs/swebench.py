@@ -312,7 +312,7 @@ class SwebenchEval:
     """Runs the localization benchmark with the in-process indexer and search pipeline.
 
     `indexer_factory` / `pipeline_factory` build the indexing and search components from the config
-    (tests inject a small encoder through them); by default `RepoIndexer` and `SearchPipeline`.
+    (tests inject a small encoder through them); by default `Indexer` and `SearchPipeline`.
     """
 
     def __init__(self, config: Config, repos_dir: str | os.PathLike[str], out: str | os.PathLike[str],
@@ -334,9 +334,9 @@ class SwebenchEval:
     @property
     def indexer(self) -> Any:
         if self._indexer is None:
-            from pipelines.indexer import RepoIndexer
+            from pipelines.indexer import Indexer
 
-            self._indexer = RepoIndexer(self.config, encoder_factory=self.encoder_factory, progress=False)
+            self._indexer = Indexer(self.config, encoder_factory=self.encoder_factory, progress=False)
         return self._indexer
 
     @property

@@ -128,3 +128,23 @@ class ChunkEmbedder:
             matrix[row] = known[sha]
         stats = EmbedStats(embedded=len(missing), reused=len(chunks) - len(missing))
         return matrix, stats
+
+
+def embed_files(embedder: ChunkEmbedder, files: Sequence[Sequence[Chunk]],
+                progress: Callable[[int], None] | None = None) -> list[tuple[np.ndarray, int]]:
+    """Per file: its chunks' vectors and how many of its chunk contents were encoded now (first seen).
+
+    One `embed` call for all files, so batches fill across file boundaries; a content shared by two
+    files is counted as embedded once, for the first.
+    """
+    chunks = [chunk for file in files for chunk in file]
+    seen = set(embedder.cache.get_many([c.content_sha for c in chunks]))
+    vectors, _ = embedder.embed(chunks, progress) if chunks else (np.zeros((0, embedder.dim), np.float32), None)
+    out: list[tuple[np.ndarray, int]] = []
+    offset = 0
+    for file in files:
+        new = {c.content_sha for c in file} - seen
+        seen |= new
+        out.append((vectors[offset : offset + len(file)], len(new)))
+        offset += len(file)
+    return out

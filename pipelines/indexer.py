@@ -1,14 +1,21 @@
-"""The in-process indexing pipeline: discover -> parse -> resolve -> embed -> write -> publish.
+"""THE indexing driver: plan (caches) -> parse -> embed -> resolve -> write -> graph-store load -> publish.
 
-The Ray Data job runs the same stage classes (`RepoSource`, `FileParser`, `GraphResolver`,
-`ChunkEmbedder`, `SnapshotWriter`) distributed; this module strings them together in one process,
-with a progress bar per stage and a summary of what was done.
+One driver for `semantica index` (one repository, `LocalRunner`) and `semantica index-batch` (a
+manifest, `pipelines.ray_job.RayRunner`): only where the per-file work runs differs, so both publish
+identical chunks, symbols and edges, cache the same verdicts and load the same graph store.
+
+- plan: discover each repository; a file whose blob is in the parse cache with every chunk in the
+  embedding cache is done here, a file whose bytes were already refused (binary, not UTF-8) keeps
+  its cached verdict; the rest become `FileTask`s for the runner.
+- per repository: resolve edges, write the snapshot into `<snapshot>.tmp`, load the graph store
+  (Memgraph when `graph.store: memgraph`; before publish, so a failure keeps the old snapshot
+  current), publish. One repository failing does not stop the others (`run`); `index` raises.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import resource
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,26 +24,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
-from pipelines.discover import RepoSource, SourceFile, repo_name_from_path
-from pipelines.embed import ChunkEmbedder, EmbeddingCache
-from pipelines.parse import FileParser, GraphResolver, ParsedFile
+from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
+from pipelines.manifest import RepoSpec, excluded, resolve_repo_path
+from pipelines.parse import GraphResolver, ParsedFile
 from pipelines.parse_cache import ParseCache
+from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.config import Config
-from semantica.encoder import Encoder, shared_encoder
+from semantica.encoder import Encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
-from semantica.layout import IndexLayout
+from semantica.layout import IndexLayout, SnapshotPaths
 from semantica.schema import FileError
 
 PARSE_CACHE_FILE = "parsed.sqlite"
-EMBEDDINGS_DIR = "embeddings"
+ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
+CACHEABLE_ERROR_STAGE = "discover"  # verdicts decided by a blob's bytes alone
+ERROR_SAMPLES = 20
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"
 
 
 @dataclass
 class IndexSummary:
-    """What one indexing run did (printed by the CLI; `--json` prints it as one object)."""
+    """What one repository's indexing did (printed by the CLI; `--json` prints it as one object)."""
 
     repo: str
     commit: str = ""
@@ -59,132 +70,267 @@ class IndexSummary:
         return asdict(self)
 
 
+@dataclass
+class RepoResult(IndexSummary):
+    """One repository's outcome in a batch: the summary plus a status and, when failed, the reason."""
+
+    status: str = STATUS_FAILED
+    reason: str = ""
+
+
+@dataclass
+class BatchSummary:
+    """What `semantica index-batch` did; exit code 0 only when every repo is ok."""
+
+    repos: list[RepoResult]
+    seconds: float = 0.0
+    ray_used: bool = False
+    ray_address: str = ""
+    files_through_ray: int = 0
+    peak_rss_mb: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status == STATUS_OK for r in self.repos)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process (ru_maxrss is KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-class RepoIndexer:
-    """Indexes one repository snapshot and publishes it atomically."""
+@dataclass
+class _RepoWork:
+    """One repository on its way through the driver."""
 
-    ERROR_SAMPLES = 20
+    spec: RepoSpec
+    result: RepoResult
+    source: RepoSource | None = None
+    entries: list[FileEntry] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    parsed: dict[str, ParsedFile] = field(default_factory=dict)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    snapshot_id: str = ""
+    paths: SnapshotPaths | None = None
 
-    def __init__(self, config: Config, encoder_factory: Callable[[], Encoder] | None = None,
-                 progress: bool = True) -> None:
+
+@contextmanager
+def _timed(result: IndexSummary, stage: str) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    result.seconds[stage] = round(result.seconds.get(stage, 0.0) + time.perf_counter() - start, 3)
+
+
+class Indexer:
+    """Indexes repositories through a runner and publishes one snapshot each, atomically."""
+
+    def __init__(self, config: Config, runner: Runner | None = None,
+                 encoder_factory: Callable[[], Encoder] | None = None, progress: bool = True,
+                 log: Callable[[str], None] | None = None) -> None:
         self.config = config
+        self.runner = runner or LocalRunner(config, encoder_factory, progress)
         self.layout = IndexLayout(config.paths.index_root)
-        self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
-        self.progress = progress and sys.stderr.isatty()
-        cache_dir = Path(config.paths.cache_dir)
-        self.parse_cache = ParseCache(cache_dir / PARSE_CACHE_FILE)
-        self.parser = FileParser(config.chunk)
-        self.resolver = GraphResolver()
+        self.cache_dir = Path(config.paths.cache_dir)
         self.writer = SnapshotWriter(config)
-
-    def _bar(self, total: int | None, desc: str) -> tqdm:
-        return tqdm(total=total, desc=f"{desc:<8}", unit="it", disable=not self.progress, file=sys.stderr,
-                    leave=False, dynamic_ncols=True)
-
-    @contextmanager
-    def _timed(self, summary: IndexSummary, stage: str) -> Iterator[None]:
-        start = time.perf_counter()
-        yield
-        summary.seconds[stage] = round(summary.seconds.get(stage, 0.0) + time.perf_counter() - start, 3)
+        self.resolver = GraphResolver()
+        self.log = log or (lambda message: None)
 
     def index(self, repo_path: str, name: str | None = None, commit: str | None = None) -> IndexSummary:
-        """Build, verify and publish a snapshot; the previous snapshot stays current on any failure."""
-        source = RepoSource(repo_path, commit, self.config.discover)
-        repo = name or repo_name_from_path(repo_path)
-        snapshot_id, paths = self.layout.begin(repo, source.commit or "")
-        summary = IndexSummary(repo=repo, commit=source.commit or "worktree", snapshot_id=snapshot_id,
-                               snapshot_path="")
+        """One repository; any failure raises and leaves the previous snapshot current."""
+        spec = RepoSpec(name=name or repo_name_from_path(repo_path), path=repo_path, commit=commit or "")
+        summary = self._run([spec], raise_errors=True)
+        result = summary.repos[0]
+        fields = {f.name for f in dataclasses.fields(IndexSummary)}
+        return IndexSummary(**{k: v for k, v in asdict(result).items() if k in fields})
+
+    def run(self, specs: list[RepoSpec]) -> BatchSummary:
+        """Every repository of a manifest; one failing is reported with its reason, the rest go on."""
+        return self._run(specs, raise_errors=False)
+
+    def _run(self, specs: list[RepoSpec], raise_errors: bool) -> BatchSummary:
+        start = time.perf_counter()
+        works = [_RepoWork(spec=s, result=RepoResult(repo=s.name)) for s in specs]
+        summary = BatchSummary(repos=[w.result for w in works],
+                               ray_address=getattr(self.runner, "address", "") or "local")
+        parse_cache = ParseCache(self.cache_dir / PARSE_CACHE_FILE)
         try:
-            content = self._build(source, repo, summary)
-            with self._timed(summary, "write"):
-                content.stats = {"seconds": summary.seconds}
-                self.writer.write(paths, content)
-            graph_db = self._graph_db_loader()
-            if graph_db is not None:  # before publish: a Memgraph failure keeps the old snapshot current
-                with self._timed(summary, "graph_db"):
-                    graph_db.load(repo, snapshot_id, content.symbols, content.chunks, content.edges,
-                                  delete_superseded=False)
-            with self._timed(summary, "publish"):
-                final = self.layout.publish(repo, snapshot_id, self.config.index.keep_snapshots)
-            if graph_db is not None:
-                graph_db.delete_superseded(repo, snapshot_id)
-        except BaseException:
-            self.layout.discard(repo, snapshot_id)
-            raise
-        summary.snapshot_path = str(final)
+            live = [w for w in works if self._guard(w, raise_errors, self._discover)]
+            if live:
+                tasks = self._plan(live, parse_cache)
+                if tasks:
+                    summary.ray_used = self.runner.remote
+                    summary.files_through_ray = len(tasks) if self.runner.remote else 0
+                    self._absorb(live, tasks, parse_cache, raise_errors)
+                for work in live:
+                    if not work.result.reason:
+                        self._guard(work, raise_errors, self._publish)
+        finally:
+            parse_cache.close()
+        summary.seconds = round(time.perf_counter() - start, 3)
         summary.peak_rss_mb = round(peak_rss_mb(), 1)
+        for result in summary.repos:
+            result.peak_rss_mb = summary.peak_rss_mb
         return summary
 
+    def _guard(self, work: _RepoWork, raise_errors: bool, stage: Callable[[_RepoWork], None]) -> bool:
+        """Run one repository's stage; on failure discard its build and record (or raise) the reason."""
+        try:
+            stage(work)
+            return True
+        except BaseException as exc:
+            if work.snapshot_id:
+                self.layout.discard(work.spec.name, work.snapshot_id)
+                work.snapshot_id = ""
+            if raise_errors or not isinstance(exc, Exception):
+                raise
+            work.result.reason = f"{type(exc).__name__}: {exc}"
+            self.log(f"{work.spec.name}: failed: {work.result.reason}")
+            return False
+
+    # -- stages ----------------------------------------------------------------------------------
+
+    def _discover(self, work: _RepoWork) -> None:
+        spec, result = work.spec, work.result
+        with _timed(result, "discover"):
+            path = resolve_repo_path(spec, self.cache_dir, self.config.ray.clone_timeout_s)
+            discover = dataclasses.replace(self.config.discover, include_globs=list(spec.include))
+            source = RepoSource(path, spec.commit or spec.branch or None, discover)
+            entries, errors = source.entries()
+        work.source = source
+        work.entries = [e for e in entries if not excluded(e.path, spec.exclude)]
+        work.errors = [dataclasses.replace(e, repo=spec.name) for e in errors]
+        result.commit = source.commit or "worktree"
+        work.snapshot_id, work.paths = self.layout.begin(spec.name, source.commit or "")
+        result.snapshot_id = work.snapshot_id
+        self.log(f"{spec.name}: {len(work.entries)} files to index")
+
+    def _plan(self, works: list[_RepoWork], parse_cache: ParseCache) -> list[FileTask]:
+        """Files already parsed with every chunk embedded are done here; the rest become tasks."""
+        model_id, dim = self.runner.identity()
+        embed_cache = embedding_cache(self.config, model_id, dim)
+        tasks: list[FileTask] = []
+        for work in works:
+            assert work.source is not None
+            with _timed(work.result, "plan"):
+                keys = {e.path: ParseCache.key(work.spec.name, e.path, e.blob_sha) for e in work.entries}
+                cached = parse_cache.get_many(list(keys.values()) + [ERROR_KEY_PREFIX + k for k in keys.values()])
+                for entry in work.entries:
+                    key = keys[entry.path]
+                    known_error = cached.get(ERROR_KEY_PREFIX + key)
+                    if isinstance(known_error, FileError):  # same blob, same verdict
+                        work.errors.append(dataclasses.replace(known_error, repo=work.spec.name))
+                        work.result.files_reused += 1
+                        continue
+                    parsed = cached.get(key)
+                    if parsed is not None:
+                        found = embed_cache.get_many([c.content_sha for c in parsed.chunks])
+                        if len(found) == len({c.content_sha for c in parsed.chunks}):
+                            work.parsed[entry.path] = parsed
+                            work.vectors[entry.path] = _stack([found[c.content_sha] for c in parsed.chunks], dim)
+                            work.result.files_reused += 1
+                            continue
+                    tasks.append(FileTask(repo=work.spec.name, repo_path=work.source.repo_path,
+                                          commit=work.source.commit or "", include=list(work.spec.include),
+                                          path=entry.path, blob_sha=entry.blob_sha, size=entry.size,
+                                          language=entry.language, key=key, parsed=parsed))
+        return tasks
+
+    def _absorb(self, works: list[_RepoWork], tasks: list[FileTask], parse_cache: ParseCache,
+                raise_errors: bool) -> None:
+        """Run the tasks and fold their outcomes into each repository; a runner failure fails its repos."""
+        by_name = {w.spec.name: w for w in works}
+        involved = sorted({t.repo for t in tasks})
+        start = time.perf_counter()
+        try:
+            outcomes = self.runner.run(tasks)
+        except Exception as exc:
+            if raise_errors:
+                raise
+            for name in involved:
+                self._guard(by_name[name], False, _raiser(exc))
+            return
+        fresh: dict[str, Any] = {}
+        for outcome in outcomes:
+            work = by_name[outcome.repo]
+            if outcome.error is not None:
+                work.errors.append(outcome.error)
+                if outcome.error.stage == CACHEABLE_ERROR_STAGE:
+                    fresh[ERROR_KEY_PREFIX + outcome.key] = outcome.error
+                continue
+            self._take(work, outcome, fresh)
+        parse_cache.put_many(fresh)
+        elapsed = round(time.perf_counter() - start, 3)
+        for name in involved:
+            by_name[name].result.seconds["parse+embed"] = elapsed
+
+    @staticmethod
+    def _take(work: _RepoWork, outcome: FileOutcome, fresh: dict[str, Any]) -> None:
+        assert outcome.parsed is not None
+        if outcome.parsed_now:
+            fresh[outcome.key] = outcome.parsed
+            work.result.files_parsed += 1
+        else:
+            work.result.files_reused += 1
+        work.parsed[outcome.path] = outcome.parsed
+        work.vectors[outcome.path] = outcome.vectors
+        work.result.chunks_embedded += outcome.embedded
+
+    def _publish(self, work: _RepoWork) -> None:
+        result, spec = work.result, work.spec
+        assert work.source is not None and work.paths is not None
+        model_id, dim = self.runner.identity()
+        order = [e.path for e in work.entries if e.path in work.parsed]
+        parsed = [work.parsed[p] for p in order]
+        with _timed(result, "resolve"):
+            edges = self.resolver.resolve(parsed)
+        chunks = [c for p in parsed for c in p.chunks]
+        blocks = [work.vectors[p] for p in order if len(work.parsed[p].chunks)]
+        vectors = np.concatenate(blocks).astype(np.float32) if blocks else np.zeros((0, dim), dtype=np.float32)
+        if len(vectors) != len(chunks):
+            raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks")
+        symbols = [s for p in parsed for s in p.symbols]
+        for error in work.errors:  # discovery names the repo after its directory; the snapshot uses the name
+            error.repo = spec.name
+        result.files, result.chunks, result.symbols = len(parsed), len(chunks), len(symbols)
+        result.edges, result.errors = len(edges), len(work.errors)
+        result.chunks_reused = result.chunks - result.chunks_embedded
+        result.error_samples = [{"path": e.path, "stage": e.stage, "reason": e.reason}
+                                for e in work.errors[:ERROR_SAMPLES]]
+        content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
+                                  symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
+                                  stats={"seconds": result.seconds, "runner": type(self.runner).__name__})
+        with _timed(result, "write"):
+            self.writer.write(work.paths, content)
+        graph_db = self._graph_db_loader()
+        if graph_db is not None:  # before publish: a graph-store failure keeps the old snapshot current
+            with _timed(result, "graph_db"):
+                graph_db.load(spec.name, work.snapshot_id, symbols, chunks, edges, delete_superseded=False)
+        with _timed(result, "publish"):
+            final = self.layout.publish(spec.name, work.snapshot_id, self.config.index.keep_snapshots)
+        if graph_db is not None:
+            graph_db.delete_superseded(spec.name, work.snapshot_id)
+        result.status, result.snapshot_path = STATUS_OK, str(final)
+        self.log(f"{spec.name}: published {work.snapshot_id} ({result.chunks} chunks, {result.errors} errors)")
+
     def _graph_db_loader(self) -> Any:
-        """A Memgraph loader when `graph.store: memgraph`; the embedded store needs no loading."""
+        """A Memgraph loader when `graph.store: memgraph`; the embedded store reads the snapshot itself."""
         if self.config.graph.store != GRAPH_STORE_MEMGRAPH:
             return None
         from semantica.memgraph import MemgraphLoader, connect
 
         return MemgraphLoader(connect(self.config.graph.memgraph_uri))
 
-    def _build(self, source: RepoSource, repo: str, summary: IndexSummary) -> SnapshotContent:
-        with self._timed(summary, "discover"):
-            entries, errors = source.entries()
-        parsed, read_errors = self._parse(source, repo, entries, summary)
-        errors.extend(read_errors)
-        for error in errors:  # discovery names the repo after its directory; the snapshot uses --name
-            error.repo = repo
-        with self._timed(summary, "resolve"):
-            edges = self.resolver.resolve(parsed)
-        chunks = [chunk for p in parsed for chunk in p.chunks]
-        symbols = [symbol for p in parsed for symbol in p.symbols]
-        vectors, model_id = self._embed(chunks, summary)
-        summary.files = len(parsed)
-        summary.chunks, summary.symbols, summary.edges = len(chunks), len(symbols), len(edges)
-        summary.errors = len(errors)
-        summary.error_samples = [{"path": e.path, "reason": e.reason} for e in errors[: self.ERROR_SAMPLES]]
-        return SnapshotContent(repo=repo, commit=source.commit or "", chunks=chunks, vectors=vectors,
-                               symbols=symbols, edges=edges, errors=errors, model_id=model_id)
 
-    def _parse(self, source: RepoSource, repo: str, entries: list, summary: IndexSummary) -> tuple[list[ParsedFile], list[FileError]]:
-        keys = {e.path: ParseCache.key(repo, e.path, e.blob_sha) for e in entries}
-        with self._timed(summary, "parse"):
-            cached = self.parse_cache.get_many(list(keys.values()))
-            todo = [e for e in entries if keys[e.path] not in cached]
-            fresh: dict[str, ParsedFile] = {}
-            errors: list[FileError] = []
-            bar = self._bar(len(entries), "parse")
-            bar.update(len(entries) - len(todo))
-            for item in source.read(todo):
-                bar.update(1)
-                if isinstance(item, FileError):
-                    errors.append(item)
-                    continue
-                fresh[keys[item.path]] = self._parse_one(repo, item, errors)
-            bar.close()
-            self.parse_cache.put_many({k: v for k, v in fresh.items() if v is not None})
-        by_key = {**cached, **fresh}
-        parsed = [by_key[keys[e.path]] for e in entries if by_key.get(keys[e.path]) is not None]
-        summary.files_reused = len(entries) - len(todo)
-        summary.files_parsed = len(fresh)
-        return parsed, errors
+def _raiser(exc: Exception) -> Callable[[_RepoWork], None]:
+    def stage(_: _RepoWork) -> None:
+        raise exc
 
-    def _parse_one(self, repo: str, file: SourceFile, errors: list[FileError]) -> ParsedFile | None:
-        try:
-            return self.parser.parse(repo, file)
-        except Exception as exc:  # one bad file must not stop the run: record it and go on
-            errors.append(FileError(repo=repo, path=file.path, stage="parse", reason=f"{type(exc).__name__}: {exc}"))
-            return None
+    return stage
 
-    def _embed(self, chunks: list, summary: IndexSummary) -> tuple[np.ndarray, str]:
-        with self._timed(summary, "embed"):
-            encoder = self._encoder_factory()
-            cache = EmbeddingCache(Path(self.config.paths.cache_dir) / EMBEDDINGS_DIR, encoder.model_id, encoder.dim,
-                                   self.config.encoder.max_length)
-            embedder = ChunkEmbedder(encoder.encode, encoder.dim, cache, self.config.encoder.batch_size,
-                                     self.config.encoder.cache_segment_vectors)
-            bar = self._bar(len(chunks), "embed")
-            vectors, stats = embedder.embed(chunks, progress=bar.update)
-            bar.close()
-        summary.chunks_embedded, summary.chunks_reused = stats.embedded, stats.reused
-        return vectors, encoder.model_id
+
+def _stack(vectors: list[np.ndarray], dim: int) -> np.ndarray:
+    return np.stack(vectors).astype(np.float32) if vectors else np.zeros((0, dim), dtype=np.float32)
+

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,7 @@ class SnapshotWriter:
             commit=content.commit,
             created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             model_id=content.model_id,
+            model_path=_checkpoint(self.config.encoder.model_path),
             dim=int(content.vectors.shape[1]) if content.vectors.ndim == 2 else 0,
             counts={
                 "chunks": len(content.chunks), "symbols": len(content.symbols),
@@ -129,3 +131,8 @@ class SnapshotWriter:
             writer.close()
             shards.append(ShardInfo("lucene", f"{LUCENE_DIR}/{directory.name}", end - start, ""))
         return shards
+
+
+def _checkpoint(model_path: str) -> str:
+    """The encoder checkpoint as an absolute path ("" for the packaged default), for the manifest."""
+    return str(Path(model_path).expanduser().resolve()) if model_path else ""

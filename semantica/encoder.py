@@ -143,3 +143,27 @@ def shared_encoder(config: EncoderConfig) -> Encoder:
         if key not in _SHARED:
             _SHARED[key] = Encoder(config)
         return _SHARED[key]
+
+
+class EncoderMismatchError(RuntimeError):
+    """A snapshot's vectors were made by another encoder than this process has, and it cannot load that one."""
+
+
+def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encoder) -> Encoder:
+    """The encoder a snapshot's vectors were built with: the snapshot's manifest decides, never mixed.
+
+    The configured encoder when it is the snapshot's; else the snapshot's own checkpoint (its manifest
+    records the path) when this machine has it; else a clear refusal.
+    """
+    if model_id == configured.model_id and dim in (0, configured.dim):
+        return configured
+    if model_path and (Path(model_path) / "config.json").exists():
+        import dataclasses
+
+        own = shared_encoder(dataclasses.replace(configured.config, model_path=model_path, model_id=model_id))
+        if own.dim == dim:
+            return own
+    raise EncoderMismatchError(
+        f"this snapshot was embedded with {model_id!r} ({dim}-d) but this server's encoder is "
+        f"{configured.model_id!r} ({configured.dim}-d) and the snapshot's model is not available here; "
+        f"set encoder.model_path and encoder.model_id to the snapshot's model, or re-index")

@@ -112,6 +112,10 @@ def merge_edges_query() -> str:
             f"MERGE (a)-[e:{EDGE_LABEL} {{type: row.type}}]->(b) SET e.line = row.line")
 
 
+def snapshot_nodes_query() -> str:
+    return f"MATCH (n:{NODE_LABEL} {{repo: $repo, snapshot: $snapshot}}) WITH n LIMIT 1 RETURN count(n) AS loaded"
+
+
 def delete_superseded_query() -> str:
     return (f"MATCH (n:{NODE_LABEL} {{repo: $repo}}) WHERE n.snapshot <> $snapshot "
             f"WITH n LIMIT $limit DETACH DELETE n RETURN count(*) AS deleted")
@@ -222,6 +226,17 @@ class MemgraphGraphStore:
     def __init__(self, client: CypherClient, repo: str, snapshot: str, max_hops: int | None = None) -> None:
         self.client, self.repo, self.snapshot, self.max_hops = client, repo, snapshot, max_hops
         self._penalty_key: tuple | None = None
+        self._loaded = False
+
+    def ensure_loaded(self) -> None:
+        """Fail loudly when this snapshot's graph was never loaded: an empty answer would look like 'no neighbours'."""
+        if self._loaded:
+            return
+        rows = self.client.execute(snapshot_nodes_query(), self._params())
+        if not rows or not rows[0][0]:
+            raise MemgraphError(f"the graph store holds no graph for {self.repo}@{self.snapshot}: it was not loaded "
+                                "(index with graph.store: memgraph, or switch serving to graph.store: embedded)")
+        self._loaded = True
 
     def _params(self, **extra: Any) -> dict[str, Any]:
         return {"repo": self.repo, "snapshot": self.snapshot, **extra}
@@ -242,6 +257,7 @@ class MemgraphGraphStore:
         seed_list = sorted(set(seeds))
         if not seed_list or max_nodes <= 0:
             return Expansion({})
+        self.ensure_loaded()
         if self.max_hops:
             query = bfs_query(self.max_hops, both_directions, reverse)
         else:
@@ -262,6 +278,7 @@ class MemgraphGraphStore:
             self._params(id=node))[0][0])
 
     def pagerank(self) -> dict[str, float]:
+        self.ensure_loaded()
         return {node: float(rank) for node, rank in self.client.execute(pagerank_query(), self._params())}
 
 

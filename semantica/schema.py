@@ -227,6 +227,7 @@ class Manifest:
     checksums: dict[str, str]
     schema_version: int = SCHEMA_VERSION
     late_model_id: str = ""
+    model_path: str = ""  # the encoder checkpoint ("" = the packaged default): serving loads it on a mismatch
     stats: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from semantica.config import Config, QueryConfig
-from semantica.encoder import Encoder, safe_name, shared_encoder
+from semantica.encoder import Encoder, safe_name, shared_encoder, snapshot_encoder
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
@@ -118,7 +118,8 @@ class RepoRetrievers:
 
     @cached_property
     def vector(self) -> VectorRetriever:
-        encoder = self._encoder_factory()
+        m = self.snapshot.manifest  # the snapshot decides its encoder (a mismatch it cannot load is refused)
+        encoder = snapshot_encoder(m.model_id, m.dim, m.model_path, self._encoder_factory())
         return VectorRetriever(self.snapshot.vector_shards, self.snapshot.chunks, encoder.encode_query)
 
     @cached_property

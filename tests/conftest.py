@@ -50,10 +50,10 @@ class IndexedRepo:
 @pytest.fixture(scope="session")
 def indexed_self(tmp_path_factory) -> IndexedRepo:
     """This repository's working tree, indexed for real (tree-sitter, MiniLM, FAISS, Lucene)."""
-    from pipelines.indexer import RepoIndexer
+    from pipelines.indexer import Indexer
 
     config = make_config(tmp_path_factory.mktemp("self"))
-    summary = RepoIndexer(config, progress=False).index(str(REPO_ROOT), SELF_NAME)
+    summary = Indexer(config, progress=False).index(str(REPO_ROOT), SELF_NAME)
     return IndexedRepo(config, SELF_NAME, summary)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.indexer import RepoIndexer
+from pipelines.indexer import Indexer
 from semantica.encoder import shared_encoder
 from semantica.layout import CURRENT, IndexLayout
 from semantica.snapshot import Snapshot
@@ -34,7 +34,7 @@ def test_self_index_has_known_symbols_and_edges(indexed_self):
     snapshot = open_current(indexed_self.config, indexed_self.name)
     symbol_ids = {s.symbol_id for s in snapshot.symbols}
     assert {"semantica/config.py::load_config", "semantica/schema.py::Chunk.build",
-            "pipelines/indexer.py::RepoIndexer.index"} <= symbol_ids
+            "pipelines/indexer.py::Indexer.index"} <= symbol_ids
     calls = {(e.src, e.dst) for e in snapshot.edges if e.type == "CALLS" and e.resolved}
     assert ("semantica/config.py::load_config", "semantica/config.py::_build") in calls
     assert ("semantica/config.py::_build", "semantica/config.py::_coerce") in calls
@@ -55,7 +55,7 @@ def test_self_index_lucene_finds_identifier_parts(indexed_self):
 def test_self_index_faiss_returns_a_chunk_for_its_own_text(indexed_self):
     snapshot = open_current(indexed_self.config, indexed_self.name)
     encoder = shared_encoder(indexed_self.config.encoder)
-    target = next(c for c in snapshot.chunks if c.symbol == "RepoIndexer.index")
+    target = next(c for c in snapshot.chunks if c.symbol == "Indexer.index")
     vector = encoder.encode([target.embedding_text()])
     _, rows = snapshot.vector_shards[0].search(vector, 3)
     assert snapshot.chunks[rows[0][0]].chunk_id == target.chunk_id
@@ -63,7 +63,7 @@ def test_self_index_faiss_returns_a_chunk_for_its_own_text(indexed_self):
 
 def test_requests_at_fixed_commit(requests_clone, tmp_path):
     config = make_config(tmp_path)
-    summary = RepoIndexer(config, progress=False).index(str(requests_clone), "psf/requests", REQUESTS_COMMIT)
+    summary = Indexer(config, progress=False).index(str(requests_clone), "psf/requests", REQUESTS_COMMIT)
     assert summary.commit == REQUESTS_COMMIT and summary.files > 10
     snapshot = open_current(config, "psf/requests")
     assert "requests/models.py::Request.register_hook" in {s.symbol_id for s in snapshot.symbols}
@@ -88,7 +88,7 @@ def small_repo(tmp_path) -> Path:
 
 def test_reindex_after_one_file_change_embeds_only_that_file(small_repo, tmp_path):
     config = make_config(tmp_path / "idx", private_cache=True)
-    indexer = RepoIndexer(config, progress=False)
+    indexer = Indexer(config, progress=False)
     first = indexer.index(str(small_repo), "small", "HEAD")
     assert first.chunks_embedded > 0 and first.files_parsed == first.files == 4
     path = small_repo / "pkg" / "tokenizer.py"
@@ -107,7 +107,7 @@ def test_reindex_after_one_file_change_embeds_only_that_file(small_repo, tmp_pat
 
 def test_killed_build_leaves_current_untouched(small_repo, tmp_path):
     config = make_config(tmp_path / "idx")
-    RepoIndexer(config, progress=False).index(str(small_repo), "small", "HEAD")
+    Indexer(config, progress=False).index(str(small_repo), "small", "HEAD")
     layout = IndexLayout(config.paths.index_root)
     before = layout.current_id("small")
     for number in range(40):  # enough new code that the second build takes a while
@@ -167,7 +167,7 @@ def test_bad_files_are_skipped_and_recorded(tmp_path):
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "bad files")
     config = make_config(tmp_path / "idx")
-    summary = RepoIndexer(config, progress=False).index(str(repo), "bad")
+    summary = Indexer(config, progress=False).index(str(repo), "bad")
     snapshot = open_current(config, "bad")
     assert {c.path for c in snapshot.chunks} == {"good.py"}
     errors = {r["path"]: r["reason"] for r in pq.read_table(snapshot.paths.errors).to_pylist()}
@@ -181,7 +181,7 @@ def test_empty_repository_publishes_an_empty_snapshot(tmp_path):
     repo.mkdir()
     git(repo, "init", "-q")
     config = make_config(tmp_path / "idx")
-    summary = RepoIndexer(config, progress=False).index(str(repo), "empty")
+    summary = Indexer(config, progress=False).index(str(repo), "empty")
     assert summary.files == summary.chunks == 0
     snapshot = open_current(config, "empty")
     assert snapshot.chunks == [] and snapshot.manifest.counts["chunks"] == 0

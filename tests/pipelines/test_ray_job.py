@@ -1,4 +1,8 @@
-"""The Ray Data batch job on real git repositories, local Ray with fractional CPUs."""
+"""The Ray Data runner on real git repositories (local Ray, fractional CPUs), against the local runner.
+
+The Ray driver runs in its own process (semantica.ray_runtime): this pytest process has already run
+the JVM (Lucene) in earlier tests, and starting Ray here would crash it.
+"""
 
 from __future__ import annotations
 
@@ -41,8 +45,36 @@ BETA = {
 }
 
 
-def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path):
-    from pipelines.ray_job import BatchIndexer, load_manifest
+class RecordingCypher:
+    """The Memgraph client boundary: records every query, answers nothing (no server here)."""
+
+    def __init__(self, calls: list[tuple[str, dict]]) -> None:
+        self.calls = calls
+
+    def execute(self, query: str, params: dict | None = None) -> list[tuple]:
+        self.calls.append((query, dict(params or {})))
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def _loaded(calls: list[tuple[str, dict]], repo: str) -> tuple[int, int]:
+    """(nodes, edges) merged into the graph store for `repo`."""
+    rows = [(q, len(p.get("rows", []))) for q, p in calls if p.get("repo") == repo and "rows" in p]
+    return (sum(n for q, n in rows if "MERGE (n:" in q), sum(n for q, n in rows if "MERGE (n:" not in q))
+
+
+def _tables(layout: IndexLayout, repo: str) -> dict[str, list]:
+    paths = layout.current(repo)
+    return {name: sorted(map(str, pq.read_table(getattr(paths, name)).to_pylist()))
+            for name in ("chunks", "symbols", "edges")}
+
+
+def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path, monkeypatch):
+    from pipelines.indexer import Indexer
+    from pipelines.manifest import load_manifest
+    from pipelines.ray_job import RayRunner
 
     alpha = _git_repo(tmp_path / "alpha", ALPHA)
     beta = _git_repo(tmp_path / "beta", BETA)
@@ -53,10 +85,14 @@ def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path):
         f"- {{name: ghost, path: {tmp_path / 'does-not-exist'}}}\n"
         f"- {{name: far/away, url: 'file://{tmp_path / 'no-such-remote.git'}'}}\n"
     )
-    # tiny shards: every snapshot has several FAISS and Lucene shards
-    config = make_config(tmp_path, "ray.num_cpus=2", "ray.actor_num_cpus=0.25", "ray.embed_actors=1",
-                         "ray.job_timeout_s=400", "faiss.shard_max_vectors=2", "lucene.shard_max_docs=2")
-    summary = BatchIndexer(config).run(load_manifest(manifest))
+    # tiny shards, and the Memgraph graph store recorded at its client boundary
+    settings = ("ray.num_cpus=2", "ray.actor_num_cpus=0.25", "ray.embed_actors=1", "ray.job_timeout_s=400",
+                "faiss.shard_max_vectors=2", "lucene.shard_max_docs=2", "graph.store=memgraph",
+                "graph.memgraph_uri=bolt://127.0.0.1:7687")
+    calls: list[tuple[str, dict]] = []
+    monkeypatch.setattr("semantica.memgraph.connect", lambda uri: RecordingCypher(calls))
+    config = make_config(tmp_path, *settings)
+    summary = Indexer(config, RayRunner(config)).run(load_manifest(manifest))
     by_repo = {r.repo: r for r in summary.repos}
 
     assert summary.ray_used and not summary.ok
@@ -77,10 +113,20 @@ def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path):
     beta_chunks = pq.read_table(layout.current("beta").chunks).column("path").to_pylist()
     assert set(beta_chunks) == {"greet.py"}  # skip.md excluded by the manifest glob
 
+    # the local runner publishes the same chunks, symbols and edges, and loads the same graph store
+    ray_loaded = _loaded(calls, "alpha")
+    assert ray_loaded[0] > 0 and ray_loaded[1] > 0
+    calls.clear()
+    local_config = make_config(tmp_path / "local", *settings)
+    local = Indexer(local_config, progress=False).index(str(alpha), "alpha")
+    assert local.chunks == by_repo["alpha"].chunks and local.edges == by_repo["alpha"].edges
+    assert _tables(IndexLayout(local_config.paths.index_root), "alpha") == _tables(layout, "alpha")
+    assert _loaded(calls, "alpha") == ray_loaded
+
     # every shard is searched: the hits of a query come from chunks spread over the shards
     from serving.pipeline import SearchPipeline, SearchRequest
 
-    pipeline = SearchPipeline(config)
+    pipeline = SearchPipeline(make_config(tmp_path, *settings[:6]))  # the embedded graph store answers
     response = pipeline.search(SearchRequest(query="Ledger record total", repos=["alpha"], k=10,
                                              late_interaction=False))
     assert not response.degraded
@@ -88,7 +134,7 @@ def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path):
     assert len(rows) >= 3 and any(h.symbol.endswith("record") for h in response.hits)
 
     # re-run on unchanged repositories: everything comes from the caches, Ray is not started
-    again = BatchIndexer(config).run(load_manifest(manifest))
+    again = Indexer(config, RayRunner(config)).run(load_manifest(manifest))
     rerun = {r.repo: r for r in again.repos}
     assert not again.ray_used
     assert rerun["alpha"].status == "ok" and rerun["alpha"].chunks_embedded == 0

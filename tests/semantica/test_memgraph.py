@@ -112,6 +112,15 @@ def test_store_expand_merges_rows_and_seeds():
     assert store.expand([], COSTS, 4.0, 10, False).costs == {}
 
 
+def test_store_never_loaded_raises_instead_of_answering_empty():
+    """The index-batch path once skipped the Memgraph load; the graph retriever then answered [] silently."""
+    store = MemgraphGraphStore(FakeClient({"RETURN count(n)": [(0,)]}), "r", "never-loaded")
+    with pytest.raises(MemgraphError, match="not loaded"):
+        store.expand(["a"], COSTS, 4.0, 10, both_directions=False)
+    with pytest.raises(MemgraphError, match="not loaded"):
+        store.pagerank()
+
+
 def test_connect_without_uri_says_what_to_set():
     with pytest.raises(MemgraphError, match="memgraph_uri"):
         connect("")

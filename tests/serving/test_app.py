@@ -39,8 +39,8 @@ FILES = {
 
 
 def make_tiny_index(root: Path, *overrides: str):
-    """A real git repo in `root/repo`, indexed with RepoIndexer; returns its config."""
-    from pipelines.indexer import RepoIndexer
+    """A real git repo in `root/repo`, indexed with Indexer; returns its config."""
+    from pipelines.indexer import Indexer
 
     repo = root / "repo"
     for name, text in FILES.items():
@@ -51,7 +51,7 @@ def make_tiny_index(root: Path, *overrides: str):
     subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i"],
                    check=True)
     config = make_config(root, f"serve.feedback_dir={root / 'feedback'}", *overrides)
-    RepoIndexer(config, progress=False).index(str(repo), REPO_NAME)
+    Indexer(config, progress=False).index(str(repo), REPO_NAME)
     return config
 
 

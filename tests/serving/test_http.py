@@ -1,4 +1,9 @@
-"""One real HTTP stack on 127.0.0.1: Ray Serve (local Ray, 0.1 CPU per replica) behind FastAPI."""
+"""One real HTTP stack on 127.0.0.1: Ray Serve (local Ray, 0.1 CPU per replica) behind FastAPI.
+
+The server runs in its own spawned process (`jobs.serve_cmd.server_process`): this pytest process runs
+the JVM (Lucene) for other tests, and Ray must never start in a process that does (see
+semantica/ray_runtime.py for the crash that caused).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,10 @@ import sys
 
 import httpx
 import pytest
-import ray
 from ray import cloudpickle, serve
 
-from serving.app import RetrieverDeployment, build_graph, deployment_options
+from jobs.serve_cmd import server_process
+from serving.app import RetrieverDeployment
 from tests.serving.test_app import REPO_NAME, make_tiny_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
@@ -38,16 +43,9 @@ def _free_port() -> int:
 def server(tmp_path_factory):
     config = make_tiny_index(tmp_path_factory.mktemp("serve-http"))
     port = _free_port()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
-        serve.run(build_graph(config, deployment_options(None), {"VectorRetriever": FlakyRetriever}),
-                  name="semantica", route_prefix="/")
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-            yield client, config
-    finally:
-        serve.shutdown()
-        ray.shutdown()
+    flaky = {"VectorRetriever": f"{__name__}:FlakyRetriever"}
+    with server_process(config, port, overrides=flaky) as url, httpx.Client(base_url=url, timeout=120) as client:
+        yield client, config
 
 
 def test_search_explain_and_metadata(server):

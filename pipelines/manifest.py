@@ -1,0 +1,113 @@
+"""The repository manifest of `index-batch`, and resolving a manifest entry to a local git directory.
+
+Manifest format (`conf/repos.yaml`): a list (or `{repos: [...]}`) of
+`{name, path | url, commit | branch, include: [globs], exclude: [globs]}`. A url is cloned bare into
+`<cache_dir>/clones` (fetched again when present). `semantica index` is a manifest of one entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipelines.discover import repo_name_from_path
+
+CLONES_DIR = "clones"
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class ManifestError(ValueError):
+    """The repos manifest is malformed; the message says which entry and what to fix."""
+
+
+@dataclass
+class RepoSpec:
+    """One manifest entry."""
+
+    name: str
+    path: str = ""
+    url: str = ""
+    commit: str = ""
+    branch: str = ""
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+
+
+def load_manifest(path: str | Path) -> list[RepoSpec]:
+    """Parse and check the YAML manifest (a list, or a mapping with `repos:`)."""
+    file = Path(path)
+    if not file.exists():
+        raise ManifestError(f"manifest {path} does not exist")
+    raw = yaml.safe_load(file.read_text()) or []
+    if isinstance(raw, dict):
+        raw = raw.get("repos", [])
+    if not isinstance(raw, list) or not raw:
+        raise ManifestError(f"{path}: expected a non-empty list of repositories (or `repos:` holding one)")
+    specs: list[RepoSpec] = []
+    known = {f.name for f in dataclasses.fields(RepoSpec)}
+    for number, item in enumerate(raw):
+        where = f"{path}: repos[{number}]"
+        if not isinstance(item, dict):
+            raise ManifestError(f"{where}: expected a mapping with name and path or url, got {item!r}")
+        unknown = sorted(set(item) - known)
+        if unknown:
+            raise ManifestError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+        if bool(item.get("path")) == bool(item.get("url")):
+            raise ManifestError(f"{where}: give exactly one of `path` and `url`")
+        if item.get("commit") and item.get("branch"):
+            raise ManifestError(f"{where}: give at most one of `commit` and `branch`")
+        for key in ("include", "exclude"):
+            if not isinstance(item.get(key, []), list):
+                raise ManifestError(f"{where}: `{key}` must be a list of globs")
+        values = {k: (str(v) if k not in ("include", "exclude") else [str(g) for g in v]) for k, v in item.items()
+                  if v is not None}
+        if not values.get("name"):
+            values["name"] = _default_name(values)
+        specs.append(RepoSpec(**values))
+    names = [s.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ManifestError(f"{path}: repository names must be unique; duplicated: {duplicates}")
+    return specs
+
+
+def _default_name(values: dict[str, Any]) -> str:
+    if values.get("path"):
+        return repo_name_from_path(values["path"]) if Path(values["path"]).exists() else Path(values["path"]).name
+    parts = [p for p in re.split(r"[:/]", values["url"].rstrip("/")) if p]
+    tail = [p.removesuffix(".git") for p in parts[-2:]]
+    return "/".join(tail)
+
+
+def resolve_repo_path(spec: RepoSpec, cache_dir: Path, timeout_s: float) -> str:
+    """The local git directory of a spec: its path, or a bare clone of its url (fetched if present)."""
+    if spec.path:
+        return spec.path
+    target = cache_dir / CLONES_DIR / f"{_SAFE.sub('_', spec.name)}.git"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if (target / "HEAD").exists():
+        cmd = ["git", "-C", str(target), "fetch", "--prune", "origin", "+refs/heads/*:refs/heads/*"]
+    else:
+        cmd = ["git", "clone", "--bare", "--quiet", spec.url, str(target)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False,
+                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"cloning {spec.url} timed out after {timeout_s:.0f}s") from None
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise RuntimeError(f"cannot clone {spec.url}: {detail[-1] if detail else 'git failed'}")
+    return str(target)
+
+
+def excluded(path: str, globs: list[str]) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(path, g) or fnmatch.fnmatchcase(name, g) for g in globs)

@@ -1,0 +1,159 @@
+"""Runners: where the indexer's per-file work (read + parse + embed of cache misses) runs.
+
+`Indexer` plans which files need work and hands them to a runner as `FileTask`s; the runner gives
+back one `FileOutcome` per task. `LocalRunner` does it in this process (CLI, tests, evaluation);
+`pipelines.ray_job.RayRunner` does the same on Ray Data (`index-batch`). Nothing else differs, so the
+two publish identical snapshots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from tqdm import tqdm
+
+from pipelines.discover import FileEntry, RepoSource
+from pipelines.embed import ChunkEmbedder, EmbeddingCache, embed_files
+from pipelines.parse import FileParser, ParsedFile
+from semantica.config import Config
+from semantica.encoder import Encoder, shared_encoder
+from semantica.schema import FileError
+
+EMBEDDINGS_DIR = "embeddings"
+
+
+@dataclass
+class FileTask:
+    """One file that needs reading, parsing or embedding; `parsed` is set when only embedding is missing."""
+
+    repo: str
+    repo_path: str
+    commit: str
+    include: list[str]
+    path: str
+    blob_sha: str
+    size: int
+    language: str
+    key: str
+    parsed: ParsedFile | None = None
+
+    def entry(self) -> FileEntry:
+        return FileEntry(self.path, self.blob_sha, self.size, self.language)
+
+
+@dataclass
+class FileOutcome:
+    """A task's result: the parsed file and its chunk vectors, or the error that kept it out."""
+
+    repo: str
+    path: str
+    key: str
+    parsed: ParsedFile | None = None
+    error: FileError | None = None
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    embedded: int = 0
+    parsed_now: bool = True
+
+
+class Runner(Protocol):
+    """Runs file tasks somewhere; `remote` says whether it left this process (reported in summaries)."""
+
+    remote: bool
+
+    def identity(self) -> tuple[str, int]:
+        """(encoder model id, dim): names the embedding cache and the snapshot's encoder."""
+        ...
+
+    def run(self, tasks: list[FileTask]) -> list[FileOutcome]:
+        ...
+
+
+def source_for(task: FileTask, config: Config) -> RepoSource:
+    """The `RepoSource` a task's bytes come from (the same discovery settings the plan used)."""
+    discover = dataclasses.replace(config.discover, include_globs=list(task.include))
+    return RepoSource(task.repo_path, task.commit or None, discover)
+
+
+def parse_tasks(tasks: list[FileTask], config: Config, parser: FileParser,
+                progress: Callable[[int], None] | None = None) -> list[FileOutcome]:
+    """Read and parse the tasks (grouped by source); one bad file becomes an error outcome, never a crash."""
+    outcomes: dict[int, FileOutcome] = {}
+    groups: dict[tuple[str, str, tuple[str, ...]], list[int]] = defaultdict(list)
+    for number, task in enumerate(tasks):
+        if task.parsed is not None:
+            outcomes[number] = FileOutcome(task.repo, task.path, task.key, parsed=task.parsed, parsed_now=False)
+        else:
+            groups[(task.repo_path, task.commit, tuple(task.include))].append(number)
+    for numbers in groups.values():
+        group = [tasks[n] for n in numbers]
+        try:
+            items = list(source_for(group[0], config).read([t.entry() for t in group]))
+        except Exception as exc:  # the whole source cannot be read: every file gets the reason
+            for n, task in zip(numbers, group):
+                outcomes[n] = FileOutcome(task.repo, task.path, task.key,
+                                          error=FileError(task.repo, task.path, "read", f"{type(exc).__name__}: {exc}"))
+            continue
+        for n, task, item in zip(numbers, group, items):
+            if progress:
+                progress(1)
+            if isinstance(item, FileError):
+                outcomes[n] = FileOutcome(task.repo, task.path, task.key, error=dataclasses.replace(item, repo=task.repo))
+                continue
+            try:
+                outcomes[n] = FileOutcome(task.repo, task.path, task.key, parsed=parser.parse(task.repo, item))
+            except Exception as exc:  # one bad file must not stop the run: record it and go on
+                outcomes[n] = FileOutcome(task.repo, task.path, task.key,
+                                          error=FileError(task.repo, task.path, "parse", f"{type(exc).__name__}: {exc}"))
+    return [outcomes[n] for n in range(len(tasks))]
+
+
+def embed_outcomes(outcomes: list[FileOutcome], embedder: ChunkEmbedder,
+                   progress: Callable[[int], None] | None = None) -> None:
+    """Fill each parsed outcome's vectors (cache misses encoded once, batched across files)."""
+    ok = [o for o in outcomes if o.parsed is not None]
+    for outcome, (vectors, embedded) in zip(ok, embed_files(embedder, [o.parsed.chunks for o in ok], progress)):
+        outcome.vectors, outcome.embedded = vectors, embedded
+
+
+def embedding_cache(config: Config, model_id: str, dim: int) -> EmbeddingCache:
+    return EmbeddingCache(Path(config.paths.cache_dir) / EMBEDDINGS_DIR, model_id, dim, config.encoder.max_length)
+
+
+class LocalRunner:
+    """Parses and embeds in this process, with a progress bar per stage when stderr is a terminal."""
+
+    remote = False
+
+    def __init__(self, config: Config, encoder_factory: Callable[[], Encoder] | None = None,
+                 progress: bool = True) -> None:
+        self.config = config
+        self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
+        self.progress = progress and sys.stderr.isatty()
+        self.parser = FileParser(config.chunk)
+
+    def identity(self) -> tuple[str, int]:
+        encoder = self._encoder_factory()
+        return encoder.model_id, encoder.dim
+
+    def _bar(self, total: int, desc: str) -> tqdm:
+        return tqdm(total=total, desc=f"{desc:<8}", unit="it", disable=not self.progress, file=sys.stderr,
+                    leave=False, dynamic_ncols=True)
+
+    def run(self, tasks: list[FileTask]) -> list[FileOutcome]:
+        bar = self._bar(len(tasks), "parse")
+        outcomes = parse_tasks(tasks, self.config, self.parser, bar.update)
+        bar.close()
+        encoder = self._encoder_factory()
+        embedder = ChunkEmbedder(encoder.encode, encoder.dim, embedding_cache(self.config, encoder.model_id, encoder.dim),
+                                 self.config.encoder.batch_size, self.config.encoder.cache_segment_vectors)
+        bar = self._bar(sum(len(o.parsed.chunks) for o in outcomes if o.parsed is not None), "embed")
+        embed_outcomes(outcomes, embedder, bar.update)
+        bar.close()
+        return outcomes

@@ -1,0 +1,106 @@
+"""Ray and the JVM never share a process, and a local Ray node listens on loopback only.
+
+The crash this guards against (measured before the fix, /tmp repro in the closing note of issue 9):
+Lucene searches in a process, then `ray.init()` in that same process, then more Lucene searches
+-> "SIGSEGV received" from Ray's failure signal handler and exit 134/139, every run. The regression
+test below runs exactly that sequence, with Ray's driver in its own process as Semantica now does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from semantica.config import RayConfig
+from semantica.ray_runtime import RayProcessError, run_in_fresh_process, start_ray
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+
+
+def ray_listeners() -> list[str]:
+    """In a fresh process: start a local node, run a task, and list the addresses Ray's processes listen on."""
+    import psutil
+    import ray
+
+    start_ray(RayConfig(num_cpus=1))
+    try:
+        @ray.remote(num_cpus=0.1)
+        def ping() -> int:
+            return os.getpid()
+
+        worker = ray.get(ping.remote(), timeout=120)
+        me = psutil.Process()
+        pids = {p.pid for p in me.children(recursive=True)} | {me.pid, worker}
+        return sorted({c.laddr.ip for c in psutil.net_connections("inet")
+                       if c.status == psutil.CONN_LISTEN and c.pid in pids})
+    finally:
+        ray.shutdown()
+
+
+def failing() -> None:
+    raise ValueError("boom in the child")
+
+
+def test_start_ray_refuses_a_process_running_the_jvm(monkeypatch):
+    import types
+
+    monkeypatch.setitem(sys.modules, "jnius_config", types.SimpleNamespace(vm_running=True))
+    with pytest.raises(RayProcessError, match="JVM"):
+        start_ray(RayConfig())
+
+
+def test_child_errors_come_back_with_their_message():
+    with pytest.raises(RayProcessError, match="ValueError: boom in the child"):
+        run_in_fresh_process(failing, timeout_s=120)
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(600)
+def test_lucene_then_ray_then_lucene_does_not_crash_and_ray_binds_loopback(tmp_path):
+    script = tmp_path / "mix.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, sys, tempfile
+        from pathlib import Path
+        from semantica.config import load_config
+        from semantica.lucene import LuceneDoc, LuceneShardSearcher, LuceneShardWriter
+        from semantica.ray_runtime import run_in_fresh_process
+        from tests.semantica.test_ray_runtime import ray_listeners
+
+        def main():
+            config = load_config(None, [], environ={{}})
+            shard = Path(tempfile.mkdtemp(dir={str(tmp_path)!r})) / "shard"
+            writer = LuceneShardWriter(shard, config.lucene)
+            writer.add([LuceneDoc(f"d{{i}}", f"def func_{{i}}(x): return helper_{{i % 17}}(x)", "a.py", f"func_{{i}}")
+                        for i in range(3000)])
+            writer.close()
+            searcher = LuceneShardSearcher(shard, config.lucene)
+            from jnius import autoclass  # after the JVM is configured and started
+
+            system = autoclass("java.lang.System")
+
+            def churn(n):
+                for i in range(n):
+                    searcher.search(f"helper_{{i % 17}} func_{{i}}", 50)
+                    if i % 200 == 0:
+                        system.gc()
+
+            churn(2000)
+            listeners = run_in_fresh_process(ray_listeners, timeout_s=300)
+            churn(10000)  # with Ray's handlers in this process, this died with SIGSEGV every time
+            print(json.dumps(listeners))
+
+        if __name__ == "__main__":  # spawn re-imports this file as __mp_main__
+            main()
+    """))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, str(script)], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=540)
+    assert done.returncode == 0, done.stderr[-3000:]
+    listeners = set(__import__("json").loads(done.stdout.strip().splitlines()[-1]))
+    assert listeners and listeners <= LOOPBACK, listeners
