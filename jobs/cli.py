@@ -1,6 +1,6 @@
 """`semantica ...`: one command-line entry point for every job.
 
-Each sub-command lives in its own module under `jobs/`; this file only parses arguments and maps
+Each sub-command lives in its own module under `jobs/commands/`; this file only parses arguments and maps
 known errors to a one-line message and a non-zero exit code (no stack traces for user mistakes).
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from semantica.config import Config, ConfigError, load_config
 
-COMMAND_MODULES = ("index_cmd", "query_cmd", "serve_cmd", "batch_cmd", "eval_cmd", "ltr_cmd")
+COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr")  # modules of jobs/commands/
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
-        importlib.import_module(f"jobs.{name}").register(sub)
+        importlib.import_module(f"jobs.commands.{name}").register(sub)
     return parser
 
 

@@ -78,7 +78,7 @@ class MinedGolden:
 def mined_golden(indexed_self, tmp_path_factory) -> MinedGolden:
     """The golden set's fused hits over `indexed_self`, mined with labels through the real CLI."""
     from jobs.cli import main
-    from jobs.golden import load_golden_set
+    from jobs.eval.golden import load_golden_set
 
     out = tmp_path_factory.mktemp("mined-golden")
     root = Path(indexed_self.config.paths.index_root)

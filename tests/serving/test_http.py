@@ -1,6 +1,6 @@
 """One real HTTP stack on 127.0.0.1: Ray Serve (local Ray, 0.1 CPU per replica) behind FastAPI.
 
-The server runs in its own spawned process (`jobs.serve_cmd.server_process`): this pytest process runs
+The server runs in its own spawned process (`jobs.commands.serve.server_process`): this pytest process runs
 the JVM (Lucene) for other tests, and Ray must never start in a process that does (see
 semantica/ray_runtime.py for the crash that caused).
 """
@@ -15,7 +15,7 @@ import httpx
 import pytest
 from ray import cloudpickle, serve
 
-from jobs.serve_cmd import server_process
+from jobs.commands.serve import server_process
 from serving.app import RetrieverDeployment
 from tests.serving.test_app import REPO_NAME, make_tiny_index
 

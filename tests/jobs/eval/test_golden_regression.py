@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.golden import GOLDEN_METRICS, GoldenEval, load_golden_set
+from jobs.eval.golden import GOLDEN_METRICS, GoldenEval, load_golden_set
 from tests.conftest import GOLDEN_SET, MIRRORS, REPO_ROOT, shared_cache_dir
 
 INSTANCES = Path(os.environ.get("SEMANTICA_BENCH", REPO_ROOT.parent / "shared" / "bench")) / "swebench_lite_dev.jsonl"
@@ -124,7 +124,7 @@ def test_swebench_smoke_writes_predictions_trec_and_metrics(swebench_run, capsys
 
 
 def test_swebench_run_mines_labelled_hits_for_ltr(swebench_run):
-    from jobs.mine import LABEL_COLUMN, load_mined
+    from jobs.ltr.mine import LABEL_COLUMN, load_mined
 
     tmp, _ = swebench_run
     instances = {json.loads(line)["instance_id"]: json.loads(line) for line in INSTANCES.read_text().splitlines()}
@@ -154,8 +154,8 @@ def test_swebench_resume_skips_done_instances_and_score_command(swebench_run, ca
 
 def test_localization_replay_reproduces_the_full_run(swebench_run, capsys):
     from jobs.cli import main
-    from jobs.replay import LocalizationReplay
-    from jobs.swebench import load_instances
+    from jobs.eval.instances import load_instances
+    from jobs.eval.replay import LocalizationReplay
     from semantica.config import load_config
 
     tmp, _ = swebench_run

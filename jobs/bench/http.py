@@ -1,6 +1,6 @@
 """HTTP benchmark (not a test): Ray Serve graph over loopback vs the in-process SearchPipeline.
 
-    .venv/bin/python -m jobs.bench_http [--index-root DIR] [--clients 8] [--requests 20]
+    .venv/bin/python -m jobs.bench.http [--index-root DIR] [--clients 8] [--requests 20]
 
 Without --index-root it indexes this repository's serving/ and semantica/ Python files into a temporary
 directory first. Both sides answer the same queries over the same snapshot with the response cache off
@@ -29,7 +29,7 @@ QUERIES = [
     "context token budget", "SnapshotSet current snapshot", "vector shard search merge",
     "why does a failing retriever degrade the answer", "encode_query",
 ]
-RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results" / "http.json"
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "http.json"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import httpx
 
-    from jobs.serve_cmd import server_process
+    from jobs.commands.serve import server_process
     from semantica.config import load_config
     from serving.pipeline import SearchPipeline, SearchRequest
 
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
         overrides += [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={tmp / 'cache'}"]
         config = load_config(None, [*overrides, "discover.include_globs=['serving/*.py', 'semantica/*.py']"])
-        Indexer(config, progress=False).index(str(Path(__file__).resolve().parent.parent), "semantica/self")
+        Indexer(config, progress=False).index(str(Path(__file__).resolve().parents[2]), "semantica/self")
     config = load_config(None, overrides)
 
     pipeline = SearchPipeline(config)

@@ -28,7 +28,7 @@ ablation's file. Eval defaults unless set explicitly: """ + ", ".join(f"{k}={v}"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from jobs.swebench import ABLATIONS
+    from jobs.eval.swebench import ABLATIONS
 
     evaluation = sub.add_parser("eval", help="evaluate retrieval quality (SWE-bench localization, golden sets)",
                                 description="Benchmarks: SWE-bench Lite localization, golden query sets, reports.")
@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     golden = commands.add_parser("golden", help="score a golden query set against an indexed repository",
                                  description="Precision@5, Recall@10, MRR and NDCG@10 of the search hits for "
-                                             "hand-labelled queries (format: jobs/golden.py).")
+                                             "hand-labelled queries (format: jobs/eval/golden.py).")
     golden.add_argument("--set", dest="golden_set", required=True, metavar="FILE", help="golden set JSONL")
     golden.add_argument("--repo", required=True, metavar="R", help="the indexed repository name to query")
     golden.add_argument("--ablation", choices=list(ABLATIONS), help="retrievers/rerankers to use (default: as configured)")
@@ -124,7 +124,7 @@ def _explicit_keys(args: argparse.Namespace) -> set[str]:
 
 
 def _load_instances(path: str, repo_filter: list[str]):
-    from jobs.swebench import load_instances
+    from jobs.eval.instances import load_instances
 
     instances = load_instances(path)
     if repo_filter:
@@ -137,7 +137,7 @@ def _load_instances(path: str, repo_filter: list[str]):
 
 
 def run_swebench(args: argparse.Namespace) -> int:
-    from jobs.swebench import SwebenchEval, parse_ablations
+    from jobs.eval.swebench import SwebenchEval, parse_ablations
 
     if args.limit is not None and args.limit <= 0:
         raise CliError(f"--limit must be a positive integer, got {args.limit}")
@@ -146,7 +146,7 @@ def run_swebench(args: argparse.Namespace) -> int:
     instances = _load_instances(args.instances, args.repo_filter)
     if args.limit:
         instances = instances[: args.limit]
-    from jobs.mine import HitMiner
+    from jobs.ltr.mine import HitMiner
 
     miner = HitMiner(config.ltr_train, args.mine) if args.mine else None
     runner = SwebenchEval(config, args.repos_dir, args.out, parse_ablations(args.ablation),
@@ -167,7 +167,7 @@ def run_swebench(args: argparse.Namespace) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from jobs.swebench import level_table, score_predictions
+    from jobs.eval.tables import level_table, score_predictions
 
     instances = _load_instances(args.instances, args.repo_filter)
     result = score_predictions(instances, args.pred, missing_as_empty=args.missing_as_empty)
@@ -182,9 +182,9 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_localize(args: argparse.Namespace) -> int:
-    from jobs.mine import MineError
-    from jobs.replay import LocalizationReplay
-    from jobs.swebench import level_table
+    from jobs.eval.replay import LocalizationReplay
+    from jobs.eval.tables import level_table
+    from jobs.ltr.mine import MineError
 
     config = config_from_args(args)
     instances = _load_instances(args.instances, args.repo_filter)
@@ -201,8 +201,8 @@ def run_localize(args: argparse.Namespace) -> int:
 
 
 def run_golden(args: argparse.Namespace) -> int:
-    from jobs.golden import GoldenEval, load_golden_set
-    from jobs.swebench import ABLATIONS
+    from jobs.eval.golden import GoldenEval, load_golden_set
+    from jobs.eval.swebench import ABLATIONS
     from serving.pipeline import SearchPipeline
 
     config = config_from_args(args)
@@ -224,7 +224,7 @@ def run_golden(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from jobs.report import ReportError, load_metrics, markdown, write_png
+    from jobs.eval.report import ReportError, load_metrics, markdown, write_png
 
     try:
         print(markdown(load_metrics(args.metrics)))

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     swe.set_defaults(handler=run_mine_swebench)
 
     golden = sources.add_parser("golden", help="a golden set over an indexed repository",
-                                description="Mine a golden query set (format: jobs/golden.py) over an indexed "
+                                description="Mine a golden query set (format: jobs/eval/golden.py) over an indexed "
                                             "repository.",
                                 epilog=MINE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     golden.add_argument("--golden", required=True, metavar="FILE", help="golden set JSONL")
@@ -70,9 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_mine_swebench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from jobs.eval_cmd import _explicit_keys, _load_instances, apply_eval_defaults
-    from jobs.mine import HitMiner
-    from jobs.swebench import SwebenchEval
+    from jobs.commands.eval import _explicit_keys, _load_instances, apply_eval_defaults
+    from jobs.eval.swebench import SwebenchEval
+    from jobs.ltr.mine import HitMiner
 
     if args.limit is not None and args.limit <= 0:
         raise CliError(f"--limit must be a positive integer, got {args.limit}")
@@ -91,8 +91,8 @@ def run_mine_swebench(args: argparse.Namespace) -> int:
 
 
 def run_mine_golden(args: argparse.Namespace) -> int:
-    from jobs.golden import load_golden_set
-    from jobs.mine import HitMiner, golden_labeler
+    from jobs.eval.golden import load_golden_set
+    from jobs.ltr.mine import HitMiner, golden_labeler
     from serving.pipeline import SearchPipeline
 
     config = config_from_args(args)
@@ -114,8 +114,8 @@ def run_mine_golden(args: argparse.Namespace) -> int:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from jobs.mine import MineError, load_mined
-    from jobs.train_ltr import LtrTrainer, TrainError
+    from jobs.ltr.mine import MineError, load_mined
+    from jobs.ltr.train import LtrTrainer, TrainError
 
     config = config_from_args(args)
     try:

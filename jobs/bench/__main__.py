@@ -22,7 +22,7 @@ from pipelines.indexer import Indexer
 from semantica.config import Config, load_config
 from serving.pipeline import SearchPipeline, SearchRequest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
 SYMPY_COMMIT = "d3b4158dea271485e3daa11bf82e69b8dab348ce"  # a SWE-bench Lite dev base commit

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from jobs.metrics import (
+from jobs.eval.metrics import (
     Gold,
     Prediction,
     acc_at_k,

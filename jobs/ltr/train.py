@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from jobs.mine import LABEL_COLUMN, RANK_COLUMN
+from jobs.ltr.mine import LABEL_COLUMN, RANK_COLUMN
 from semantica.config import IntentConfig, LtrTrainConfig
 from semantica.hits import FEATURE_NAMES
 from serving.intent import IntentClassifier

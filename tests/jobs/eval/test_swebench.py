@@ -9,25 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from jobs.eval_cmd import EVAL_DEFAULTS, apply_eval_defaults
-from jobs.golden import GoldenQuery, GoldenSetError, load_golden_set, score_hits
-from jobs.swebench import (
-    ABLATIONS,
-    EvalError,
-    Instance,
-    OutputPaths,
-    ablation_table,
-    commit_times,
-    find_repo,
-    load_instances,
-    load_predictions,
-    order_instances,
-    parse_ablations,
-    repair_jsonl,
-    score_predictions,
-    write_qrels,
-    write_trec_run,
-)
+from jobs.commands.eval import EVAL_DEFAULTS, apply_eval_defaults
+from jobs.eval.golden import GoldenQuery, GoldenSetError, load_golden_set, score_hits
+from jobs.eval.instances import EvalError, Instance, commit_times, find_repo, load_instances, order_instances
+from jobs.eval.outputs import OutputPaths, load_predictions, repair_jsonl, write_qrels, write_trec_run
+from jobs.eval.swebench import ABLATIONS, parse_ablations
+from jobs.eval.tables import ablation_table, score_predictions
 from semantica.config import load_config
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
@@ -209,7 +196,7 @@ def test_report_errors_are_one_line(tmp_path, capsys):
 
     assert main(["eval", "report", "--metrics", str(tmp_path / "absent.json"), "--png", str(tmp_path / "x.png")]) == 1
     assert "does not exist" in capsys.readouterr().err
-    from jobs.report import load_metrics, repo_bars, table_rows
+    from jobs.eval.report import load_metrics, repo_bars, table_rows
 
     report = load_metrics(_fake_metrics(tmp_path))
     header, rows = table_rows(report)

@@ -18,32 +18,28 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from jobs.metrics import FILE_METRICS, FUNCTION_METRICS, Gold, Prediction, evaluate, per_instance_ranks
-from jobs.mine import HitMiner, swebench_labeler
+from jobs.eval.instances import EvalError, Instance, find_repo, order_instances
+from jobs.eval.metrics import Prediction, evaluate, per_instance_ranks
+from jobs.eval.outputs import OutputPaths, read_jsonl, repair_jsonl, write_qrels, write_trec_run
+from jobs.eval.tables import ablation_table
+from jobs.ltr.mine import HitMiner, swebench_labeler
 from semantica.config import Config
 from semantica.encoder import Encoder
 
 ALL_STRATEGIES = ("vector", "lexical", "symbol", "graph")
 EVAL_K = 10  # hits/context size of each request; file/function lists go query.file_rank_depth deep
 TOP_N = 50   # paths and functions written per instance
-TABLE_FILE_METRICS = ("Acc@1", "Acc@3", "Acc@5", "Recall@5", "MRR")
-TABLE_FUNCTION_METRICS = ("Acc@5", "Acc@10", "Recall@10", "MRR")
 MAX_CONSECUTIVE_FAILURES = 5  # the same error this many times in a row is not about one instance: stop
 FATAL_ERRORS = (ImportError, MemoryError)  # broken install or machine: every later instance would fail too
-
-
-class EvalError(RuntimeError):
-    """The benchmark input or a repository cannot be used; the message says what to fix."""
 
 
 @dataclass(frozen=True)
@@ -76,205 +72,6 @@ def parse_ablations(names: Sequence[str] | None) -> list[Ablation]:
         raise EvalError(f"unknown ablation(s) {unknown}; choose from {list(ABLATIONS)}")
     return [ABLATIONS[n] for n in dict.fromkeys(names)]
 
-
-# -- instances and repositories ----------------------------------------------------------------
-
-
-@dataclass
-class Instance:
-    """One benchmark instance (the fields of swebench_lite_dev.jsonl that the eval uses)."""
-
-    instance_id: str
-    repo: str
-    base_commit: str
-    problem_statement: str
-    gold_files: list[str] = field(default_factory=list)
-    gold_functions: list[str] = field(default_factory=list)
-
-    def gold(self) -> Gold:
-        return Gold(self.repo, list(self.gold_files), list(self.gold_functions))
-
-
-REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement")
-
-
-def load_instances(path: str | os.PathLike[str]) -> list[Instance]:
-    """Read the instances JSONL; a malformed line or a missing field is an error naming the line."""
-    file = Path(path)
-    if not file.is_file():
-        raise EvalError(f"instances file {file} does not exist")
-    instances: list[Instance] = []
-    seen: set[str] = set()
-    for lineno, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvalError(f"{file}:{lineno}: not valid JSON ({exc.msg})") from None
-        missing = [k for k in REQUIRED_FIELDS if not raw.get(k)]
-        if missing:
-            raise EvalError(f"{file}:{lineno}: missing field(s) {missing}")
-        if raw["instance_id"] in seen:
-            raise EvalError(f"{file}:{lineno}: duplicate instance_id {raw['instance_id']!r}")
-        seen.add(raw["instance_id"])
-        instances.append(Instance(
-            instance_id=raw["instance_id"], repo=raw["repo"], base_commit=raw["base_commit"],
-            problem_statement=raw["problem_statement"], gold_files=list(raw.get("gold_files") or []),
-            gold_functions=list(raw.get("gold_functions") or []),
-        ))
-    return instances
-
-
-def repo_candidates(repos_dir: str | os.PathLike[str], repo: str) -> list[Path]:
-    """Where a clone of `owner/name` may live under `repos_dir`, in the order they are tried."""
-    root = Path(repos_dir)
-    owner, _, name = repo.partition("/")
-    flat = f"{owner}+{name}" if name else owner
-    name = name or owner
-    return [root / flat / "repo", root / flat, root / f"{owner}__{name}", root / name, root / f"{name}.git"]
-
-
-def is_git_repository(path: Path) -> bool:
-    """A work tree (`.git` inside) or a bare repository (`HEAD` and `objects/`)."""
-    return path.is_dir() and ((path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir()))
-
-
-def find_repo(repos_dir: str | os.PathLike[str], repo: str) -> Path:
-    """The clone of `repo` under `repos_dir`, or an EvalError listing every path tried."""
-    tried = repo_candidates(repos_dir, repo)
-    for path in tried:
-        if is_git_repository(path):
-            return path
-    raise EvalError(f"no git clone of {repo} under {repos_dir}; tried: {', '.join(str(p) for p in tried)} "
-                    f"(clone it with `git clone --bare https://github.com/{repo} {tried[0]}`)")
-
-
-def commit_times(repo_path: Path, commits: Iterable[str]) -> dict[str, int]:
-    """Committer timestamps of the given commits (unknown ones are missing from the result)."""
-    times: dict[str, int] = {}
-    for sha in dict.fromkeys(commits):
-        proc = subprocess.run(["git", "-C", str(repo_path), "show", "-s", "--format=%ct", "--no-walk", sha],
-                              capture_output=True, text=True, check=False)
-        stamp = proc.stdout.strip()
-        if proc.returncode == 0 and stamp.isdigit():
-            times[sha] = int(stamp)
-    return times
-
-
-def order_instances(instances: Sequence[Instance], repo_paths: dict[str, Path]) -> list[Instance]:
-    """Grouped by repository (first-seen order), oldest base commit first within a repository."""
-    by_repo: dict[str, list[Instance]] = {}
-    for inst in instances:
-        by_repo.setdefault(inst.repo, []).append(inst)
-    ordered: list[Instance] = []
-    for repo, members in by_repo.items():
-        times = commit_times(repo_paths[repo], (i.base_commit for i in members))
-        members.sort(key=lambda i: (times.get(i.base_commit, sys.maxsize), i.instance_id))
-        ordered.extend(members)
-    return ordered
-
-
-# -- output files --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OutputPaths:
-    """Every file one run writes, derived from `--out`: `runs/pred.jsonl` -> `runs/pred.<ablation>.jsonl` ..."""
-
-    out: Path
-
-    @property
-    def stem(self) -> Path:
-        return self.out.with_suffix("") if self.out.suffix == ".jsonl" else self.out
-
-    def _with(self, suffix: str) -> Path:
-        return self.stem.with_name(self.stem.name + suffix)
-
-    def predictions(self, ablation: str) -> Path:
-        return self._with(f".{ablation}.jsonl")
-
-    def trec(self, ablation: str, level: str) -> Path:
-        return self._with(f".{ablation}.{level}.trec")
-
-    def qrels(self, level: str) -> Path:
-        return self._with(f".{level}.qrels")
-
-    @property
-    def metrics(self) -> Path:
-        return self._with(".metrics.json")
-
-    @property
-    def timings(self) -> Path:
-        return self._with(".timings.jsonl")
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Complete, valid JSON lines of a file (a torn last line from a crash is ignored)."""
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
-
-
-def repair_jsonl(path: Path) -> list[dict]:
-    """Keep only the valid lines (rewriting the file when a crash left a torn one) and return them."""
-    rows = read_jsonl(path)
-    if path.exists():
-        text = path.read_text(encoding="utf-8")
-        if (text and not text.endswith("\n")) or sum(1 for line in text.splitlines() if line.strip()) != len(rows):
-            path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return rows
-
-
-def load_predictions(path: str | os.PathLike[str]) -> dict[str, Prediction]:
-    """`{"instance_id", "files", "functions"}` lines -> Prediction per id (the last line wins)."""
-    file = Path(path)
-    if not file.is_file():
-        raise EvalError(f"prediction file {file} does not exist")
-    preds: dict[str, Prediction] = {}
-    for row in read_jsonl(file):
-        if "instance_id" not in row:
-            continue
-        preds[row["instance_id"]] = Prediction(list(row.get("files") or []), list(row.get("functions") or []))
-    return preds
-
-
-def _trec_docid(item: str) -> str:
-    return item.replace("%", "%25").replace(" ", "%20").replace("\t", "%09")
-
-
-def write_trec_run(path: Path, rows: Iterable[dict], level: str, run_name: str) -> None:
-    """`qid Q0 docid rank score run`, scores made strictly decreasing so trec_eval keeps our order."""
-    key, score_key = ("files", "file_scores") if level == "files" else ("functions", "function_scores")
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            items = row.get(key) or []
-            scores = row.get(score_key) or []
-            previous = float("inf")
-            for rank, item in enumerate(items, 1):
-                score = float(scores[rank - 1]) if rank - 1 < len(scores) else 1.0 / rank
-                score = min(score, previous - 1e-6) if previous != float("inf") else score
-                previous = score
-                handle.write(f"{row['instance_id']} Q0 {_trec_docid(item)} {rank} {score:.6f} {run_name}\n")
-
-
-def write_qrels(path: Path, instances: Iterable[Instance], level: str) -> None:
-    """`qid 0 docid 1` per gold item (functions with `.__init__` kept as in the gold)."""
-    with path.open("w", encoding="utf-8") as handle:
-        for inst in instances:
-            for item in (inst.gold_files if level == "files" else inst.gold_functions):
-                handle.write(f"{inst.instance_id} 0 {_trec_docid(item)} 1\n")
-
-
-# -- the run -------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -419,7 +216,7 @@ class SwebenchEval:
         return self.miner is not None and not self.miner.done(inst.instance_id)
 
     def _mine(self, inst: Instance, timing: InstanceTiming) -> None:
-        """Log the instance's fused hits with gold labels for learning-to-rank (`jobs/mine.py`)."""
+        """Log the instance's fused hits with gold labels for learning-to-rank (`jobs/ltr/mine.py`)."""
         assert self.miner is not None
         started = time.perf_counter()
         labeler = swebench_labeler(inst.gold_files, inst.gold_functions, self.config.ltr_train)
@@ -527,48 +324,3 @@ def summarize_timings(rows: Sequence[dict], ids: set[str]) -> dict[str, Any]:
         agg["max_chunks"] = agg.pop("chunks")
     return {"by_repo": by_repo, "failed": sorted(r["instance_id"] for r in rows
                                                   if r.get("error") and r["instance_id"] not in latest)}
-
-
-def score_predictions(instances: Sequence[Instance], pred_path: str | os.PathLike[str],
-                      missing_as_empty: bool = False) -> dict[str, Any]:
-    """Metrics of one existing prediction file (`semantica eval score`)."""
-    gold = {i.instance_id: i.gold() for i in instances}
-    preds = load_predictions(pred_path)
-    unknown = sorted(set(preds) - set(gold))
-    result = evaluate(preds, gold, missing_as_empty=missing_as_empty)
-    result["unknown_ids"] = unknown
-    return result
-
-
-def _pct(value: float) -> str:
-    return f"{100 * value:.1f}"
-
-
-def ablation_table(report: dict[str, Any], repo: str | None = None) -> str:
-    """Markdown table, one row per ablation (percentages; `n` = instances with gold at that level)."""
-    header = (["ablation"] + [f"file {m}" for m in TABLE_FILE_METRICS] + ["n"]
-              + [f"func {m}" for m in TABLE_FUNCTION_METRICS] + ["n"])
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for name, result in report["ablations"].items():
-        scores = result["overall"] if repo is None else result["by_repo"].get(repo)
-        if scores is None:
-            continue
-        lines.append("| " + " | ".join(
-            [name] + [_pct(scores["file"][m]) for m in TABLE_FILE_METRICS] + [str(scores["file"]["n"])]
-            + [_pct(scores["function"][m]) for m in TABLE_FUNCTION_METRICS] + [str(scores["function"]["n"])]
-        ) + " |")
-    return "\n".join(lines)
-
-
-def level_table(result: dict[str, Any], file_metrics: Sequence[str] = FILE_METRICS,
-                function_metrics: Sequence[str] = FUNCTION_METRICS) -> str:
-    """Markdown table for one prediction file: overall then one row per repository."""
-    header = ["scope"] + [f"file {m}" for m in file_metrics] + ["n"] + [f"func {m}" for m in function_metrics] + ["n"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    rows = [("overall", result["overall"])] + list(result["by_repo"].items())
-    for scope, scores in rows:
-        lines.append("| " + " | ".join(
-            [scope] + [_pct(scores["file"][m]) for m in file_metrics] + [str(scores["file"]["n"])]
-            + [_pct(scores["function"][m]) for m in function_metrics] + [str(scores["function"]["n"])]
-        ) + " |")
-    return "\n".join(lines)

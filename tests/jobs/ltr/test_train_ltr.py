@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from jobs.mine import load_mined
-from jobs.train_ltr import LtrTrainer, TrainError, ndcg_at, reciprocal_rank, with_signal
+from jobs.ltr.mine import load_mined
+from jobs.ltr.train import LtrTrainer, TrainError, ndcg_at, reciprocal_rank, with_signal
 from semantica.config import LtrTrainConfig
 from serving.ltr import LTR_FEATURE_NAMES, META_FILE, LtrModel, LtrModelError
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from jobs.golden import GoldenQuery, hit_matches
+from jobs.eval.golden import GoldenQuery, hit_matches
 from semantica.config import LtrTrainConfig
 from semantica.hits import FEATURE_NAMES
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from jobs.golden import hit_matches, load_golden_set
-from jobs.mine import (
+from jobs.eval.golden import hit_matches, load_golden_set
+from jobs.ltr.mine import (
     LABEL_COLUMN,
     RANK_COLUMN,
     MineError,
@@ -30,7 +30,7 @@ def test_swebench_labels_grade_function_over_file():
 
 
 def test_golden_labels_follow_the_golden_matching_rule():
-    from jobs.golden import GoldenQuery
+    from jobs.eval.golden import GoldenQuery
 
     label = golden_labeler(GoldenQuery("q", ["x/config.py"], ["y/app.py::serve"]))
     assert label("x/config.py", "anything") == 1

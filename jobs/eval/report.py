@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jobs.swebench import TABLE_FILE_METRICS, TABLE_FUNCTION_METRICS, ablation_table
+from jobs.eval.tables import TABLE_FILE_METRICS, TABLE_FUNCTION_METRICS, ablation_table
 
 BAR_METRIC = "Acc@5"
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import polars as pl
 
-from jobs.metrics import Prediction, evaluate
-from jobs.mine import LISTS_DIR, MineError, part_name
-from jobs.swebench import TOP_N, Instance
+from jobs.eval.instances import Instance
+from jobs.eval.metrics import Prediction, evaluate
+from jobs.eval.swebench import TOP_N
+from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import Config
 from semantica.hits import Strategy
 from serving.fusion import WeightedRRF

@@ -1,0 +1,1 @@
+"""One module per CLI sub-command: argument parsing and printing only; the work lives in the libraries."""

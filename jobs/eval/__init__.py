@@ -1,0 +1,1 @@
+"""Evaluation: SWE-bench localization, the golden set, metrics, offline replay and the report."""

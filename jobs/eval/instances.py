@@ -1,0 +1,114 @@
+"""SWE-bench instances: loading the JSONL split and finding each instance's git repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jobs.eval.metrics import Gold
+
+
+class EvalError(RuntimeError):
+    """The benchmark input or a repository cannot be used; the message says what to fix."""
+
+
+
+
+@dataclass
+class Instance:
+    """One benchmark instance (the fields of swebench_lite_dev.jsonl that the eval uses)."""
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+    gold_files: list[str] = field(default_factory=list)
+    gold_functions: list[str] = field(default_factory=list)
+
+    def gold(self) -> Gold:
+        return Gold(self.repo, list(self.gold_files), list(self.gold_functions))
+
+
+REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement")
+
+
+def load_instances(path: str | os.PathLike[str]) -> list[Instance]:
+    """Read the instances JSONL; a malformed line or a missing field is an error naming the line."""
+    file = Path(path)
+    if not file.is_file():
+        raise EvalError(f"instances file {file} does not exist")
+    instances: list[Instance] = []
+    seen: set[str] = set()
+    for lineno, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvalError(f"{file}:{lineno}: not valid JSON ({exc.msg})") from None
+        missing = [k for k in REQUIRED_FIELDS if not raw.get(k)]
+        if missing:
+            raise EvalError(f"{file}:{lineno}: missing field(s) {missing}")
+        if raw["instance_id"] in seen:
+            raise EvalError(f"{file}:{lineno}: duplicate instance_id {raw['instance_id']!r}")
+        seen.add(raw["instance_id"])
+        instances.append(Instance(
+            instance_id=raw["instance_id"], repo=raw["repo"], base_commit=raw["base_commit"],
+            problem_statement=raw["problem_statement"], gold_files=list(raw.get("gold_files") or []),
+            gold_functions=list(raw.get("gold_functions") or []),
+        ))
+    return instances
+
+
+def repo_candidates(repos_dir: str | os.PathLike[str], repo: str) -> list[Path]:
+    """Where a clone of `owner/name` may live under `repos_dir`, in the order they are tried."""
+    root = Path(repos_dir)
+    owner, _, name = repo.partition("/")
+    flat = f"{owner}+{name}" if name else owner
+    name = name or owner
+    return [root / flat / "repo", root / flat, root / f"{owner}__{name}", root / name, root / f"{name}.git"]
+
+
+def is_git_repository(path: Path) -> bool:
+    """A work tree (`.git` inside) or a bare repository (`HEAD` and `objects/`)."""
+    return path.is_dir() and ((path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir()))
+
+
+def find_repo(repos_dir: str | os.PathLike[str], repo: str) -> Path:
+    """The clone of `repo` under `repos_dir`, or an EvalError listing every path tried."""
+    tried = repo_candidates(repos_dir, repo)
+    for path in tried:
+        if is_git_repository(path):
+            return path
+    raise EvalError(f"no git clone of {repo} under {repos_dir}; tried: {', '.join(str(p) for p in tried)} "
+                    f"(clone it with `git clone --bare https://github.com/{repo} {tried[0]}`)")
+
+
+def commit_times(repo_path: Path, commits: Iterable[str]) -> dict[str, int]:
+    """Committer timestamps of the given commits (unknown ones are missing from the result)."""
+    times: dict[str, int] = {}
+    for sha in dict.fromkeys(commits):
+        proc = subprocess.run(["git", "-C", str(repo_path), "show", "-s", "--format=%ct", "--no-walk", sha],
+                              capture_output=True, text=True, check=False)
+        stamp = proc.stdout.strip()
+        if proc.returncode == 0 and stamp.isdigit():
+            times[sha] = int(stamp)
+    return times
+
+
+def order_instances(instances: Sequence[Instance], repo_paths: dict[str, Path]) -> list[Instance]:
+    """Grouped by repository (first-seen order), oldest base commit first within a repository."""
+    by_repo: dict[str, list[Instance]] = {}
+    for inst in instances:
+        by_repo.setdefault(inst.repo, []).append(inst)
+    ordered: list[Instance] = []
+    for repo, members in by_repo.items():
+        times = commit_times(repo_paths[repo], (i.base_commit for i in members))
+        members.sort(key=lambda i: (times.get(i.base_commit, sys.maxsize), i.instance_id))
+        ordered.extend(members)
+    return ordered

@@ -1,0 +1,1 @@
+"""Learning to rank: mining labelled hits and training the LightGBM ranker."""
