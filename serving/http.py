@@ -51,7 +51,7 @@ def build_http_app(core: Any, known_errors: tuple[type[Exception], ...], status_
     @api.get("/healthz")
     def http_health(request: Request) -> JSONResponse:
         report = core.health(principal(request))
-        return JSONResponse(report, status_code=200 if report["status"] == "ok" else 503)
+        return JSONResponse(report, status_code=503 if report["status"] == "unavailable" else 200)
 
     @api.get("/metrics")
     def http_metrics(request: Request) -> Response:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from typing import Any
 
@@ -15,6 +16,8 @@ from semantica.config import Config, config_from_dict, config_to_dict
 from serving.app import IngressCore, deployment_options, ingress_app, stage_bindings
 
 BASE_URL = "http://localhost"
+GATE = threading.Event()
+"""Opened by tests whose stage deployments must hold a request in flight (see test_http_admission)."""
 
 
 def local_stage_handles(config: Config, **overrides: Any) -> dict[str, Any]:
