@@ -29,6 +29,7 @@ class ApiError(Exception):
     """An error with its HTTP status and, optionally, extra response headers."""
 
     status = 400
+    name = ""  # the `error` field; the class name when empty
 
     def __init__(self, message: str, headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(message)
@@ -58,6 +59,7 @@ class PayloadTooLarge(ApiError):
 
 class Unprocessable(ApiError):
     status = 422
+    name = "ValidationError"  # the same name as a request-model validation error
 
 
 class Overloaded(ApiError):
@@ -84,7 +86,7 @@ def json_error(status: int, error: str, message: str, headers: dict[str, str] | 
 
 
 def api_error_response(exc: ApiError) -> JSONResponse:
-    return json_error(exc.status, type(exc).__name__, str(exc), exc.headers, **exc.extra)
+    return json_error(exc.status, exc.name or type(exc).__name__, str(exc), exc.headers, **exc.extra)
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
