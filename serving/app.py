@@ -393,7 +393,8 @@ class IngressCore:
         return self.repo_status(principal)
 
     def health(self, principal: Principal | None = ANONYMOUS) -> dict[str, Any]:
-        """`ok`, `degraded` (some repository cannot be served) or `unavailable` (a mandatory stage is down).
+        """`ok`, `degraded` (some repository cannot be served), `unavailable` (a mandatory stage is down) or
+        `draining` (SIGTERM: load balancers take the replica out; 503 like unavailable).
         An unauthenticated probe gets the status only; a token sees its repositories' status too."""
         stages: dict[str, str] = {}
         for name, handle in self.handles.items():
@@ -404,7 +405,7 @@ class IngressCore:
         down = [n for n in MANDATORY if stages.get(n) != "ok"]
         repos = self.repo_status(principal or Principal("probe", ()))
         broken = [r["repo"] for r in repos if r["status"] != "ok"]
-        status = "unavailable" if down else "degraded" if broken else "ok"
+        status = "draining" if self.admission.draining else "unavailable" if down else "degraded" if broken else "ok"
         if principal is None or not principal.repos:
             return {"status": status, "down": down}
         return {"status": status, "down": down, "stages": stages, "repos": repos, "broken": broken,

@@ -22,6 +22,7 @@ from serving.http_models import FeedbackBody, SearchBody
 from serving.metrics import CONTENT_TYPE, MetricsMiddleware
 
 ROUTES = ("/v1/search", "/v1/feedback", "/v1/repos", "/healthz", "/metrics")
+UNHEALTHY = ("unavailable", "draining")
 ADMISSION_EXEMPT = ("/healthz", "/metrics", "/docs", "/openapi.json")
 """Never shed: a platform's probes must see an overloaded server as alive and busy."""
 
@@ -51,7 +52,7 @@ def build_http_app(core: Any, known_errors: tuple[type[Exception], ...], status_
     @api.get("/healthz")
     def http_health(request: Request) -> JSONResponse:
         report = core.health(principal(request))
-        return JSONResponse(report, status_code=503 if report["status"] == "unavailable" else 200)
+        return JSONResponse(report, status_code=503 if report["status"] in UNHEALTHY else 200)
 
     @api.get("/metrics")
     def http_metrics(request: Request) -> Response:

@@ -103,11 +103,13 @@ def test_drain_refuses_new_requests_and_finishes_the_running_ones(setup):
             core.admission.begin_drain()  # what Ingress.drain does on SIGTERM
             not_yet = await core.admission.wait_idle(0.05)
             refused = await http.post("/v1/search", json={"query": "price_of new"})
+            health = await http.get("/healthz")
             GATE.set()
             drained = await core.admission.wait_idle(WAIT_S)
-            return not_yet, refused, drained, await running
+            return not_yet, refused, health, drained, await running
 
-    not_yet, refused, drained, running = run(scenario())
+    not_yet, refused, health, drained, running = run(scenario())
+    assert health.status_code == 503 and health.json()["status"] == "draining"  # load balancers take it out
     assert not not_yet and drained
     assert refused.status_code == 503 and refused.json()["reason"] == "draining"
     assert refused.headers["connection"] == "close" and refused.headers["retry-after"]
