@@ -94,6 +94,9 @@ def announce_token(config) -> None:  # noqa: ANN001 - semantica.config.Config
           f"`Authorization: Bearer $(cat {path})`", file=sys.stderr)
     if config.auth.tokens_file:
         print(f"auth: scoped tokens from {config.auth.tokens_file}", file=sys.stderr)
+    if config.serve.host in ("0.0.0.0", "::") and not config.auth.allowed_hosts:
+        print("auth: only Host headers localhost/127.0.0.1/[::1] are answered; add this server's DNS name or "
+              "address to auth.allowed_hosts (e.g. --set auth.allowed_hosts=[search.example.com])", file=sys.stderr)
 
 
 def drain_ingress(timeout_s: float) -> dict:
