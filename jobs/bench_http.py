@@ -6,6 +6,7 @@ Without --index-root it indexes this repository's serving/ and semantica/ Python
 directory first. Both sides answer the same queries over the same snapshot with the response cache off
 (query.query_cache_items=0), each with `--clients` concurrent clients and a bounded number of requests
 per client. Prints and writes bench/results/http.json: p50/p99 latency, throughput, overhead ratio.
+The overload test (8 and 32 clients against admission control) is `jobs.bench_load`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -65,38 +68,31 @@ def drive(call: Callable[[str], None], clients: int, per_client: int) -> dict[st
             "throughput_rps": round(len(latencies) / wall, 2), "wall_s": round(wall, 2)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--index-root")
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--requests", type=int, default=20, help="requests per client")
-    args = parser.parse_args(argv)
-
-    import httpx
-    import ray
-    from ray import serve
-
+def use_index(index_root: str | None) -> Any:
+    """The bench config (response cache off); without `index_root`, index this repository's serving/ and
+    semantica/ Python files into a temporary directory first."""
     from semantica.config import load_config
-    from serving.app import build_graph, deployment_options
-    from serving.pipeline import SearchPipeline, SearchRequest
 
     tmp = Path(tempfile.mkdtemp(prefix="semantica-bench-"))
     overrides = ["query.query_cache_items=0", f"serve.feedback_dir={tmp / 'feedback'}"]
-    if args.index_root:
-        overrides.append(f"paths.index_root={args.index_root}")
+    if index_root:
+        overrides.append(f"paths.index_root={index_root}")
     else:
         from pipelines.indexer import RepoIndexer
 
         overrides += [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={tmp / 'cache'}"]
         config = load_config(None, [*overrides, "discover.include_globs=['serving/*.py', 'semantica/*.py']"])
         RepoIndexer(config, progress=False).index(str(Path(__file__).resolve().parent.parent), "semantica/self")
-    config = load_config(None, overrides)
+    return load_config(None, overrides)
 
-    pipeline = SearchPipeline(config)
-    for q in QUERIES:  # warm: models, shards, JVM
-        pipeline.search(SearchRequest(query=q))
-    inproc = drive(lambda q: pipeline.search(SearchRequest(query=q)), args.clients, args.requests)
-    print("in-process", inproc)
+
+@contextmanager
+def serve_http(config: Any) -> Iterator[str]:
+    """The Serve graph on a free loopback port (auth off: loopback), yielding its base URL."""
+    import ray
+    from ray import serve
+
+    from serving.app import build_graph, deployment_options
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -105,19 +101,40 @@ def main(argv: list[str] | None = None) -> int:
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(build_graph(config, deployment_options(None)), name="semantica", route_prefix="/")
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120,
-                          limits=httpx.Limits(max_connections=args.clients)) as client:
-            for q in QUERIES:
-                client.post("/v1/search", json={"query": q}).raise_for_status()
-
-            def call(q: str) -> None:
-                client.post("/v1/search", json={"query": q}).raise_for_status()
-
-            http = drive(call, args.clients, args.requests)
-        print("http", http)
+        yield f"http://127.0.0.1:{port}"
     finally:
         serve.shutdown()
         ray.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index-root")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=20, help="requests per client")
+    args = parser.parse_args(argv)
+
+    import httpx
+
+    from serving.pipeline import SearchPipeline, SearchRequest
+
+    config = use_index(args.index_root)
+    pipeline = SearchPipeline(config)
+    for q in QUERIES:  # warm: models, shards, JVM
+        pipeline.search(SearchRequest(query=q))
+    inproc = drive(lambda q: pipeline.search(SearchRequest(query=q)), args.clients, args.requests)
+    print("in-process", inproc)
+
+    with serve_http(config) as base_url, httpx.Client(base_url=base_url, timeout=120,
+                                                      limits=httpx.Limits(max_connections=args.clients)) as client:
+        for q in QUERIES:
+            client.post("/v1/search", json={"query": q}).raise_for_status()
+
+        def call(q: str) -> None:
+            client.post("/v1/search", json={"query": q}).raise_for_status()
+
+        http = drive(call, args.clients, args.requests)
+        print("http", http)
     result = {"clients": args.clients, "requests_per_client": args.requests, "in_process": inproc, "http": http,
               "overhead_ratio_p50": round(http["p50_ms"] / inproc["p50_ms"], 2),
               "overhead_ratio_throughput": round(inproc["throughput_rps"] / http["throughput_rps"], 2),

@@ -20,10 +20,6 @@ Run: `semantica serve` (blocks until SIGINT/SIGTERM), or `serve run conf/serve.y
 
 
 import datetime as dt
-import json
-import os
-import threading
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +36,7 @@ from semantica.snapshot import Snapshot
 from serving.admission import AdmissionController
 from serving.context import ContextBuilder
 from serving.cross_encoder import should_run as cross_should_run
+from serving.feedback import FeedbackLog
 from serving.fusion import WeightedRRF
 from serving.http import ROUTES, build_http_app
 from serving.http_errors import NotFound, scrub
@@ -59,7 +56,6 @@ RETRIEVER_DEPLOYMENTS = {
 DEPLOYMENTS = ("Ingress", "Intent", *RETRIEVER_DEPLOYMENTS.values(), "Fusion", "LateInteraction", "CrossEncoder",
                "ContextBuilder")
 MANDATORY = ("Intent", "Fusion", "ContextBuilder")
-FEEDBACK_FILE = "feedback-{date}.jsonl"
 
 
 class StageUnavailable(RuntimeError):
@@ -283,29 +279,6 @@ class RemotePipeline(SearchPipeline):
 
 
 # -- the HTTP API --------------------------------------------------------------------------------
-
-
-class FeedbackLog:
-    """Append-only JSONL, one file per UTC day, each record fsync'ed before the request returns."""
-
-    def __init__(self, directory: str) -> None:
-        self.directory = Path(directory)
-        self._lock = threading.Lock()
-
-    def append(self, record: dict[str, Any]) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        now = dt.datetime.now(dt.UTC)
-        path = self.directory / FEEDBACK_FILE.format(date=now.strftime("%Y%m%d"))
-        line = (json.dumps({"id": uuid.uuid4().hex, "ts": now.isoformat(timespec="milliseconds"), **record},
-                           ensure_ascii=False, default=str, allow_nan=False) + "\n").encode()  # strict JSON
-        with self._lock:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)  # one write on an O_APPEND fd: replicas never interleave records
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        return path
 
 
 class IngressCore:
