@@ -53,10 +53,10 @@ def run_batch_cmd(args: argparse.Namespace) -> int:
             os.close(saved)
     else:
         summary = run_batch(config, args.manifest, args.ray_address, log)
-    from semantica.build_stats import record_build
+    from semantica.build_stats import build_stats_path, record_build
 
     for r in summary.repos:  # for /metrics: semantica_index_builds{repo,outcome}, semantica_index_build_seconds
-        record_build(config.metrics.build_stats_file, r.repo, sum((r.seconds or {}).values()), ok=r.status == "ok")
+        record_build(build_stats_path(config), r.repo, sum((r.seconds or {}).values()), ok=r.status == "ok")
     if args.json:
         print_json(summary.to_dict())
     else:

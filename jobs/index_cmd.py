@@ -34,17 +34,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_index(args: argparse.Namespace) -> int:
     from pipelines.indexer import RepoIndexer
-    from semantica.build_stats import record_build
+    from semantica.build_stats import build_stats_path, record_build
 
     config = config_from_args(args)
     start = time.perf_counter()
     try:
         summary = RepoIndexer(config, progress=not args.json).index(args.repo, args.name, args.commit)
     except Exception:  # counted for /metrics (semantica_index_builds{outcome="failed"}), then reported as before
-        record_build(config.metrics.build_stats_file, args.name or Path(args.repo).name,
+        record_build(build_stats_path(config), args.name or Path(args.repo).name,
                      time.perf_counter() - start, ok=False)
         raise
-    record_build(config.metrics.build_stats_file, summary.repo, time.perf_counter() - start, ok=True)
+    record_build(build_stats_path(config), summary.repo, time.perf_counter() - start, ok=True)
     if args.json:
         print_json(summary.to_dict())
         return 0

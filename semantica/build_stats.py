@@ -13,6 +13,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from semantica.config import Config
+
+DEFAULT_FILE = ".build-stats.json"
+"""In the index root: every node that serves the index sees it; not a directory, so never a repository."""
+
+
+def build_stats_path(config: Config) -> Path:
+    return Path(config.metrics.build_stats_file or Path(config.paths.index_root) / DEFAULT_FILE)
+
 
 def record_build(path: str | os.PathLike[str], repo: str, seconds: float, ok: bool) -> None:
     """Add one build to the totals (an exclusive lock makes concurrent builds add up; atomic replace)."""

@@ -327,7 +327,7 @@ class MetricsConfig:
 
     latency_buckets_s: list[float] = field(
         default_factory=lambda: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
-    build_stats_file: str = ".semantica/metrics/index-builds.json"
+    build_stats_file: str = ""  # "" = <paths.index_root>/.build-stats.json (shared storage on a cluster)
 
 
 @dataclass

@@ -28,7 +28,7 @@ import yaml
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from semantica.build_stats import read_build_stats
+from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
 from semantica.hits import Strategy
 from semantica.layout import IndexLayout, UnknownRepoError
@@ -298,7 +298,7 @@ class IngressCore:
         self.tokens = self._tokens()
         self.admission = AdmissionController(self.config.admission)
         self.metrics = HttpMetrics(self.config.metrics, ROUTES, self.repo_status,
-                                   lambda: read_build_stats(self.config.metrics.build_stats_file))
+                                   lambda: read_build_stats(build_stats_path(self.config)))
 
     def _tokens(self) -> TokenStore | None:
         """None when auth is off (loopback, mode auto); a deploy without any token fails closed."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from semantica.build_stats import record_build
+from semantica.build_stats import build_stats_path, record_build
 from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
 from tests.serving.test_app import REPO_NAME, BrokenRetriever, make_tiny_index
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("http-metrics")
-    config = make_tiny_index(root, f"metrics.build_stats_file={root / 'metrics' / 'builds.json'}")
+    config = make_tiny_index(root)
     return config, local_stage_handles(config, VectorRetriever=BrokenRetriever)
 
 
@@ -35,8 +35,8 @@ async def _traffic(core):
 
 def test_metrics_count_requests_errors_stages_degraded_snapshots_and_builds(setup):
     config, handles = setup
-    record_build(config.metrics.build_stats_file, REPO_NAME, 2.5, ok=True)
-    record_build(config.metrics.build_stats_file, REPO_NAME, 1.0, ok=False)
+    record_build(build_stats_path(config), REPO_NAME, 2.5, ok=True)
+    record_build(build_stats_path(config), REPO_NAME, 1.0, ok=False)
     core = make_core(config, handles)
     answers, bad, metrics = run(_traffic(core))
     assert all(a.status_code == 200 for a in answers) and bad.status_code == 422
