@@ -126,6 +126,13 @@ def test_a_scoped_token_cannot_read_another_repository_through_any_endpoint(setu
                              scoped))
     assert hit_feedback.status_code == 404
     assert run(_post(core, "/v1/feedback", {"query": "q", "chunk_ids": ["x"]}, scoped)).status_code == 201
+    async def untyped(body):  # no content type: whatever FastAPI makes of it, no other repository leaks
+        async with client(core, scoped) as http:
+            return await http.post("/v1/search", content=json.dumps(body).encode())
+
+    assert run(untyped({"query": "cart", "repos": [SECRET_REPO]})).status_code in (404, 422)
+    untyped_answer = run(untyped({"query": "price_of cart total", "k": 20}))
+    assert untyped_answer.status_code == 422 or {h["repo"] for h in untyped_answer.json()["hits"]} == {REPO_NAME}
     listing = run(_get(core, "/v1/repos", scoped)).json()
     assert [r["repo"] for r in listing] == [REPO_NAME]
     health = run(_get(core, "/healthz", scoped)).json()
