@@ -473,4 +473,12 @@ def build_app(args: dict[str, Any] | None = None) -> serve.Application:
     if args.get("index_root"):
         overrides.append(f"paths.index_root={args['index_root']}")
     config = load_config(args.get("config") or None, overrides)
+    config.serve.host = http_host(args.get("serve_config")) or config.serve.host  # auth follows the real bind
     return build_graph(config, deployment_options(args.get("serve_config")))
+
+
+def http_host(serve_config: str | Path | None) -> str:
+    """`http_options.host` of serve.yaml: the address `serve run` binds, which decides whether auth is on."""
+    path = Path(serve_config) if serve_config else DEFAULT_SERVE_CONFIG
+    raw = yaml.safe_load(path.read_text()) if path.exists() else {}
+    return str(((raw or {}).get("http_options") or {}).get("host") or "")

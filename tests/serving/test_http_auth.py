@@ -148,3 +148,16 @@ def test_scoped_tokens_file_errors_are_clear(setup, tmp_path):
         make_core(variant(config, f"auth.tokens_file={bad}"), handles)
     with pytest.raises(ConfigError, match="does not exist"):
         make_core(variant(config, f"auth.tokens_file={Path(tmp_path) / 'missing.yaml'}"), handles)
+
+
+def test_serve_run_builder_takes_auth_from_the_bind_address_in_serve_yaml(tmp_path):
+    """`serve run conf/serve.yaml` binds http_options.host: an open bind must not leave the API open."""
+    from serving.app import build_app, http_host
+
+    exposed = tmp_path / "serve.yaml"
+    exposed.write_text("http_options: {host: 0.0.0.0, port: 8000}\napplications: [{name: semantica}]\n")
+    assert http_host(exposed) == "0.0.0.0" and http_host(None) == "127.0.0.1"
+    app = build_app({"serve_config": str(exposed), "index_root": str(tmp_path / "index"),
+                     "overrides": [f"auth.token_file={tmp_path / 'no-token'}"]})
+    ingress_config = app._bound_deployment.init_args[0]
+    assert ingress_config["serve"]["host"] == "0.0.0.0"  # so IngressCore requires a token (and fails closed)
