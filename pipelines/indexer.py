@@ -31,6 +31,7 @@ from pipelines.parse import GraphResolver, ParsedFile
 from pipelines.parse_cache import ParseCache
 from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
 from pipelines.write import SnapshotContent, SnapshotWriter
+from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
 from semantica.encoder import Encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
@@ -169,6 +170,10 @@ class Indexer:
                         self._guard(work, raise_errors, self._publish)
         finally:
             parse_cache.close()
+            elapsed = time.perf_counter() - start
+            for result in summary.repos:  # for /metrics: semantica_index_builds{repo,outcome}
+                record_build(build_stats_path(self.config), result.repo, elapsed / len(summary.repos),
+                             ok=result.status == STATUS_OK)
         summary.seconds = round(time.perf_counter() - start, 3)
         summary.peak_rss_mb = round(peak_rss_mb(), 1)
         for result in summary.repos:

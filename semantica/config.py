@@ -288,6 +288,49 @@ class RayConfig:
 
 
 @dataclass
+class AuthConfig:
+    """HTTP access: bearer tokens (mode `auto` = required unless bound to loopback, `required` = always) and
+    the Host-header allowlist (localhost, 127.0.0.1, [::1] and the bound host are always allowed)."""
+
+    mode: str = "auto"
+    token_file: str = ".semantica/serve-token"
+    tokens_file: str = ""  # optional YAML: [{name, token, repos: [glob, ...]}] - per-token repository allowlists
+    allowed_hosts: list[str] = field(default_factory=list)  # extra Host names, e.g. the server's DNS name; "*" = any
+    public_paths: list[str] = field(default_factory=lambda: ["/healthz", "/docs", "/openapi.json"])
+
+
+@dataclass
+class LimitsConfig:
+    """Request size limits (HTTP 413): the body, and every JSON field of it."""
+
+    max_body_bytes: int = 262_144
+    max_string_chars: int = 20_000
+    max_list_items: int = 1_000
+    max_json_depth: int = 8
+
+
+@dataclass
+class AdmissionConfig:
+    """Admission control per ingress replica: bounded concurrency + queue (503 + Retry-After when full), a
+    per-request deadline (504), and the SIGTERM drain timeout."""
+
+    max_concurrent: int = 4
+    max_queued: int = 8
+    deadline_s: float = 10.0
+    retry_after_s: int = 1
+    drain_timeout_s: float = 30.0
+
+
+@dataclass
+class MetricsConfig:
+    """Prometheus: latency buckets (seconds) and where `index` / `index-batch` record build outcomes."""
+
+    latency_buckets_s: list[float] = field(
+        default_factory=lambda: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
+    build_stats_file: str = ""  # "" = <paths.index_root>/.build-stats.json (shared storage on a cluster)
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -310,6 +353,10 @@ class Config:
     query: QueryConfig = field(default_factory=QueryConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     ray: RayConfig = field(default_factory=RayConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

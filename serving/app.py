@@ -20,31 +20,32 @@ Run: `semantica serve` (blocks until SIGINT/SIGTERM), or `serve run conf/serve.y
 
 
 import datetime as dt
-import json
-import os
-import threading
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from semantica.config import Config, config_from_dict, config_to_dict, load_config
+from semantica.build_stats import build_stats_path, read_build_stats
+from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
 from semantica.hits import Strategy
-from semantica.layout import IndexLayout, LayoutError, UnknownRepoError
+from semantica.layout import IndexLayout, UnknownRepoError
 from semantica.snapshot import Snapshot
+from serving.admission import AdmissionController
 from serving.context import ContextBuilder
 from serving.cross_encoder import should_run as cross_should_run
+from serving.feedback import FeedbackLog
 from serving.fusion import WeightedRRF
+from serving.http import ROUTES, build_http_app
+from serving.http_errors import NotFound, scrub
+from serving.http_models import FeedbackBody, SearchBody
 from serving.intent import IntentClassifier
+from serving.metrics import HttpMetrics
 from serving.pipeline import QueryError, SearchPipeline, SearchRequest
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
+from serving.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, auth_required
 
 APP_NAME = "semantica"
 DEFAULT_SERVE_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "serve.yaml"
@@ -55,7 +56,6 @@ RETRIEVER_DEPLOYMENTS = {
 DEPLOYMENTS = ("Ingress", "Intent", *RETRIEVER_DEPLOYMENTS.values(), "Fusion", "LateInteraction", "CrossEncoder",
                "ContextBuilder")
 MANDATORY = ("Intent", "Fusion", "ContextBuilder")
-FEEDBACK_FILE = "feedback-{date}.jsonl"
 
 
 class StageUnavailable(RuntimeError):
@@ -281,61 +281,10 @@ class RemotePipeline(SearchPipeline):
 # -- the HTTP API --------------------------------------------------------------------------------
 
 
-class SearchBody(BaseModel):
-    """`POST /v1/search`."""
-
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(description="an identifier, a question, a stack trace ...")
-    repos: list[str] = Field(default_factory=list, description="empty = every indexed repository")
-    k: int | None = Field(default=None, description="number of hits (default query.default_k)")
-    path_globs: list[str] = Field(default_factory=list)
-    languages: list[str] = Field(default_factory=list)
-    explain: bool = False
-    context_budget: int | None = Field(default=None, ge=0)
-    strategies: list[str] = Field(default_factory=list, description="subset of vector, lexical, symbol, graph")
-    late_interaction: bool | None = None
-    cross_encoder: bool | None = None
-    ltr: bool | None = Field(default=None, description="rerank with the trained LTR model (default: ltr.enabled)")
-
-
-class FeedbackBody(BaseModel):
-    """`POST /v1/feedback`: which hits of a query were useful."""
-
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1)
-    chunk_ids: list[str] = Field(default_factory=list, description="selected chunk ids")
-    hits: list[dict[str, Any]] = Field(default_factory=list, description="selected hits as returned by /v1/search")
-    repos: list[str] = Field(default_factory=list)
-    snapshots: dict[str, str] = Field(default_factory=dict)
-    rating: float | None = None
-    comment: str | None = None
-
-
-class FeedbackLog:
-    """Append-only JSONL, one file per UTC day, each record fsync'ed before the request returns."""
-
-    def __init__(self, directory: str) -> None:
-        self.directory = Path(directory)
-        self._lock = threading.Lock()
-
-    def append(self, record: dict[str, Any]) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        now = dt.datetime.now(dt.UTC)
-        path = self.directory / FEEDBACK_FILE.format(date=now.strftime("%Y%m%d"))
-        line = (json.dumps({"id": uuid.uuid4().hex, "ts": now.isoformat(timespec="milliseconds"), **record},
-                           ensure_ascii=False, default=str) + "\n").encode()
-        with self._lock:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)  # one write on an O_APPEND fd: replicas never interleave records
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        return path
-
-
 class IngressCore:
-    """The ingress logic (no HTTP): owns the orchestration, a `RemotePipeline` over the stage handles."""
+    """The ingress logic (no HTTP): owns the orchestration, a `RemotePipeline` over the stage handles, and
+    what the HTTP guards need (tokens, Host allowlist, admission, metrics). Every read is scoped to the
+    caller's `Principal`; Serve handle callers (inside the cluster) are trusted as `ANONYMOUS`."""
 
     def __init__(self, config: dict[str, Any], **handles: DeploymentHandle) -> None:
         self.config = config_from_dict(config)
@@ -345,25 +294,81 @@ class IngressCore:
             _ = self.pipeline.ltr  # load the model before taking traffic: a bad model path fails the deploy
         self.feedback_log = FeedbackLog(self.config.serve.feedback_dir)
         self.layout = IndexLayout(self.config.paths.index_root)
+        self.hosts = HostAllowlist.of(self.config.auth, self.config.serve.host)
+        self.tokens = self._tokens()
+        self.admission = AdmissionController(self.config.admission)
+        self.metrics = HttpMetrics(self.config.metrics, ROUTES, self.repo_status,
+                                   lambda: read_build_stats(build_stats_path(self.config)))
 
-    def search(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _tokens(self) -> TokenStore | None:
+        """None when auth is off (loopback, mode auto); a deploy without any token fails closed."""
+        if not auth_required(self.config.auth, self.config.serve.host):
+            return None
+        store = TokenStore.load(self.config.auth)
+        if not store.tokens:
+            raise ConfigError(f"auth is required (host {self.config.serve.host}, auth.mode={self.config.auth.mode}) "
+                              f"but no token exists in auth.token_file={self.config.auth.token_file}: "
+                              "`semantica serve` creates it")
+        return store
+
+    def visible_repos(self, principal: Principal) -> list[str]:
+        return principal.visible(self.layout.repos())
+
+    def _scope(self, principal: Principal, repos: list[str]) -> list[str]:
+        """Defence in depth behind `BodyGuard`: a restricted caller names only repositories it may read."""
+        if principal.unrestricted:
+            return repos
+        for name in repos:
+            if not principal.may_read(name):
+                raise NotFound(f"repository {name!r} has no published snapshot (or this token may not read it)")
+        visible = repos or self.visible_repos(principal)
+        if not visible:
+            raise NotFound("no indexed repository is readable with this token")
+        return visible
+
+    def search(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         body = SearchBody.model_validate(payload)
         values = body.model_dump()
+        values["repos"] = self._scope(principal, values["repos"])
         values["k"] = self.config.query.default_k if body.k is None else body.k
         return self.pipeline.search(SearchRequest(**values)).to_dict()
 
-    def feedback(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def feedback(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         body = FeedbackBody.model_validate(payload)
         if not body.chunk_ids and not body.hits:
             raise QueryError("feedback needs at least one selected chunk id (chunk_ids) or hit (hits)")
-        path = self.feedback_log.append(body.model_dump())
+        record = body.model_dump()
+        record["repos"] = self._scope(principal, record["repos"])
+        for hit in record["hits"]:
+            if "repo" in hit:
+                self._scope(principal, [str(hit["repo"])])
+        path = self.feedback_log.append(record)
         return {"stored": True, "file": path.name}
 
-    def repos(self) -> list[dict[str, Any]]:
-        return [{"repo": m.repo, "snapshot": m.snapshot_id, "commit": m.commit, "created": m.created,
-                 "counts": m.counts, "model": m.model_id} for m in self.layout.manifests()]
+    def repo_status(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        """One row per visible repository: its snapshot, or the error that keeps it from opening."""
+        rows: list[dict[str, Any]] = []
+        now = dt.datetime.now(dt.UTC)
+        for repo in self.visible_repos(principal):
+            try:
+                m = self.layout.current(repo).read_manifest()
+            except Exception as exc:  # one broken snapshot is reported, never fatal to the listing
+                rows.append({"repo": repo, "status": "error", "error": scrub(f"{type(exc).__name__}: {exc}")})
+                continue
+            created = dt.datetime.fromisoformat(m.created)
+            created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
+            rows.append({"repo": m.repo, "status": "ok", "snapshot": m.snapshot_id, "commit": m.commit,
+                         "created": m.created, "age_s": round((now - created).total_seconds(), 1),
+                         "counts": m.counts, "model": m.model_id})
+        return rows
 
-    def health(self) -> dict[str, Any]:
+    def repos(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        return self.repo_status(principal)
+
+    def health(self, principal: Principal | None = ANONYMOUS) -> dict[str, Any]:
+        """`ok`, `degraded` (some repository cannot be served), `unavailable` (a mandatory stage is down) or
+        `draining` (SIGTERM: load balancers take the replica out; 503 like unavailable).
+        An unauthenticated probe gets the status only; a token sees its repositories' status too."""
         stages: dict[str, str] = {}
         for name, handle in self.handles.items():
             try:
@@ -371,42 +376,31 @@ class IngressCore:
             except Exception as exc:
                 stages[name] = f"down: {type(_unwrap(exc)).__name__}"
         down = [n for n in MANDATORY if stages.get(n) != "ok"]
-        return {"status": "ok" if not down else "unavailable", "down": down, "stages": stages,
-                "repos": self.layout.repos()}
+        repos = self.repo_status(principal or Principal("probe", ()))
+        broken = [r["repo"] for r in repos if r["status"] != "ok"]
+        status = "draining" if self.admission.draining else "unavailable" if down else "degraded" if broken else "ok"
+        if principal is None or not principal.repos:
+            return {"status": status, "down": down}
+        return {"status": status, "down": down, "stages": stages, "repos": repos, "broken": broken,
+                "admission": self.admission.snapshot()}
 
 
 def make_ingress() -> Any:
-    """A fresh FastAPI app and Ingress deployment (a FastAPI app cannot be pickled once it has served)."""
-    api = FastAPI(title="Semantica", version="1", description="Hybrid code search: dense + BM25 + symbols + code "
-                  "graph, fused, reranked, with a cited context. Errors are JSON {error, message}.")
-
-    async def mapped_error(_: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse(error_body(exc), status_code=error_status(exc))
-
-    for kind in (QueryError, UnknownRepoError, StageUnavailable, LayoutError):
-        api.add_exception_handler(kind, mapped_error)
+    """The Ingress deployment; each replica builds its own FastAPI app (`serving.http`) after `__init__`,
+    so the app, its guards and its metrics belong to that replica."""
 
     @serve.deployment(name="Ingress")
-    @serve.ingress(api)
+    @serve.ingress()
     class Ingress(IngressCore):
-        """HTTP routes (sync: FastAPI runs them in its thread pool, where blocking on handles is fine)."""
+        def __serve_build_asgi_app__(self) -> Any:
+            return ingress_app(self)
 
-        @api.post("/v1/search")
-        def http_search(self, body: SearchBody) -> JSONResponse:
-            return JSONResponse(self.search(body.model_dump(exclude_unset=True)))
-
-        @api.post("/v1/feedback", status_code=201)
-        def http_feedback(self, body: FeedbackBody) -> JSONResponse:
-            return JSONResponse(self.feedback(body.model_dump()), status_code=201)
-
-        @api.get("/v1/repos")
-        def http_repos(self) -> JSONResponse:
-            return JSONResponse(self.repos())
-
-        @api.get("/healthz")
-        def http_health(self) -> JSONResponse:
-            report = self.health()
-            return JSONResponse(report, status_code=200 if report["status"] == "ok" else 503)
+        async def drain(self, timeout_s: float | None = None) -> dict[str, Any]:
+            """SIGTERM: refuse new requests (503), wait for the in-flight ones up to the drain timeout."""
+            self.admission.begin_drain()
+            limit = self.config.admission.drain_timeout_s if timeout_s is None else timeout_s
+            drained = await self.admission.wait_idle(limit)
+            return {"drained": drained, **self.admission.snapshot()}
 
     return Ingress
 
@@ -432,9 +426,9 @@ def deployment_options(serve_config: str | Path | None) -> dict[str, dict[str, A
     return options
 
 
-def build_graph(config: Config, options: dict[str, dict[str, Any]] | None = None,
-                overrides: dict[str, Any] | None = None) -> serve.Application:
-    """Bind every deployment; `overrides` swaps a deployment class (tests inject failing stages)."""
+def stage_bindings(config: Config, options: dict[str, dict[str, Any]] | None = None,
+                   overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every stage deployment bound to its arguments (no ingress); `overrides` swaps a deployment class."""
     options = options or {}
     overrides = overrides or {}
     values = config_to_dict(config)
@@ -452,7 +446,21 @@ def build_graph(config: Config, options: dict[str, dict[str, Any]] | None = None
     }
     for strategy, name in RETRIEVER_DEPLOYMENTS.items():
         handles[name] = make(name, RetrieverDeployment).bind(values, strategy.value)
-    return make("Ingress", make_ingress()).bind(values, **handles)
+    return handles
+
+
+def build_graph(config: Config, options: dict[str, dict[str, Any]] | None = None,
+                overrides: dict[str, Any] | None = None) -> serve.Application:
+    """Bind every deployment; `overrides` swaps a deployment class (tests inject failing stages)."""
+    options = options or {}
+    ingress = (overrides or {}).get("Ingress", make_ingress())
+    handles = stage_bindings(config, options, overrides)
+    return ingress.options(name="Ingress", **options.get("Ingress", {})).bind(config_to_dict(config), **handles)
+
+
+def ingress_app(core: IngressCore) -> Any:
+    """The FastAPI app over one ingress core (what every Serve ingress replica serves)."""
+    return build_http_app(core, (QueryError, StageUnavailable), error_status, error_body)
 
 
 def build_app(args: dict[str, Any] | None = None) -> serve.Application:
@@ -465,4 +473,12 @@ def build_app(args: dict[str, Any] | None = None) -> serve.Application:
     if args.get("index_root"):
         overrides.append(f"paths.index_root={args['index_root']}")
     config = load_config(args.get("config") or None, overrides)
+    config.serve.host = http_host(args.get("serve_config")) or config.serve.host  # auth follows the real bind
     return build_graph(config, deployment_options(args.get("serve_config")))
+
+
+def http_host(serve_config: str | Path | None) -> str:
+    """`http_options.host` of serve.yaml: the address `serve run` binds, which decides whether auth is on."""
+    path = Path(serve_config) if serve_config else DEFAULT_SERVE_CONFIG
+    raw = yaml.safe_load(path.read_text()) if path.exists() else {}
+    return str(((raw or {}).get("http_options") or {}).get("host") or "")

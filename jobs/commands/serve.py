@@ -45,6 +45,8 @@ def run_serve(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     host = args.host or config.serve.host
     port = args.port or config.serve.port
+    config.serve.host = host  # the ingress derives auth (loopback or not) and the Host allowlist from it
+    announce_token(config)
     stop = threading.Event()
 
     def ready() -> None:
@@ -89,7 +91,8 @@ def serve_until(config: Config, host: str, port: int, stop: Any, address: str = 
         if on_ready:
             on_ready()
         stop.wait()
-        print("shutting down", file=sys.stderr)
+        print("shutting down: draining in-flight requests", file=sys.stderr)
+        print(f"drain: {drain_ingress(config.admission.drain_timeout_s)}", file=sys.stderr)
     finally:
         import ray
 
@@ -97,6 +100,38 @@ def serve_until(config: Config, host: str, port: int, stop: Any, address: str = 
             serve.shutdown()
         finally:
             ray.shutdown()
+
+
+def announce_token(config: Config) -> None:
+    """Create the API token file when auth is on and say where it is (never the token itself)."""
+    from serving.security import auth_required, ensure_token_file
+
+    if not auth_required(config.auth, config.serve.host):
+        print(f"auth: off (bound to loopback {config.serve.host}, auth.mode={config.auth.mode})", file=sys.stderr)
+        return
+    path, created = ensure_token_file(config.auth.token_file)
+    config.auth.token_file = str(path)  # absolute: replicas need not share the driver's working directory
+    print(f"auth: bearer token {'created in' if created else 'read from'} {path} (mode 0600); clients send "
+          f"`Authorization: Bearer $(cat {path})`", file=sys.stderr)
+    if config.auth.tokens_file:
+        print(f"auth: scoped tokens from {config.auth.tokens_file}", file=sys.stderr)
+    if config.serve.host in ("0.0.0.0", "::") and not config.auth.allowed_hosts:
+        print("auth: only Host headers localhost/127.0.0.1/[::1] are answered; add this server's DNS name or "
+              "address to auth.allowed_hosts (e.g. --set auth.allowed_hosts=[search.example.com])", file=sys.stderr)
+
+
+def drain_ingress(timeout_s: float) -> dict:
+    """Tell every ingress replica to refuse new requests (503) and wait for the in-flight ones."""
+    from ray import serve
+
+    handle = serve.get_app_handle(APP_NAME)
+    status = serve.status().applications.get(APP_NAME)
+    replicas = 1
+    if status is not None and "Ingress" in status.deployments:
+        replicas = max(1, sum(status.deployments["Ingress"].replica_states.values()))
+    # each call lands on one replica; a draining replica still answers handle calls, so ask each in turn
+    answers = [handle.drain.remote(timeout_s) for _ in range(replicas)]
+    return {"replicas": replicas, "drained": all(a.result(timeout_s=timeout_s + 5)["drained"] for a in answers)}
 
 
 def _import(path: str) -> Any:

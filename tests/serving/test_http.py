@@ -74,6 +74,22 @@ def test_errors_are_json_with_the_right_status(server):
     assert too_many.status_code == 400
     unknown = client.post("/v1/search", json={"query": "cart", "repos": ["no/such"]})
     assert unknown.status_code == 404 and "no/such" in unknown.json()["message"]
+    for bad in ({"query": "cart", "strategies": ["bogus"]}, {"query": "cart", "k": True},
+                {"query": "cart", "repos": [""]}, {"query": "cart", "repos": [".."]}, {"query": "cart", "repos": ["a\x00"]}):
+        r = client.post("/v1/search", json=bad)
+        assert r.status_code == 422 and r.json()["error"] == "ValidationError", (bad, r.text)
+    surrogate = client.post("/v1/feedback", content=b'{"query": "q \\ud800", "chunk_ids": ["c"]}',
+                            headers={"content-type": "application/json"})
+    assert surrogate.status_code == 201, surrogate.text
+    nan = client.post("/v1/feedback", content=b'{"query": "q", "chunk_ids": ["c"], "rating": NaN}',
+                      headers={"content-type": "application/json"})
+    assert nan.status_code == 422 and nan.json()["error"]
+    huge = client.post("/v1/feedback", json={"query": "q", "chunk_ids": ["c"], "comment": "x" * 5_000_000})
+    assert huge.status_code == 413 and huge.json()["error"] == "PayloadTooLarge"
+    rebinding = client.get("/v1/repos", headers={"Host": "attacker.example"})
+    assert rebinding.status_code == 400 and rebinding.json()["reason"] == "host_not_allowed"
+    metrics = client.get("/metrics")
+    assert metrics.status_code == 200 and "semantica_http_requests_total" in metrics.text
 
 
 def test_failing_retriever_replica_gives_a_degraded_answer(server):

@@ -1,0 +1,36 @@
+"""Feedback records (`POST /v1/feedback`): append-only strict-JSON lines, one file per UTC day."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+FEEDBACK_FILE = "feedback-{date}.jsonl"
+
+
+class FeedbackLog:
+    """Append-only JSONL, one file per UTC day, each record fsync'ed before the request returns."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = Path(directory)
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, Any]) -> Path:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        now = dt.datetime.now(dt.UTC)
+        path = self.directory / FEEDBACK_FILE.format(date=now.strftime("%Y%m%d"))
+        line = (json.dumps({"id": uuid.uuid4().hex, "ts": now.isoformat(timespec="milliseconds"), **record},
+                           ensure_ascii=False, default=str, allow_nan=False) + "\n").encode()  # strict JSON
+        with self._lock:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)  # one write on an O_APPEND fd: replicas never interleave records
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return path

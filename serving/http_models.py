@@ -1,0 +1,88 @@
+"""Request bodies of the HTTP API: strict types (k is an int, not `true`), known strategies, safe repository
+names and clean strings. A bad field is a 422 that names the field and, for enums, the valid values."""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+
+from semantica.hits import Strategy
+from serving.security import check_repo_name
+
+KEEP_CONTROLS = {"\n", "\t"}
+
+
+def clean_text(value: str) -> str:
+    """Lone surrogates -> U+FFFD, control characters (but newline and tab) dropped: storable, printable."""
+    fixed = value.encode("utf-8", "replace").decode("utf-8")
+    return "".join(c for c in fixed if c in KEEP_CONTROLS or unicodedata.category(c) != "Cc")
+
+
+def clean_json(value: Any, where: str = "value") -> Any:
+    """`clean_text` on every string of a JSON value; non-finite numbers are refused (they are not JSON)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}: {value} is not JSON; send finite numbers only")
+    if isinstance(value, list):
+        return [clean_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean_json(v, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def _repo_names(names: list[str]) -> list[str]:
+    return [check_repo_name(n) for n in names]
+
+
+class SearchBody(BaseModel):
+    """`POST /v1/search`."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(description="an identifier, a question, a stack trace ...")
+    repos: list[str] = Field(default_factory=list, description="empty = every repository the caller may read")
+    k: StrictInt | None = Field(default=None, description="number of hits (default query.default_k)")
+    path_globs: list[str] = Field(default_factory=list)
+    languages: list[str] = Field(default_factory=list)
+    explain: StrictBool = False
+    context_budget: StrictInt | None = Field(default=None, ge=0)
+    strategies: list[str] = Field(default_factory=list, description="subset of vector, lexical, symbol, graph")
+    late_interaction: StrictBool | None = None
+    cross_encoder: StrictBool | None = None
+    ltr: StrictBool | None = Field(default=None, description="rerank with the trained LTR model (default: ltr.enabled)")
+
+    @field_validator("repos")
+    @classmethod
+    def _valid_repos(cls, names: list[str]) -> list[str]:
+        return _repo_names(names)
+
+    @field_validator("strategies")
+    @classmethod
+    def _known_strategies(cls, names: list[str]) -> list[str]:
+        return [Strategy.parse(n).value for n in names]  # ValueError lists the valid ones -> 422
+
+
+class FeedbackBody(BaseModel):
+    """`POST /v1/feedback`: which hits of a query were useful. Strings are cleaned before they are stored."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1)
+    chunk_ids: list[str] = Field(default_factory=list, description="selected chunk ids")
+    hits: list[dict[str, Any]] = Field(default_factory=list, description="selected hits as returned by /v1/search")
+    repos: list[str] = Field(default_factory=list)
+    snapshots: dict[str, str] = Field(default_factory=dict)
+    rating: float | None = Field(default=None, allow_inf_nan=False)
+    comment: str | None = None
+
+    @field_validator("repos")
+    @classmethod
+    def _valid_repos(cls, names: list[str]) -> list[str]:
+        return _repo_names(names)
+
+    @field_validator("query", "comment", "chunk_ids", "hits", "snapshots", mode="before")
+    @classmethod
+    def _clean(cls, value: Any) -> Any:
+        return clean_json(value)
