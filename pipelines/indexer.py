@@ -27,7 +27,7 @@ from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
-from semantica.layout import IndexLayout
+from semantica.layout import IndexLayout, normalize_repo_name
 from semantica.schema import FileError
 
 PARSE_CACHE_FILE = "parsed.sqlite"
@@ -72,7 +72,7 @@ class RepoIndexer:
     def __init__(self, config: Config, encoder_factory: Callable[[], Encoder] | None = None,
                  progress: bool = True) -> None:
         self.config = config
-        self.layout = IndexLayout(config.paths.index_root)
+        self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
         self.progress = progress and sys.stderr.isatty()
         cache_dir = Path(config.paths.cache_dir)
@@ -93,8 +93,8 @@ class RepoIndexer:
 
     def index(self, repo_path: str, name: str | None = None, commit: str | None = None) -> IndexSummary:
         """Build, verify and publish a snapshot; the previous snapshot stays current on any failure."""
+        repo = normalize_repo_name(name if name is not None else repo_name_from_path(repo_path))  # before any work
         source = RepoSource(repo_path, commit, self.config.discover)
-        repo = name or repo_name_from_path(repo_path)
         snapshot_id, paths = self.layout.begin(repo, source.commit or "")
         summary = IndexSummary(repo=repo, commit=source.commit or "worktree", snapshot_id=snapshot_id,
                                snapshot_path="")

@@ -49,7 +49,7 @@ from pipelines.parse import FileParser, GraphResolver, ParsedFile
 from pipelines.parse_cache import ParseCache
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.config import Config, config_from_dict, config_to_dict
-from semantica.layout import IndexLayout
+from semantica.layout import IndexLayout, RepoNameError, normalize_repo_name
 from semantica.schema import FileError
 
 CLONES_DIR = "clones"
@@ -138,6 +138,10 @@ def load_manifest(path: str | Path) -> list[RepoSpec]:
                   if v is not None}
         if not values.get("name"):
             values["name"] = _default_name(values)
+        try:
+            values["name"] = normalize_repo_name(values["name"])
+        except RepoNameError as exc:
+            raise ManifestError(f"{where}: {exc}") from None
         specs.append(RepoSpec(**values))
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -304,7 +308,7 @@ class BatchIndexer:
                  log: Callable[[str], None] | None = None) -> None:
         self.config = config
         self.ray_address = ray_address if ray_address is not None else config.ray.address
-        self.layout = IndexLayout(config.paths.index_root)
+        self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self.cache_dir = Path(config.paths.cache_dir)
         self.writer = SnapshotWriter(config)
         self.resolver = GraphResolver()

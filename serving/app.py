@@ -360,8 +360,8 @@ class IngressCore:
         return {"stored": True, "file": path.name}
 
     def repos(self) -> list[dict[str, Any]]:
-        return [{"repo": m.repo, "snapshot": m.snapshot_id, "commit": m.commit, "created": m.created,
-                 "counts": m.counts, "model": m.model_id} for m in self.layout.manifests()]
+        """Every repository with a CURRENT pointer; a broken one has status "broken" and its error."""
+        return [entry.to_dict() for entry in self.layout.listing()]
 
     def health(self) -> dict[str, Any]:
         stages: dict[str, str] = {}
