@@ -124,7 +124,6 @@ def SnapshotPathsFor(root):  # noqa: N802 - reads like the class it builds
 
 
 def test_a_directory_holding_another_repository_never_answers_for_it(tmp_path):
-    layout = IndexLayout(tmp_path)
     sid = "20200101T000000000000-old-000000"
     (tmp_path / "a+b" / sid).mkdir(parents=True)
     _finish(SnapshotPathsFor(tmp_path / "a+b" / sid), "a+b")
