@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from semantica.config import DiscoverConfig
+from semantica.errors import path_exists
 from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX, language_of  # noqa: F401 (re-exported)
 from semantica.schema import FileError
 
@@ -94,7 +95,11 @@ class RepoSource:
     def __init__(self, repo_path: str, commit: str | None, config: DiscoverConfig) -> None:
         self.config = config
         path = Path(repo_path)
-        if not path.exists():
+        try:
+            found = path_exists(path)
+        except PermissionError:
+            raise DiscoveryError(f"repository path {repo_path!r}: permission denied") from None
+        if not found:
             raise DiscoveryError(f"repository path {repo_path!r} does not exist; pass a git checkout or bare clone")
         if not path.is_dir():
             raise DiscoveryError(f"repository path {repo_path!r} is not a directory; pass a git checkout or bare clone")

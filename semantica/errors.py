@@ -7,6 +7,7 @@ or the repos listing carries only `public_message(exc)`.
 from __future__ import annotations
 
 import errno
+import os
 import re
 
 MESSAGE_MAX_CHARS = 300
@@ -41,3 +42,13 @@ def public_message(exc: BaseException) -> str:
         return f"{kind}: {java}: {scrub(str(exc.innermessage))}"
     detail = scrub(str(exc))
     return f"{kind}: {detail}" if detail else kind
+
+
+def path_exists(path: str | os.PathLike[str]) -> bool:
+    """Like `Path.exists`, but a permission error is raised, never read as "does not exist" (newer
+    Pythons' `Path.exists` and `os.path.exists` return False for EACCES)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True

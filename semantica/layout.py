@@ -40,7 +40,7 @@ from typing import Any
 
 from semantica.build_lock import BuildLock, exclusive
 from semantica.config import IndexConfig
-from semantica.errors import public_message
+from semantica.errors import path_exists, public_message
 from semantica.repo_names import (  # noqa: F401 (re-exported: the layout is where callers look for names)
     RepoNameError,
     legacy_repo_dir_name,
@@ -139,7 +139,7 @@ class SnapshotPaths:
         return self.root / LUCENE_DIR
 
     def read_manifest(self) -> Manifest:
-        if not self.manifest.exists():
+        if not path_exists(self.manifest):
             raise LayoutError(f"{self.root} has no {MANIFEST}: not a finished snapshot")
         try:
             return Manifest.from_dict(json.loads(self.manifest.read_text()))
@@ -214,7 +214,7 @@ class IndexLayout:
         """`repo_dir` may hold another repository under the old mapping (`a+b` in `a+b/` when `a/b`
         is indexed): move it to its own directory so this build cannot replace it."""
         try:
-            if not (repo_dir / CURRENT).exists():
+            if not path_exists(repo_dir / CURRENT):
                 return
             held = normalize_repo_name(SnapshotPaths(repo_dir / _read_pointer(repo_dir)).read_manifest().repo)
         except Exception:  # unreadable: this build replaces whatever is broken there
@@ -325,9 +325,9 @@ class IndexLayout:
         own = self.repo_dir(name)
         legacy = self.root / legacy_repo_dir_name(name)
         try:
-            if (own / CURRENT).exists():
+            if path_exists(own / CURRENT):
                 return SnapshotPaths(own / _read_pointer(own))
-            if legacy != own and (legacy / CURRENT).exists():
+            if legacy != own and path_exists(legacy / CURRENT):
                 paths = SnapshotPaths(legacy / _read_pointer(legacy))
                 if normalize_repo_name(paths.read_manifest().repo) == name:
                     return paths
@@ -363,7 +363,7 @@ class IndexLayout:
             guess = path.name
         snapshot_id = ""
         try:
-            if not path.is_dir() or not (path / CURRENT).exists():
+            if not path.is_dir() or not path_exists(path / CURRENT):
                 return None
             snapshot_id = _read_pointer(path)
             snapshot = path / snapshot_id

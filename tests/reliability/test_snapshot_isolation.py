@@ -122,7 +122,15 @@ def _as_nobody(root: str, answer) -> None:
         lookup = "no error"
     except Exception as exc:
         lookup = f"{type(exc).__name__}: {exc}"
-    answer.put((rows, lookup))
+    try:
+        from pipelines.discover import RepoSource
+        from semantica.config import DiscoverConfig
+
+        RepoSource(str(IndexLayout(root).repo_dir("beta") / "inside"), None, DiscoverConfig())
+        source = "no error"
+    except Exception as exc:
+        source = f"{type(exc).__name__}: {exc}"
+    answer.put((rows, lookup, source))
 
 
 def test_permission_denied_is_reported_as_such(two_repos_template):
@@ -141,7 +149,7 @@ def test_permission_denied_is_reported_as_such(two_repos_template):
         answer = context.Queue()
         child = context.Process(target=_as_nobody, args=(root, answer))
         child.start()
-        rows, lookup = answer.get(timeout=60)
+        rows, lookup, source = answer.get(timeout=60)
         child.join(30)
         by_repo = {r["repo"]: r for r in rows}
         assert by_repo["alpha"]["status"] == "ok"
@@ -149,6 +157,7 @@ def test_permission_denied_is_reported_as_such(two_repos_template):
         assert "does not exist" not in by_repo["beta"]["error"]
         assert_path_free(by_repo["beta"]["error"], root)
         assert lookup.startswith("BrokenSnapshotError") and "permission denied" in lookup, lookup
+        assert "permission denied" in source and "does not exist" not in source, source
     finally:
         os.chmod(IndexLayout(root).repo_dir("beta"), stat.S_IRWXU)
         shutil.rmtree(base, ignore_errors=True)
