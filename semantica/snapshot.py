@@ -16,6 +16,7 @@ from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraph
 from semantica.layout import (
     BrokenSnapshotError,
     IndexLayout,
+    LayoutError,
     RepoEntry,
     RepoState,
     SnapshotPaths,
@@ -232,7 +233,10 @@ def check_files(paths: SnapshotPaths, manifest: Manifest) -> None:
         with open(paths.root / relative, "rb") as handle:
             handle.read(1)
     for table in (paths.chunks, paths.symbols, paths.edges):
-        pq.read_metadata(table)
+        try:
+            pq.read_metadata(table)
+        except Exception as exc:  # say which table: Arrow's message does not
+            raise LayoutError(f"{table.name} is unreadable ({public_message(exc)})") from exc
 
 
 def _without_repo(message: str, repo: str) -> str:

@@ -161,3 +161,26 @@ def test_permission_denied_is_reported_as_such(two_repos_template):
     finally:
         os.chmod(IndexLayout(root).repo_dir("beta"), stat.S_IRWXU)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_corrupt_symbol_table_degrades_symbol_and_graph_lists_only(two_repos):
+    (two_repos.snapshot_dir("beta") / "symbols.parquet").write_bytes(b"PAR1 not parquet PAR1")
+    response = search(two_repos.config, "rolling checksum of bytes")
+    stages = {d["stage"] for d in response.degraded}
+    assert {"symbol", "graph"} <= stages and "snapshot" not in stages
+    for d in response.degraded:
+        assert_path_free(d["error"], two_repos.root)
+    assert "compute_beta_checksum" in [h.symbol for h in response.hits]  # vector and lexical still answer
+    health = {h.repo: h for h in SnapshotSet(two_repos.config).health()}
+    assert health["alpha"].ok and not health["beta"].ok and "symbols.parquet" in health["beta"].error
+
+
+def test_missing_faiss_shard_is_reported_by_health(two_repos):
+    (shard,) = (two_repos.snapshot_dir("beta") / "vectors").glob("*.faiss")
+    shard.unlink()
+    health = {h.repo: h for h in SnapshotSet(two_repos.config).health()}
+    assert health["alpha"].ok and not health["beta"].ok
+    assert health["beta"].error == f"FileNotFoundError: {shard.name} does not exist"
+    response = search(two_repos.config, "rolling checksum of bytes")
+    assert [d["stage"] for d in response.degraded] == ["vector"]
+    assert "compute_beta_checksum" in [h.symbol for h in response.hits]
