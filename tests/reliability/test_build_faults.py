@@ -190,6 +190,37 @@ def test_full_disk_fails_the_build_cleanly(two_repos, tmp_path, warm_cache):
     assert_nothing_lost(two_repos, before)
 
 
+def test_full_tmpfs_fails_the_build_cleanly(two_repos, tmp_path):
+    """A real ENOSPC: the index root on a tiny tmpfs (needs root and mount rights; skipped loudly otherwise)."""
+    import shutil
+
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=768k", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"SKIPPED LOUDLY: cannot mount a tmpfs here ({mounted.stderr.strip() or 'not root'}); "
+                    "test_full_disk_fails_the_build_cleanly covers a full disk with RLIMIT_FSIZE")
+    try:
+        root = mount_point / "index"
+        shutil.copytree(two_repos.root, root)
+        two_repos.root = root
+        two_repos.config.paths.index_root = str(root)
+        repo = make_repo(tmp_path / "alpha-big", {"ledger.py": (two_repos.alpha / "ledger.py").read_text()})
+        _grow(repo, 30)
+        before = current_ids(two_repos)
+        result = cli("index", "--repo", str(repo), "--name", "alpha", "--index-root", str(root),
+                     "--set", f"paths.cache_dir={tmp_path / 'private-cache'}")
+        assert result.returncode == 1, result.stderr[-2000:]
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("semantica index: error:") and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert "space" in last.lower(), last
+        assert leftovers(root) == []
+        assert_nothing_lost(two_repos, before)
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
 def test_missing_model_path_is_a_clear_error_and_loses_nothing(two_repos, tmp_path):
     before = current_ids(two_repos)
     missing = tmp_path / "no-such-model"
