@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
@@ -287,7 +287,7 @@ class SearchBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str = Field(description="an identifier, a question, a stack trace ...")
     repos: list[str] = Field(default_factory=list, description="empty = every indexed repository")
-    k: int | None = Field(default=None, description="number of hits (default query.default_k)")
+    k: StrictInt | None = Field(default=None, description="number of hits (default query.default_k); `true` is not 1")
     path_globs: list[str] = Field(default_factory=list)
     languages: list[str] = Field(default_factory=list)
     explain: bool = False

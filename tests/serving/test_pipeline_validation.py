@@ -51,3 +51,13 @@ def test_unknown_language_lists_the_known_ones(pipeline):
 def test_k_must_be_a_real_positive_int(pipeline, k):
     with pytest.raises(QueryError, match="k must be a positive integer"):
         pipeline.validate(SearchRequest("x", k=k))  # type: ignore[arg-type]
+
+
+def test_http_body_does_not_turn_true_into_one():
+    from pydantic import ValidationError
+
+    from serving.app import SearchBody
+
+    with pytest.raises(ValidationError):
+        SearchBody.model_validate({"query": "x", "k": True})
+    assert SearchBody.model_validate({"query": "x", "k": 3}).k == 3
