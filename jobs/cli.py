@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sqlite3  # a full disk surfaces from the parse cache as sqlite3.OperationalError
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (CliError, ConfigError, ValueError, LookupError, RuntimeError, OSError) as exc:
+    except (CliError, ConfigError, ValueError, LookupError, RuntimeError, OSError, sqlite3.Error) as exc:
         print(f"semantica {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
 

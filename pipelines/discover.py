@@ -14,9 +14,11 @@ import re
 import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from semantica.config import DiscoverConfig
+from semantica.errors import path_exists
+from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX, language_of  # noqa: F401 (re-exported)
 from semantica.schema import FileError
 
 STAGE = "discover"
@@ -25,23 +27,6 @@ GIT_MODE_SUBMODULE = "160000"
 READ_CHUNK_BYTES = 1 << 16
 # https://host/owner/name(.git), ssh://git@host/owner/name, git@host:owner/name (not local paths).
 _REMOTE_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
-
-LANGUAGE_BY_SUFFIX: dict[str, str] = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".java": "java", ".rs": "rust",
-    ".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
-    ".rb": "ruby", ".php": "php", ".cs": "csharp", ".kt": "kotlin", ".scala": "scala",
-    ".swift": "swift", ".sql": "sql", ".proto": "proto",
-    ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json", ".cfg": "ini", ".ini": "ini",
-    ".sh": "shell", ".bash": "shell",
-}
-LANGUAGE_BY_NAME: dict[str, str] = {
-    "Makefile": "make", "Dockerfile": "dockerfile", "README": "text",
-}
-
 
 class DiscoveryError(ValueError):
     """The repository or commit cannot be read; the message says what is wrong and what to do."""
@@ -65,16 +50,6 @@ class SourceFile:
     blob_sha: str
     language: str
     text: str
-
-
-def language_of(path: str) -> str:
-    """Language name from the file name, or "" when unknown."""
-    name = PurePosixPath(path).name
-    if name in LANGUAGE_BY_NAME:
-        return LANGUAGE_BY_NAME[name]
-    lower = name.lower()
-    dot = lower.rfind(".")
-    return LANGUAGE_BY_SUFFIX.get(lower[dot:], "") if dot > 0 else ""
 
 
 def git_blob_sha(data: bytes) -> str:
@@ -120,7 +95,11 @@ class RepoSource:
     def __init__(self, repo_path: str, commit: str | None, config: DiscoverConfig) -> None:
         self.config = config
         path = Path(repo_path)
-        if not path.exists():
+        try:
+            found = path_exists(path)
+        except PermissionError:
+            raise DiscoveryError(f"repository path {repo_path!r}: permission denied") from None
+        if not found:
             raise DiscoveryError(f"repository path {repo_path!r} does not exist; pass a git checkout or bare clone")
         if not path.is_dir():
             raise DiscoveryError(f"repository path {repo_path!r} is not a directory; pass a git checkout or bare clone")

@@ -35,7 +35,7 @@ from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
 from semantica.encoder import Encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
-from semantica.layout import IndexLayout, SnapshotPaths
+from semantica.layout import IndexLayout, SnapshotPaths, normalize_repo_name
 from semantica.schema import FileError
 
 PARSE_CACHE_FILE = "parsed.sqlite"
@@ -133,7 +133,7 @@ class Indexer:
                  log: Callable[[str], None] | None = None) -> None:
         self.config = config
         self.runner = runner or LocalRunner(config, encoder_factory, progress)
-        self.layout = IndexLayout(config.paths.index_root)
+        self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self.cache_dir = Path(config.paths.cache_dir)
         self.writer = SnapshotWriter(config)
         self.resolver = GraphResolver()
@@ -141,7 +141,8 @@ class Indexer:
 
     def index(self, repo_path: str, name: str | None = None, commit: str | None = None) -> IndexSummary:
         """One repository; any failure raises and leaves the previous snapshot current."""
-        spec = RepoSpec(name=name or repo_name_from_path(repo_path), path=repo_path, commit=commit or "")
+        repo = normalize_repo_name(name if name is not None else repo_name_from_path(repo_path))  # before any work
+        spec = RepoSpec(name=repo, path=repo_path, commit=commit or "")
         summary = self._run([spec], raise_errors=True)
         result = summary.repos[0]
         fields = {f.name for f in dataclasses.fields(IndexSummary)}

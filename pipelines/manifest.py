@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from pipelines.discover import repo_name_from_path
+from semantica.layout import RepoNameError, normalize_repo_name
 
 CLONES_DIR = "clones"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -71,6 +72,10 @@ def load_manifest(path: str | Path) -> list[RepoSpec]:
                   if v is not None}
         if not values.get("name"):
             values["name"] = _default_name(values)
+        try:
+            values["name"] = normalize_repo_name(values["name"])
+        except RepoNameError as exc:
+            raise ManifestError(f"{where}: {exc}") from None
         specs.append(RepoSpec(**values))
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})

@@ -107,6 +107,7 @@ class IndexConfig:
 
     keep_snapshots: int = 2
     schema_version: int = 1
+    stale_build_s: float = 3600.0  # a `.tmp` build without a lock file (older versions) is stale after this
 
 
 @dataclass

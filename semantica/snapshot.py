@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -10,11 +11,23 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from semantica.config import Config
+from semantica.errors import public_message
 from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
-from semantica.layout import IndexLayout, SnapshotPaths
+from semantica.layout import (
+    BrokenSnapshotError,
+    IndexLayout,
+    LayoutError,
+    RepoEntry,
+    RepoState,
+    SnapshotPaths,
+    UnknownRepoError,
+    normalize_repo_name,
+)
 from semantica.lucene import LuceneShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
 from semantica.vectors import VectorShardPaths, VectorShardSearcher
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -108,12 +121,41 @@ class Snapshot:
             return [LuceneShardSearcher(p, self.config.lucene) for p in self.shard_paths("lucene")]
 
 
+@dataclass
+class RepoHealth:
+    """Whether one repository can answer (for /healthz, `semantica repos`, `degraded`); `error` is
+    short and path-free (the log keeps the detail)."""
+
+    repo: str
+    status: RepoState
+    snapshot_id: str = ""
+    commit: str = ""
+    created: str = ""
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is RepoState.OK
+
+    def to_dict(self) -> dict[str, str]:
+        return {"repo": self.repo, "status": self.status.value, "snapshot": self.snapshot_id,
+                "commit": self.commit, "created": self.created, "error": self.error}
+
+    @staticmethod
+    def of(entry: RepoEntry) -> RepoHealth:
+        m = entry.manifest
+        return RepoHealth(entry.repo, entry.state, entry.snapshot_id, m.commit if m else "", m.created if m else "",
+                          entry.error)
+
+
 class SnapshotSet:
-    """The current snapshot of every repository, re-resolved when CURRENT moves (hot swap)."""
+    """The current snapshot of every repository, re-resolved when CURRENT moves (hot swap).
+
+    One broken snapshot never takes the others down: `resolve` opens what it can and reports the rest."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.layout = IndexLayout(config.paths.index_root)
+        self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self._open: dict[str, Snapshot] = {}
         self._lock = threading.Lock()
 
@@ -121,11 +163,82 @@ class SnapshotSet:
         return self.layout.repos()
 
     def get(self, repo: str) -> Snapshot:
-        """The published snapshot of `repo` (UnknownRepoError when none); reopened after a publish."""
-        paths = self.layout.current(repo)
+        """The published snapshot of `repo`, reopened after a publish. RepoNameError for a bad name,
+        UnknownRepoError when none, BrokenSnapshotError when its manifest cannot be read."""
+        name = normalize_repo_name(repo)
+        paths = self.layout.current(name)
         with self._lock:
-            snapshot = self._open.get(repo)
+            snapshot = self._open.get(name)
             if snapshot is None or snapshot.paths.root != paths.root:
-                snapshot = Snapshot.open(paths, self.config)
-                self._open[repo] = snapshot
+                try:
+                    snapshot = Snapshot.open(paths, self.config)
+                except Exception as exc:
+                    log.warning("snapshot of %r cannot be opened", name, exc_info=True)
+                    raise BrokenSnapshotError(f"repository {name!r}: {public_message(exc)}") from exc
+                if normalize_repo_name(snapshot.repo) != name:  # an old-layout directory of another repository
+                    raise UnknownRepoError(
+                        f"repository {name!r} has no published snapshot: its directory holds {snapshot.repo!r} "
+                        f"(old name mapping); run `semantica index --repo PATH --name {name}`")
+                self._open[name] = snapshot
             return snapshot
+
+    def load(self, repo: str) -> Snapshot:
+        """`get` plus the chunk table a query needs; BrokenSnapshotError when it cannot be read."""
+        snapshot = self.get(repo)
+        try:
+            _ = snapshot.chunk_by_id
+        except Exception as exc:
+            log.warning("chunks of %r cannot be read", snapshot.repo, exc_info=True)
+            raise BrokenSnapshotError(f"repository {snapshot.repo!r}: chunks unreadable: {public_message(exc)}") from exc
+        return snapshot
+
+    def resolve(self, names: list[str] | None = None) -> tuple[list[Snapshot], list[RepoHealth]]:
+        """The named repositories (all when None) opened for a query, and those that could not be.
+
+        A named repository that does not exist is UnknownRepoError (a typo, not a fault)."""
+        failures: list[RepoHealth] = []
+        if names is None:
+            entries = self.layout.listing()
+            failures = [RepoHealth.of(e) for e in entries if e.state is RepoState.BROKEN]
+            wanted = sorted({e.repo for e in entries if e.state is RepoState.OK})
+        else:
+            wanted = list(dict.fromkeys(normalize_repo_name(n) for n in names))
+        snapshots: list[Snapshot] = []
+        for name in wanted:
+            try:
+                snapshots.append(self.load(name))
+            except BrokenSnapshotError as exc:
+                failures.append(RepoHealth(name, RepoState.BROKEN, error=_without_repo(str(exc), name)))
+        return snapshots, failures
+
+    def health(self) -> list[RepoHealth]:
+        """Per-repository status for /healthz: the listing plus a cheap check that each snapshot's
+        files are there and readable (tables' footers parsed, shards present); no checksum pass."""
+        out: list[RepoHealth] = []
+        for entry in self.layout.listing():
+            health = RepoHealth.of(entry)
+            if health.ok and entry.manifest is not None:
+                try:
+                    check_files(SnapshotPaths(self.layout.root / entry.directory / entry.snapshot_id), entry.manifest)
+                except Exception as exc:
+                    log.warning("snapshot of %r failed its health check", entry.repo, exc_info=True)
+                    health.status, health.error = RepoState.BROKEN, public_message(exc)
+            out.append(health)
+        return out
+
+
+def check_files(paths: SnapshotPaths, manifest: Manifest) -> None:
+    """Raise when a file the manifest lists is missing or unreadable, or a table's footer is corrupt."""
+    for relative in manifest.checksums:
+        with open(paths.root / relative, "rb") as handle:
+            handle.read(1)
+    for table in (paths.chunks, paths.symbols, paths.edges):
+        try:
+            pq.read_metadata(table)
+        except Exception as exc:  # say which table: Arrow's message does not
+            raise LayoutError(f"{table.name} is unreadable ({public_message(exc)})") from exc
+
+
+def _without_repo(message: str, repo: str) -> str:
+    prefix = f"repository {repo!r}: "
+    return message[len(prefix):] if message.startswith(prefix) else message

@@ -39,7 +39,7 @@ from serving.cross_encoder import should_run as cross_should_run
 from serving.feedback import FeedbackLog
 from serving.fusion import WeightedRRF
 from serving.http import ROUTES, build_http_app
-from serving.http_errors import NotFound, scrub
+from serving.http_errors import NotFound
 from serving.http_models import FeedbackBody, SearchBody
 from serving.intent import IntentClassifier
 from serving.metrics import HttpMetrics
@@ -346,20 +346,19 @@ class IngressCore:
         return {"stored": True, "file": path.name}
 
     def repo_status(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
-        """One row per visible repository: its snapshot, or the error that keeps it from opening."""
-        rows: list[dict[str, Any]] = []
+        """One row per visible repository (`IndexLayout.listing`): its snapshot and age, or the error that
+        keeps it from opening (status "broken"); one broken snapshot is never fatal to the listing."""
         now = dt.datetime.now(dt.UTC)
-        for repo in self.visible_repos(principal):
-            try:
-                m = self.layout.current(repo).read_manifest()
-            except Exception as exc:  # one broken snapshot is reported, never fatal to the listing
-                rows.append({"repo": repo, "status": "error", "error": scrub(f"{type(exc).__name__}: {exc}")})
+        rows: list[dict[str, Any]] = []
+        for entry in self.layout.listing():
+            if not principal.may_read(entry.repo):
                 continue
-            created = dt.datetime.fromisoformat(m.created)
-            created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
-            rows.append({"repo": m.repo, "status": "ok", "snapshot": m.snapshot_id, "commit": m.commit,
-                         "created": m.created, "age_s": round((now - created).total_seconds(), 1),
-                         "counts": m.counts, "model": m.model_id})
+            row = entry.to_dict()
+            if entry.manifest is not None:
+                created = dt.datetime.fromisoformat(entry.manifest.created)
+                created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
+                row["age_s"] = round((now - created).total_seconds(), 1)
+            rows.append(row)
         return rows
 
     def repos(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:

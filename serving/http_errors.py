@@ -8,7 +8,6 @@ server log under a request id the client can quote.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from typing import Any
 
@@ -17,13 +16,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from semantica.errors import scrub
 from semantica.layout import LayoutError, UnknownRepoError
 
 log = logging.getLogger("semantica.http")
-ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[\w.+@-]+/)+[\w.+@-]*")
-"""An absolute POSIX path inside a message (`/srv/index/a+b/CURRENT`): replaced before a client sees it."""
-MAX_MESSAGE_CHARS = 500
-
 
 class ApiError(Exception):
     """An error with its HTTP status and, optionally, extra response headers."""
@@ -72,12 +68,6 @@ class DeadlineExceeded(ApiError):
     """The request outlived `admission.deadline_s` (504)."""
 
     status = 504
-
-
-def scrub(message: str) -> str:
-    """First line only, absolute paths replaced, bounded length: what a client may read of an error."""
-    first = message.encode("utf-8", "replace").decode("utf-8").splitlines()[0] if message else ""
-    return ABSOLUTE_PATH.sub("<path>", first)[:MAX_MESSAGE_CHARS]
 
 
 def json_error(status: int, error: str, message: str, headers: dict[str, str] | None = None,

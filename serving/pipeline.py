@@ -8,6 +8,7 @@ and an LRU cache keyed by snapshot ids, query and parameters.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -19,7 +20,10 @@ from typing import Any
 
 from semantica.config import Config, QueryConfig
 from semantica.encoder import Encoder, safe_name, shared_encoder, snapshot_encoder
+from semantica.errors import public_message
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
+from semantica.languages import KNOWN_LANGUAGES
+from semantica.layout import BrokenSnapshotError, normalize_repo_name
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.context import Context, ContextBuilder
@@ -37,6 +41,8 @@ from serving.retrievers.vector import VectorRetriever
 FUNCTION_KINDS = frozenset({"function", "method"})
 PATH_MATCH = "path"
 LATE_CACHE_DIR = "late_tokens"
+SNAPSHOT_STAGE = "snapshot"
+log = logging.getLogger(__name__)
 
 
 class QueryError(ValueError):
@@ -202,8 +208,14 @@ class SearchPipeline:
             raise QueryError(f"k must be a positive integer, got {request.k!r}")
         if request.k > self.config.query.max_k:
             raise QueryError(f"k={request.k} is above the maximum {self.config.query.max_k}")
-        for name in request.strategies:
-            Strategy.parse(name)
+        try:
+            request.strategies = [Strategy.parse(name).value for name in request.strategies]
+        except ValueError as exc:
+            raise QueryError(str(exc)) from None
+        if isinstance(request.repos, str):
+            raise QueryError(f"repos must be a list of repository names, got the string {request.repos!r}")
+        request.repos = list(dict.fromkeys(normalize_repo_name(name) for name in request.repos))  # RepoNameError
+        request.languages = [_known_language(name) for name in request.languages]
         if len(request.query) > self.config.query.max_query_chars:
             request.query = request.query[: self.config.query.max_query_chars]
             warnings.append(f"query truncated to its first {self.config.query.max_query_chars} characters")
@@ -213,11 +225,17 @@ class SearchPipeline:
             warnings.append("query held invalid characters (lone surrogates); they were replaced")
         return warnings
 
-    def _repos(self, request: SearchRequest) -> list[Snapshot]:
-        names = request.repos or self.snapshots.repos()
-        if not names:
-            raise QueryError("no repository is indexed yet: run `semantica index --repo PATH` first")
-        return [self.snapshots.get(name) for name in names]  # UnknownRepoError for an unknown one
+    def _repos(self, request: SearchRequest, degraded: list[dict[str, str]]) -> list[Snapshot]:
+        """The snapshots that can answer; a broken one is skipped and listed in `degraded`
+        (UnknownRepoError for a named repository that does not exist)."""
+        snapshots, broken = self.snapshots.resolve(request.repos or None)
+        degraded.extend({"stage": SNAPSHOT_STAGE, "repo": h.repo, "error": h.error} for h in broken)
+        if snapshots:
+            return snapshots
+        if broken:
+            raise BrokenSnapshotError("no asked repository can answer: " +
+                                      "; ".join(f"{h.repo!r}: {h.error}" for h in broken))
+        raise QueryError("no repository is indexed yet: run `semantica index --repo PATH` first")
 
     def retrievers(self, snapshot: Snapshot) -> RepoRetrievers:
         with self._lock:
@@ -231,14 +249,15 @@ class SearchPipeline:
     def search(self, request: SearchRequest) -> SearchResponse:
         timer = StageTimer()
         warnings = timer.run("validate", lambda: self.validate(request))
-        snapshots = self._repos(request)
+        degraded: list[dict[str, str]] = []
+        snapshots = self._repos(request, degraded)
         key = request.cache_key(tuple(s.snapshot_id for s in snapshots))
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
                 return SearchResponse(**{**cached.__dict__, "cached": True})
-        response, _ = self._search(request, snapshots, timer, warnings)
+        response, _ = self._search(request, snapshots, timer, warnings, degraded)
         if not response.degraded:
             with self._lock:
                 self._cache[key] = response
@@ -251,14 +270,14 @@ class SearchPipeline:
         that learn or replay the later stages (`semantica mine`) need both from the same pass."""
         timer = StageTimer()
         warnings = timer.run("validate", lambda: self.validate(request))
-        return self._search(request, self._repos(request), timer, warnings)
+        degraded: list[dict[str, str]] = []
+        return self._search(request, self._repos(request, degraded), timer, warnings, degraded)
 
     def _search(self, request: SearchRequest, snapshots: list[Snapshot], timer: StageTimer,
-                warnings: list[str]) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
+                warnings: list[str], degraded: list[dict[str, str]]) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
         intent = timer.run("intent", lambda: self.intent.classify(request.query))
         enabled = {Strategy.parse(s) for s in request.strategies} or set(Strategy)
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
-        degraded: list[dict[str, str]] = []
         lists = self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded)
         chunks: dict[str, Chunk] = {}
         for snapshot in snapshots:
@@ -291,7 +310,7 @@ class SearchPipeline:
             try:
                 return timer.run(strategy.value, fn)
             except Exception as exc:  # a failing index degrades the answer, it does not fail it
-                degraded.append({"stage": strategy.value, "error": f"{type(exc).__name__}: {exc}"})
+                degraded.append(_degraded(strategy.value, exc))
                 return []
 
         for snapshot in snapshots:
@@ -325,13 +344,13 @@ class SearchPipeline:
             try:
                 hits = timer.run("ltr", lambda: self.ltr.rerank(hits, chunks, request.query, intent))
             except Exception as exc:  # optional stage: a missing or stale model falls back to the fused order
-                degraded.append({"stage": "ltr", "error": f"{type(exc).__name__}: {exc}"})
+                degraded.append(_degraded("ltr", exc))
         use_late = self.config.late_interaction.enabled if request.late_interaction is None else request.late_interaction
         if use_late and hits:
             try:
                 hits = timer.run("late_interaction", lambda: self.late.rerank(request.query, hits, chunks))
             except Exception as exc:  # optional stage: fall back to the fused order
-                degraded.append({"stage": "late_interaction", "error": f"{type(exc).__name__}: {exc}"})
+                degraded.append(_degraded("late_interaction", exc))
         use_cross = self.config.cross_encoder.enabled if request.cross_encoder is None else request.cross_encoder
         if use_cross and hits and self.cross.should_run(request.query, intent):
             hits = timer.run("cross_encoder", lambda: self.cross.rerank(request.query, hits, chunks))  # fails loudly
@@ -427,6 +446,19 @@ class Localizer:
         return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
                 [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
                  for k, v in functions])
+
+
+def _degraded(stage: str, exc: BaseException) -> dict[str, str]:
+    """A `degraded` entry: a short, path-free message for the client; the full one goes to the log."""
+    log.warning("stage %s failed; answering without it", stage, exc_info=exc)
+    return {"stage": stage, "error": public_message(exc)}
+
+
+def _known_language(name: str) -> str:
+    language = str(name).strip().lower()
+    if language not in KNOWN_LANGUAGES:
+        raise QueryError(f"unknown language {name!r}; known languages: {', '.join(sorted(KNOWN_LANGUAGES))}")
+    return language
 
 
 def _interleave(first: list[str], second: list[str]) -> list[str]:

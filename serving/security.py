@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from semantica.config import AuthConfig, ConfigError
+from semantica.layout import normalize_repo_name
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 TOKEN_BYTES = 32
@@ -166,14 +167,8 @@ class HostAllowlist:
         return bool(name) and name in self.hosts
 
 
-# TODO(wave2-data): replace `check_repo_name` with the single repository-name validator that helper "data"
-# writes in semantica/layout.py; this stand-in only guards the HTTP boundary until that one is merged.
 def check_repo_name(name: str) -> str:
-    """A repository name a request may carry: not empty, no `.`/`..` segments, no control characters."""
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError("repository name is empty")
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise ValueError(f"repository name {name!r} contains control characters (NUL, newline, ...)")
-    if any(part in ("", ".", "..") for part in name.split("/")):
-        raise ValueError(f"repository name {name!r} has an empty, '.' or '..' path segment")
-    return name
+    """A repository name a request may carry: the one validator (`semantica.layout.normalize_repo_name`)."""
+    if not isinstance(name, str):
+        raise ValueError(f"repository name must be a string, got {type(name).__name__}")
+    return normalize_repo_name(name)

@@ -53,15 +53,18 @@ def run_repos(args: argparse.Namespace) -> int:
     from semantica.layout import IndexLayout
 
     config = config_from_args(args)
-    manifests = IndexLayout(config.paths.index_root).manifests()
+    entries = IndexLayout(config.paths.index_root).listing()  # a broken snapshot is listed with its error
     if args.json:
-        print_json([{"repo": m.repo, "snapshot": m.snapshot_id, "commit": m.commit, "created": m.created,
-                     "counts": m.counts, "model": m.model_id} for m in manifests])
+        print_json([entry.to_dict() for entry in entries])
         return 0
-    if not manifests:
+    if not entries:
         print(f"no published snapshots under {config.paths.index_root}; run `semantica index --repo PATH`")
         return 0
-    for m in manifests:
-        print(f"{m.repo:<30} {m.snapshot_id:<36} commit {m.commit[:12] or 'worktree':<12} "
+    for entry in entries:
+        m = entry.manifest
+        if entry.error or m is None:
+            print(f"{entry.repo:<30} BROKEN: {entry.error}")
+            continue
+        print(f"{entry.repo:<30} {m.snapshot_id:<36} commit {m.commit[:12] or 'worktree':<12} "
               f"chunks {m.counts.get('chunks', 0):>6} symbols {m.counts.get('symbols', 0):>6} created {m.created}")
     return 0

@@ -52,3 +52,127 @@ def test_manifest_round_trip(tmp_path):
     _finish(paths, "r")
     assert json.loads(paths.manifest.read_text())["repo"] == "r"
     assert layout.verify(paths).dim == 3
+
+
+# -- repository names: one reversible, collision-free mapping ------------------------------------
+
+from semantica.layout import (  # noqa: E402
+    BrokenSnapshotError,
+    RepoNameError,
+    RepoState,
+    normalize_repo_name,
+    repo_dir_name,
+    repo_from_dir_name,
+)
+
+
+def _publish(layout, repo, manifest_repo=None):
+    sid, paths = layout.begin(repo, "c")
+    _finish(paths, manifest_repo or normalize_repo_name(repo))
+    layout.publish(repo, sid, keep=2)
+    return sid
+
+
+def test_plus_and_slash_names_get_their_own_directories(tmp_path):
+    layout = IndexLayout(tmp_path)
+    slash, plus = _publish(layout, "a/b"), _publish(layout, "a+b")
+    assert layout.repo_dir("a/b") != layout.repo_dir("a+b")
+    assert layout.current_id("a/b") == slash and layout.current_id("a+b") == plus
+    assert layout.repos() == ["a+b", "a/b"]
+    for name in ("a/b", "a+b", "50%off", "x/y+z%2B", "ünï/cödé"):
+        assert repo_from_dir_name(repo_dir_name(name)) == name
+
+
+@pytest.mark.parametrize("bad", ["", "  ", "/", "//", "..", "a/../b", "./a", "a\x00b", "a\nb", "a\rb", "a\tb",
+                                 "a\x7fb", "a\u2028b", "x" * 300])
+def test_bad_names_are_refused_with_a_name_error(tmp_path, bad):
+    layout = IndexLayout(tmp_path)
+    with pytest.raises(RepoNameError) as caught:
+        layout.begin(bad, "c")
+    assert isinstance(caught.value, ValueError) and "repository name" in str(caught.value)
+    with pytest.raises(RepoNameError):
+        layout.current(bad)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_names_are_normalised_once():
+    assert normalize_repo_name(" owner//name/ ") == "owner/name"
+    assert normalize_repo_name("cafe\u0301/x") == "caf\u00e9/x"  # NFC: one name, one directory
+    with pytest.raises(RepoNameError, match="not an encoded"):
+        repo_from_dir_name("a%zz")
+
+
+def test_old_layout_directory_is_served_under_its_manifest_name_and_moved_aside(tmp_path):
+    layout = IndexLayout(tmp_path)
+    legacy = tmp_path / "a+b"  # the old mapping stored `a+b` here, where `a/b` now lives
+    sid = "20200101T000000000000-old-000000"
+    (legacy / sid).mkdir(parents=True)
+    _finish(SnapshotPathsFor(legacy / sid), "a+b")
+    (legacy / CURRENT).write_text(sid + "\n")
+    assert layout.current("a+b").root == legacy / sid  # read transparently under its own name
+    assert [(e.repo, e.state) for e in layout.listing()] == [("a+b", RepoState.OK)]
+    new = _publish(layout, "a/b")  # indexing `a/b` first moves `a+b` to its own directory: nothing lost
+    assert layout.current("a+b").root == tmp_path / "a%2Bb" / sid
+    assert layout.current_id("a/b") == new
+    assert layout.repos() == ["a+b", "a/b"]
+
+
+def SnapshotPathsFor(root):  # noqa: N802 - reads like the class it builds
+    from semantica.layout import SnapshotPaths
+
+    return SnapshotPaths(root)
+
+
+def test_a_directory_holding_another_repository_never_answers_for_it(tmp_path):
+    sid = "20200101T000000000000-old-000000"
+    (tmp_path / "a+b" / sid).mkdir(parents=True)
+    _finish(SnapshotPathsFor(tmp_path / "a+b" / sid), "a+b")
+    (tmp_path / "a+b" / CURRENT).write_text(sid + "\n")
+    from semantica.config import load_config
+    from semantica.snapshot import SnapshotSet
+
+    snapshots = SnapshotSet(load_config(None, [f"paths.index_root={tmp_path}"], environ={}))
+    with pytest.raises(UnknownRepoError, match="holds 'a\\+b'"):
+        snapshots.get("a/b")
+    assert snapshots.get("a+b").repo == "a+b"
+
+
+def test_unreadable_current_is_a_broken_snapshot_not_an_unknown_repo(tmp_path):
+    layout = IndexLayout(tmp_path)
+    _publish(layout, "r")
+    (layout.repo_dir("r") / CURRENT).write_text("\n")
+    with pytest.raises(BrokenSnapshotError, match="holds no snapshot id"):
+        layout.current("r")
+    (entry,) = layout.listing()
+    assert entry.state is RepoState.BROKEN and str(tmp_path) not in entry.error
+
+
+# -- stale `.tmp` builds -----------------------------------------------------------------------
+
+def test_stale_builds_are_removed_at_the_next_build_but_live_ones_are_kept(tmp_path):
+    import os
+    import time
+
+    from semantica.build_lock import BuildLock
+
+    layout = IndexLayout(tmp_path, stale_build_s=60)
+    _publish(layout, "r")
+    repo_dir = layout.repo_dir("r")
+    killed = repo_dir / "20200101T000000000000-killed-000000.tmp"  # a build whose process died: lock file free
+    killed.mkdir()
+    (repo_dir / "20200101T000000000000-killed-000000.lock").write_text("")
+    old_unlocked = repo_dir / "20200101T000000000000-older-000000.tmp"  # from before locks, an hour old
+    old_unlocked.mkdir()
+    hour_ago = time.time() - 3600
+    os.utime(old_unlocked, (hour_ago, hour_ago))
+    fresh_unlocked = repo_dir / "20200101T000000000000-fresh-000000.tmp"  # young: could still be running
+    fresh_unlocked.mkdir()
+    live_id, live = IndexLayout(tmp_path, stale_build_s=60).begin("r", "c")  # a running build (its lock is held)
+    assert BuildLock.is_held(repo_dir / f"{live_id}.lock")
+    sid, paths = layout.begin("r", "c")  # the next build cleans up
+    assert not killed.exists() and not (repo_dir / "20200101T000000000000-killed-000000.lock").exists()
+    assert not old_unlocked.exists()
+    assert fresh_unlocked.exists() and live.root.exists()
+    _finish(paths, "r")
+    layout.publish("r", sid, keep=2)
+    assert layout.current_id("r") == sid and live.root.exists()

@@ -74,8 +74,8 @@ def test_healthz_and_repos_report_a_broken_snapshot_per_repository(setup, tmp_pa
     report = health.json()
     assert report["status"] == "degraded" and report["broken"] == ["team/broken"]
     rows = {r["repo"]: r for r in report["repos"]}
-    assert rows[REPO_NAME]["status"] == "ok" and rows["team/broken"]["status"] == "error"
+    assert rows[REPO_NAME]["status"] == "ok" and rows["team/broken"]["status"] == "broken"
     assert rows["team/broken"]["error"] and str(root) not in rows["team/broken"]["error"]
-    assert {r["repo"]: r["status"] for r in repos.json()} == {REPO_NAME: "ok", "team/broken": "error"}
+    assert {r["repo"]: r["status"] for r in repos.json()} == {REPO_NAME: "ok", "team/broken": "broken"}
     samples = _samples(metrics.text)
     assert samples[("semantica_snapshot_up", (("repo", "team/broken"),))] == 0

@@ -1,0 +1,63 @@
+"""Request validation: every bad field is a clear QueryError / RepoNameError before any index is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from semantica.layout import RepoNameError
+from serving.pipeline import QueryError, SearchPipeline, SearchRequest
+from tests.conftest import make_config
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory) -> SearchPipeline:
+    return SearchPipeline(make_config(tmp_path_factory.mktemp("validate")))
+
+
+def test_unknown_strategy_lists_the_valid_ones(pipeline):
+    with pytest.raises(QueryError, match="bogus.*vector, lexical, symbol, graph"):
+        pipeline.validate(SearchRequest("x", strategies=["bogus"]))
+    request = SearchRequest("x", strategies=["Vector", "lexical"])
+    pipeline.validate(request)
+    assert request.strategies == ["vector", "lexical"]
+
+
+@pytest.mark.parametrize("bad", ["", "..", "a\x00b", "a\nb", "../etc"])
+def test_bad_repo_names_are_name_errors(pipeline, bad):
+    with pytest.raises(RepoNameError):
+        pipeline.validate(SearchRequest("x", repos=["ok/name", bad]))
+
+
+def test_repo_names_are_normalised(pipeline):
+    request = SearchRequest("x", repos=[" a//b ", "a/b", "c"])
+    pipeline.validate(request)
+    assert request.repos == ["a/b", "c"]
+
+
+def test_repos_must_be_a_list(pipeline):
+    with pytest.raises(QueryError, match="list"):
+        pipeline.validate(SearchRequest("x", repos="alpha"))  # type: ignore[arg-type]
+
+
+def test_unknown_language_lists_the_known_ones(pipeline):
+    with pytest.raises(QueryError, match="klingon.*python"):
+        pipeline.validate(SearchRequest("x", languages=["klingon"]))
+    request = SearchRequest("x", languages=["Python"])
+    pipeline.validate(request)
+    assert request.languages == ["python"]
+
+
+@pytest.mark.parametrize("k", [True, False, 0, -1, 2.5, "3", None])
+def test_k_must_be_a_real_positive_int(pipeline, k):
+    with pytest.raises(QueryError, match="k must be a positive integer"):
+        pipeline.validate(SearchRequest("x", k=k))  # type: ignore[arg-type]
+
+
+def test_http_body_does_not_turn_true_into_one():
+    from pydantic import ValidationError
+
+    from serving.app import SearchBody
+
+    with pytest.raises(ValidationError):
+        SearchBody.model_validate({"query": "x", "k": True})
+    assert SearchBody.model_validate({"query": "x", "k": 3}).k == 3
