@@ -1,0 +1,298 @@
+"""Repo-level resolution: the raw names of many ParsedFiles of ONE repo -> graph node ids."""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+
+from pipelines.parse.facts import (
+    MAX_RESOLVE_DEPTH,
+    OTHER_RECEIVER,
+    PYTHON_INIT,
+    SELF_RECEIVERS,
+    SUPER_RECEIVER,
+    UNRESOLVED_PREFIX,
+    ParsedFile,
+    RawBase,
+    RawCall,
+    RawImport,
+)
+from pipelines.parse.languages import SPECS
+from semantica.schema import Edge, EdgeType, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
+
+JS_IMPORT_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js")
+
+
+class GraphResolver:
+    """Turns the raw names of many ParsedFiles of ONE repo into graph node ids.
+
+    Python is resolved precisely (scopes, imports, inheritance); other languages by name: a call goes
+    to the enclosing class's method of that name, else the unique definition of that name in the
+    same file, the same directory, then the repo. What cannot be resolved stays as
+    `name:<identifier>` with resolved=False.
+    """
+
+    def resolve(self, parsed: list[ParsedFile]) -> list[Edge]:
+        """All edges of the repo (CONTAINS as parsed; CALLS/INHERITS/IMPORTS/REFERENCES resolved)."""
+        return _Resolution(parsed).run()
+
+
+class _Resolution:
+    """State of one `GraphResolver.resolve` call (indexes over every file of the repo)."""
+
+    def __init__(self, parsed: list[ParsedFile]) -> None:
+        self.parsed = parsed
+        self.symbols: dict[str, Symbol] = {s.symbol_id: s for pf in parsed for s in pf.symbols}
+        self.paths = {pf.path for pf in parsed}
+        self.by_basename: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(self.paths):
+            self.by_basename[posixpath.basename(path)].append(path)
+        self.family = {pf.path: SPECS[pf.language].family for pf in parsed if pf.language in SPECS}
+        self.modules = self._module_index()
+        self.bindings: dict[str, dict[str, list[str]]] = {}
+        self.star: dict[str, list[str]] = defaultdict(list)
+        for pf in parsed:
+            if self.family.get(pf.path) == "python":
+                self._python_bindings(pf)
+        self.raw_bases: dict[str, list[RawBase]] = defaultdict(list)
+        for pf in parsed:
+            for b in pf.bases:
+                self.raw_bases[b.class_id].append(b)
+        self.by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for sid, sym in self.symbols.items():
+            fam = self.family.get(sym.path)
+            if fam:
+                self.by_name[(fam, sym.name)].append(sid)
+        self._bases_cache: dict[str, list[str]] = {}
+
+    def run(self) -> list[Edge]:
+        edges: list[Edge] = []
+        seen: set[tuple[str, str, str]] = set()
+
+        def add(edge: Edge) -> None:
+            key = (edge.src, edge.dst, edge.type)
+            if key not in seen and edge.src != edge.dst:
+                seen.add(key)
+                edges.append(edge)
+
+        for pf in self.parsed:
+            python = self.family.get(pf.path) == "python"
+            for e in pf.edges:
+                if e.type == EdgeType.CONTAINS.value:
+                    add(e)
+            for b in pf.bases:
+                dst = self.class_bases_one(pf.path, b)
+                add(self._edge(b.class_id, dst, UNRESOLVED_PREFIX + b.base, EdgeType.INHERITS, pf, b.line))
+            for i in pf.imports:
+                dst = self._import_target(pf.path, i)
+                add(self._edge(file_node_id(pf.path), dst, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS, pf, i.line))
+            for c in pf.calls:
+                dst = self._python_call(pf.path, c) if python else self._named_call(pf.path, c)
+                add(self._edge(c.src, dst, UNRESOLVED_PREFIX + c.name, EdgeType.CALLS, pf, c.line))
+            for r in pf.refs:
+                dst = self._python_symbol(pf.path, r.name, MAX_RESOLVE_DEPTH)
+                if dst:
+                    add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line))
+        return edges
+
+    @staticmethod
+    def _edge(src: str, dst: str | None, fallback: str, etype: EdgeType, pf: ParsedFile, line: int) -> Edge:
+        return Edge(src, dst or fallback, etype.value, pf.repo, pf.path, line, resolved=dst is not None)
+
+    # -- python modules and bindings --
+
+    def _module_index(self) -> dict[str, str]:
+        """Dotted module name -> path, by repo-relative name and by name under its source root
+        (the directory above the topmost package, e.g. `src/`)."""
+        python = sorted(p for p in self.paths if self.family.get(p) == "python")
+        packages = {posixpath.dirname(p) for p in python if posixpath.basename(p) == "__init__.py"}
+        index: dict[str, str] = {}
+        for path in python:
+            index.setdefault(module_of(path), path)
+        for path in python:
+            root = posixpath.dirname(path)
+            while root and root in packages:
+                root = posixpath.dirname(root)
+            rel = path[len(root) + 1 :] if root else path
+            index.setdefault(module_of(rel), path)
+        return index
+
+    def _package_parts(self, path: str) -> list[str]:
+        """Dotted parts of the package a file belongs to (its directory)."""
+        directory = posixpath.dirname(path)
+        return [p for p in directory.split("/") if p]
+
+    def _absolute(self, path: str, module: str) -> str:
+        """Absolute dotted module for `module` as written in `path` (relative imports resolved)."""
+        if not module.startswith("."):
+            return module
+        level = len(module) - len(module.lstrip("."))
+        parts = self._package_parts(path)
+        if level - 1 > len(parts):
+            return ""
+        base = parts[: len(parts) - (level - 1)]
+        rest = [p for p in module.lstrip(".").split(".") if p]
+        return ".".join(base + rest)
+
+    def _python_bindings(self, pf: ParsedFile) -> None:
+        """Local name -> absolute dotted target, from every import of the file (any scope)."""
+        table: dict[str, list[str]] = {}
+        for i in pf.imports:
+            module = self._absolute(pf.path, i.module)
+            if not module:
+                continue
+            if i.name == "*":
+                self.star[pf.path].append(module)
+            elif i.name:
+                table[i.alias or i.name] = module.split(".") + [i.name]
+            elif i.alias:
+                table[i.alias] = module.split(".")
+            else:
+                head = module.split(".")[0]
+                table[head] = [head]
+        self.bindings[pf.path] = table
+
+    def _module_path(self, parts: list[str]) -> str | None:
+        return self.modules.get(".".join(parts)) if parts else None
+
+    def _import_target(self, path: str, imp: RawImport) -> str | None:
+        fam = self.family.get(path)
+        if fam == "python":
+            module = self._absolute(path, imp.module)
+            if not module:
+                return None
+            parts = module.split(".")
+            if imp.name and imp.name != "*":
+                sub = self._module_path(parts + [imp.name])
+                if sub:
+                    return file_node_id(sub)
+            target = self._module_path(parts)
+            return file_node_id(target) if target else None
+        if fam == "js" and imp.module.startswith("."):
+            base = posixpath.normpath(posixpath.join(posixpath.dirname(path), imp.module))
+            for suffix in JS_IMPORT_SUFFIXES:
+                if base + suffix in self.paths:
+                    return file_node_id(base + suffix)
+        if fam == "java":
+            tail = imp.module.replace(".", "/") + ".java"
+            hits = [p for p in self.by_basename.get(posixpath.basename(tail), []) if p == tail or p.endswith("/" + tail)]
+            if len(hits) == 1:
+                return file_node_id(hits[0])
+        return None
+
+    # -- python names --
+
+    def _python_symbol(self, path: str, dotted: str, depth: int) -> str | None:
+        """Symbol id that `dotted` (as written in `path`) names, or None."""
+        if depth <= 0 or not dotted:
+            return None
+        parts = dotted.split(".")
+        if symbol_node_id(path, parts[0]) in self.symbols:
+            return self._member(path, parts, depth)
+        target = self.bindings.get(path, {}).get(parts[0])
+        if target is None:
+            for module in self.star.get(path, []):
+                mpath = self._module_path(module.split("."))
+                if mpath and mpath != path:
+                    found = self._python_symbol(mpath, dotted, depth - 1)
+                    if found:
+                        return found
+            return None
+        absolute = target + parts[1:]
+        for k in range(len(absolute), 0, -1):
+            mpath = self._module_path(absolute[:k])
+            if mpath:
+                return self._member(mpath, absolute[k:], depth - 1) if k < len(absolute) else None
+        return None
+
+    def _member(self, mpath: str, parts: list[str], depth: int) -> str | None:
+        """`parts` (Class.method...) inside the module at `mpath`, following re-exports and bases."""
+        if not parts or depth <= 0:
+            return None
+        sid = symbol_node_id(mpath, ".".join(parts))
+        if sid in self.symbols:
+            return sid
+        if len(parts) >= 2:
+            owner = self._member(mpath, parts[:-1], depth)
+            if owner and self.symbols[owner].kind == SymbolKind.CLASS.value:
+                return self._find_method(owner, parts[-1], depth)
+            return None
+        return self._python_symbol(mpath, parts[0], depth - 1) if parts[0] in self.bindings.get(mpath, {}) \
+            or self.star.get(mpath) else None
+
+    def class_bases_one(self, path: str, base: RawBase) -> str | None:
+        if self.family.get(path) == "python":
+            found = self._python_symbol(path, base.base, MAX_RESOLVE_DEPTH)
+        else:
+            found = self._unique(path, base.base.split(".")[-1], kinds={SymbolKind.CLASS.value})
+        return found if found and self.symbols[found].kind == SymbolKind.CLASS.value else None
+
+    def _class_bases(self, class_id: str) -> list[str]:
+        if class_id not in self._bases_cache:
+            self._bases_cache[class_id] = []
+            sym = self.symbols.get(class_id)
+            found = [self.class_bases_one(sym.path, b) for b in self.raw_bases.get(class_id, [])] if sym else []
+            self._bases_cache[class_id] = [f for f in found if f]
+        return self._bases_cache[class_id]
+
+    def _find_method(self, class_id: str, name: str, depth: int, skip_own: bool = False) -> str | None:
+        """`name` on the class or, depth-first in declaration order, on its repository bases."""
+        if depth <= 0:
+            return None
+        if not skip_own:
+            sid = f"{class_id}.{name}"
+            if sid in self.symbols:
+                return sid
+        for base in self._class_bases(class_id):
+            found = self._find_method(base, name, depth - 1)
+            if found:
+                return found
+        return None
+
+    def _python_call(self, path: str, call: RawCall) -> str | None:
+        scope_id = symbol_node_id(path, call.scope) if call.scope else ""
+        if call.receiver in SELF_RECEIVERS:
+            return self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH) if scope_id else None
+        if call.receiver == SUPER_RECEIVER:
+            return self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH, skip_own=True) if scope_id else None
+        if call.receiver == OTHER_RECEIVER:
+            return None
+        dotted = f"{call.receiver}.{call.name}" if call.receiver else call.name
+        found = self._python_symbol(path, dotted, MAX_RESOLVE_DEPTH)
+        if found and self.symbols[found].kind == SymbolKind.CLASS.value:
+            return self._find_method(found, PYTHON_INIT, MAX_RESOLVE_DEPTH) or found
+        return found
+
+    # -- other languages: by name --
+
+    def _unique(self, path: str, name: str, kinds: set[str] | None = None, qual_hint: str = "") -> str | None:
+        fam = self.family.get(path)
+        candidates = [c for c in self.by_name.get((fam, name), []) if kinds is None or self.symbols[c].kind in kinds] \
+            if fam else []
+        if qual_hint:
+            hinted = [c for c in candidates if self.symbols[c].qualname == qual_hint]
+            if len(hinted) == 1:
+                return hinted[0]
+        directory = posixpath.dirname(path)
+        for pool in (
+            [c for c in candidates if self.symbols[c].path == path],
+            [c for c in candidates if posixpath.dirname(self.symbols[c].path) == directory],
+            candidates,
+        ):
+            if len(pool) == 1:
+                return pool[0]
+            if pool:
+                return None
+        return None
+
+    def _named_call(self, path: str, call: RawCall) -> str | None:
+        if call.receiver in SELF_RECEIVERS and call.scope:
+            own = symbol_node_id(path, f"{call.scope}.{call.name}")
+            if own in self.symbols:
+                return own
+        if call.receiver == SUPER_RECEIVER and call.scope:
+            return self._find_method(symbol_node_id(path, call.scope), call.name, MAX_RESOLVE_DEPTH, skip_own=True)
+        hint = f"{call.receiver}.{call.name}" if call.receiver and call.receiver not in SELF_RECEIVERS else ""
+        if call.receiver in SELF_RECEIVERS and call.scope:
+            hint = f"{call.scope}.{call.name}"
+        return self._unique(path, call.name, qual_hint=hint)
