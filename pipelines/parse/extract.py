@@ -257,7 +257,8 @@ class CodeExtraction:
 
         starts, ordered = self._enclosing()
         file_id = file_node_id(self.path)
-        for node in QueryCursor(query).captures(root).get("call", []):
+        # capture order varies run to run: sort, so the line kept for a (caller, callee) pair is the first
+        for node in sorted(QueryCursor(query).captures(root).get("call", []), key=lambda n: (n.start_byte, n.end_byte)):
             name, receiver = self._callee(node)
             if not name:
                 continue

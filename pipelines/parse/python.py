@@ -66,7 +66,7 @@ def references(root: Any, names: set[str], owner_of: Callable[[int], tuple[str, 
     refs: list[RawRef] = []
     seen: set[tuple[str, str]] = set()
     wanted = {name.encode("utf-8") for name in names}
-    for node in QueryCursor(python_refs_query()).captures(root).get("id", []):
+    for node in sorted(QueryCursor(python_refs_query()).captures(root).get("id", []), key=lambda n: (n.start_byte, n.end_byte)):
         if node.text not in wanted:
             continue
         text = node_text(node)

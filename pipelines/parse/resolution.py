@@ -18,7 +18,7 @@ from pipelines.parse.facts import (
     RawImport,
 )
 from pipelines.parse.languages import SPECS
-from semantica.schema import Edge, EdgeType, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
+from semantica.schema import Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
 
 JS_IMPORT_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js")
 
@@ -79,25 +79,35 @@ class _Resolution:
             python = self.family.get(pf.path) == "python"
             for e in pf.edges:
                 if e.type == EdgeType.CONTAINS.value:
-                    add(e)
+                    add(Edge(e.src, e.dst, e.type, e.repo, e.path, e.line, e.resolved, Resolution.SYNTAX.value))
             for b in pf.bases:
                 dst = self.class_bases_one(pf.path, b)
-                add(self._edge(b.class_id, dst, UNRESOLVED_PREFIX + b.base, EdgeType.INHERITS, pf, b.line))
+                how = self._binding_kind(pf.path, b.base) if python else Resolution.NAME
+                add(self._edge(b.class_id, dst, UNRESOLVED_PREFIX + b.base, EdgeType.INHERITS, pf, b.line, how))
             for i in pf.imports:
                 dst = self._import_target(pf.path, i)
-                add(self._edge(file_node_id(pf.path), dst, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS, pf, i.line))
+                add(self._edge(file_node_id(pf.path), dst, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS, pf, i.line,
+                               Resolution.IMPORT))
             for c in pf.calls:
-                dst = self._python_call(pf.path, c) if python else self._named_call(pf.path, c)
-                add(self._edge(c.src, dst, UNRESOLVED_PREFIX + c.name, EdgeType.CALLS, pf, c.line))
+                dst, how = self._python_call(pf.path, c) if python else self._named_call(pf.path, c)
+                add(self._edge(c.src, dst, UNRESOLVED_PREFIX + c.name, EdgeType.CALLS, pf, c.line, how))
             for r in pf.refs:
                 dst = self._python_symbol(pf.path, r.name, MAX_RESOLVE_DEPTH)
                 if dst:
-                    add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line))
+                    add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line,
+                             resolution=self._binding_kind(pf.path, r.name).value))
         return edges
 
     @staticmethod
-    def _edge(src: str, dst: str | None, fallback: str, etype: EdgeType, pf: ParsedFile, line: int) -> Edge:
-        return Edge(src, dst or fallback, etype.value, pf.repo, pf.path, line, resolved=dst is not None)
+    def _edge(src: str, dst: str | None, fallback: str, etype: EdgeType, pf: ParsedFile, line: int,
+              how: Resolution | None) -> Edge:
+        how = how if dst is not None and how is not None else Resolution.UNRESOLVED
+        return Edge(src, dst or fallback, etype.value, pf.repo, pf.path, line, resolved=dst is not None,
+                    resolution=how.value)
+
+    def _binding_kind(self, path: str, dotted: str) -> Resolution:
+        """LOCAL when the head of `dotted` is defined in `path`, else IMPORT (an import or star binding)."""
+        return Resolution.LOCAL if symbol_node_id(path, dotted.split(".")[0]) in self.symbols else Resolution.IMPORT
 
     # -- python modules and bindings --
 
@@ -249,30 +259,40 @@ class _Resolution:
                 return found
         return None
 
-    def _python_call(self, path: str, call: RawCall) -> str | None:
+    def _python_call(self, path: str, call: RawCall) -> tuple[str | None, Resolution | None]:
         scope_id = symbol_node_id(path, call.scope) if call.scope else ""
         if call.receiver in SELF_RECEIVERS:
-            return self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH) if scope_id else None
+            found = self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH) if scope_id else None
+            own = found is not None and found == f"{scope_id}.{call.name}"
+            return found, Resolution.SELF if own else Resolution.INHERITANCE
         if call.receiver == SUPER_RECEIVER:
-            return self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH, skip_own=True) if scope_id else None
+            found = self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH, skip_own=True) if scope_id else None
+            return found, Resolution.INHERITANCE
         if call.receiver == OTHER_RECEIVER:
-            return None
+            return None, None
         dotted = f"{call.receiver}.{call.name}" if call.receiver else call.name
         found = self._python_symbol(path, dotted, MAX_RESOLVE_DEPTH)
+        how = self._binding_kind(path, dotted)
         if found and self.symbols[found].kind == SymbolKind.CLASS.value:
-            return self._find_method(found, PYTHON_INIT, MAX_RESOLVE_DEPTH) or found
-        return found
+            return self._find_method(found, PYTHON_INIT, MAX_RESOLVE_DEPTH) or found, how
+        return found, how
 
     # -- other languages: by name --
 
     def _unique(self, path: str, name: str, kinds: set[str] | None = None, qual_hint: str = "") -> str | None:
+        return self._unique_how(path, name, kinds, qual_hint)[0]
+
+    def _unique_how(self, path: str, name: str, kinds: set[str] | None = None,
+                    qual_hint: str = "") -> tuple[str | None, Resolution | None]:
+        """The one definition `name` can mean, and how sure: UNIQUE (qualified hint or only one in the
+        repo) or NAME (the only one in the same file or directory while the repo has several)."""
         fam = self.family.get(path)
         candidates = [c for c in self.by_name.get((fam, name), []) if kinds is None or self.symbols[c].kind in kinds] \
             if fam else []
         if qual_hint:
             hinted = [c for c in candidates if self.symbols[c].qualname == qual_hint]
             if len(hinted) == 1:
-                return hinted[0]
+                return hinted[0], Resolution.UNIQUE
         directory = posixpath.dirname(path)
         for pool in (
             [c for c in candidates if self.symbols[c].path == path],
@@ -280,19 +300,20 @@ class _Resolution:
             candidates,
         ):
             if len(pool) == 1:
-                return pool[0]
+                return pool[0], Resolution.UNIQUE if len(candidates) == 1 else Resolution.NAME
             if pool:
-                return None
-        return None
+                return None, None
+        return None, None
 
-    def _named_call(self, path: str, call: RawCall) -> str | None:
+    def _named_call(self, path: str, call: RawCall) -> tuple[str | None, Resolution | None]:
         if call.receiver in SELF_RECEIVERS and call.scope:
             own = symbol_node_id(path, f"{call.scope}.{call.name}")
             if own in self.symbols:
-                return own
+                return own, Resolution.SELF
         if call.receiver == SUPER_RECEIVER and call.scope:
-            return self._find_method(symbol_node_id(path, call.scope), call.name, MAX_RESOLVE_DEPTH, skip_own=True)
+            found = self._find_method(symbol_node_id(path, call.scope), call.name, MAX_RESOLVE_DEPTH, skip_own=True)
+            return found, Resolution.INHERITANCE
         hint = f"{call.receiver}.{call.name}" if call.receiver and call.receiver not in SELF_RECEIVERS else ""
         if call.receiver in SELF_RECEIVERS and call.scope:
             hint = f"{call.scope}.{call.name}"
-        return self._unique(path, call.name, qual_hint=hint)
+        return self._unique_how(path, call.name, qual_hint=hint)

@@ -181,6 +181,32 @@ def test_python_resolution() -> None:
     assert '"""A base."""' in header.content and 'kind = "base"' in header.content and "def run" not in header.content
 
 
+def test_python_edges_say_how_they_were_resolved_and_are_deterministic() -> None:
+    parsed, edges = parse_all(PY_FILES)
+    how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
+    base, child = "pkg/base.py::", "pkg/child.py::"
+    assert how[(base + "Base.run", base + "Base.step")] == "self"
+    assert how[(child + "Child.go", base + "Base.run")] == "inheritance"  # self.run() found on the base
+    assert how[(child + "Child.step", base + "Base.step")] == "inheritance"  # super()
+    assert how[(child + "Child.step", child + "helper")] == "local"
+    assert how[(child + "Child.step", "pkg/util.py::tool")] == "import"
+    assert how[(child + "Grandchild.step", "name:unknown")] == "unresolved"
+    assert {e.resolution for e in edges if e.type == EdgeType.CONTAINS.value} == {"syntax"}
+    # nested calls start at the same byte; the facts (and the line kept per edge) must not depend on luck
+    again = parse_all(PY_FILES)[1]
+    assert [(e.src, e.dst, e.line) for e in again] == [(e.src, e.dst, e.line) for e in edges]
+
+
+def test_other_languages_resolve_by_name_and_say_so() -> None:
+    _, edges = parse_all({
+        "a/one.go": "package a\nfunc Solo() {}\nfunc Dup() {}\n",
+        "b/two.go": "package b\nfunc Dup() {}\nfunc Use() { Solo(); Dup() }\n",
+    })
+    how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
+    assert how[("b/two.go::Use", "a/one.go::Solo")] == "unique"  # the only Solo in the repo
+    assert how[("b/two.go::Use", "b/two.go::Dup")] == "name"  # two Dup: the same file's wins, by name
+
+
 # -- other languages ---------------------------------------------------------------------------
 
 
