@@ -288,6 +288,16 @@ class RayConfig:
 
 
 @dataclass
+class GraphOpsConfig:
+    """Exact structural answers (callers, callees, defs, refs, impls, imports) from the code graph."""
+
+    route_queries: bool = True  # `semantica query` answers a structural question from the graph first
+    route_depth: int = 1  # transitive depth of a routed question's answer
+    default_depth: int = 1  # `semantica callers ...` / POST /v1/graph without a depth
+    max_depth: int = 5  # a request deeper than this is refused (HTTP 422)
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -310,6 +320,7 @@ class Config:
     query: QueryConfig = field(default_factory=QueryConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     ray: RayConfig = field(default_factory=RayConfig)
+    graph_ops: GraphOpsConfig = field(default_factory=GraphOpsConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

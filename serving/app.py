@@ -42,6 +42,8 @@ from semantica.snapshot import Snapshot
 from serving.context import ContextBuilder
 from serving.cross_encoder import should_run as cross_should_run
 from serving.fusion import WeightedRRF
+from serving.graph_ops import UnknownNameError
+from serving.graph_service import GraphRequest, GraphRequestError, GraphService
 from serving.intent import IntentClassifier
 from serving.pipeline import QueryError, SearchPipeline, SearchRequest
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
@@ -70,7 +72,9 @@ def error_status(exc: BaseException) -> int:
     """HTTP status of an exception raised while answering (the one mapping, used by the handlers)."""
     if isinstance(exc, QueryError):
         return 400
-    if isinstance(exc, UnknownRepoError):
+    if isinstance(exc, GraphRequestError):
+        return 422
+    if isinstance(exc, (UnknownRepoError, UnknownNameError)):
         return 404
     if isinstance(exc, StageUnavailable):
         return 503
@@ -298,6 +302,16 @@ class SearchBody(BaseModel):
     ltr: bool | None = Field(default=None, description="rerank with the trained LTR model (default: ltr.enabled)")
 
 
+class GraphBody(BaseModel):
+    """`POST /v1/graph`: {op, name, repos, depth}."""
+
+    model_config = ConfigDict(extra="forbid")
+    op: str = Field(description="callers, callees, defs, refs, impls, importers or imports")
+    name: str = Field(description="bare, dotted (Class.method, module.func) or path::Qual.name")
+    repos: list[str] = Field(default_factory=list, description="empty = every indexed repository")
+    depth: int | None = Field(default=None, description="transitive hops (default graph_ops.default_depth)")
+
+
 class FeedbackBody(BaseModel):
     """`POST /v1/feedback`: which hits of a query were useful."""
 
@@ -352,6 +366,12 @@ class IngressCore:
         values["k"] = self.config.query.default_k if body.k is None else body.k
         return self.pipeline.search(SearchRequest(**values)).to_dict()
 
+    def graph(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """`POST /v1/graph`: exact structural answer, read in the ingress from the snapshot's graph tables."""
+        body = GraphBody.model_validate(payload)
+        service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
+        return service.run(GraphRequest(**body.model_dump()))
+
     def feedback(self, payload: dict[str, Any]) -> dict[str, Any]:
         body = FeedbackBody.model_validate(payload)
         if not body.chunk_ids and not body.hits:
@@ -383,7 +403,7 @@ def make_ingress() -> Any:
     async def mapped_error(_: Request, exc: Exception) -> JSONResponse:
         return JSONResponse(error_body(exc), status_code=error_status(exc))
 
-    for kind in (QueryError, UnknownRepoError, StageUnavailable, LayoutError):
+    for kind in (QueryError, UnknownRepoError, StageUnavailable, LayoutError, GraphRequestError, UnknownNameError):
         api.add_exception_handler(kind, mapped_error)
 
     @serve.deployment(name="Ingress")
@@ -394,6 +414,10 @@ def make_ingress() -> Any:
         @api.post("/v1/search")
         def http_search(self, body: SearchBody) -> JSONResponse:
             return JSONResponse(self.search(body.model_dump(exclude_unset=True)))
+
+        @api.post("/v1/graph")
+        def http_graph(self, body: GraphBody) -> JSONResponse:
+            return JSONResponse(self.graph(body.model_dump(exclude_unset=True)))
 
         @api.post("/v1/feedback", status_code=201)
         def http_feedback(self, body: FeedbackBody) -> JSONResponse:
