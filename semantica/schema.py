@@ -71,7 +71,8 @@ class Resolution(str, Enum):
     """How an edge's target was found, best first (graph answers are ordered by this).
 
     IMPORT/SELF/TYPE/INHERITANCE/LOCAL follow the code's own bindings; UNIQUE is the only definition of
-    that name in the repo; NAME is a bare-name guess among several (same file or directory);
+    that name in the repo; OVERRIDE is `self.m()` reaching a subclass's override (dynamic dispatch);
+    NAME is a bare-name guess among several (same file or directory);
     SYNTAX is a CONTAINS edge; "" is an edge from a snapshot written before this field existed.
     """
 
@@ -81,6 +82,7 @@ class Resolution(str, Enum):
     INHERITANCE = "inheritance"
     LOCAL = "local"
     UNIQUE = "unique"
+    OVERRIDE = "override"
     NAME = "name"
     SYNTAX = "syntax"
     UNRESOLVED = "unresolved"
@@ -93,7 +95,7 @@ class Resolution(str, Enum):
 
 RESOLUTION_TIERS = {
     Resolution.IMPORT: 0, Resolution.SELF: 0, Resolution.TYPE: 0, Resolution.INHERITANCE: 0,
-    Resolution.LOCAL: 0, Resolution.SYNTAX: 0, Resolution.UNIQUE: 1, Resolution.NAME: 2,
+    Resolution.LOCAL: 0, Resolution.SYNTAX: 0, Resolution.UNIQUE: 1, Resolution.OVERRIDE: 1, Resolution.NAME: 2,
     Resolution.UNRESOLVED: 3,
 }
 

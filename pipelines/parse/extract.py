@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.discover import SourceFile
-from pipelines.parse import go, java, javascript, python, rust
+from pipelines.parse import go, java, javascript, python, python_types, rust
 from pipelines.parse.chunking import ChunkBuilder
-from pipelines.parse.facts import OTHER_RECEIVER, SUPER_RECEIVER, UNRESOLVED_PREFIX, ParsedFile, RawBase, RawCall
+from pipelines.parse.facts import OTHER_RECEIVER, SELF_RECEIVERS, SUPER_RECEIVER, UNRESOLVED_PREFIX, ParsedFile, RawBase, RawCall
 from pipelines.parse.languages import COMMENT_TYPES, JS_FUNCTION_VALUES, SPECS, parser_and_query
 from pipelines.parse.nodes import IDENT, dotted, node_text, receiver_name
 from semantica.config import ChunkConfig
@@ -52,6 +52,7 @@ class CodeExtraction:
         self.helper = ChunkBuilder(config)
         self.defs: list[_Def] = []
         self.top: list[_Def] = []
+        self._types: dict[str, dict[str, str]] = {}
 
     def run(self) -> None:
         parser, query = parser_and_query(self.file.language)
@@ -59,6 +60,7 @@ class CodeExtraction:
         root = tree.root_node
         self._walk(root, "", "", "module", self.top)
         self._chunks_and_symbols()
+        self._def_by_qual = {d.qualname: d for d in self.defs}
         self._imports(root)
         self._calls(root, query)
         self._edges()
@@ -268,9 +270,34 @@ class CodeExtraction:
             if owner is not None:
                 scope = owner.qualname if owner.kind == SymbolKind.CLASS else (
                     owner.parent.split("::", 1)[1] if owner.parent else "")
-            self.out.calls.append(RawCall(src, name, receiver, scope, node.start_point[0] + 1))
+            kind = self._receiver_type(node, receiver, owner, scope) if self.spec.family == "python" else ""
+            self.out.calls.append(RawCall(src, name, receiver, scope, node.start_point[0] + 1, kind))
         if self.spec.family == "python":
+            self.out.returns = {d.qualname: t for d in self.defs if d.kind != SymbolKind.CLASS
+                                for t in [python_types.return_type(d.node)] if t}
             self._python_refs(root, starts, ordered)
+
+    def _receiver_type(self, node: Any, receiver: str, owner: _Def | None, scope: str) -> str:
+        """What a Python call's receiver is: a local's or a `self.` attribute's type, or the call it is."""
+        fn = node.child_by_field_name("function")
+        obj = fn.child_by_field_name("object") if fn is not None and fn.type == "attribute" else None
+        if obj is None:
+            return ""
+        if obj.type == "call":  # Foo().bar() / make().bar()
+            return python_types.value_type(obj)
+        head, _, rest = receiver.partition(".")
+        if owner is not None and owner.kind != SymbolKind.CLASS and not rest and head not in SELF_RECEIVERS:
+            return self._types_of(owner).get(head, "")
+        if head == "self" and rest and "." not in rest and scope:
+            cls = self._def_by_qual.get(scope)
+            return self._types_of(cls).get(rest, "") if cls is not None else ""
+        return ""
+
+    def _types_of(self, d: _Def) -> dict[str, str]:
+        if d.qualname not in self._types:
+            self._types[d.qualname] = python_types.attribute_types(d.node) if d.kind == SymbolKind.CLASS \
+                else python_types.local_types(d.node)
+        return self._types[d.qualname]
 
     def _callee(self, node: Any) -> tuple[str, str]:
         """(name, receiver) of a call node; name "" when it is not a plain named call."""

@@ -24,6 +24,7 @@ class RawCall:
     receiver: str
     scope: str
     line: int
+    receiver_type: str = ""  # Python: the receiver's type as written ("Foo") or "call:make" (see python_types)
 
 
 @dataclass
@@ -71,5 +72,6 @@ class ParsedFile:
     calls: list[RawCall] = field(default_factory=list)
     bases: list[RawBase] = field(default_factory=list)
     refs: list[RawRef] = field(default_factory=list)
+    returns: dict[str, str] = field(default_factory=dict)  # Python: qualname -> return annotation (a class name)
     error: str = ""
 

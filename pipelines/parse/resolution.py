@@ -18,6 +18,7 @@ from pipelines.parse.facts import (
     RawImport,
 )
 from pipelines.parse.languages import SPECS
+from pipelines.parse.python_types import CALL_PREFIX
 from semantica.schema import Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
 
 JS_IMPORT_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js")
@@ -64,6 +65,8 @@ class _Resolution:
             if fam:
                 self.by_name[(fam, sym.name)].append(sid)
         self._bases_cache: dict[str, list[str]] = {}
+        self.returns = {symbol_node_id(pf.path, q): kind for pf in parsed for q, kind in pf.returns.items()}
+        self._subclasses: dict[str, list[str]] | None = None
 
     def run(self) -> list[Edge]:
         edges: list[Edge] = []
@@ -75,6 +78,7 @@ class _Resolution:
                 seen.add(key)
                 edges.append(edge)
 
+        dispatch: list[Edge] = []  # added last: a direct edge to the same target wins
         for pf in self.parsed:
             python = self.family.get(pf.path) == "python"
             for e in pf.edges:
@@ -91,11 +95,16 @@ class _Resolution:
             for c in pf.calls:
                 dst, how = self._python_call(pf.path, c) if python else self._named_call(pf.path, c)
                 add(self._edge(c.src, dst, UNRESOLVED_PREFIX + c.name, EdgeType.CALLS, pf, c.line, how))
+                if python and dst and c.receiver in SELF_RECEIVERS:  # dynamic dispatch: self.m() may run an override
+                    dispatch.extend(Edge(c.src, o, EdgeType.CALLS.value, pf.repo, pf.path, c.line,
+                                         resolution=Resolution.OVERRIDE.value) for o in self.overrides(dst))
             for r in pf.refs:
                 dst = self._python_symbol(pf.path, r.name, MAX_RESOLVE_DEPTH)
                 if dst:
                     add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line,
                              resolution=self._binding_kind(pf.path, r.name).value))
+        for edge in dispatch:
+            add(edge)
         return edges
 
     @staticmethod
@@ -268,14 +277,59 @@ class _Resolution:
         if call.receiver == SUPER_RECEIVER:
             found = self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH, skip_own=True) if scope_id else None
             return found, Resolution.INHERITANCE
+        typed = self._typed_call(path, call) if call.receiver_type else None
         if call.receiver == OTHER_RECEIVER:
-            return None, None
+            return typed, Resolution.TYPE
         dotted = f"{call.receiver}.{call.name}" if call.receiver else call.name
         found = self._python_symbol(path, dotted, MAX_RESOLVE_DEPTH)
+        if found is None and typed is not None:
+            return typed, Resolution.TYPE
         how = self._binding_kind(path, dotted)
         if found and self.symbols[found].kind == SymbolKind.CLASS.value:
             return self._find_method(found, PYTHON_INIT, MAX_RESOLVE_DEPTH) or found, how
         return found, how
+
+    def _typed_call(self, path: str, call: RawCall) -> str | None:
+        """`call.name` on the class the receiver's inferred type names (see python_types)."""
+        cls = self._type_class(path, call.receiver_type, MAX_RESOLVE_DEPTH)
+        return self._find_method(cls, call.name, MAX_RESOLVE_DEPTH) if cls else None
+
+    def _type_class(self, path: str, kind: str, depth: int) -> str | None:
+        """The class a type string names in `path`: a class, or `call:X` (X a class, or a function whose
+        return annotation names one)."""
+        if depth <= 0 or not kind:
+            return None
+        target = self._python_symbol(path, kind.removeprefix(CALL_PREFIX), MAX_RESOLVE_DEPTH)
+        if target is None:
+            return None
+        sym = self.symbols[target]
+        if sym.kind == SymbolKind.CLASS.value:
+            return target
+        if kind.startswith(CALL_PREFIX) and target in self.returns:
+            return self._type_class(sym.path, self.returns[target], depth - 1)
+        return None
+
+    def overrides(self, method_id: str) -> list[str]:
+        """Methods of the same name in the (transitive) repository subclasses of the method's class."""
+        sym = self.symbols.get(method_id)
+        if sym is None or not sym.parent:
+            return []
+        if self._subclasses is None:
+            self._subclasses = defaultdict(list)
+            for sid, s in self.symbols.items():
+                if s.kind == SymbolKind.CLASS.value:
+                    for base in self._class_bases(sid):
+                        self._subclasses[base].append(sid)
+        found, stack, seen = [], list(self._subclasses.get(sym.parent, [])), set()
+        while stack:
+            cls = stack.pop()
+            if cls in seen:
+                continue
+            seen.add(cls)
+            if f"{cls}.{sym.name}" in self.symbols:
+                found.append(f"{cls}.{sym.name}")
+            stack.extend(self._subclasses.get(cls, []))
+        return sorted(found)
 
     # -- other languages: by name --
 

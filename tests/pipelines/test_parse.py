@@ -197,6 +197,56 @@ def test_python_edges_say_how_they_were_resolved_and_are_deterministic() -> None
     assert [(e.src, e.dst, e.line) for e in again] == [(e.src, e.dst, e.line) for e in edges]
 
 
+def test_python_receivers_typed_by_light_inference() -> None:
+    _, edges = parse_all({
+        "lib/auth.py": """
+            class Digest:
+                def build(self):
+                    return 1
+
+
+            def make() -> "Digest":
+                return Digest()
+            """,
+        "lib/client.py": """
+            from typing import Optional
+
+            from lib import auth
+            from lib.auth import Digest, make
+
+
+            class Client:
+                store: Digest
+
+                def __init__(self, digest: Optional[Digest] = None):
+                    self.digest = auth.Digest()
+
+                def local(self):
+                    d = Digest()
+                    return d.build()
+
+                def param(self, d: "Digest | None"):
+                    return d.build()
+
+                def attr(self):
+                    return self.digest.build() + self.store.build()
+
+                def returned(self):
+                    x = make()
+                    return x.build() + Digest().build()
+
+                def unknown(self, d):
+                    return d.build()
+            """,
+    })
+    how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
+    build, c = "lib/auth.py::Digest.build", "lib/client.py::Client."
+    for method in ("local", "param", "attr", "returned"):
+        assert how[(c + method, build)] == "type", method
+    assert (c + "unknown", "name:build") in how  # no annotation, no assignment: stays a name
+    assert how[(c + "__init__", "lib/auth.py::Digest")] == "import"  # auth.Digest(): module attribute, no __init__
+
+
 def test_other_languages_resolve_by_name_and_say_so() -> None:
     _, edges = parse_all({
         "a/one.go": "package a\nfunc Solo() {}\nfunc Dup() {}\n",

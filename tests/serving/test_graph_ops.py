@@ -91,8 +91,12 @@ def test_callees_and_transitive_callers(flow: SnapshotGraph) -> None:
     direct = ops.run_graphs(GraphOp.CALLEES, "Child.step", [flow])
     assert {(a.qualname, a.resolution) for a in direct.answers} == {("Base.step", "inheritance"), ("helper", "local")}
     deep = ops.run_graphs(GraphOp.CALLERS, "app/util.py::helper", [flow], depth=3)
-    assert [(a.qualname, a.depth) for a in deep.answers] == [("Base.step", 1), ("Base.run", 2), ("Child.step", 2)]
+    assert [(a.qualname, a.depth) for a in deep.answers] == [
+        ("Base.step", 1), ("Base.run", 2), ("Child.step", 2), ("main", 3)]  # main: Child().run(), by type
     assert {a.resolution for a in deep.answers if a.depth == 2} == {"self", "inheritance"}
+    # Base.run's self.step() may run Child.step: an override edge, ranked after the exact ones
+    callees = ops.run_graphs(GraphOp.CALLEES, "Base.run", [flow]).answers
+    assert [(a.qualname, a.resolution) for a in callees] == [("Base.step", "self"), ("Child.step", "override")]
 
 
 def test_defs_refs_impls_imports(flow: SnapshotGraph) -> None:

@@ -1,0 +1,105 @@
+"""Light Python type inference at extraction time: what a call's receiver is, as written in the file.
+
+Per function: parameter annotations, `x: Foo = ...`, `x = Foo(...)` / `x = make()` (recorded as
+`call:Foo` / `call:make`: the resolver decides whether that names a class or a function whose return
+annotation gives the type). Per class: `self.attr = Foo(...)` / `self.attr: Foo` in its methods and
+`attr: Foo` in its body. Return annotations per function. No flow analysis: the last binding wins.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pipelines.parse.nodes import dotted, node_text
+
+CALL_PREFIX = "call:"
+_OPTIONAL = re.compile(r"^(?:[\w.]+\.)?Optional\[(.*)\]$", re.S)
+_NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*")
+_NONE = "None"
+
+
+def annotation_type(node: Any) -> str:
+    """A dotted class name from an annotation (`Foo`, `"Foo"`, `Optional[Foo]`, `Foo | None`), or ""."""
+    text = node_text(node).strip().strip("'\"").strip()
+    match = _OPTIONAL.match(text)
+    if match:
+        text = match.group(1).strip()
+    parts = [p.strip() for p in text.split("|") if p.strip() and p.strip() != _NONE]
+    if not parts:
+        return ""
+    head = parts[0].split("[", 1)[0].strip().strip("'\"")
+    return head if _NAME.fullmatch(head) else ""
+
+
+def value_type(node: Any) -> str:
+    """`Foo(...)` / `mod.make(...)` -> "call:Foo" / "call:mod.make"; anything else -> ""."""
+    if node is None or node.type != "call":
+        return ""
+    fn = node.child_by_field_name("function")
+    if fn is None or fn.type not in ("identifier", "attribute"):
+        return ""
+    name = dotted(node_text(fn))
+    return CALL_PREFIX + name if _NAME.fullmatch(name) else ""
+
+
+def _walk(node: Any, types: tuple[str, ...]) -> list[Any]:
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        for child in current.named_children:
+            if child.type in types:
+                found.append(child)
+            if child.type != "class_definition":
+                stack.append(child)
+    found.sort(key=lambda n: n.start_byte)
+    return found
+
+
+def _assigned(assignment: Any) -> tuple[Any, str]:
+    """(left node, type) of an assignment: its annotation, else the type its call value makes."""
+    annotation = assignment.child_by_field_name("type")
+    kind = annotation_type(annotation) if annotation is not None else ""
+    return assignment.child_by_field_name("left"), kind or value_type(assignment.child_by_field_name("right"))
+
+
+def local_types(function: Any) -> dict[str, str]:
+    """Local name -> type (as written) inside one function (nested functions included)."""
+    types: dict[str, str] = {}
+    params = function.child_by_field_name("parameters")
+    for param in params.named_children if params is not None else []:
+        if param.type not in ("typed_parameter", "typed_default_parameter"):
+            continue
+        name = param.child_by_field_name("name") or next(
+            (c for c in param.named_children if c.type == "identifier"), None)
+        kind = annotation_type(param.child_by_field_name("type"))
+        if name is not None and name.type == "identifier" and kind:
+            types[node_text(name)] = kind
+    body = function.child_by_field_name("body")
+    for assignment in _walk(body, ("assignment",)) if body is not None else []:
+        left, kind = _assigned(assignment)
+        if left is not None and left.type == "identifier" and kind:
+            types[node_text(left)] = kind
+    return types
+
+
+def attribute_types(cls: Any) -> dict[str, str]:
+    """Attribute -> type for one class: `self.x = Foo()` / `self.x: Foo` in methods, `x: Foo` in the body."""
+    types: dict[str, str] = {}
+    body = cls.child_by_field_name("body")
+    if body is None:
+        return types
+    for assignment in _walk(body, ("assignment",)):
+        left, kind = _assigned(assignment)
+        if left is None or not kind:
+            continue
+        if left.type == "identifier" and assignment.parent is not None and assignment.parent.parent == body:
+            types.setdefault(node_text(left), kind)  # class-level `x: Foo`
+        elif left.type == "attribute" and node_text(left.child_by_field_name("object")) == "self":
+            types.setdefault(node_text(left.child_by_field_name("attribute")), kind)
+    return types
+
+
+def return_type(function: Any) -> str:
+    node = function.child_by_field_name("return_type")
+    return annotation_type(node) if node is not None else ""
