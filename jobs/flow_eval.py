@@ -27,7 +27,8 @@ from serving.graph_ops import GraphOps, SnapshotGraph, UnknownNameError
 from serving.structural import parse_question
 
 FLOW_K = 10
-_FUNCTION_KINDS = frozenset({SymbolKind.FUNCTION.value, SymbolKind.METHOD.value})
+# a class without its own __init__ is what its instantiation calls (jedi's gold names the class then)
+_FUNCTION_KINDS = frozenset({SymbolKind.FUNCTION.value, SymbolKind.METHOD.value, SymbolKind.CLASS.value})
 
 
 @dataclass

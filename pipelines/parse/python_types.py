@@ -89,8 +89,15 @@ def attribute_types(cls: Any) -> dict[str, str]:
     body = cls.child_by_field_name("body")
     if body is None:
         return types
+    params: dict[int, dict[str, str]] = {}  # per method: `self.x = x` takes the parameter's annotation
+    for method in _walk(body, ("function_definition",)):
+        params[method.id] = local_types(method)
     for assignment in _walk(body, ("assignment",)):
         left, kind = _assigned(assignment)
+        right = assignment.child_by_field_name("right")
+        if not kind and right is not None and right.type == "identifier":
+            method = _enclosing_function(assignment)
+            kind = params.get(method.id, {}).get(node_text(right), "") if method is not None else ""
         if left is None or not kind:
             continue
         if left.type == "identifier" and assignment.parent is not None and assignment.parent.parent == body:
@@ -98,6 +105,13 @@ def attribute_types(cls: Any) -> dict[str, str]:
         elif left.type == "attribute" and node_text(left.child_by_field_name("object")) == "self":
             types.setdefault(node_text(left.child_by_field_name("attribute")), kind)
     return types
+
+
+def _enclosing_function(node: Any) -> Any:
+    current = node.parent
+    while current is not None and current.type != "function_definition":
+        current = current.parent
+    return current
 
 
 def return_type(function: Any) -> str:

@@ -218,8 +218,12 @@ def test_python_receivers_typed_by_light_inference() -> None:
             class Client:
                 store: Digest
 
-                def __init__(self, digest: Optional[Digest] = None):
+                def __init__(self, digest: Optional[Digest] = None, held: Digest = None):
                     self.digest = auth.Digest()
+                    self.held = held
+
+                def from_param(self):
+                    return self.held.build()
 
                 def local(self):
                     d = Digest()
@@ -241,7 +245,7 @@ def test_python_receivers_typed_by_light_inference() -> None:
     })
     how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
     build, c = "lib/auth.py::Digest.build", "lib/client.py::Client."
-    for method in ("local", "param", "attr", "returned"):
+    for method in ("local", "param", "attr", "returned", "from_param"):
         assert how[(c + method, build)] == "type", method
     assert (c + "unknown", "name:build") in how  # no annotation, no assignment: stays a name
     assert how[(c + "__init__", "lib/auth.py::Digest")] == "import"  # auth.Digest(): module attribute, no __init__
