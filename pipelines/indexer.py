@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from pipelines.discover import RepoSource, SourceFile, repo_name_from_path
 from pipelines.embed import ChunkEmbedder, EmbeddingCache
-from pipelines.parse import FileParser, GraphResolver, ParsedFile
+from pipelines.parse import FileParser, GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.config import Config
@@ -132,6 +132,7 @@ class RepoIndexer:
             entries, errors = source.entries()
         parsed, read_errors = self._parse(source, repo, entries, summary)
         errors.extend(read_errors)
+        errors.extend(parse_problems(parsed))  # files indexed only in part (windows, unparsed regions)
         for error in errors:  # discovery names the repo after its directory; the snapshot uses --name
             error.repo = repo
         with self._timed(summary, "resolve"):

@@ -45,7 +45,7 @@ import yaml
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
 from pipelines.embed import ChunkEmbedder, EmbeddingCache
 from pipelines.indexer import EMBEDDINGS_DIR, PARSE_CACHE_FILE, IndexSummary, peak_rss_mb
-from pipelines.parse import FileParser, GraphResolver, ParsedFile
+from pipelines.parse import FileParser, GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.config import Config, config_from_dict, config_to_dict
@@ -493,7 +493,9 @@ class BatchIndexer:
             if len(vectors) != len(chunks):
                 raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks")
             symbols = [s for p in parsed for s in p.symbols]
-            errors = work.errors
+            errors = work.errors + parse_problems(parsed)  # files indexed only in part, as RepoIndexer does
+            for error in errors:
+                error.repo = spec.name
             result.files, result.chunks, result.symbols = len(parsed), len(chunks), len(symbols)
             result.edges, result.errors = len(edges), len(errors)
             result.error_samples = [{"path": e.path, "stage": e.stage, "reason": e.reason}

@@ -15,6 +15,7 @@ from pipelines.parse.facts import (
     RawCall,
     RawImport,
     RawRef,
+    parse_problems,
 )
 from pipelines.parse.file_parser import FileParser
 from pipelines.parse.languages import DOC_LANGUAGES, SPECS, LanguageSpec
@@ -23,5 +24,5 @@ from pipelines.parse.resolution import JS_IMPORT_SUFFIXES, GraphResolver
 __all__ = [
     "DOC_LANGUAGES", "JS_IMPORT_SUFFIXES", "MAX_OVERLAP_FRACTION", "MAX_RESOLVE_DEPTH", "SPECS",
     "UNRESOLVED_PREFIX", "ChunkBuilder", "FileParser", "GraphResolver", "LanguageSpec", "ParsedFile",
-    "RawBase", "RawCall", "RawImport", "RawRef", "split_lines",
+    "RawBase", "RawCall", "RawImport", "RawRef", "parse_problems", "split_lines",
 ]

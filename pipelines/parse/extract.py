@@ -8,6 +8,7 @@ outer function's chunk and are not symbols of their own.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,10 @@ PYTHON_IMPORT_SCOPES = frozenset({
     "function_definition", "class_definition", "decorated_definition", "block", "if_statement",
     "try_statement", "with_statement", "else_clause", "except_clause", "finally_clause", "elif_clause",
 })
+# Lines that open a definition in any supported language (counted inside unparsed regions, for the report).
+_DEFINITION_LINE = re.compile(r"^\s*(?:(?:export|pub|public|private|protected|static|async|abstract|default)\s+)*"
+                              r"(?:def|class|function|func|fn|interface|struct|enum|trait|impl)\b")
+_MAX_ERROR_SPANS = 5
 IMPORT_EXTRACTORS = {"python": python.imports, "js": javascript.imports, "go": go.imports,
                      "java": java.imports, "rust": rust.imports}
 
@@ -59,6 +64,8 @@ class CodeExtraction:
         tree = parser.parse(self.file.text.encode("utf-8"))
         root = tree.root_node
         self._walk(root, "", "", "module", self.top)
+        if root.has_error:
+            self.out.lost = lost_definitions(root, self.lines, {d.node.start_point[0] for d in self.defs})
         self._chunks_and_symbols()
         self._def_by_qual = {d.qualname: d for d in self.defs}
         self._imports(root)
@@ -350,3 +357,27 @@ class CodeExtraction:
             out.edges.append(Edge(c.src, UNRESOLVED_PREFIX + c.name, EdgeType.CALLS.value,
                                   out.repo, self.path, c.line, resolved=False))
 
+
+
+def lost_definitions(root: Any, lines: list[str], extracted_rows: set[int]) -> str:
+    """Where tree-sitter gave up (ERROR/MISSING nodes: syntax errors, or nesting past its stack limit of
+    about 500 levels) and the definition lines there that did not become symbols; "" when none."""
+    spans: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:  # iterative: these trees are deep by definition
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            spans.append((node.start_point[0], node.end_point[0]))
+            continue
+        if node.has_error:
+            stack.extend(node.children)
+    if not spans:
+        return ""
+    spans.sort()
+    rows = {r for s, e in spans for r in range(s, min(e, len(lines) - 1) + 1)}
+    lost = sorted(r for r in rows if r not in extracted_rows and _DEFINITION_LINE.match(lines[r]))
+    if not lost:
+        return ""
+    where = ", ".join(f"{s + 1}-{e + 1}" for s, e in spans[:_MAX_ERROR_SPANS]) + (" ..." if len(spans) > _MAX_ERROR_SPANS else "")
+    return (f"{len(lost)} definition(s) not extracted, first at line {lost[0] + 1}, last at line {lost[-1] + 1}: "
+            f"tree-sitter could not parse lines {where} (a syntax error, or nesting deeper than its limit)")

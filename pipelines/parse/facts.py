@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from semantica.schema import Chunk, Edge, Symbol
+from semantica.schema import Chunk, Edge, FileError, Symbol
 
 # How many re-export / base-class hops the resolver follows before giving up (cycles, deep chains).
 MAX_RESOLVE_DEPTH = 8
@@ -74,4 +74,15 @@ class ParsedFile:
     refs: list[RawRef] = field(default_factory=list)
     returns: dict[str, str] = field(default_factory=dict)  # Python: qualname -> return annotation (a class name)
     error: str = ""
+    lost: str = ""  # what the parse could not extract (syntax errors, parser nesting limit), for errors.parquet
 
+
+
+PARSE_STAGE = "parse"
+
+
+def parse_problems(parsed: list[ParsedFile]) -> list[FileError]:
+    """Errors.parquet rows for files indexed only in part: a failed parse (kept as windows) or
+    definitions the parser could not extract (syntax errors, tree-sitter's nesting limit)."""
+    return [FileError(repo=pf.repo, path=pf.path, stage=PARSE_STAGE, reason=reason)
+            for pf in parsed for reason in (pf.error, pf.lost) if reason]

@@ -251,6 +251,20 @@ def test_python_receivers_typed_by_light_inference() -> None:
     assert how[(c + "__init__", "lib/auth.py::Digest")] == "import"  # auth.Digest(): module attribute, no __init__
 
 
+def test_unparsed_regions_are_reported_not_silent() -> None:
+    from pipelines.parse import parse_problems
+
+    deep = "".join(" " * i + f"class C{i}:\n" for i in range(1201)) + " " * 1201 + "pass\n"
+    parsed, _ = parse_all({"deep.py": deep, "ok.py": "def ok():\n    return 1\n",
+                           "broken.py": "def ok():\n    return 1\n\ndef broken(:\n    pass\n"})
+    by_path = {pf.path: pf for pf in parsed}
+    kept = len(by_path["deep.py"].symbols)
+    assert 0 < kept < 1201 and f"{1201 - kept} definition(s) not extracted" in by_path["deep.py"].lost
+    assert by_path["ok.py"].lost == "" and by_path["broken.py"].lost == ""  # recovered: every def is a symbol
+    problems = parse_problems(parsed)
+    assert [(p.path, p.stage) for p in problems] == [("deep.py", "parse")]
+
+
 def test_other_languages_resolve_by_name_and_say_so() -> None:
     _, edges = parse_all({
         "a/one.go": "package a\nfunc Solo() {}\nfunc Dup() {}\n",
