@@ -1,6 +1,6 @@
 """The Ray Serve query graph: each stage of `serving.pipeline` in its own deployment, behind FastAPI.
 
-    Ingress (FastAPI: /v1/search /v1/feedback /v1/repos /healthz /docs)
+    Ingress (FastAPI: /v1/search /v1/graph /v1/feedback /v1/repos /healthz /docs)
       -> Intent -> VectorRetriever | LexicalRetriever | SymbolRetriever (concurrently) -> GraphRetriever
       -> Fusion -> LateInteraction -> CrossEncoder (conditional) -> ContextBuilder
 
@@ -10,7 +10,8 @@ swapped for thin proxies that call the stage deployments through `DeploymentHand
 wraps the same stage class the in-process pipeline uses, so no query logic lives here. Each deployment
 takes its replicas / autoscaling / `ray_actor_options` from conf/serve.yaml.
 
-Errors are JSON: 422 (FastAPI validation, bad JSON), 400 (`QueryError`), 404 (unknown repository),
+Errors are JSON: 422 (FastAPI validation, bad JSON, a bad graph op or depth), 400 (`QueryError`), 404 (unknown
+repository, or a graph name that names nothing),
 503 (a mandatory stage - intent, fusion, context, cross-encoder when asked for - is down or timed out).
 A failing retriever or late-interaction stage gives a partial answer listing it in `degraded`.
 New snapshots are picked up without restart (`SnapshotSet` re-resolves CURRENT on every request).
