@@ -290,7 +290,15 @@ class CodeExtraction:
         obj = fn.child_by_field_name("object") if fn is not None and fn.type == "attribute" else None
         if obj is None:
             return ""
-        if obj.type == "call":  # Foo().bar() / make().bar()
+        if obj.type == "call":  # Foo().bar() / make().bar() / b.add_eq().add_order()
+            inner = obj.child_by_field_name("function")
+            if inner is not None and inner.type == "attribute":
+                inner_receiver = receiver_name(inner.child_by_field_name("object"))
+                inner_type = scope if inner_receiver in SELF_RECEIVERS and scope else \
+                    self._receiver_type(obj, inner_receiver, owner, scope)
+                method = node_text(inner.child_by_field_name("attribute"))
+                if inner_type:
+                    return f"{python_types.METHOD_PREFIX}{method}:{inner_type}"
             return python_types.value_type(obj)
         head, _, rest = receiver.partition(".")
         if owner is not None and owner.kind != SymbolKind.CLASS and not rest and head not in SELF_RECEIVERS:

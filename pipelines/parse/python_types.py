@@ -14,6 +14,8 @@ from typing import Any
 from pipelines.parse.nodes import dotted, node_text
 
 CALL_PREFIX = "call:"
+METHOD_PREFIX = "method:"  # "method:m:<type>": what method m returns on the class <type> names (chained calls)
+SELF_TYPE = "Self"  # a method that returns self (or is annotated `-> Self`) returns its own class
 _OPTIONAL = re.compile(r"^(?:[\w.]+\.)?Optional\[(.*)\]$", re.S)
 _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*")
 _NONE = "None"
@@ -115,5 +117,13 @@ def _enclosing_function(node: Any) -> Any:
 
 
 def return_type(function: Any) -> str:
+    """The return annotation's class, or SELF_TYPE for a method without one that returns `self`."""
     node = function.child_by_field_name("return_type")
-    return annotation_type(node) if node is not None else ""
+    kind = annotation_type(node) if node is not None else ""
+    if kind:
+        return SELF_TYPE if kind.rsplit(".", 1)[-1] == SELF_TYPE else kind
+    body = function.child_by_field_name("body")
+    for ret in _walk(body, ("return_statement",)) if body is not None else []:
+        if any(c.type == "identifier" and node_text(c) == "self" for c in ret.named_children):
+            return SELF_TYPE
+    return ""

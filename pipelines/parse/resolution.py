@@ -18,7 +18,7 @@ from pipelines.parse.facts import (
     RawImport,
 )
 from pipelines.parse.languages import SPECS
-from pipelines.parse.python_types import CALL_PREFIX
+from pipelines.parse.python_types import CALL_PREFIX, METHOD_PREFIX, SELF_TYPE
 from semantica.schema import Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
 
 JS_IMPORT_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js")
@@ -299,15 +299,28 @@ class _Resolution:
         return annotation names one)."""
         if depth <= 0 or not kind:
             return None
+        if kind.startswith(METHOD_PREFIX):  # method:m:<type> -> what m returns on that class
+            method_name, _, owner_type = kind.removeprefix(METHOD_PREFIX).partition(":")
+            owner = self._type_class(path, owner_type, depth - 1)
+            method = self._find_method(owner, method_name, MAX_RESOLVE_DEPTH) if owner else None
+            return self._returned_class(method, depth - 1) if method else None
         target = self._python_symbol(path, kind.removeprefix(CALL_PREFIX), MAX_RESOLVE_DEPTH)
         if target is None:
             return None
         sym = self.symbols[target]
         if sym.kind == SymbolKind.CLASS.value:
             return target
-        if kind.startswith(CALL_PREFIX) and target in self.returns:
-            return self._type_class(sym.path, self.returns[target], depth - 1)
-        return None
+        return self._returned_class(target, depth - 1) if kind.startswith(CALL_PREFIX) else None
+
+    def _returned_class(self, function_id: str, depth: int) -> str | None:
+        """The class a function's return annotation names (its own class for `return self` / `-> Self`)."""
+        kind = self.returns.get(function_id, "")
+        sym = self.symbols.get(function_id)
+        if not kind or sym is None:
+            return None
+        if kind == SELF_TYPE:
+            return sym.parent if sym.parent in self.symbols else None
+        return self._type_class(sym.path, kind, depth)
 
     def overrides(self, method_id: str) -> list[str]:
         """Methods of the same name in the (transitive) repository subclasses of the method's class."""

@@ -204,6 +204,12 @@ def test_python_receivers_typed_by_light_inference() -> None:
                 def build(self):
                     return 1
 
+                def fluent(self):
+                    return self
+
+                def twice(self):
+                    return self.fluent().build()
+
 
             def make() -> "Digest":
                 return Digest()
@@ -241,13 +247,22 @@ def test_python_receivers_typed_by_light_inference() -> None:
 
                 def unknown(self, d):
                     return d.build()
+
+                def chain(self) -> "Client":
+                    return self
+
+                def chained(self):
+                    c = Client()
+                    return c.chain().local()
             """,
     })
     how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
     build, c = "lib/auth.py::Digest.build", "lib/client.py::Client."
     for method in ("local", "param", "attr", "returned", "from_param"):
         assert how[(c + method, build)] == "type", method
+    assert how[("lib/auth.py::Digest.twice", build)] == "type"  # `return self`: fluent() gives a Digest
     assert (c + "unknown", "name:build") in how  # no annotation, no assignment: stays a name
+    assert how[(c + "chained", c + "local")] == "type"  # c.chain() returns Client (annotation), then .local()
     assert how[(c + "__init__", "lib/auth.py::Digest")] == "import"  # auth.Digest(): module attribute, no __init__
 
 
