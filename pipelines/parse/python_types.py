@@ -34,13 +34,20 @@ def annotation_type(node: Any) -> str:
     return head if _NAME.fullmatch(head) else ""
 
 
-def value_type(node: Any) -> str:
-    """`Foo(...)` / `mod.make(...)` -> "call:Foo" / "call:mod.make"; anything else -> ""."""
+def value_type(node: Any, known: dict[str, str] | None = None) -> str:
+    """`Foo(...)` / `mod.make(...)` -> "call:Foo" / "call:mod.make"; `x.m(...)` with `x` of a `known` type ->
+    "method:m:<type>"; the first branch of `a if c else b`; anything else -> ""."""
+    while node is not None and node.type in ("conditional_expression", "parenthesized_expression") \
+            and node.named_children:
+        node = node.named_children[0]
     if node is None or node.type != "call":
         return ""
     fn = node.child_by_field_name("function")
     if fn is None or fn.type not in ("identifier", "attribute"):
         return ""
+    obj = fn.child_by_field_name("object") if fn.type == "attribute" else None
+    if obj is not None and obj.type == "identifier" and known and node_text(obj) in known:
+        return f"{METHOD_PREFIX}{node_text(fn.child_by_field_name('attribute'))}:{known[node_text(obj)]}"
     name = dotted(node_text(fn))
     return CALL_PREFIX + name if _NAME.fullmatch(name) else ""
 
@@ -58,11 +65,11 @@ def _walk(node: Any, types: tuple[str, ...]) -> list[Any]:
     return found
 
 
-def _assigned(assignment: Any) -> tuple[Any, str]:
+def _assigned(assignment: Any, known: dict[str, str] | None = None) -> tuple[Any, str]:
     """(left node, type) of an assignment: its annotation, else the type its call value makes."""
     annotation = assignment.child_by_field_name("type")
     kind = annotation_type(annotation) if annotation is not None else ""
-    return assignment.child_by_field_name("left"), kind or value_type(assignment.child_by_field_name("right"))
+    return assignment.child_by_field_name("left"), kind or value_type(assignment.child_by_field_name("right"), known)
 
 
 def local_types(function: Any) -> dict[str, str]:
@@ -79,7 +86,7 @@ def local_types(function: Any) -> dict[str, str]:
             types[node_text(name)] = kind
     body = function.child_by_field_name("body")
     for assignment in _walk(body, ("assignment",)) if body is not None else []:
-        left, kind = _assigned(assignment)
+        left, kind = _assigned(assignment, types)
         if left is not None and left.type == "identifier" and kind:
             types[node_text(left)] = kind
     return types

@@ -254,11 +254,16 @@ def test_python_receivers_typed_by_light_inference() -> None:
                 def chained(self):
                     c = Client()
                     return c.chain().local()
+
+                def branches(self, flag, d: Digest):
+                    e = Digest() if flag else None
+                    f = d.fluent()
+                    return e.build() + f.build()
             """,
     })
     how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
     build, c = "lib/auth.py::Digest.build", "lib/client.py::Client."
-    for method in ("local", "param", "attr", "returned", "from_param"):
+    for method in ("local", "param", "attr", "returned", "from_param", "branches"):
         assert how[(c + method, build)] == "type", method
     assert how[("lib/auth.py::Digest.twice", build)] == "type"  # `return self`: fluent() gives a Digest
     assert (c + "unknown", "name:build") in how  # no annotation, no assignment: stays a name
