@@ -27,7 +27,7 @@ import numpy as np
 
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
 from pipelines.manifest import RepoSpec, excluded, resolve_repo_path
-from pipelines.parse import GraphResolver, ParsedFile
+from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache
 from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
 from pipelines.write import SnapshotContent, SnapshotWriter
@@ -298,6 +298,7 @@ class Indexer:
         if len(vectors) != len(chunks):
             raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks")
         symbols = [s for p in parsed for s in p.symbols]
+        work.errors.extend(parse_problems(parsed))  # files indexed only in part (windows, unparsed regions)
         for error in work.errors:  # discovery names the repo after its directory; the snapshot uses the name
             error.repo = spec.name
         result.files, result.chunks, result.symbols = len(parsed), len(chunks), len(symbols)

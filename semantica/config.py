@@ -330,6 +330,14 @@ class MetricsConfig:
         default_factory=lambda: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
     build_stats_file: str = ""  # "" = <paths.index_root>/.build-stats.json (shared storage on a cluster)
 
+class GraphOpsConfig:
+    """Exact structural answers (callers, callees, defs, refs, impls, imports) from the code graph."""
+
+    route_queries: bool = True  # `semantica query` answers a structural question from the graph first
+    route_depth: int = 1  # transitive depth of a routed question's answer
+    default_depth: int = 1  # `semantica callers ...` / POST /v1/graph without a depth
+    max_depth: int = 5  # a request deeper than this is refused (HTTP 422)
+
 
 @dataclass
 class Config:
@@ -358,6 +366,8 @@ class Config:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+
+    graph_ops: GraphOpsConfig = field(default_factory=GraphOpsConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

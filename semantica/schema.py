@@ -67,6 +67,39 @@ class EdgeType(str, Enum):
     TESTS = "TESTS"
 
 
+class Resolution(str, Enum):
+    """How an edge's target was found, best first (graph answers are ordered by this).
+
+    IMPORT/SELF/TYPE/INHERITANCE/LOCAL follow the code's own bindings; UNIQUE is the only definition of
+    that name in the repo; OVERRIDE is `self.m()` reaching a subclass's override (dynamic dispatch);
+    NAME is a bare-name guess among several (same file or directory);
+    SYNTAX is a CONTAINS edge; "" is an edge from a snapshot written before this field existed.
+    """
+
+    IMPORT = "import"
+    SELF = "self"
+    TYPE = "type"
+    INHERITANCE = "inheritance"
+    LOCAL = "local"
+    UNIQUE = "unique"
+    OVERRIDE = "override"
+    NAME = "name"
+    SYNTAX = "syntax"
+    UNRESOLVED = "unresolved"
+
+    @property
+    def tier(self) -> int:
+        """0: by the code's bindings; 1: by unique name; 2: by bare name; 3: unresolved."""
+        return RESOLUTION_TIERS[self]
+
+
+RESOLUTION_TIERS = {
+    Resolution.IMPORT: 0, Resolution.SELF: 0, Resolution.TYPE: 0, Resolution.INHERITANCE: 0,
+    Resolution.LOCAL: 0, Resolution.SYNTAX: 0, Resolution.UNIQUE: 1, Resolution.OVERRIDE: 1, Resolution.NAME: 2,
+    Resolution.UNRESOLVED: 3,
+}
+
+
 def sha1_text(text: str) -> str:
     """Content sha of a chunk (hex sha1 of its UTF-8 bytes)."""
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -190,6 +223,7 @@ class Edge(_Row):
     path: str
     line: int
     resolved: bool = True
+    resolution: str = ""
 
 
 @dataclass
@@ -260,6 +294,7 @@ EDGE_ARROW_SCHEMA = pa.schema(
     [
         ("src", pa.string()), ("dst", pa.string()), ("type", pa.string()), ("repo", pa.string()),
         ("path", pa.string()), ("line", pa.int32()), ("resolved", pa.bool_()),
+        ("resolution", pa.string()),
     ]
 )
 ERROR_ARROW_SCHEMA = pa.schema(

@@ -38,9 +38,11 @@ from serving.context import ContextBuilder
 from serving.cross_encoder import should_run as cross_should_run
 from serving.feedback import FeedbackLog
 from serving.fusion import WeightedRRF
+from serving.graph_ops import UnknownNameError
+from serving.graph_service import GraphRequest, GraphRequestError, GraphService
 from serving.http import ROUTES, build_http_app
 from serving.http_errors import NotFound
-from serving.http_models import FeedbackBody, SearchBody
+from serving.http_models import FeedbackBody, GraphBody, SearchBody
 from serving.intent import IntentClassifier
 from serving.metrics import HttpMetrics
 from serving.pipeline import QueryError, SearchPipeline, SearchRequest
@@ -70,7 +72,9 @@ def error_status(exc: BaseException) -> int:
     """HTTP status of an exception raised while answering (the one mapping, used by the handlers)."""
     if isinstance(exc, QueryError):
         return 400
-    if isinstance(exc, UnknownRepoError):
+    if isinstance(exc, GraphRequestError):
+        return 422
+    if isinstance(exc, (UnknownRepoError, UnknownNameError)):
         return 404
     if isinstance(exc, StageUnavailable):
         return 503
@@ -333,6 +337,14 @@ class IngressCore:
         values["k"] = self.config.query.default_k if body.k is None else body.k
         return self.pipeline.search(SearchRequest(**values)).to_dict()
 
+    def graph(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """`POST /v1/graph`: the exact structural answer, read in the ingress from the snapshot's graph tables."""
+        body = GraphBody.model_validate(payload)
+        values = body.model_dump()
+        values["repos"] = self._scope(principal, values["repos"])
+        service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
+        return service.run(GraphRequest(**values))
+
     def feedback(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         body = FeedbackBody.model_validate(payload)
         if not body.chunk_ids and not body.hits:
@@ -459,7 +471,8 @@ def build_graph(config: Config, options: dict[str, dict[str, Any]] | None = None
 
 def ingress_app(core: IngressCore) -> Any:
     """The FastAPI app over one ingress core (what every Serve ingress replica serves)."""
-    return build_http_app(core, (QueryError, StageUnavailable), error_status, error_body)
+    return build_http_app(core, (QueryError, StageUnavailable, GraphRequestError, UnknownNameError), error_status,
+                          error_body)
 
 
 def build_app(args: dict[str, Any] | None = None) -> serve.Application:

@@ -5,7 +5,7 @@
 
 `build_http_app(core)` is called once per ingress replica (Serve's late-bound ASGI app) and by the
 in-process tests, so both run exactly this app. The core is `serving.app.IngressCore` (duck-typed here:
-`search`, `feedback`, `repos`, `health`, `config`, `admission`, `metrics`, `tokens`, `hosts`).
+`search`, `graph`, `feedback`, `repos`, `health`, `config`, `admission`, `metrics`, `tokens`, `hosts`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from fastapi.responses import JSONResponse, Response
 from serving.admission import AdmissionMiddleware
 from serving.guards import AccessGuard, BodyGuard, principal_of
 from serving.http_errors import Forbidden, NotFound, install_error_handlers
-from serving.http_models import FeedbackBody, SearchBody
+from serving.http_models import FeedbackBody, GraphBody, SearchBody
 from serving.metrics import CONTENT_TYPE, MetricsMiddleware
 
-ROUTES = ("/v1/search", "/v1/feedback", "/v1/repos", "/healthz", "/metrics")
+ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics")
 UNHEALTHY = ("unavailable", "draining")
 ADMISSION_EXEMPT = ("/healthz", "/metrics", "/docs", "/openapi.json")
 """Never shed: a platform's probes must see an overloaded server as alive and busy."""
@@ -40,6 +40,10 @@ def build_http_app(core: Any, known_errors: tuple[type[Exception], ...], status_
         answer = core.search(body.model_dump(exclude_unset=True), principal(request))
         core.metrics.observe_search(answer)
         return JSONResponse(answer)
+
+    @api.post("/v1/graph")
+    def http_graph(body: GraphBody, request: Request) -> JSONResponse:
+        return JSONResponse(core.graph(body.model_dump(exclude_unset=True), principal(request)))
 
     @api.post("/v1/feedback", status_code=201)
     def http_feedback(body: FeedbackBody, request: Request) -> JSONResponse:

@@ -65,6 +65,21 @@ class SearchBody(BaseModel):
         return [Strategy.parse(n).value for n in names]  # ValueError lists the valid ones -> 422
 
 
+class GraphBody(BaseModel):
+    """`POST /v1/graph`: {op, name, repos, depth}."""
+
+    model_config = ConfigDict(extra="forbid")
+    op: str = Field(description="callers, callees, defs, refs, impls, importers or imports")
+    name: str = Field(description="bare, dotted (Class.method, module.func) or path::Qual.name")
+    repos: list[str] = Field(default_factory=list, description="empty = every repository the caller may read")
+    depth: StrictInt | None = Field(default=None, description="transitive hops (default graph_ops.default_depth)")
+
+    @field_validator("repos")
+    @classmethod
+    def _valid_repos(cls, names: list[str]) -> list[str]:
+        return _repo_names(names)
+
+
 class FeedbackBody(BaseModel):
     """`POST /v1/feedback`: which hits of a query were useful. Strings are cleaned before they are stored."""
 

@@ -29,6 +29,8 @@ from semantica.snapshot import Snapshot, SnapshotSet
 from serving.context import Context, ContextBuilder
 from serving.cross_encoder import CrossEncoderReranker
 from serving.fusion import ExpansionMatcher, WeightedRRF
+from serving.graph_ops import GraphOps
+from serving.graph_route import GraphRouter
 from serving.intent import IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.ltr import LtrReranker
@@ -93,6 +95,7 @@ class HitView:
     ltr_score: float | None = None
     features: list[float] | None = None
     explanation: str | None = None
+    graph: dict[str, Any] | None = None  # the exact graph answer this hit cites (structural questions)
 
 
 @dataclass
@@ -110,6 +113,7 @@ class SearchResponse:
     timings_ms: dict[str, float]
     snapshots: dict[str, str]
     cached: bool = False
+    graph: dict[str, Any] | None = None  # structural question: {op, name, candidates, ambiguous, note, answers}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,6 +191,14 @@ class SearchPipeline:
         cache = TokenEmbeddingCache(Path(self.config.paths.cache_dir) / LATE_CACHE_DIR / model_dir,
                                     li.memory_cache_items, li.dtype)
         return LateInteractionReranker(li, encoder, cache)
+
+    @cached_property
+    def graph_ops(self) -> GraphOps:
+        return GraphOps()
+
+    @cached_property
+    def graph_router(self) -> GraphRouter:
+        return GraphRouter(self.graph_ops, self.config.graph_ops.route_depth)
 
     @cached_property
     def cross(self) -> CrossEncoderReranker:
@@ -286,6 +298,10 @@ class SearchPipeline:
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for ranked in lists.values() for cid, _ in ranked if cid in chunks}
         fused = timer.run("fusion", lambda: self.fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
         hits = self._rerank(request, intent, [h for h in fused if h.chunk_id in chunks], chunks, timer, degraded)
+        routed = timer.run("graph_ops", lambda: self.graph_router.answer(request.query, snapshots, warnings)) \
+            if self.config.graph_ops.route_queries else None
+        if routed is not None:  # the exact answer first; no reranker touches its order
+            hits = routed.merge(hits, chunks)
         files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth))
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
@@ -298,7 +314,11 @@ class SearchPipeline:
             hits=[self._view(rank, hit, chunks[hit.chunk_id], request.explain) for rank, hit in enumerate(top, 1)],
             files=files, functions=functions, context=_context_dict(context), degraded=degraded,
             warnings=warnings, timings_ms=timer.ms, snapshots={s.repo: s.snapshot_id for s in snapshots},
+            graph=routed.result.to_dict() if routed is not None else None,
         )
+        if routed is not None:
+            for view in response.hits:
+                view.graph = routed.by_chunk.get(view.chunk_id)
         return response, lists
 
     def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: set[Strategy],

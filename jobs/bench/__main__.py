@@ -34,6 +34,9 @@ SELF_QUERIES = (
     "MaxSim late interaction reranking", "SymbolRetriever prefix search", "git cat-file batch reader",
 )
 QUERY_REPEATS = 3
+STRUCTURAL_REPEATS = 20
+RICH_CLONE = MIRRORS / "Textualize+rich" / "repo"  # pytest-sized (213 Python files); the flow set's commit
+FLOW_SETS = REPO_ROOT / "conf" / "golden"
 PERCENTILE_99 = 0.99
 
 
@@ -77,6 +80,38 @@ def bench_queries(config: Config, repo: str, queries: list[str]) -> dict[str, An
             "total": {"p50_ms": round(statistics.median(totals), 2), "p99_ms": round(percentile(totals, PERCENTILE_99), 2)}}
 
 
+def bench_structural(repo: Path, name: str, commit: str | None, questions: list[str]) -> dict[str, Any]:
+    """Structural questions in process: parse -> graph ops (what `semantica query` runs first), p50/p99."""
+    from jobs.eval.flow import graph_at
+    from serving.graph_ops import GraphOps, UnknownNameError
+    from serving.structural import parse_question
+
+    config = load_config(None, [])
+    start = time.perf_counter()
+    graph = graph_at(repo, name, commit or "HEAD", config)
+    build_s = time.perf_counter() - start
+    ops, times = GraphOps(), []
+    for _ in range(STRUCTURAL_REPEATS):
+        for question in questions:
+            start = time.perf_counter()
+            parsed = parse_question(question)
+            try:
+                ops.run_graphs(parsed.op, parsed.name, [graph], 1) if parsed else None
+            except UnknownNameError:
+                pass
+            times.append((time.perf_counter() - start) * 1000)
+    return {"repo": name, "questions": len(questions), "repeats": STRUCTURAL_REPEATS,
+            "symbols": len(graph.symbols), "graph_build_s": round(build_s, 2),
+            "p50_ms": round(statistics.median(times), 4), "p99_ms": round(percentile(times, PERCENTILE_99), 4)}
+
+
+def flow_questions(repo: str) -> tuple[str, list[str]]:
+    rows = [json.loads(line) for path in sorted(FLOW_SETS.glob("flow-*.jsonl"))
+            for line in path.read_text().splitlines() if line.strip()]
+    mine = [r for r in rows if r["repo"] == repo]
+    return (mine[0]["commit"] if mine else ""), [r["question"] for r in mine]
+
+
 def sympy_queries(limit: int) -> list[str]:
     if not BENCH_INSTANCES.exists():
         return []
@@ -96,8 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sympy-index-root", metavar="DIR",
                         help="time queries over the sympy snapshot already published under DIR (e.g. the eval's "
                              ".semantica/eval/index) instead of indexing sympy from scratch (~1 h on 2 cores)")
+    parser.add_argument("--structural-only", action="store_true",
+                        help="only the structural-question benchmark (no embedding index): bench/results/structural.json")
     args = parser.parse_args(argv)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    if args.structural_only:
+        return run_structural()
     results: dict[str, Any] = {"machine": machine(), "indexing": [], "querying": []}
     with tempfile.TemporaryDirectory(prefix="semantica-bench-") as tmp:
         config = load_config(None, [f"paths.index_root={tmp}/index", f"paths.cache_dir={tmp}/cache"])
@@ -115,6 +154,26 @@ def main(argv: list[str] | None = None) -> int:
     out = RESULTS_DIR / "bench.json"
     out.write_text(json.dumps(results, indent=2))
     print_tables(results)
+    print(f"\nwritten: {out}")
+    return 0
+
+
+def run_structural() -> int:
+    results: dict[str, Any] = {"machine": machine(), "structural": []}
+    self_questions = [q for q in SELF_QUERIES if q.startswith(("who calls", "callers of"))] + [
+        "what does SearchPipeline.search call", "where is load_config defined", "subclasses of BaseRetriever"]
+    results["structural"].append(bench_structural(REPO_ROOT, "semantica/self", None, self_questions))
+    commit, questions = flow_questions("Textualize/rich")
+    if (RICH_CLONE / "HEAD").exists() and questions:
+        results["structural"].append(bench_structural(RICH_CLONE, "Textualize/rich", commit, questions))
+    else:
+        print(f"rich clone not found at {RICH_CLONE}: only this repository benchmarked", file=sys.stderr)
+    out = RESULTS_DIR / "structural.json"
+    out.write_text(json.dumps(results, indent=2))
+    print("| repo | symbols | questions x repeats | graph build s | p50 ms | p99 ms |\n|---|---|---|---|---|---|")
+    for r in results["structural"]:
+        print(f"| {r['repo']} | {r['symbols']} | {r['questions']} x {r['repeats']} | {r['graph_build_s']} | "
+              f"{r['p50_ms']} | {r['p99_ms']} |")
     print(f"\nwritten: {out}")
     return 0
 

@@ -80,6 +80,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="override any config value (repeatable; `--set` names the golden set here)")
     golden.set_defaults(handler=run_golden)
 
+    flow = commands.add_parser(
+        "flow", help="Recall@10 and MRR of structural answers on a flow golden set (jedi gold)",
+        description="\"who calls X\" / \"what does X call\" questions from conf/golden/flow-*.jsonl, answered by "
+                    "the graph ops `semantica query` routes them to, over a fresh parse of each repo@commit.")
+    flow.add_argument("--flow-set", action="append", default=[], metavar="FILE",
+                      help="flow golden set JSONL (repeatable; default: conf/golden/flow-*.jsonl)")
+    flow.add_argument("--mirror", action="append", default=[], metavar="OWNER/NAME=PATH",
+                      help="bare git directory of a repository (default: $SEMANTICA_MIRRORS/<owner>+<name>/repo)")
+    flow.add_argument("--json", action="store_true", help="print the full report (per query) as JSON")
+    add_common(flow)
+    flow.set_defaults(handler=run_flow)
+
     replay = commands.add_parser(
         "localize", help="replay file/function localization over mined retriever lists (seconds, no indexing)",
         description="Re-run only the localization stage over the retriever lists that `eval swebench --mine DIR` "
@@ -220,6 +232,37 @@ def run_golden(args: argparse.Namespace) -> int:
     misses = [q for q in report.queries if q["MRR"] == 0]
     for q in misses:
         print(f"  miss [{q['intent'] or '-'}] {q['query']!r} -> {', '.join(q['top'][:3]) or 'no hits'}")
+    return 0
+
+
+def run_flow(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from jobs.eval.flow import evaluate, load_rows
+
+    root = Path(__file__).resolve().parent.parent
+    paths = [Path(p) for p in args.flow_set] or sorted((root / "conf" / "golden").glob("flow-*.jsonl"))
+    if not paths:
+        raise CliError("no flow golden set: pass --flow-set FILE (built with python -m jobs.eval.flow_gold)")
+    rows = load_rows(paths)
+    mirrors_dir = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
+    mirrors = {r["repo"]: mirrors_dir / r["repo"].replace("/", "+") / "repo" for r in rows}
+    for item in args.mirror:
+        name, _, path = item.partition("=")
+        mirrors[name] = Path(path)
+    missing = sorted({r for r, p in mirrors.items() if not (p / "HEAD").exists()})
+    if missing:
+        print(f"SKIPPED (no mirror): {', '.join(missing)}", file=sys.stderr)
+        rows = [r for r in rows if r["repo"] not in missing]
+    report = evaluate(rows, {r: p for r, p in mirrors.items() if r not in missing}, config_from_args(args))
+    if args.json:
+        print_json(report.to_dict())
+        return 0
+    print("| op | questions | Recall@10 | MRR | precision@10 |\n|---|---|---|---|---|")
+    for op, v in sorted(report.by_op.items()):
+        print(f"| {op} | {v['questions']} | {v['recall@10']:.3f} | {v['mrr']:.3f} | {v['precision@10']:.3f} |")
+    print(f"graph build s: {report.build_s}; question p50 {report.query_ms_p50} ms")
     return 0
 
 

@@ -55,6 +55,9 @@ def run_query(args: argparse.Namespace) -> int:
     intent = response.intent
     print(f"query: {response.query!r}  intent: {intent['dominant']} "
           f"({', '.join(f'{k} {v:.2f}' for k, v in intent['probabilities'].items())})")
+    if response.graph:
+        print(f"structural question: {response.graph['op']} of {response.graph['name']!r}, "
+              f"{len(response.graph['answers'])} exact answer(s) first" + (f"; {response.graph['note']}" if response.graph["note"] else ""))
     for warning in response.warnings:
         print(f"warning: {warning}")
     for item in response.degraded:
@@ -64,6 +67,9 @@ def run_query(args: argparse.Namespace) -> int:
     for hit in response.hits:
         where = f"{hit.repo}:{hit.citation}"
         print(f"\n{hit.rank:>2}. {where}  {hit.symbol or '(module)'}  [{hit.kind}]  score {hit.score:.4f}")
+        if hit.graph:  # the exact graph answer (structural question): cite the edge, not the score
+            g = hit.graph
+            print(f"    graph: {g['op']} of {g['target'].split('::')[-1]} at {g['citation']} [{g['resolution']}]")
         if args.explain and hit.explanation:
             print(textwrap.indent(textwrap.fill(hit.explanation, 100), "    why: "))
         snippet = hit.content.splitlines()[:SNIPPET_LINES]

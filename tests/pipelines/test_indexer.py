@@ -176,6 +176,25 @@ def test_bad_files_are_skipped_and_recorded(tmp_path):
     assert summary.errors == len(errors)
 
 
+def test_symbols_lost_to_the_parser_nesting_limit_are_recorded(tmp_path):
+    repo = tmp_path / "deep"
+    repo.mkdir()
+    depth = 600  # tree-sitter keeps the innermost ~511 levels; the outer ones used to vanish silently
+    (repo / "deep.py").write_text("".join(" " * i + f"class C{i}:\n" for i in range(depth)) + " " * depth + "pass\n")
+    (repo / "fine.py").write_text("def fine():\n    return 1\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "deep")
+    config = make_config(tmp_path / "idx")
+    summary = Indexer(config, progress=False).index(str(repo), "deep")
+    snapshot = open_current(config, "deep")
+    kept = sum(1 for s in snapshot.symbols if s.path == "deep.py")
+    errors = {r["path"]: r for r in pq.read_table(snapshot.paths.errors).to_pylist()}
+    assert kept < depth and errors["deep.py"]["stage"] == "parse"
+    assert f"{depth - kept} definition(s) not extracted" in errors["deep.py"]["reason"]
+    assert "fine.py" not in errors and summary.errors == len(errors)
+
+
 def test_empty_repository_publishes_an_empty_snapshot(tmp_path):
     repo = tmp_path / "empty"
     repo.mkdir()

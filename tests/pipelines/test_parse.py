@@ -181,6 +181,120 @@ def test_python_resolution() -> None:
     assert '"""A base."""' in header.content and 'kind = "base"' in header.content and "def run" not in header.content
 
 
+def test_python_edges_say_how_they_were_resolved_and_are_deterministic() -> None:
+    parsed, edges = parse_all(PY_FILES)
+    how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
+    base, child = "pkg/base.py::", "pkg/child.py::"
+    assert how[(base + "Base.run", base + "Base.step")] == "self"
+    assert how[(child + "Child.go", base + "Base.run")] == "inheritance"  # self.run() found on the base
+    assert how[(child + "Child.step", base + "Base.step")] == "inheritance"  # super()
+    assert how[(child + "Child.step", child + "helper")] == "local"
+    assert how[(child + "Child.step", "pkg/util.py::tool")] == "import"
+    assert how[(child + "Grandchild.step", "name:unknown")] == "unresolved"
+    assert {e.resolution for e in edges if e.type == EdgeType.CONTAINS.value} == {"syntax"}
+    # nested calls start at the same byte; the facts (and the line kept per edge) must not depend on luck
+    again = parse_all(PY_FILES)[1]
+    assert [(e.src, e.dst, e.line) for e in again] == [(e.src, e.dst, e.line) for e in edges]
+
+
+def test_python_receivers_typed_by_light_inference() -> None:
+    _, edges = parse_all({
+        "lib/auth.py": """
+            class Digest:
+                def build(self):
+                    return 1
+
+                def fluent(self):
+                    return self
+
+                def twice(self):
+                    return self.fluent().build()
+
+
+            def make() -> "Digest":
+                return Digest()
+            """,
+        "lib/client.py": """
+            from typing import Optional
+
+            from lib import auth
+            from lib.auth import Digest, make
+
+
+            class Client:
+                store: Digest
+
+                def __init__(self, digest: Optional[Digest] = None, held: Digest = None):
+                    self.digest = auth.Digest()
+                    self.held = held
+
+                def from_param(self):
+                    return self.held.build()
+
+                def local(self):
+                    d = Digest()
+                    return d.build()
+
+                def param(self, d: "Digest | None"):
+                    return d.build()
+
+                def attr(self):
+                    return self.digest.build() + self.store.build()
+
+                def returned(self):
+                    x = make()
+                    return x.build() + Digest().build()
+
+                def unknown(self, d):
+                    return d.build()
+
+                def chain(self) -> "Client":
+                    return self
+
+                def chained(self):
+                    c = Client()
+                    return c.chain().local()
+
+                def branches(self, flag, d: Digest):
+                    e = Digest() if flag else None
+                    f = d.fluent()
+                    return e.build() + f.build()
+            """,
+    })
+    how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
+    build, c = "lib/auth.py::Digest.build", "lib/client.py::Client."
+    for method in ("local", "param", "attr", "returned", "from_param", "branches"):
+        assert how[(c + method, build)] == "type", method
+    assert how[("lib/auth.py::Digest.twice", build)] == "type"  # `return self`: fluent() gives a Digest
+    assert (c + "unknown", "name:build") in how  # no annotation, no assignment: stays a name
+    assert how[(c + "chained", c + "local")] == "type"  # c.chain() returns Client (annotation), then .local()
+    assert how[(c + "__init__", "lib/auth.py::Digest")] == "import"  # auth.Digest(): module attribute, no __init__
+
+
+def test_unparsed_regions_are_reported_not_silent() -> None:
+    from pipelines.parse import parse_problems
+
+    deep = "".join(" " * i + f"class C{i}:\n" for i in range(1201)) + " " * 1201 + "pass\n"
+    parsed, _ = parse_all({"deep.py": deep, "ok.py": "def ok():\n    return 1\n",
+                           "broken.py": "def ok():\n    return 1\n\ndef broken(:\n    pass\n"})
+    by_path = {pf.path: pf for pf in parsed}
+    kept = len(by_path["deep.py"].symbols)
+    assert 0 < kept < 1201 and f"{1201 - kept} definition(s) not extracted" in by_path["deep.py"].lost
+    assert by_path["ok.py"].lost == "" and by_path["broken.py"].lost == ""  # recovered: every def is a symbol
+    problems = parse_problems(parsed)
+    assert [(p.path, p.stage) for p in problems] == [("deep.py", "parse")]
+
+
+def test_other_languages_resolve_by_name_and_say_so() -> None:
+    _, edges = parse_all({
+        "a/one.go": "package a\nfunc Solo() {}\nfunc Dup() {}\n",
+        "b/two.go": "package b\nfunc Dup() {}\nfunc Use() { Solo(); Dup() }\n",
+    })
+    how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
+    assert how[("b/two.go::Use", "a/one.go::Solo")] == "unique"  # the only Solo in the repo
+    assert how[("b/two.go::Use", "b/two.go::Dup")] == "name"  # two Dup: the same file's wins, by name
+
+
 # -- other languages ---------------------------------------------------------------------------
 
 

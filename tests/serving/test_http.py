@@ -62,6 +62,21 @@ def test_search_explain_and_metadata(server):
     assert client.get("/docs").status_code == 200
 
 
+def test_graph_endpoint_answers_exactly_and_errors_are_json(server):
+    client, _ = server
+    r = client.post("/v1/graph", json={"op": "callers", "name": "price_of", "repos": [REPO_NAME], "depth": 1})
+    assert r.status_code == 200, r.text
+    assert [(a["qualname"], a["citation"]) for a in r.json()["answers"]] == [("Cart.total", "shop/cart.py:14")]
+    bad_op = client.post("/v1/graph", json={"op": "friends", "name": "price_of"})
+    assert bad_op.status_code == 422 and "callers, callees, defs, refs, impls" in bad_op.json()["message"]
+    deep = client.post("/v1/graph", json={"op": "callers", "name": "price_of", "depth": 99})
+    assert deep.status_code == 422 and deep.json()["error"] == "GraphRequestError"
+    unknown = client.post("/v1/graph", json={"op": "defs", "name": "nothing_here"})
+    assert unknown.status_code == 404 and "nothing_here" in unknown.json()["message"]
+    routed = client.post("/v1/search", json={"query": "who calls price_of", "k": 3}).json()
+    assert routed["graph"]["op"] == "callers" and routed["hits"][0]["graph"]["citation"] == "shop/cart.py:14"
+
+
 def test_errors_are_json_with_the_right_status(server):
     client, _ = server
     bad_json = client.post("/v1/search", content=b"{not json", headers={"content-type": "application/json"})

@@ -1,0 +1,391 @@
+"""Extraction: one tree-sitter parse of a code file -> definitions, chunks, symbols, calls, edges.
+
+Generic over the language table; what differs per language (imports, Python references) lives in
+`python.py`, `javascript.py`, `go.py`, `java.py` and `rust.py`. Nested functions stay inside their
+outer function's chunk and are not symbols of their own.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipelines.discover import SourceFile
+from pipelines.parse import go, java, javascript, python, python_types, rust
+from pipelines.parse.chunking import ChunkBuilder
+from pipelines.parse.facts import OTHER_RECEIVER, SELF_RECEIVERS, SUPER_RECEIVER, UNRESOLVED_PREFIX, ParsedFile, RawBase, RawCall
+from pipelines.parse.languages import COMMENT_TYPES, JS_FUNCTION_VALUES, SPECS, parser_and_query
+from pipelines.parse.nodes import IDENT, dotted, node_text, receiver_name
+from semantica.config import ChunkConfig
+from semantica.schema import Chunk, ChunkKind, Edge, EdgeType, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
+
+PYTHON_IMPORT_SCOPES = frozenset({
+    "function_definition", "class_definition", "decorated_definition", "block", "if_statement",
+    "try_statement", "with_statement", "else_clause", "except_clause", "finally_clause", "elif_clause",
+})
+# Lines that open a definition in any supported language (counted inside unparsed regions, for the report).
+_DEFINITION_LINE = re.compile(r"^\s*(?:(?:export|pub|public|private|protected|static|async|abstract|default)\s+)*"
+                              r"(?:def|class|function|func|fn|interface|struct|enum|trait|impl)\b")
+_MAX_ERROR_SPANS = 5
+IMPORT_EXTRACTORS = {"python": python.imports, "js": javascript.imports, "go": go.imports,
+                     "java": java.imports, "rust": rust.imports}
+
+
+@dataclass
+class _Def:
+    """A definition found by the walk (0-based inclusive rows)."""
+
+    qualname: str
+    kind: SymbolKind
+    start: int
+    end: int
+    parent: str
+    node: Any
+    children: list[_Def] = field(default_factory=list)
+
+
+class CodeExtraction:
+    """One tree-sitter parse of a code file -> chunks, symbols, parse-time edges, raw facts."""
+
+    def __init__(self, config: ChunkConfig, out: ParsedFile, file: SourceFile,
+                 lines: list[str], tokens: list[int]) -> None:
+        self.config, self.out, self.file, self.lines, self.tokens = config, out, file, lines, tokens
+        self.spec = SPECS[file.language]
+        self.path = file.path
+        self.helper = ChunkBuilder(config)
+        self.defs: list[_Def] = []
+        self.top: list[_Def] = []
+        self._types: dict[str, dict[str, str]] = {}
+
+    def run(self) -> None:
+        parser, query = parser_and_query(self.file.language)
+        tree = parser.parse(self.file.text.encode("utf-8"))
+        root = tree.root_node
+        self._walk(root, "", "", "module", self.top)
+        if root.has_error:
+            self.out.lost = lost_definitions(root, self.lines, {d.node.start_point[0] for d in self.defs})
+        self._chunks_and_symbols()
+        self._def_by_qual = {d.qualname: d for d in self.defs}
+        self._imports(root)
+        self._calls(root, query)
+        self._edges()
+
+    # -- definitions --
+
+    def _start_row(self, node: Any) -> int:
+        """Start row including decorators and the doc comments right above the definition."""
+        row = node.start_point[0]
+        prev = node.prev_named_sibling
+        while prev is not None and prev.type in COMMENT_TYPES and prev.end_point[0] >= row - 1:
+            row = prev.start_point[0]
+            prev = prev.prev_named_sibling
+        return row
+
+    def _add(self, qual: str, kind: SymbolKind, span: Any, parent: str, node: Any, siblings: list[_Def]) -> _Def:
+        d = _Def(qual, kind, self._start_row(span), span.end_point[0], parent, node)
+        self.defs.append(d)
+        siblings.append(d)
+        return d
+
+    def _walk(self, node: Any, prefix: str, parent: str, container: str, siblings: list[_Def]) -> None:
+        """Find definitions under `node`; `container` is "module", "class", "impl" or "namespace"."""
+        for child in node.named_children:
+            kind, span = child.type, child
+            if kind == "decorated_definition":
+                inner = child.child_by_field_name("definition")
+                if inner is None:
+                    continue
+                child, kind = inner, inner.type
+            if kind in self.spec.functions:
+                self._function(child, span, prefix, parent, container, siblings)
+            elif kind in self.spec.classes:
+                name = node_text(child.child_by_field_name("name"))
+                if not name:
+                    continue
+                qual = prefix + name
+                d = self._add(qual, SymbolKind.CLASS, span, parent, child, siblings)
+                self._bases(child, symbol_node_id(self.path, qual))
+                body = child.child_by_field_name("body")
+                if body is not None:
+                    self._walk(body, qual + ".", symbol_node_id(self.path, qual), "class", d.children)
+            elif kind in self.spec.namespaces:
+                self._namespace(child, prefix, siblings)
+            elif kind in ("lexical_declaration", "variable_declaration") and self.spec.family == "js":
+                self._js_variables(child, prefix, parent, container, siblings)
+            elif kind in self.spec.descend:
+                self._walk(child, prefix, parent, container, siblings)
+
+    def _function(self, node: Any, span: Any, prefix: str, parent: str, container: str,
+                  siblings: list[_Def]) -> None:
+        name = node_text(node.child_by_field_name("name"))
+        if not name:
+            return
+        kind = SymbolKind.METHOD if container in ("class", "impl") else SymbolKind.FUNCTION
+        if node.type == "method_declaration" and self.spec.family == "go":
+            receiver = IDENT.search(node_text(node.child_by_field_name("receiver")).split(" ", 1)[-1].lstrip("*"))
+            rtype = receiver.group(0) if receiver else ""
+            if rtype:
+                prefix, parent, kind = rtype + ".", symbol_node_id(self.path, rtype), SymbolKind.METHOD
+        self._add(prefix + name, kind, span, parent, node, siblings)
+
+    def _namespace(self, node: Any, prefix: str, siblings: list[_Def]) -> None:
+        """Rust impl/mod, TS namespace: a name prefix, not a symbol (its items are top-level)."""
+        is_impl = node.type == "impl_item"
+        name_node = node.child_by_field_name("type" if is_impl else "name")
+        match = IDENT.search(node_text(name_node))
+        body = node.child_by_field_name("body")
+        if match is None or body is None:
+            return
+        qual = prefix + match.group(0)
+        parent = symbol_node_id(self.path, qual) if is_impl else ""
+        self._walk(body, qual + ".", parent, "impl" if is_impl else "namespace", siblings)
+
+    def _js_variables(self, node: Any, prefix: str, parent: str, container: str, siblings: list[_Def]) -> None:
+        """`const f = () => ...` / `= function () {}` define functions too."""
+        declarators = [c for c in node.named_children if c.type == "variable_declarator"]
+        for decl in declarators:
+            value = decl.child_by_field_name("value")
+            name_node = decl.child_by_field_name("name")
+            if value is None or value.type not in JS_FUNCTION_VALUES or name_node is None \
+                    or name_node.type != "identifier":
+                continue
+            span = node if len(declarators) == 1 else decl
+            kind = SymbolKind.METHOD if container == "class" else SymbolKind.FUNCTION
+            self._add(prefix + node_text(name_node), kind, span, parent, value, siblings)
+
+    def _bases(self, node: Any, class_id: str) -> None:
+        holders = []
+        for name in ("superclasses", "superclass", "interfaces"):
+            holder = node.child_by_field_name(name)
+            if holder is not None:
+                holders.append(holder)
+        holders.extend(c for c in node.named_children if c.type in ("class_heritage", "extends_interfaces"))
+        for holder in holders:
+            self._base_names(holder, class_id)
+
+    def _base_names(self, node: Any, class_id: str) -> None:
+        for child in node.named_children:
+            if child.type in ("keyword_argument", "comment", "type_arguments"):
+                continue
+            if child.type in ("identifier", "type_identifier", "attribute", "member_expression",
+                              "scoped_type_identifier", "scoped_identifier", "generic_type"):
+                text = node_text(child).split("<", 1)[0].split("[", 1)[0]
+                base = dotted(text)
+                if base not in (OTHER_RECEIVER, SUPER_RECEIVER):
+                    self.out.bases.append(RawBase(class_id, base, child.start_point[0] + 1))
+            else:
+                self._base_names(child, class_id)
+
+    # -- chunks and symbols --
+
+    def _chunks_and_symbols(self) -> None:
+        p, out, file, lines, tokens = self.helper, self.out, self.file, self.lines, self.tokens
+        chunks: list[Chunk] = []
+        first_chunk: dict[str, str] = {}
+        for d in self.defs:
+            if d.kind == SymbolKind.CLASS:
+                pieces = self._class_chunks(d)
+            else:
+                ck = ChunkKind.METHOD if d.kind == SymbolKind.METHOD else ChunkKind.FUNCTION
+                pieces = p.pieces(out, file, lines, tokens, d.start, d.end, ck, d.qualname)
+            chunks.extend(pieces)
+            if pieces:
+                first_chunk.setdefault(d.qualname, pieces[0].chunk_id)
+        covered = sorted((d.start, d.end) for d in self.top)
+        row = 0
+        for s, e in covered + [(len(lines), len(lines))]:
+            if s > row:
+                chunks.extend(p.windows(out, file, lines, tokens, row, s - 1, ChunkKind.MODULE))
+            row = max(row, e + 1)
+        chunks.sort(key=lambda c: (c.start_line, c.end_line))
+        out.chunks = chunks
+        module = module_of(self.path)
+        known = {d.qualname for d in self.defs}
+        seen: set[str] = set()
+        for d in self.defs:
+            sid = symbol_node_id(self.path, d.qualname)
+            if sid in seen:
+                continue
+            seen.add(sid)
+            parent = d.parent if d.parent and d.parent.split("::", 1)[1] in known else ""
+            out.symbols.append(Symbol(
+                symbol_id=sid, repo=out.repo, path=self.path, name=d.qualname.rsplit(".", 1)[-1],
+                qualname=d.qualname, module=module, kind=d.kind.value, language=file.language,
+                start_line=d.start + 1, end_line=d.end + 1, chunk_id=first_chunk.get(d.qualname, ""),
+                parent=parent,
+            ))
+
+    def _class_chunks(self, d: _Def) -> list[Chunk]:
+        """Header (up to the first member definition) plus any other non-member lines, as class chunks."""
+        p, out, file, lines, tokens = self.helper, self.out, self.file, self.lines, self.tokens
+        members = sorted((c.start, c.end) for c in d.children)
+        if not members:
+            return p.pieces(out, file, lines, tokens, d.start, d.end, ChunkKind.CLASS, d.qualname)
+        header_end = members[0][0] - 1
+        while header_end > d.start and tokens[header_end] == 0:
+            header_end -= 1
+        chunks = p.pieces(out, file, lines, tokens, d.start, max(d.start, header_end), ChunkKind.CLASS, d.qualname)
+        row = members[0][1] + 1
+        for s, e in members[1:] + [(d.end + 1, d.end + 1)]:
+            if s > row:
+                chunks.extend(p.windows(out, file, lines, tokens, row, s - 1, ChunkKind.CLASS, d.qualname))
+            row = max(row, e + 1)
+        return chunks
+
+    # -- imports, calls, references --
+
+    def _imports(self, root: Any) -> None:
+        family, extract = self.spec.family, IMPORT_EXTRACTORS[self.spec.family]
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for child in node.named_children:
+                if child.type in self.spec.imports:
+                    self.out.imports.extend(extract(child, child.start_point[0] + 1))
+                elif family == "python" and child.type in PYTHON_IMPORT_SCOPES:
+                    stack.append(child)
+
+    def _enclosing(self) -> tuple[list[int], list[_Def]]:
+        """Definitions sorted by start byte, for innermost-container lookup by position."""
+        ordered = sorted(self.defs, key=lambda d: (d.node.start_byte, -d.node.end_byte))
+        return [d.node.start_byte for d in ordered], ordered
+
+    def _owner(self, starts: list[int], ordered: list[_Def], byte: int) -> _Def | None:
+        i = bisect.bisect_right(starts, byte) - 1
+        while i >= 0:
+            d = ordered[i]
+            if d.node.start_byte <= byte < d.node.end_byte:
+                return d
+            i -= 1
+        return None
+
+    def _calls(self, root: Any, query: Any) -> None:
+        from tree_sitter import QueryCursor
+
+        starts, ordered = self._enclosing()
+        file_id = file_node_id(self.path)
+        # capture order varies run to run: sort, so the line kept for a (caller, callee) pair is the first
+        for node in sorted(QueryCursor(query).captures(root).get("call", []), key=lambda n: (n.start_byte, n.end_byte)):
+            name, receiver = self._callee(node)
+            if not name:
+                continue
+            owner = self._owner(starts, ordered, node.start_byte)
+            src = symbol_node_id(self.path, owner.qualname) if owner else file_id
+            scope = ""
+            if owner is not None:
+                scope = owner.qualname if owner.kind == SymbolKind.CLASS else (
+                    owner.parent.split("::", 1)[1] if owner.parent else "")
+            kind = self._receiver_type(node, receiver, owner, scope) if self.spec.family == "python" else ""
+            self.out.calls.append(RawCall(src, name, receiver, scope, node.start_point[0] + 1, kind))
+        if self.spec.family == "python":
+            self.out.returns = {d.qualname: t for d in self.defs if d.kind != SymbolKind.CLASS
+                                for t in [python_types.return_type(d.node)] if t}
+            self._python_refs(root, starts, ordered)
+
+    def _receiver_type(self, node: Any, receiver: str, owner: _Def | None, scope: str) -> str:
+        """What a Python call's receiver is: a local's or a `self.` attribute's type, or the call it is."""
+        fn = node.child_by_field_name("function")
+        obj = fn.child_by_field_name("object") if fn is not None and fn.type == "attribute" else None
+        if obj is None:
+            return ""
+        if obj.type == "call":  # Foo().bar() / make().bar() / b.add_eq().add_order()
+            inner = obj.child_by_field_name("function")
+            if inner is not None and inner.type == "attribute":
+                inner_receiver = receiver_name(inner.child_by_field_name("object"))
+                inner_type = scope if inner_receiver in SELF_RECEIVERS and scope else \
+                    self._receiver_type(obj, inner_receiver, owner, scope)
+                method = node_text(inner.child_by_field_name("attribute"))
+                if inner_type:
+                    return f"{python_types.METHOD_PREFIX}{method}:{inner_type}"
+            return python_types.value_type(obj)
+        head, _, rest = receiver.partition(".")
+        if owner is not None and owner.kind != SymbolKind.CLASS and not rest and head not in SELF_RECEIVERS:
+            return self._types_of(owner).get(head, "")
+        if head == "self" and rest and "." not in rest and scope:
+            cls = self._def_by_qual.get(scope)
+            return self._types_of(cls).get(rest, "") if cls is not None else ""
+        return ""
+
+    def _types_of(self, d: _Def) -> dict[str, str]:
+        if d.qualname not in self._types:
+            self._types[d.qualname] = python_types.attribute_types(d.node) if d.kind == SymbolKind.CLASS \
+                else python_types.local_types(d.node)
+        return self._types[d.qualname]
+
+    def _callee(self, node: Any) -> tuple[str, str]:
+        """(name, receiver) of a call node; name "" when it is not a plain named call."""
+        if node.type == "method_invocation":
+            return node_text(node.child_by_field_name("name")), receiver_name(node.child_by_field_name("object"))
+        if node.type in ("new_expression", "object_creation_expression"):
+            target = node.child_by_field_name("constructor") or node.child_by_field_name("type")
+            match = IDENT.search(node_text(target).split("<", 1)[0].split(".")[-1])
+            return (match.group(0) if match else ""), ""
+        fn = node.child_by_field_name("function")
+        if fn is None:
+            return "", ""
+        if fn.type == "identifier":
+            return node_text(fn), ""
+        fields = {"attribute": ("object", "attribute"), "member_expression": ("object", "property"),
+                  "selector_expression": ("operand", "field"), "field_expression": ("value", "field"),
+                  "scoped_identifier": ("path", "name")}.get(fn.type)
+        if fields is None:
+            return "", ""
+        return node_text(fn.child_by_field_name(fields[1])), receiver_name(fn.child_by_field_name(fields[0]))
+
+    def _python_refs(self, root: Any, starts: list[int], ordered: list[_Def]) -> None:
+        """Identifiers that name a file-level definition or import, used other than as a call."""
+        names = {d.qualname for d in self.top} | {
+            (i.alias or i.module.split(".")[0]) for i in self.out.imports if i.name != "*"}
+        names.discard("")
+        if not names or not ordered:
+            return
+
+        def owner_of(byte: int) -> tuple[str, str] | None:
+            owner = self._owner(starts, ordered, byte)
+            return None if owner is None else (symbol_node_id(self.path, owner.qualname), owner.qualname)
+
+        self.out.refs.extend(python.references(root, names, owner_of))
+
+    # -- parse-time edges --
+
+    def _edges(self) -> None:
+        out, file_id = self.out, file_node_id(self.path)
+        for s in out.symbols:
+            src = s.parent or file_id
+            out.edges.append(Edge(src, s.symbol_id, EdgeType.CONTAINS.value, out.repo, self.path, s.start_line))
+        for b in out.bases:
+            out.edges.append(Edge(b.class_id, UNRESOLVED_PREFIX + b.base, EdgeType.INHERITS.value,
+                                  out.repo, self.path, b.line, resolved=False))
+        for i in out.imports:
+            out.edges.append(Edge(file_id, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS.value,
+                                  out.repo, self.path, i.line, resolved=False))
+        for c in out.calls:
+            out.edges.append(Edge(c.src, UNRESOLVED_PREFIX + c.name, EdgeType.CALLS.value,
+                                  out.repo, self.path, c.line, resolved=False))
+
+
+
+def lost_definitions(root: Any, lines: list[str], extracted_rows: set[int]) -> str:
+    """Where tree-sitter gave up (ERROR/MISSING nodes: syntax errors, or nesting past its stack limit of
+    about 500 levels) and the definition lines there that did not become symbols; "" when none."""
+    spans: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:  # iterative: these trees are deep by definition
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            spans.append((node.start_point[0], node.end_point[0]))
+            continue
+        if node.has_error:
+            stack.extend(node.children)
+    if not spans:
+        return ""
+    spans.sort()
+    rows = {r for s, e in spans for r in range(s, min(e, len(lines) - 1) + 1)}
+    lost = sorted(r for r in rows if r not in extracted_rows and _DEFINITION_LINE.match(lines[r]))
+    if not lost:
+        return ""
+    where = ", ".join(f"{s + 1}-{e + 1}" for s, e in spans[:_MAX_ERROR_SPANS]) + (" ..." if len(spans) > _MAX_ERROR_SPANS else "")
+    return (f"{len(lost)} definition(s) not extracted, first at line {lost[0] + 1}, last at line {lost[-1] + 1}: "
+            f"tree-sitter could not parse lines {where} (a syntax error, or nesting deeper than its limit)")

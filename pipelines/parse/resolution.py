@@ -1,0 +1,386 @@
+"""Repo-level resolution: the raw names of many ParsedFiles of ONE repo -> graph node ids."""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+
+from pipelines.parse.facts import (
+    MAX_RESOLVE_DEPTH,
+    OTHER_RECEIVER,
+    PYTHON_INIT,
+    SELF_RECEIVERS,
+    SUPER_RECEIVER,
+    UNRESOLVED_PREFIX,
+    ParsedFile,
+    RawBase,
+    RawCall,
+    RawImport,
+)
+from pipelines.parse.languages import SPECS
+from pipelines.parse.python_types import CALL_PREFIX, METHOD_PREFIX, SELF_TYPE
+from semantica.schema import Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
+
+JS_IMPORT_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js")
+
+
+class GraphResolver:
+    """Turns the raw names of many ParsedFiles of ONE repo into graph node ids.
+
+    Python is resolved precisely (scopes, imports, inheritance); other languages by name: a call goes
+    to the enclosing class's method of that name, else the unique definition of that name in the
+    same file, the same directory, then the repo. What cannot be resolved stays as
+    `name:<identifier>` with resolved=False.
+    """
+
+    def resolve(self, parsed: list[ParsedFile]) -> list[Edge]:
+        """All edges of the repo (CONTAINS as parsed; CALLS/INHERITS/IMPORTS/REFERENCES resolved)."""
+        return _Resolution(parsed).run()
+
+
+class _Resolution:
+    """State of one `GraphResolver.resolve` call (indexes over every file of the repo)."""
+
+    def __init__(self, parsed: list[ParsedFile]) -> None:
+        self.parsed = parsed
+        self.symbols: dict[str, Symbol] = {s.symbol_id: s for pf in parsed for s in pf.symbols}
+        self.paths = {pf.path for pf in parsed}
+        self.by_basename: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(self.paths):
+            self.by_basename[posixpath.basename(path)].append(path)
+        self.family = {pf.path: SPECS[pf.language].family for pf in parsed if pf.language in SPECS}
+        self.modules = self._module_index()
+        self.bindings: dict[str, dict[str, list[str]]] = {}
+        self.star: dict[str, list[str]] = defaultdict(list)
+        for pf in parsed:
+            if self.family.get(pf.path) == "python":
+                self._python_bindings(pf)
+        self.raw_bases: dict[str, list[RawBase]] = defaultdict(list)
+        for pf in parsed:
+            for b in pf.bases:
+                self.raw_bases[b.class_id].append(b)
+        self.by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for sid, sym in self.symbols.items():
+            fam = self.family.get(sym.path)
+            if fam:
+                self.by_name[(fam, sym.name)].append(sid)
+        self._bases_cache: dict[str, list[str]] = {}
+        self.returns = {symbol_node_id(pf.path, q): kind for pf in parsed for q, kind in pf.returns.items()}
+        self._subclasses: dict[str, list[str]] | None = None
+
+    def run(self) -> list[Edge]:
+        edges: list[Edge] = []
+        seen: set[tuple[str, str, str]] = set()
+
+        def add(edge: Edge) -> None:
+            key = (edge.src, edge.dst, edge.type)
+            if key not in seen and edge.src != edge.dst:
+                seen.add(key)
+                edges.append(edge)
+
+        dispatch: list[Edge] = []  # added last: a direct edge to the same target wins
+        for pf in self.parsed:
+            python = self.family.get(pf.path) == "python"
+            for e in pf.edges:
+                if e.type == EdgeType.CONTAINS.value:
+                    add(Edge(e.src, e.dst, e.type, e.repo, e.path, e.line, e.resolved, Resolution.SYNTAX.value))
+            for b in pf.bases:
+                dst = self.class_bases_one(pf.path, b)
+                how = self._binding_kind(pf.path, b.base) if python else Resolution.NAME
+                add(self._edge(b.class_id, dst, UNRESOLVED_PREFIX + b.base, EdgeType.INHERITS, pf, b.line, how))
+            for i in pf.imports:
+                dst = self._import_target(pf.path, i)
+                add(self._edge(file_node_id(pf.path), dst, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS, pf, i.line,
+                               Resolution.IMPORT))
+            for c in pf.calls:
+                dst, how = self._python_call(pf.path, c) if python else self._named_call(pf.path, c)
+                add(self._edge(c.src, dst, UNRESOLVED_PREFIX + c.name, EdgeType.CALLS, pf, c.line, how))
+                if python and dst and c.receiver in SELF_RECEIVERS:  # dynamic dispatch: self.m() may run an override
+                    dispatch.extend(Edge(c.src, o, EdgeType.CALLS.value, pf.repo, pf.path, c.line,
+                                         resolution=Resolution.OVERRIDE.value) for o in self.overrides(dst))
+            for r in pf.refs:
+                dst = self._python_symbol(pf.path, r.name, MAX_RESOLVE_DEPTH)
+                if dst:
+                    add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line,
+                             resolution=self._binding_kind(pf.path, r.name).value))
+        for edge in dispatch:
+            add(edge)
+        return edges
+
+    @staticmethod
+    def _edge(src: str, dst: str | None, fallback: str, etype: EdgeType, pf: ParsedFile, line: int,
+              how: Resolution | None) -> Edge:
+        how = how if dst is not None and how is not None else Resolution.UNRESOLVED
+        return Edge(src, dst or fallback, etype.value, pf.repo, pf.path, line, resolved=dst is not None,
+                    resolution=how.value)
+
+    def _binding_kind(self, path: str, dotted: str) -> Resolution:
+        """LOCAL when the head of `dotted` is defined in `path`, else IMPORT (an import or star binding)."""
+        return Resolution.LOCAL if symbol_node_id(path, dotted.split(".")[0]) in self.symbols else Resolution.IMPORT
+
+    # -- python modules and bindings --
+
+    def _module_index(self) -> dict[str, str]:
+        """Dotted module name -> path, by repo-relative name and by name under its source root
+        (the directory above the topmost package, e.g. `src/`)."""
+        python = sorted(p for p in self.paths if self.family.get(p) == "python")
+        packages = {posixpath.dirname(p) for p in python if posixpath.basename(p) == "__init__.py"}
+        index: dict[str, str] = {}
+        for path in python:
+            index.setdefault(module_of(path), path)
+        for path in python:
+            root = posixpath.dirname(path)
+            while root and root in packages:
+                root = posixpath.dirname(root)
+            rel = path[len(root) + 1 :] if root else path
+            index.setdefault(module_of(rel), path)
+        return index
+
+    def _package_parts(self, path: str) -> list[str]:
+        """Dotted parts of the package a file belongs to (its directory)."""
+        directory = posixpath.dirname(path)
+        return [p for p in directory.split("/") if p]
+
+    def _absolute(self, path: str, module: str) -> str:
+        """Absolute dotted module for `module` as written in `path` (relative imports resolved)."""
+        if not module.startswith("."):
+            return module
+        level = len(module) - len(module.lstrip("."))
+        parts = self._package_parts(path)
+        if level - 1 > len(parts):
+            return ""
+        base = parts[: len(parts) - (level - 1)]
+        rest = [p for p in module.lstrip(".").split(".") if p]
+        return ".".join(base + rest)
+
+    def _python_bindings(self, pf: ParsedFile) -> None:
+        """Local name -> absolute dotted target, from every import of the file (any scope)."""
+        table: dict[str, list[str]] = {}
+        for i in pf.imports:
+            module = self._absolute(pf.path, i.module)
+            if not module:
+                continue
+            if i.name == "*":
+                self.star[pf.path].append(module)
+            elif i.name:
+                table[i.alias or i.name] = module.split(".") + [i.name]
+            elif i.alias:
+                table[i.alias] = module.split(".")
+            else:
+                head = module.split(".")[0]
+                table[head] = [head]
+        self.bindings[pf.path] = table
+
+    def _module_path(self, parts: list[str]) -> str | None:
+        return self.modules.get(".".join(parts)) if parts else None
+
+    def _import_target(self, path: str, imp: RawImport) -> str | None:
+        fam = self.family.get(path)
+        if fam == "python":
+            module = self._absolute(path, imp.module)
+            if not module:
+                return None
+            parts = module.split(".")
+            if imp.name and imp.name != "*":
+                sub = self._module_path(parts + [imp.name])
+                if sub:
+                    return file_node_id(sub)
+            target = self._module_path(parts)
+            return file_node_id(target) if target else None
+        if fam == "js" and imp.module.startswith("."):
+            base = posixpath.normpath(posixpath.join(posixpath.dirname(path), imp.module))
+            for suffix in JS_IMPORT_SUFFIXES:
+                if base + suffix in self.paths:
+                    return file_node_id(base + suffix)
+        if fam == "java":
+            tail = imp.module.replace(".", "/") + ".java"
+            hits = [p for p in self.by_basename.get(posixpath.basename(tail), []) if p == tail or p.endswith("/" + tail)]
+            if len(hits) == 1:
+                return file_node_id(hits[0])
+        return None
+
+    # -- python names --
+
+    def _python_symbol(self, path: str, dotted: str, depth: int) -> str | None:
+        """Symbol id that `dotted` (as written in `path`) names, or None."""
+        if depth <= 0 or not dotted:
+            return None
+        parts = dotted.split(".")
+        if symbol_node_id(path, parts[0]) in self.symbols:
+            return self._member(path, parts, depth)
+        target = self.bindings.get(path, {}).get(parts[0])
+        if target is None:
+            for module in self.star.get(path, []):
+                mpath = self._module_path(module.split("."))
+                if mpath and mpath != path:
+                    found = self._python_symbol(mpath, dotted, depth - 1)
+                    if found:
+                        return found
+            return None
+        absolute = target + parts[1:]
+        for k in range(len(absolute), 0, -1):
+            mpath = self._module_path(absolute[:k])
+            if mpath:
+                return self._member(mpath, absolute[k:], depth - 1) if k < len(absolute) else None
+        return None
+
+    def _member(self, mpath: str, parts: list[str], depth: int) -> str | None:
+        """`parts` (Class.method...) inside the module at `mpath`, following re-exports and bases."""
+        if not parts or depth <= 0:
+            return None
+        sid = symbol_node_id(mpath, ".".join(parts))
+        if sid in self.symbols:
+            return sid
+        if len(parts) >= 2:
+            owner = self._member(mpath, parts[:-1], depth)
+            if owner and self.symbols[owner].kind == SymbolKind.CLASS.value:
+                return self._find_method(owner, parts[-1], depth)
+            return None
+        return self._python_symbol(mpath, parts[0], depth - 1) if parts[0] in self.bindings.get(mpath, {}) \
+            or self.star.get(mpath) else None
+
+    def class_bases_one(self, path: str, base: RawBase) -> str | None:
+        if self.family.get(path) == "python":
+            found = self._python_symbol(path, base.base, MAX_RESOLVE_DEPTH)
+        else:
+            found = self._unique(path, base.base.split(".")[-1], kinds={SymbolKind.CLASS.value})
+        return found if found and self.symbols[found].kind == SymbolKind.CLASS.value else None
+
+    def _class_bases(self, class_id: str) -> list[str]:
+        if class_id not in self._bases_cache:
+            self._bases_cache[class_id] = []
+            sym = self.symbols.get(class_id)
+            found = [self.class_bases_one(sym.path, b) for b in self.raw_bases.get(class_id, [])] if sym else []
+            self._bases_cache[class_id] = [f for f in found if f]
+        return self._bases_cache[class_id]
+
+    def _find_method(self, class_id: str, name: str, depth: int, skip_own: bool = False) -> str | None:
+        """`name` on the class or, depth-first in declaration order, on its repository bases."""
+        if depth <= 0:
+            return None
+        if not skip_own:
+            sid = f"{class_id}.{name}"
+            if sid in self.symbols:
+                return sid
+        for base in self._class_bases(class_id):
+            found = self._find_method(base, name, depth - 1)
+            if found:
+                return found
+        return None
+
+    def _python_call(self, path: str, call: RawCall) -> tuple[str | None, Resolution | None]:
+        scope_id = symbol_node_id(path, call.scope) if call.scope else ""
+        if call.receiver in SELF_RECEIVERS:
+            found = self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH) if scope_id else None
+            own = found is not None and found == f"{scope_id}.{call.name}"
+            return found, Resolution.SELF if own else Resolution.INHERITANCE
+        if call.receiver == SUPER_RECEIVER:
+            found = self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH, skip_own=True) if scope_id else None
+            return found, Resolution.INHERITANCE
+        typed = self._typed_call(path, call) if call.receiver_type else None
+        if call.receiver == OTHER_RECEIVER:
+            return typed, Resolution.TYPE
+        dotted = f"{call.receiver}.{call.name}" if call.receiver else call.name
+        found = self._python_symbol(path, dotted, MAX_RESOLVE_DEPTH)
+        if found is None and typed is not None:
+            return typed, Resolution.TYPE
+        how = self._binding_kind(path, dotted)
+        if found and self.symbols[found].kind == SymbolKind.CLASS.value:
+            return self._find_method(found, PYTHON_INIT, MAX_RESOLVE_DEPTH) or found, how
+        return found, how
+
+    def _typed_call(self, path: str, call: RawCall) -> str | None:
+        """`call.name` on the class the receiver's inferred type names (see python_types)."""
+        cls = self._type_class(path, call.receiver_type, MAX_RESOLVE_DEPTH)
+        return self._find_method(cls, call.name, MAX_RESOLVE_DEPTH) if cls else None
+
+    def _type_class(self, path: str, kind: str, depth: int) -> str | None:
+        """The class a type string names in `path`: a class, or `call:X` (X a class, or a function whose
+        return annotation names one)."""
+        if depth <= 0 or not kind:
+            return None
+        if kind.startswith(METHOD_PREFIX):  # method:m:<type> -> what m returns on that class
+            method_name, _, owner_type = kind.removeprefix(METHOD_PREFIX).partition(":")
+            owner = self._type_class(path, owner_type, depth - 1)
+            method = self._find_method(owner, method_name, MAX_RESOLVE_DEPTH) if owner else None
+            return self._returned_class(method, depth - 1) if method else None
+        target = self._python_symbol(path, kind.removeprefix(CALL_PREFIX), MAX_RESOLVE_DEPTH)
+        if target is None:
+            return None
+        sym = self.symbols[target]
+        if sym.kind == SymbolKind.CLASS.value:
+            return target
+        return self._returned_class(target, depth - 1) if kind.startswith(CALL_PREFIX) else None
+
+    def _returned_class(self, function_id: str, depth: int) -> str | None:
+        """The class a function's return annotation names (its own class for `return self` / `-> Self`)."""
+        kind = self.returns.get(function_id, "")
+        sym = self.symbols.get(function_id)
+        if not kind or sym is None:
+            return None
+        if kind == SELF_TYPE:
+            return sym.parent if sym.parent in self.symbols else None
+        return self._type_class(sym.path, kind, depth)
+
+    def overrides(self, method_id: str) -> list[str]:
+        """Methods of the same name in the (transitive) repository subclasses of the method's class."""
+        sym = self.symbols.get(method_id)
+        if sym is None or not sym.parent:
+            return []
+        if self._subclasses is None:
+            self._subclasses = defaultdict(list)
+            for sid, s in self.symbols.items():
+                if s.kind == SymbolKind.CLASS.value:
+                    for base in self._class_bases(sid):
+                        self._subclasses[base].append(sid)
+        found, stack, seen = [], list(self._subclasses.get(sym.parent, [])), set()
+        while stack:
+            cls = stack.pop()
+            if cls in seen:
+                continue
+            seen.add(cls)
+            if f"{cls}.{sym.name}" in self.symbols:
+                found.append(f"{cls}.{sym.name}")
+            stack.extend(self._subclasses.get(cls, []))
+        return sorted(found)
+
+    # -- other languages: by name --
+
+    def _unique(self, path: str, name: str, kinds: set[str] | None = None, qual_hint: str = "") -> str | None:
+        return self._unique_how(path, name, kinds, qual_hint)[0]
+
+    def _unique_how(self, path: str, name: str, kinds: set[str] | None = None,
+                    qual_hint: str = "") -> tuple[str | None, Resolution | None]:
+        """The one definition `name` can mean, and how sure: UNIQUE (qualified hint or only one in the
+        repo) or NAME (the only one in the same file or directory while the repo has several)."""
+        fam = self.family.get(path)
+        candidates = [c for c in self.by_name.get((fam, name), []) if kinds is None or self.symbols[c].kind in kinds] \
+            if fam else []
+        if qual_hint:
+            hinted = [c for c in candidates if self.symbols[c].qualname == qual_hint]
+            if len(hinted) == 1:
+                return hinted[0], Resolution.UNIQUE
+        directory = posixpath.dirname(path)
+        for pool in (
+            [c for c in candidates if self.symbols[c].path == path],
+            [c for c in candidates if posixpath.dirname(self.symbols[c].path) == directory],
+            candidates,
+        ):
+            if len(pool) == 1:
+                return pool[0], Resolution.UNIQUE if len(candidates) == 1 else Resolution.NAME
+            if pool:
+                return None, None
+        return None, None
+
+    def _named_call(self, path: str, call: RawCall) -> tuple[str | None, Resolution | None]:
+        if call.receiver in SELF_RECEIVERS and call.scope:
+            own = symbol_node_id(path, f"{call.scope}.{call.name}")
+            if own in self.symbols:
+                return own, Resolution.SELF
+        if call.receiver == SUPER_RECEIVER and call.scope:
+            found = self._find_method(symbol_node_id(path, call.scope), call.name, MAX_RESOLVE_DEPTH, skip_own=True)
+            return found, Resolution.INHERITANCE
+        hint = f"{call.receiver}.{call.name}" if call.receiver and call.receiver not in SELF_RECEIVERS else ""
+        if call.receiver in SELF_RECEIVERS and call.scope:
+            hint = f"{call.scope}.{call.name}"
+        return self._unique_how(path, call.name, qual_hint=hint)
