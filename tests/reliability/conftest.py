@@ -70,12 +70,12 @@ class TwoRepos:
 
 @pytest.fixture(scope="session")
 def two_repos_template(tmp_path_factory) -> TwoRepos:
-    from pipelines.indexer import RepoIndexer
+    from pipelines.indexer import Indexer
 
     base = tmp_path_factory.mktemp("reliability")
     alpha, beta = make_repo(base / "src" / "alpha", ALPHA), make_repo(base / "src" / "beta", BETA)
     config = make_config(base)
-    indexer = RepoIndexer(config, progress=False)
+    indexer = Indexer(config, progress=False)
     indexer.index(str(alpha), "alpha")
     indexer.index(str(beta), "beta")
     return TwoRepos(config, Path(config.paths.index_root), alpha, beta)

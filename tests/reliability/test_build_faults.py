@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.indexer import RepoIndexer
+from pipelines.indexer import Indexer
 from semantica.layout import LOCK_SUFFIX, PUBLISH_LOCK, TMP_SUFFIX, IndexLayout
 from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline, SearchRequest
@@ -65,7 +65,7 @@ def test_binary_huge_non_utf8_and_symlinked_files_are_skipped_and_recorded(two_r
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "bad files")
-    summary = RepoIndexer(two_repos.config, progress=False).index(str(repo), "gamma")
+    summary = Indexer(two_repos.config, progress=False).index(str(repo), "gamma")
     snapshot = SnapshotSet(two_repos.config).get("gamma")
     assert {c.path for c in snapshot.chunks} == {"good.py"}
     reasons = {r["path"]: r["reason"] for r in pq.read_table(snapshot.paths.errors).to_pylist()}
@@ -77,7 +77,7 @@ def test_binary_huge_non_utf8_and_symlinked_files_are_skipped_and_recorded(two_r
 
 def test_slash_and_plus_names_index_into_separate_snapshots(two_repos):
     """The issue's data loss: `a+b` and `a/b` shared one directory, so one replaced the other."""
-    indexer = RepoIndexer(two_repos.config, progress=False)
+    indexer = Indexer(two_repos.config, progress=False)
     indexer.index(str(two_repos.alpha), "team/lib")
     indexer.index(str(two_repos.beta), "team+lib")
     assert top_symbol(two_repos.config, "parse_alpha_ledger", "team/lib") == "parse_alpha_ledger"
@@ -104,7 +104,7 @@ def test_concurrent_builds_of_one_repo_publish_a_whole_snapshot(two_repos):
 
     def build() -> None:
         try:
-            results.append(RepoIndexer(two_repos.config, progress=False).index(str(two_repos.alpha), "alpha").snapshot_id)
+            results.append(Indexer(two_repos.config, progress=False).index(str(two_repos.alpha), "alpha").snapshot_id)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -151,7 +151,7 @@ def test_killed_build_keeps_the_previous_snapshot_and_the_next_build_removes_its
     stale = [p.name for p in repo_dir.iterdir() if p.name.endswith(TMP_SUFFIX)]
     assert stale, "the killed build left no .tmp (nothing to test)"
     assert_nothing_lost(two_repos, before)
-    summary = RepoIndexer(two_repos.config, progress=False).index(str(two_repos.alpha), "alpha")
+    summary = Indexer(two_repos.config, progress=False).index(str(two_repos.alpha), "alpha")
     assert not any((repo_dir / name).exists() for name in stale)
     assert leftovers(two_repos.root) == []
     before["alpha"] = summary.snapshot_id
