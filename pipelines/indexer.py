@@ -23,6 +23,7 @@ from pipelines.discover import RepoSource, SourceFile, repo_name_from_path
 from pipelines.embed import ChunkEmbedder, EmbeddingCache
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
 from pipelines.parse_cache import ParseCache
+from pipelines.token_cache import TokenVectorBuilder
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
@@ -32,6 +33,7 @@ from semantica.schema import FileError
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 EMBEDDINGS_DIR = "embeddings"
+TOKEN_VECTORS_DIR = "token_vectors"
 
 
 @dataclass
@@ -51,6 +53,7 @@ class IndexSummary:
     files_reused: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
+    chunks_token_encoded: int = 0  # chunks whose token vectors were computed in this run (0 = all reused)
     seconds: dict[str, float] = field(default_factory=dict)
     peak_rss_mb: float = 0.0
     error_samples: list[dict[str, str]] = field(default_factory=list)
@@ -138,13 +141,14 @@ class RepoIndexer:
             edges = self.resolver.resolve(parsed)
         chunks = [chunk for p in parsed for chunk in p.chunks]
         symbols = [symbol for p in parsed for symbol in p.symbols]
-        vectors, model_id = self._embed(chunks, summary)
+        vectors, model_id, tokens = self._embed(chunks, summary)
         summary.files = len(parsed)
         summary.chunks, summary.symbols, summary.edges = len(chunks), len(symbols), len(edges)
         summary.errors = len(errors)
         summary.error_samples = [{"path": e.path, "reason": e.reason} for e in errors[: self.ERROR_SAMPLES]]
         return SnapshotContent(repo=repo, commit=source.commit or "", chunks=chunks, vectors=vectors,
-                               symbols=symbols, edges=edges, errors=errors, model_id=model_id)
+                               symbols=symbols, edges=edges, errors=errors, model_id=model_id,
+                               token_vectors=tokens)
 
     def _parse(self, source: RepoSource, repo: str, entries: list, summary: IndexSummary) -> tuple[list[ParsedFile], list[FileError]]:
         keys = {e.path: ParseCache.key(repo, e.path, e.blob_sha) for e in entries}
@@ -176,15 +180,35 @@ class RepoIndexer:
             errors.append(FileError(repo=repo, path=file.path, stage="parse", reason=f"{type(exc).__name__}: {exc}"))
             return None
 
-    def _embed(self, chunks: list, summary: IndexSummary) -> tuple[np.ndarray, str]:
+    def _embed(self, chunks: list, summary: IndexSummary) -> tuple[np.ndarray, str, TokenVectorBuilder | None]:
         with self._timed(summary, "embed"):
             encoder = self._encoder_factory()
             cache = EmbeddingCache(Path(self.config.paths.cache_dir) / EMBEDDINGS_DIR, encoder.model_id, encoder.dim,
                                    self.config.encoder.max_length)
+            tokens = self._token_builder(encoder)
+            shared_pass = tokens is not None and self.config.late_interaction.doc_max_length == self.config.encoder.max_length
             embedder = ChunkEmbedder(encoder.encode, encoder.dim, cache, self.config.encoder.batch_size,
-                                     self.config.encoder.cache_segment_vectors)
+                                     self.config.encoder.cache_segment_vectors,
+                                     encode_with_tokens=encoder.encode_with_tokens if shared_pass else None,
+                                     token_sink=tokens if shared_pass else None)
             bar = self._bar(len(chunks), "embed")
             vectors, stats = embedder.embed(chunks, progress=bar.update)
             bar.close()
+        if tokens is not None:
+            with self._timed(summary, "tokens"):  # chunks whose sentence vector was cached but tokens were not
+                bar = self._bar(None, "tokens")
+                length = self.config.late_interaction.doc_max_length
+                tokens.fill(chunks, lambda texts: encoder.encode_tokens(texts, length),
+                            self.config.encoder.batch_size, progress=bar.update)
+                bar.close()
+            summary.chunks_token_encoded = tokens.encoded
         summary.chunks_embedded, summary.chunks_reused = stats.embedded, stats.reused
-        return vectors, encoder.model_id
+        return vectors, encoder.model_id, tokens
+
+    def _token_builder(self, encoder: Encoder) -> TokenVectorBuilder | None:
+        """Stored token vectors for late interaction, unless turned off or a separate late model is set
+        (its token space is not the bi-encoder's; that reranker then encodes candidates itself)."""
+        if not self.config.token_vectors.enabled or self.config.late_interaction.model_path:
+            return None
+        return TokenVectorBuilder(Path(self.config.paths.cache_dir) / TOKEN_VECTORS_DIR, encoder.model_id,
+                                  self.config.late_interaction.doc_max_length, encoder.dim, self.config.token_vectors)

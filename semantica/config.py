@@ -193,6 +193,18 @@ class LateInteractionConfig:
 
 
 @dataclass
+class TokenVectorsConfig:
+    """Document token vectors stored in the snapshot at index time, so late interaction at query
+    time is MaxSim over memory-mapped codes instead of encoding the candidates."""
+
+    enabled: bool = True
+    dim: int = 64  # PCA projection of the encoder's token outputs (0 = keep the encoder's width)
+    quantization: str = "int8"  # int8 (one float16 scale per token) | float16
+    fit_sample_tokens: int = 50_000  # token vectors the projection is fitted on (first index per model)
+    cache_segment_chunks: int = 2048  # chunks per content-addressed cache segment
+
+
+@dataclass
 class CrossEncoderConfig:
     """Conditional cross-encoder. Off by default: no weights can be had offline."""
 
@@ -303,6 +315,7 @@ class Config:
     graph: GraphConfig = field(default_factory=GraphConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
     late_interaction: LateInteractionConfig = field(default_factory=LateInteractionConfig)
+    token_vectors: TokenVectorsConfig = field(default_factory=TokenVectorsConfig)
     cross_encoder: CrossEncoderConfig = field(default_factory=CrossEncoderConfig)
     ltr: LtrConfig = field(default_factory=LtrConfig)
     ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)

@@ -108,15 +108,24 @@ class Encoder:
 
     def encode_tokens(self, texts: Sequence[str], max_length: int | None = None) -> list[np.ndarray]:
         """Per-token unit vectors for each text (padding and special tokens dropped)."""
+        return self.encode_with_tokens(texts, max_length)[1]
+
+    def encode_with_tokens(self, texts: Sequence[str], max_length: int | None = None
+                           ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Sentence vectors and per-token unit vectors from ONE forward pass per batch: indexing
+        stores both (dense retrieval and late interaction) and a query needs both."""
         length = max_length or self.config.max_length
-        result: list[np.ndarray] = []
+        pooled_out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        tokens_out: list[np.ndarray] = []
         for start in range(0, len(texts), self.config.batch_size):
             hidden, mask = self._forward(texts[start : start + self.config.batch_size], length)
+            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+            pooled_out[start : start + len(pooled)] = pooled
             for row, row_mask in zip(hidden, mask[..., 0]):
                 keep = np.flatnonzero(row_mask)
                 tokens = row[keep[1:-1]] if len(keep) > 2 else row[keep]
-                result.append(_l2_normalise(tokens.astype(np.float32)))
-        return result
+                tokens_out.append(_l2_normalise(tokens.astype(np.float32)))
+        return _l2_normalise(pooled_out), tokens_out
 
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")

@@ -6,6 +6,7 @@
                              chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet
                              vectors/shard-000.faiss vectors/shard-000.ids.npy
                              lucene/shard-000/
+                             tokens/{codes,scales,offsets,projection}.npy  (semantica.token_vectors)
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
 ```
 A reader resolves CURRENT once and then reads one immutable directory, so it never sees a
@@ -35,6 +36,7 @@ ERRORS = "errors.parquet"
 PAGERANK = "pagerank.parquet"
 VECTORS_DIR = "vectors"
 LUCENE_DIR = "lucene"
+TOKENS_DIR = "tokens"
 _HASH_BLOCK = 1 << 20
 
 
@@ -116,6 +118,10 @@ class SnapshotPaths:
     @property
     def lucene(self) -> Path:
         return self.root / LUCENE_DIR
+
+    @property
+    def tokens(self) -> Path:
+        return self.root / TOKENS_DIR
 
     def read_manifest(self) -> Manifest:
         if not self.manifest.exists():

@@ -228,6 +228,7 @@ class Manifest:
     schema_version: int = SCHEMA_VERSION
     late_model_id: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    token_vectors: dict[str, Any] = field(default_factory=dict)  # semantica.token_vectors.TokenVectorsInfo; {} = none stored
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -14,6 +14,7 @@ from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraph
 from semantica.layout import IndexLayout, SnapshotPaths
 from semantica.lucene import LuceneShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
+from semantica.token_vectors import StoredTokenVectors, TokenVectorsInfo
 from semantica.vectors import VectorShardPaths, VectorShardSearcher
 
 
@@ -46,6 +47,21 @@ class Snapshot:
     @cached_property
     def chunk_by_id(self) -> dict[str, Chunk]:
         return {c.chunk_id: c for c in self.chunks}
+
+    @cached_property
+    def chunk_row(self) -> dict[str, int]:
+        """chunk id -> row (the row of its FAISS vector and of its stored token vectors)."""
+        return {c.chunk_id: row for row, c in enumerate(self.chunks)}
+
+    @cached_property
+    def token_vectors(self) -> StoredTokenVectors | None:
+        """The stored late-interaction token vectors (memory-mapped); None for a snapshot built without them."""
+        info = self.manifest.token_vectors
+        if not info:
+            return None
+        with self._lock:
+            parsed = TokenVectorsInfo.from_dict(info)
+            return StoredTokenVectors(self.paths.root / parsed.directory, parsed)
 
     @cached_property
     def chunks_by_path(self) -> dict[str, list[Chunk]]:

@@ -22,12 +22,14 @@ from semantica.encoder import Encoder, safe_name, shared_encoder
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
+from semantica.token_vectors import StoredTokenVectors
 from serving.context import Context, ContextBuilder
 from serving.cross_encoder import CrossEncoderReranker
 from serving.fusion import ExpansionMatcher, WeightedRRF
 from serving.intent import IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.ltr import LtrReranker
+from serving.query_encoding import QueryEncoder
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.graph import GraphRetriever, is_test_path
 from serving.retrievers.lexical import LexicalRetriever
@@ -37,6 +39,7 @@ from serving.retrievers.vector import VectorRetriever
 FUNCTION_KINDS = frozenset({"function", "method"})
 PATH_MATCH = "path"
 LATE_CACHE_DIR = "late_tokens"
+QUERY_ENCODING_ITEMS = 64
 
 
 class QueryError(ValueError):
@@ -112,14 +115,16 @@ class SearchResponse:
 class RepoRetrievers:
     """The four retrievers over one snapshot, built once per snapshot."""
 
-    def __init__(self, snapshot: Snapshot, encoder_factory: Callable[[], Encoder]) -> None:
+    def __init__(self, snapshot: Snapshot, encoder_factory: Callable[[], Encoder],
+                 encode_query: Callable[[str], Any] | None = None) -> None:
         self.snapshot = snapshot
         self._encoder_factory = encoder_factory
+        self._encode_query = encode_query
 
     @cached_property
     def vector(self) -> VectorRetriever:
-        encoder = self._encoder_factory()
-        return VectorRetriever(self.snapshot.vector_shards, self.snapshot.chunks, encoder.encode_query)
+        encode = self._encode_query or self._encoder_factory().encode_query
+        return VectorRetriever(self.snapshot.vector_shards, self.snapshot.chunks, encode)
 
     @cached_property
     def lexical(self) -> LexicalRetriever:
@@ -166,6 +171,7 @@ class SearchPipeline:
         self._cache: OrderedDict[tuple, SearchResponse] = OrderedDict()
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=len(Strategy), thread_name_prefix="retrieve")
+        self.query_encoder = QueryEncoder(self._encoder_factory, QUERY_ENCODING_ITEMS)  # one encoder pass per query
 
     # -- lazily built optional stages ----------------------------------------------------------
 
@@ -179,7 +185,13 @@ class SearchPipeline:
         model_dir = f"{safe_name(li.model_path or encoder.model_id)}-len{li.doc_max_length}"
         cache = TokenEmbeddingCache(Path(self.config.paths.cache_dir) / LATE_CACHE_DIR / model_dir,
                                     li.memory_cache_items, li.dtype)
-        return LateInteractionReranker(li, encoder, cache)
+        return LateInteractionReranker(li, encoder, cache, stored=self._stored_tokens,
+                                       query_tokens=self.query_encoder.tokens)
+
+    def _stored_tokens(self, repo: str) -> tuple[StoredTokenVectors, dict[str, int]] | None:
+        snapshot = self.snapshots.get(repo)
+        store = snapshot.token_vectors
+        return (store, snapshot.chunk_row) if store is not None else None
 
     @cached_property
     def cross(self) -> CrossEncoderReranker:
@@ -222,7 +234,8 @@ class SearchPipeline:
         with self._lock:
             current = self._retrievers.get(snapshot.repo)
             if current is None or current.snapshot is not snapshot:
-                current = self._retrievers[snapshot.repo] = RepoRetrievers(snapshot, self._encoder_factory)
+                current = self._retrievers[snapshot.repo] = RepoRetrievers(snapshot, self._encoder_factory,
+                                                                           self.query_encoder.vector)
             return current
 
     # -- the work ------------------------------------------------------------------------------
@@ -266,6 +279,9 @@ class SearchPipeline:
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for ranked in lists.values() for cid, _ in ranked if cid in chunks}
         fused = timer.run("fusion", lambda: self.fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
         hits = self._rerank(request, intent, [h for h in fused if h.chunk_id in chunks], chunks, timer, degraded)
+        if "late_interaction" in timer.ms:
+            warnings.extend(f"{s.repo}: snapshot {s.snapshot_id} stores no token vectors; late interaction encoded its "
+                            f"candidates per query (slow): re-index it" for s in snapshots if not s.manifest.token_vectors)
         files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth))
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
