@@ -29,6 +29,7 @@ from serving.fusion import ExpansionMatcher, WeightedRRF
 from serving.intent import IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.ltr import LtrReranker
+from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.graph import GraphRetriever, is_test_path
@@ -172,6 +173,7 @@ class SearchPipeline:
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=len(Strategy), thread_name_prefix="retrieve")
         self.query_encoder = QueryEncoder(self._encoder_factory, QUERY_ENCODING_ITEMS)  # one encoder pass per query
+        self._prefetcher = Prefetcher()
 
     # -- lazily built optional stages ----------------------------------------------------------
 
@@ -201,6 +203,21 @@ class SearchPipeline:
     def ltr(self) -> LtrReranker:
         """Runs where the pipeline runs (also in the Serve ingress): a few trees over <= top_n rows."""
         return LtrReranker.from_config(self.config.ltr)
+
+    def prefetch(self, repos: list[str] | None = None) -> Prefetcher:
+        """Start loading, in parallel, what the first query over `repos` (default: all) will need."""
+        names = repos or self.snapshots.repos()
+        loads: dict[str, Callable[[], Any]] = {"encoder": self._encoder_factory}
+        for name in names:
+            try:
+                snapshot = self.snapshots.get(name)
+            except Exception:  # an unknown repository: the query itself reports it
+                continue
+            retrievers = self.retrievers(snapshot)
+            loads[f"{name}:lucene"] = lambda r=retrievers: r.lexical
+            loads[f"{name}:faiss"] = lambda r=retrievers: r.vector
+            loads[f"{name}:tables"] = lambda r=retrievers, s=snapshot: (r.symbol, s.chunk_row, s.token_vectors, r.graph)
+        return self._prefetcher.start(loads)
 
     # -- validation ----------------------------------------------------------------------------
 
