@@ -125,6 +125,7 @@ class RetrievalConfig:
     k_per_retriever: int = 100
     timeout_s: float = 30.0
     symbol_fuzzy_max_names: int = 4
+    repo_parallelism: int = 8  # repositories a multi-repository query searches at once
 
 
 @dataclass

@@ -13,6 +13,7 @@ from semantica.config import Config
 from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
 from semantica.layout import IndexLayout, SnapshotPaths
 from semantica.lucene import LuceneShardSearcher
+from semantica.lucene_multi import LuceneMultiShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
 from semantica.token_vectors import StoredTokenVectors, TokenVectorsInfo
 from semantica.vectors import VectorShardPaths, VectorShardSearcher
@@ -119,9 +120,14 @@ class Snapshot:
             ]
 
     @cached_property
-    def lucene_shards(self) -> list[LuceneShardSearcher]:
+    def lucene_shards(self) -> list[LuceneShardSearcher | LuceneMultiShardSearcher]:
+        """One searcher: the shard's own, or one over all shards with collection-wide BM25 statistics
+        (per-shard idf would rank a sharded snapshot differently from an unsharded one)."""
+        paths = self.shard_paths("lucene")
         with self._lock:
-            return [LuceneShardSearcher(p, self.config.lucene) for p in self.shard_paths("lucene")]
+            if len(paths) > 1:
+                return [LuceneMultiShardSearcher(paths, self.config.lucene)]
+            return [LuceneShardSearcher(p, self.config.lucene) for p in paths]
 
 
 class SnapshotSet:

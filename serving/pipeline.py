@@ -147,13 +147,15 @@ class StageTimer:
 
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
+        self._lock = threading.Lock()  # repositories run their stages in parallel
 
     def run(self, stage: str, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
         try:
             return fn()
         finally:
-            self.ms[stage] = round(self.ms.get(stage, 0.0) + (time.perf_counter() - start) * 1000, 3)
+            with self._lock:
+                self.ms[stage] = round(self.ms.get(stage, 0.0) + (time.perf_counter() - start) * 1000, 3)
 
 
 class SearchPipeline:
@@ -171,7 +173,10 @@ class SearchPipeline:
         self._retrievers: dict[str, RepoRetrievers] = {}
         self._cache: OrderedDict[tuple, SearchResponse] = OrderedDict()
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=len(Strategy), thread_name_prefix="retrieve")
+        self._pool = ThreadPoolExecutor(max_workers=len(Strategy) * max(1, config.retrieval.repo_parallelism),
+                                        thread_name_prefix="retrieve")
+        self._repo_pool = ThreadPoolExecutor(max_workers=max(1, config.retrieval.repo_parallelism),
+                                             thread_name_prefix="repo")
         self.query_encoder = QueryEncoder(self._encoder_factory, QUERY_ENCODING_ITEMS)  # one encoder pass per query
         self._prefetcher = Prefetcher()
 
@@ -326,7 +331,8 @@ class SearchPipeline:
                 degraded.append({"stage": strategy.value, "error": f"{type(exc).__name__}: {exc}"})
                 return []
 
-        for snapshot in snapshots:
+        def one_repo(snapshot: Snapshot) -> dict[Strategy, ScoredList]:
+            out: dict[Strategy, ScoredList] = {}
             retrievers = self.retrievers(snapshot)
             rq = RetrievalQuery(text=query, intent=intent)
             vector_future = (self._pool.submit(attempt, Strategy.VECTOR, lambda: retrievers.vector.search_scored(rq, k, filters))
@@ -337,17 +343,24 @@ class SearchPipeline:
                 if Strategy.SYMBOL in enabled else []
             lexical_hits = lexical_future.result() if lexical_future else []
             if Strategy.SYMBOL in enabled:
-                scored[Strategy.SYMBOL].append(symbol_hits)
+                out[Strategy.SYMBOL] = symbol_hits
             if Strategy.LEXICAL in enabled:
-                scored[Strategy.LEXICAL].append(lexical_hits)
+                out[Strategy.LEXICAL] = lexical_hits
             if Strategy.GRAPH in enabled:
                 seeds = _interleave([c for c, _ in symbol_hits], [c for c, _ in lexical_hits])
                 graph_query = RetrievalQuery(text=query, intent=intent, seeds=seeds,
                                              symbol_seeds=[c for c, _ in symbol_hits])
-                scored[Strategy.GRAPH].append(
-                    attempt(Strategy.GRAPH, lambda: retrievers.graph.search_scored(graph_query, k, filters)))
+                out[Strategy.GRAPH] = attempt(Strategy.GRAPH, lambda: retrievers.graph.search_scored(graph_query, k, filters))
             if vector_future:
-                scored[Strategy.VECTOR].append(vector_future.result())
+                out[Strategy.VECTOR] = vector_future.result()
+            return out
+
+        # repositories fan out in parallel (their own pool: a repo task waits on the retriever pool)
+        per_repo = (list(self._repo_pool.map(one_repo, snapshots)) if len(snapshots) > 1
+                    else [one_repo(s) for s in snapshots])
+        for lists in per_repo:
+            for strategy, hits in lists.items():
+                scored[strategy].append(hits)
         return {s: to_ranked(merge_scored(lists, k)) for s, lists in scored.items()}
 
     def _rerank(self, request: SearchRequest, intent: IntentResult, hits: list[Hit], chunks: dict[str, Chunk],
