@@ -187,7 +187,7 @@ class RepoIndexer:
                                    self.config.encoder.max_length)
             tokens = self._token_builder(encoder)
             shared_pass = tokens is not None and self.config.late_interaction.doc_max_length == self.config.encoder.max_length
-            embedder = ChunkEmbedder(encoder.encode, encoder.dim, cache, self.config.encoder.batch_size,
+            embedder = ChunkEmbedder(encoder.encode, encoder.dim, cache, self.config.encoder.group_texts,
                                      self.config.encoder.cache_segment_vectors,
                                      encode_with_tokens=encoder.encode_with_tokens if shared_pass else None,
                                      token_sink=tokens if shared_pass else None)
@@ -199,7 +199,7 @@ class RepoIndexer:
                 bar = self._bar(None, "tokens")
                 length = self.config.late_interaction.doc_max_length
                 tokens.fill(chunks, lambda texts: encoder.encode_tokens(texts, length),
-                            self.config.encoder.batch_size, progress=bar.update)
+                            self.config.encoder.group_texts, progress=bar.update)
                 bar.close()
             summary.chunks_token_encoded = tokens.encoded
         summary.chunks_embedded, summary.chunks_reused = stats.embedded, stats.reused
