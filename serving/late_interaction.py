@@ -35,7 +35,7 @@ from semantica.config import EncoderConfig, LateInteractionConfig
 from semantica.encoder import Encoder, shared_encoder
 from semantica.hits import Hit
 from semantica.schema import Chunk
-from semantica.token_vectors import StoredTokenVectors
+from semantica.token_vectors import StoredTokenVectors, single_thread_blas
 
 StoredLookup = Callable[[str], tuple[StoredTokenVectors, dict[str, int]] | None]
 """repo -> (its snapshot's stored token vectors, chunk id -> row), or None when it stores none."""
@@ -58,7 +58,8 @@ def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:
     """Mean over query tokens of the best cosine with any doc token (inputs are unit vectors)."""
     if query_tokens.size == 0 or doc_tokens.size == 0:
         return 0.0
-    sims = query_tokens.astype(np.float32) @ doc_tokens.astype(np.float32).T
+    with single_thread_blas():
+        sims = query_tokens.astype(np.float32) @ doc_tokens.astype(np.float32).T
     return float(sims.max(axis=1).mean())
 
 
