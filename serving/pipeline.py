@@ -26,7 +26,7 @@ from semantica.token_vectors import StoredTokenVectors
 from serving.context import Context, ContextBuilder
 from serving.cross_encoder import CrossEncoderReranker
 from serving.fusion import ExpansionMatcher, WeightedRRF
-from serving.intent import IntentClassifier, IntentResult
+from serving.intent import Intent, IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.ltr import LtrReranker
 from serving.prefetch import Prefetcher
@@ -167,6 +167,8 @@ class SearchPipeline:
         self.snapshots = snapshots or SnapshotSet(config)
         self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
         self.intent = IntentClassifier(config.intent)
+        for name in config.late_interaction.intents:  # late_interaction.intents: a typo fails here, not silently
+            Intent.parse(name)
         self.fusion = WeightedRRF(config.fusion)
         self.context_builder = ContextBuilder(config.context)
         self.localizer = Localizer(config.query, self.fusion)
@@ -372,6 +374,9 @@ class SearchPipeline:
             except Exception as exc:  # optional stage: a missing or stale model falls back to the fused order
                 degraded.append({"stage": "ltr", "error": f"{type(exc).__name__}: {exc}"})
         use_late = self.config.late_interaction.enabled if request.late_interaction is None else request.late_interaction
+        late_intents = self.config.late_interaction.intents  # conf rule: only where it measurably helps
+        if request.late_interaction is None and late_intents and intent.dominant.value not in late_intents:
+            use_late = False
         if use_late and hits:
             try:
                 hits = timer.run("late_interaction", lambda: self.late.rerank(request.query, hits, chunks))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -99,3 +100,19 @@ def test_snapshot_without_token_vectors_falls_back_with_a_warning(indexed, tmp_p
     assert response.hits[0].path == "net/retry.py" and not response.degraded
     assert any("stores no token vectors" in w for w in response.warnings)
     assert all("(encoded)" in h.explanation for h in response.hits if h.late_score is not None)
+
+
+def test_intent_rule_runs_late_interaction_only_for_listed_intents(indexed) -> None:
+    config, _, _, _ = indexed
+    dominant = SearchPipeline(config).search(SearchRequest(QUERY, repos=["t/toolbox"])).intent["dominant"]
+    other = next(i for i in ("symbol", "flow", "concept", "code", "balanced") if i != dominant)
+    listed = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=[dominant]))
+    assert "late_interaction" in SearchPipeline(listed).search(SearchRequest(QUERY, repos=["t/toolbox"])).timings_ms
+    unlisted = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=[other]))
+    pipeline = SearchPipeline(unlisted)
+    assert "late_interaction" not in pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"])).timings_ms
+    forced = pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"], late_interaction=True))
+    assert "late_interaction" in forced.timings_ms  # an explicit request wins over the rule
+    typo = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=["cod"]))
+    with pytest.raises(ValueError, match="unknown intent 'cod'"):
+        SearchPipeline(typo)
