@@ -150,7 +150,10 @@ def disk_and_ram(config: Config, repo: str) -> dict[str, Any]:
         if path.is_file():
             part = path.relative_to(paths.root).parts[0]
             by_part[part] = by_part.get(part, 0) + path.stat().st_size
-    shared_encoder(config.encoder)  # the model is per process, not per snapshot: load it before measuring
+    shared_encoder(config.encoder)  # the model and the JVM are per process, not per snapshot: start them first
+    from semantica.lucene import start_jvm
+
+    start_jvm(config.lucene)
     before = rss_mb()
     pipeline = SearchPipeline(config)
     pipeline.prefetch([repo]).wait()
