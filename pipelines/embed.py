@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -89,16 +90,39 @@ class EmbedStats:
     reused: int = 0
 
 
+class TokenSink(Protocol):
+    """Receives the token vectors the embedding pass computes anyway (pipelines.token_cache)."""
+
+    def has(self, sha: str) -> bool: ...
+
+    def add(self, shas: Sequence[str], tokens: Sequence[np.ndarray]) -> None: ...
+
+
 class ChunkEmbedder:
-    """Vectors for chunks in input order; only cache misses reach the encoder."""
+    """Vectors for chunks in input order; only cache misses reach the encoder.
+
+    With `encode_with_tokens` and a `token_sink`, the same forward pass also yields each chunk's
+    token vectors (for stored late interaction) at no extra encoder cost.
+    """
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], dim: int, cache: EmbeddingCache,
-                 batch_size: int, segment_vectors: int) -> None:
+                 batch_size: int, segment_vectors: int,
+                 encode_with_tokens: Callable[[list[str]], tuple[np.ndarray, list[np.ndarray]]] | None = None,
+                 token_sink: TokenSink | None = None) -> None:
         self.encode = encode
         self.dim = dim
         self.cache = cache
         self.batch_size = batch_size
         self.segment_vectors = segment_vectors
+        self.encode_with_tokens = encode_with_tokens if token_sink is not None else None
+        self.token_sink = token_sink
+
+    def _encode_batch(self, shas: list[str], texts: list[str]) -> np.ndarray:
+        if self.encode_with_tokens is None or self.token_sink is None:
+            return self.encode(texts)
+        vectors, tokens = self.encode_with_tokens(texts)
+        self.token_sink.add(shas, tokens)
+        return vectors
 
     def embed(self, chunks: Sequence[Chunk], progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, EmbedStats]:
         shas = [c.content_sha for c in chunks]
@@ -113,7 +137,7 @@ class ChunkEmbedder:
         pending: list[str] = []
         for start in range(0, len(miss_shas), self.batch_size):
             batch = miss_shas[start : start + self.batch_size]
-            vectors = self.encode([missing[s] for s in batch])
+            vectors = self._encode_batch(batch, [missing[s] for s in batch])
             known.update(zip(batch, vectors))
             pending.extend(batch)
             if len(pending) >= self.segment_vectors:

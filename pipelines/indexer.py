@@ -30,15 +30,17 @@ from pipelines.manifest import RepoSpec, excluded, resolve_repo_path
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache
 from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
+from pipelines.token_cache import TokenVectorBuilder
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
-from semantica.encoder import Encoder
+from semantica.encoder import Encoder, shared_encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
 from semantica.layout import IndexLayout, SnapshotPaths, normalize_repo_name
 from semantica.schema import FileError
 
 PARSE_CACHE_FILE = "parsed.sqlite"
+TOKEN_VECTORS_DIR = "token_vectors"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
 CACHEABLE_ERROR_STAGE = "discover"  # verdicts decided by a blob's bytes alone
 ERROR_SAMPLES = 20
@@ -63,6 +65,7 @@ class IndexSummary:
     files_reused: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
+    chunks_token_encoded: int = 0  # chunks whose token vectors were computed in this run (0 = all reused)
     seconds: dict[str, float] = field(default_factory=dict)
     peak_rss_mb: float = 0.0
     error_samples: list[dict[str, str]] = field(default_factory=list)
@@ -132,7 +135,9 @@ class Indexer:
                  encoder_factory: Callable[[], Encoder] | None = None, progress: bool = True,
                  log: Callable[[str], None] | None = None) -> None:
         self.config = config
-        self.runner = runner or LocalRunner(config, encoder_factory, progress)
+        self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
+        self.runner = runner or LocalRunner(config, self._encoder_factory, progress)
+        self.tokens: TokenVectorBuilder | None = None
         self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self.cache_dir = Path(config.paths.cache_dir)
         self.writer = SnapshotWriter(config)
@@ -217,6 +222,7 @@ class Indexer:
         """Files already parsed with every chunk embedded are done here; the rest become tasks."""
         model_id, dim = self.runner.identity()
         embed_cache = embedding_cache(self.config, model_id, dim)
+        self.tokens = self._token_builder(model_id, dim)
         tasks: list[FileTask] = []
         for work in works:
             assert work.source is not None
@@ -251,7 +257,7 @@ class Indexer:
         involved = sorted({t.repo for t in tasks})
         start = time.perf_counter()
         try:
-            outcomes = self.runner.run(tasks)
+            outcomes = self.runner.run(tasks, self.tokens)
         except Exception as exc:
             if raise_errors:
                 raise
@@ -306,9 +312,15 @@ class Indexer:
         result.chunks_reused = result.chunks - result.chunks_embedded
         result.error_samples = [{"path": e.path, "stage": e.stage, "reason": e.reason}
                                 for e in work.errors[:ERROR_SAMPLES]]
+        if self.tokens is not None:  # chunks whose sentence vector was cached but whose tokens were not
+            with _timed(result, "tokens"):
+                encoder, length = self._encoder_factory(), self.config.late_interaction.doc_max_length
+                result.chunks_token_encoded = self.tokens.fill(
+                    chunks, lambda texts: encoder.encode_tokens(texts, length), self.config.encoder.group_texts)
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
-                                  stats={"seconds": result.seconds, "runner": type(self.runner).__name__})
+                                  stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
+                                  token_vectors=self.tokens)
         with _timed(result, "write"):
             self.writer.write(work.paths, content)
         graph_db = self._graph_db_loader()
@@ -321,6 +333,14 @@ class Indexer:
             graph_db.delete_superseded(spec.name, work.snapshot_id)
         result.status, result.snapshot_path = STATUS_OK, str(final)
         self.log(f"{spec.name}: published {work.snapshot_id} ({result.chunks} chunks, {result.errors} errors)")
+
+    def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
+        """Stored token vectors for late interaction, unless turned off or a separate late model is set
+        (its token space is not the bi-encoder's; that reranker then encodes candidates itself)."""
+        if not self.config.token_vectors.enabled or self.config.late_interaction.model_path:
+            return None
+        return TokenVectorBuilder(self.cache_dir / TOKEN_VECTORS_DIR, model_id,
+                                  self.config.late_interaction.doc_max_length, dim, self.config.token_vectors)
 
     def _graph_db_loader(self) -> Any:
         """A Memgraph loader when `graph.store: memgraph`; the embedded store reads the snapshot itself."""

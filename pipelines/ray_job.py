@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pipelines.embed import TokenSink
 from pipelines.indexer import BatchSummary, Indexer
 from pipelines.manifest import load_manifest
 from pipelines.parse import FileParser
@@ -79,7 +80,7 @@ class EmbedActor:
         self._encoder: Any = None
         self._shared = shared_encoder
         self.embedder = ChunkEmbedder(self._encode, self.dim, embedding_cache(self.config, self.model_id, self.dim),
-                                      self.config.encoder.batch_size, self.config.encoder.cache_segment_vectors)
+                                      self.config.encoder.group_texts, self.config.encoder.cache_segment_vectors)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self._encoder is None:  # loaded on the first cache miss only
@@ -172,7 +173,8 @@ class RayRunner:
     def identity(self) -> tuple[str, int]:
         return encoder_identity(self.config)
 
-    def run(self, tasks: list[FileTask]) -> list[FileOutcome]:
+    def run(self, tasks: list[FileTask], tokens: TokenSink | None = None) -> list[FileOutcome]:
+        """Token vectors are not collected remotely: the indexer fills them from its own encoder."""
         rows = [{f: getattr(t, f) for f in _TASK_FIELDS} for t in tasks]
         for row in rows:  # Ray Data columns must be uniform: globs travel as one string
             row["include"] = json.dumps(row["include"])

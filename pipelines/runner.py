@@ -20,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from pipelines.discover import FileEntry, RepoSource
-from pipelines.embed import ChunkEmbedder, EmbeddingCache, embed_files
+from pipelines.embed import ChunkEmbedder, EmbeddingCache, TokenSink, embed_files
 from pipelines.parse import FileParser, ParsedFile
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
@@ -71,7 +71,8 @@ class Runner(Protocol):
         """(encoder model id, dim): names the embedding cache and the snapshot's encoder."""
         ...
 
-    def run(self, tasks: list[FileTask]) -> list[FileOutcome]:
+    def run(self, tasks: list[FileTask], tokens: TokenSink | None = None) -> list[FileOutcome]:
+        """Outcomes in task order; `tokens` may collect token vectors from the same encoder pass."""
         ...
 
 
@@ -146,13 +147,17 @@ class LocalRunner:
         return tqdm(total=total, desc=f"{desc:<8}", unit="it", disable=not self.progress, file=sys.stderr,
                     leave=False, dynamic_ncols=True)
 
-    def run(self, tasks: list[FileTask]) -> list[FileOutcome]:
+    def run(self, tasks: list[FileTask], tokens: TokenSink | None = None) -> list[FileOutcome]:
         bar = self._bar(len(tasks), "parse")
         outcomes = parse_tasks(tasks, self.config, self.parser, bar.update)
         bar.close()
         encoder = self._encoder_factory()
+        # token vectors from the same forward pass when they are stored at the embedding's length
+        shared_pass = tokens is not None and self.config.late_interaction.doc_max_length == self.config.encoder.max_length
         embedder = ChunkEmbedder(encoder.encode, encoder.dim, embedding_cache(self.config, encoder.model_id, encoder.dim),
-                                 self.config.encoder.batch_size, self.config.encoder.cache_segment_vectors)
+                                 self.config.encoder.group_texts, self.config.encoder.cache_segment_vectors,
+                                 encode_with_tokens=encoder.encode_with_tokens if shared_pass else None,
+                                 token_sink=tokens if shared_pass else None)
         bar = self._bar(sum(len(o.parsed.chunks) for o in outcomes if o.parsed is not None), "embed")
         embed_outcomes(outcomes, embedder, bar.update)
         bar.close()

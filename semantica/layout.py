@@ -6,6 +6,7 @@
                              chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet
                              vectors/shard-000.faiss vectors/shard-000.ids.npy
                              lucene/shard-000/
+                             tokens/{codes,scales,offsets,projection}.npy  (semantica.token_vectors)
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
 <root>/<repo-dir>/<snapshot>.lock          flock held while that build runs (free = the build died)
 <root>/<repo-dir>/.publish.lock           one publish (rename, CURRENT, prune) per repository at a time
@@ -62,6 +63,7 @@ ERRORS = "errors.parquet"
 PAGERANK = "pagerank.parquet"
 VECTORS_DIR = "vectors"
 LUCENE_DIR = "lucene"
+TOKENS_DIR = "tokens"
 _HASH_BLOCK = 1 << 20
 log = logging.getLogger(__name__)
 
@@ -137,6 +139,10 @@ class SnapshotPaths:
     @property
     def lucene(self) -> Path:
         return self.root / LUCENE_DIR
+
+    @property
+    def tokens(self) -> Path:
+        return self.root / TOKENS_DIR
 
     def read_manifest(self) -> Manifest:
         if not path_exists(self.manifest):

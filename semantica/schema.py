@@ -263,6 +263,7 @@ class Manifest:
     late_model_id: str = ""
     model_path: str = ""  # the encoder checkpoint ("" = the packaged default): serving loads it on a mismatch
     stats: dict[str, Any] = field(default_factory=dict)
+    token_vectors: dict[str, Any] = field(default_factory=dict)  # semantica.token_vectors.TokenVectorsInfo; {} = none stored
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

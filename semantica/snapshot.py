@@ -24,7 +24,9 @@ from semantica.layout import (
     normalize_repo_name,
 )
 from semantica.lucene import LuceneShardSearcher
+from semantica.lucene_multi import LuceneMultiShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
+from semantica.token_vectors import StoredTokenVectors, TokenVectorsInfo
 from semantica.vectors import VectorShardPaths, VectorShardSearcher
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,21 @@ class Snapshot:
     @cached_property
     def chunk_by_id(self) -> dict[str, Chunk]:
         return {c.chunk_id: c for c in self.chunks}
+
+    @cached_property
+    def chunk_row(self) -> dict[str, int]:
+        """chunk id -> row (the row of its FAISS vector and of its stored token vectors)."""
+        return {c.chunk_id: row for row, c in enumerate(self.chunks)}
+
+    @cached_property
+    def token_vectors(self) -> StoredTokenVectors | None:
+        """The stored late-interaction token vectors (memory-mapped); None for a snapshot built without them."""
+        info = self.manifest.token_vectors
+        if not info:
+            return None
+        with self._lock:
+            parsed = TokenVectorsInfo.from_dict(info)
+            return StoredTokenVectors(self.paths.root / parsed.directory, parsed)
 
     @cached_property
     def chunks_by_path(self) -> dict[str, list[Chunk]]:
@@ -116,9 +133,14 @@ class Snapshot:
             ]
 
     @cached_property
-    def lucene_shards(self) -> list[LuceneShardSearcher]:
+    def lucene_shards(self) -> list[LuceneShardSearcher | LuceneMultiShardSearcher]:
+        """One searcher: the shard's own, or one over all shards with collection-wide BM25 statistics
+        (per-shard idf would rank a sharded snapshot differently from an unsharded one)."""
+        paths = self.shard_paths("lucene")
         with self._lock:
-            return [LuceneShardSearcher(p, self.config.lucene) for p in self.shard_paths("lucene")]
+            if len(paths) > 1:
+                return [LuceneMultiShardSearcher(paths, self.config.lucene)]
+            return [LuceneShardSearcher(p, self.config.lucene) for p in paths]
 
 
 @dataclass

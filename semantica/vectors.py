@@ -65,13 +65,23 @@ def write_shard(paths: VectorShardPaths, vectors: np.ndarray, rows: np.ndarray, 
     np.save(paths.ids, rows.astype(np.int64))
 
 
+def read_index_mmap(path: Path) -> faiss.Index:
+    """Read a shard memory-mapped where this FAISS build can (IVF lists; flat codes via IO_FLAG_MMAP_IFC):
+    pages load on demand and are shared by every process serving the snapshot. Else read it whole."""
+    flags = faiss.IO_FLAG_MMAP | getattr(faiss, "IO_FLAG_MMAP_IFC", 0)
+    try:
+        return faiss.read_index(str(path), flags)
+    except RuntimeError:  # an index type without mmap support (e.g. HNSW)
+        return faiss.read_index(str(path))
+
+
 class VectorShardSearcher:
     """Searches one shard; moves it to the GPU when one is available."""
 
     def __init__(self, paths: VectorShardPaths, config: FaissConfig) -> None:
         if not paths.index.exists():
             raise VectorIndexError(f"missing FAISS shard {paths.index}")
-        index = faiss.read_index(str(paths.index))
+        index = read_index_mmap(paths.index)
         if isinstance(index, faiss.IndexIVF):
             index.nprobe = config.nprobe
         if gpu_available():

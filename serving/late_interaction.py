@@ -9,10 +9,13 @@ For the first `top_n` hits:
 so both terms lie in [0, 1]. The re-scored hits are sorted by that score (ties keep their fused
 order); hits beyond `top_n` follow unchanged, in their original order.
 
-Document token embeddings depend only on the chunk text, so they are cached by content sha: in
-memory (LRU, `max_items`) and on disk (one `.npy` per sha, float16 by default, written atomically).
-Encoding 50 candidates x 256 tokens on CPU costs seconds; `precompute` fills the cache at indexing
-time. Use one cache directory per model: the key is the content sha only.
+Document token vectors come from the snapshot when it stores them (`semantica.token_vectors`:
+computed at index time, PCA-projected and int8-quantised, memory-mapped), so a query pays only
+its own encoding plus one small matrix product. For a snapshot without them (built before they
+existed, or with another late-interaction model) they are encoded on the fly and cached by content
+sha: in memory (LRU, `max_items`) and on disk (one `.npy` per sha, float16 by default, written
+atomically). Encoding 50 candidates x 256 tokens on CPU costs seconds. Use one cache directory per
+model: the key is the content sha only.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import re
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +35,10 @@ from semantica.config import EncoderConfig, LateInteractionConfig
 from semantica.encoder import Encoder, shared_encoder
 from semantica.hits import Hit
 from semantica.schema import Chunk
+from semantica.token_vectors import StoredTokenVectors, single_thread_blas
+
+StoredLookup = Callable[[str], tuple[StoredTokenVectors, dict[str, int]] | None]
+"""repo -> (its snapshot's stored token vectors, chunk id -> row), or None when it stores none."""
 
 PRECOMPUTE_GROUP = 256
 """`precompute` encodes and stores this many chunks at a time (bounds memory)."""
@@ -51,7 +58,8 @@ def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:
     """Mean over query tokens of the best cosine with any doc token (inputs are unit vectors)."""
     if query_tokens.size == 0 or doc_tokens.size == 0:
         return 0.0
-    sims = query_tokens.astype(np.float32) @ doc_tokens.astype(np.float32).T
+    with single_thread_blas():
+        sims = query_tokens.astype(np.float32) @ doc_tokens.astype(np.float32).T
     return float(sims.max(axis=1).mean())
 
 
@@ -156,6 +164,8 @@ class LateInteractionReranker:
         config: LateInteractionConfig | None = None,
         encoder: Encoder | None = None,
         cache: TokenEmbeddingCache | None = None,
+        stored: StoredLookup | None = None,
+        query_tokens: Callable[[str], np.ndarray] | None = None,
     ) -> None:
         self.config = config or LateInteractionConfig()
         c = self.config
@@ -171,6 +181,47 @@ class LateInteractionReranker:
         self.cache = cache if cache is not None else TokenEmbeddingCache(
             None, c.memory_cache_items, c.dtype
         )
+        self.stored = stored if not c.model_path else None  # stored vectors are the bi-encoder's tokens
+        self._query_tokens = query_tokens
+
+    def query_tokens(self, query: str) -> np.ndarray:
+        if self._query_tokens is not None:
+            return self._query_tokens(query)
+        return self.encoder.encode_tokens([query or ""], self.encoder.config.query_max_length)[0]
+
+    def _stored_rows(self, chunks: Iterable[Chunk]) -> dict[str, tuple[StoredTokenVectors, int]]:
+        """chunk id -> (store, row) for chunks whose snapshot stores compatible token vectors."""
+        out: dict[str, tuple[StoredTokenVectors, int]] = {}
+        if self.stored is None:
+            return out
+        lookups: dict[str, tuple[StoredTokenVectors, dict[str, int]] | None] = {}
+        for chunk in chunks:
+            if chunk.repo not in lookups:
+                found = self.stored(chunk.repo)
+                usable = found is not None and found[0].compatible(self.encoder.model_id, self.config.doc_max_length)
+                lookups[chunk.repo] = found if usable else None
+            found = lookups[chunk.repo]
+            if found is not None and chunk.chunk_id in found[1]:
+                out[chunk.chunk_id] = (found[0], found[1][chunk.chunk_id])
+        return out
+
+    def _late_scores(self, query: str, chunks: list[Chunk]) -> tuple[dict[str, float], set[str]]:
+        """MaxSim by chunk id; the second value names the chunks scored from stored vectors."""
+        query_tokens = self.query_tokens(query)
+        stored = self._stored_rows(chunks)
+        scores: dict[str, float] = {}
+        by_store: dict[int, tuple[StoredTokenVectors, list[str]]] = {}
+        for chunk_id, (store, _) in stored.items():
+            by_store.setdefault(id(store), (store, []))[1].append(chunk_id)
+        for store, chunk_ids in by_store.values():
+            values = store.maxsim(query_tokens, [stored[cid][1] for cid in chunk_ids])
+            scores.update(zip(chunk_ids, values.tolist()))
+        rest = [c for c in chunks if c.chunk_id not in stored]
+        if rest:
+            doc_tokens = self.document_tokens(rest)
+            for chunk in rest:
+                scores[chunk.chunk_id] = maxsim(query_tokens, doc_tokens[chunk.content_sha])
+        return scores, set(stored)
 
     # -- document embeddings --------------------------------------------------------------------
 
@@ -226,19 +277,17 @@ class LateInteractionReranker:
         if not head:
             return list(hits)
         resolved = {h.chunk_id: chunks.get(h.chunk_id) or h.chunk for h in head}
-        doc_tokens = self.document_tokens(c for c in resolved.values() if c is not None)
-        query_tokens = self.encoder.encode_tokens(
-            [query or ""], self.encoder.config.query_max_length
-        )[0]
+        late_scores, from_store = self._late_scores(query, [c for c in resolved.values() if c is not None])
         top_fused = max(h.score for h in head)
         w = self.config.weight
         rescored: list[tuple[float, int, Hit]] = []
         for position, hit in enumerate(head):
             chunk = resolved[hit.chunk_id]
-            late = maxsim(query_tokens, doc_tokens[chunk.content_sha]) if chunk else None
+            late = late_scores.get(hit.chunk_id) if chunk else None
             fused_norm = hit.score / top_fused if top_fused > 0 else 0.0
             score = (1.0 - w) * fused_norm + w * max(0.0, late or 0.0)
-            note = f"late MaxSim {late:.3f}" if late is not None else "late MaxSim n/a (no chunk)"
+            source = "stored" if hit.chunk_id in from_store else "encoded"
+            note = f"late MaxSim {late:.3f} ({source})" if late is not None else "late MaxSim n/a (no chunk)"
             rescored.append((score, position, dataclasses.replace(
                 hit,
                 score=score,

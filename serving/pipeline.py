@@ -26,14 +26,17 @@ from semantica.languages import KNOWN_LANGUAGES
 from semantica.layout import BrokenSnapshotError, normalize_repo_name
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
+from semantica.token_vectors import StoredTokenVectors
 from serving.context import Context, ContextBuilder
 from serving.cross_encoder import CrossEncoderReranker
 from serving.fusion import ExpansionMatcher, WeightedRRF
 from serving.graph_ops import GraphOps
 from serving.graph_route import GraphRouter
-from serving.intent import IntentClassifier, IntentResult
+from serving.intent import Intent, IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.ltr import LtrReranker
+from serving.prefetch import Prefetcher
+from serving.query_encoding import QueryEncoder
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.graph import GraphRetriever, is_test_path
 from serving.retrievers.lexical import LexicalRetriever
@@ -44,6 +47,7 @@ FUNCTION_KINDS = frozenset({"function", "method"})
 PATH_MATCH = "path"
 LATE_CACHE_DIR = "late_tokens"
 SNAPSHOT_STAGE = "snapshot"
+QUERY_ENCODING_ITEMS = 64
 log = logging.getLogger(__name__)
 
 
@@ -122,15 +126,19 @@ class SearchResponse:
 class RepoRetrievers:
     """The four retrievers over one snapshot, built once per snapshot."""
 
-    def __init__(self, snapshot: Snapshot, encoder_factory: Callable[[], Encoder]) -> None:
+    def __init__(self, snapshot: Snapshot, encoder_factory: Callable[[], Encoder],
+                 encode_query: Callable[[str], Any] | None = None) -> None:
         self.snapshot = snapshot
         self._encoder_factory = encoder_factory
+        self._encode_query = encode_query
 
     @cached_property
     def vector(self) -> VectorRetriever:
         m = self.snapshot.manifest  # the snapshot decides its encoder (a mismatch it cannot load is refused)
-        encoder = snapshot_encoder(m.model_id, m.dim, m.model_path, self._encoder_factory())
-        return VectorRetriever(self.snapshot.vector_shards, self.snapshot.chunks, encoder.encode_query)
+        configured = self._encoder_factory()
+        encoder = snapshot_encoder(m.model_id, m.dim, m.model_path, configured)
+        encode = self._encode_query if self._encode_query and encoder is configured else encoder.encode_query
+        return VectorRetriever(self.snapshot.vector_shards, self.snapshot.chunks, encode)
 
     @cached_property
     def lexical(self) -> LexicalRetriever:
@@ -152,13 +160,15 @@ class StageTimer:
 
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
+        self._lock = threading.Lock()  # repositories run their stages in parallel
 
     def run(self, stage: str, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
         try:
             return fn()
         finally:
-            self.ms[stage] = round(self.ms.get(stage, 0.0) + (time.perf_counter() - start) * 1000, 3)
+            with self._lock:
+                self.ms[stage] = round(self.ms.get(stage, 0.0) + (time.perf_counter() - start) * 1000, 3)
 
 
 class SearchPipeline:
@@ -170,13 +180,20 @@ class SearchPipeline:
         self.snapshots = snapshots or SnapshotSet(config)
         self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
         self.intent = IntentClassifier(config.intent)
+        for name in config.late_interaction.intents:  # late_interaction.intents: a typo fails here, not silently
+            Intent.parse(name)
         self.fusion = WeightedRRF(config.fusion)
         self.context_builder = ContextBuilder(config.context)
         self.localizer = Localizer(config.query, self.fusion)
         self._retrievers: dict[str, RepoRetrievers] = {}
         self._cache: OrderedDict[tuple, SearchResponse] = OrderedDict()
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=len(Strategy), thread_name_prefix="retrieve")
+        self._pool = ThreadPoolExecutor(max_workers=len(Strategy) * max(1, config.retrieval.repo_parallelism),
+                                        thread_name_prefix="retrieve")
+        self._repo_pool = ThreadPoolExecutor(max_workers=max(1, config.retrieval.repo_parallelism),
+                                             thread_name_prefix="repo")
+        self.query_encoder = QueryEncoder(self._encoder_factory, QUERY_ENCODING_ITEMS)  # one encoder pass per query
+        self._prefetcher = Prefetcher()
 
     # -- lazily built optional stages ----------------------------------------------------------
 
@@ -190,7 +207,13 @@ class SearchPipeline:
         model_dir = f"{safe_name(li.model_path or encoder.model_id)}-len{li.doc_max_length}"
         cache = TokenEmbeddingCache(Path(self.config.paths.cache_dir) / LATE_CACHE_DIR / model_dir,
                                     li.memory_cache_items, li.dtype)
-        return LateInteractionReranker(li, encoder, cache)
+        return LateInteractionReranker(li, encoder, cache, stored=self._stored_tokens,
+                                       query_tokens=self.query_encoder.tokens)
+
+    def _stored_tokens(self, repo: str) -> tuple[StoredTokenVectors, dict[str, int]] | None:
+        snapshot = self.snapshots.get(repo)
+        store = snapshot.token_vectors
+        return (store, snapshot.chunk_row) if store is not None else None
 
     @cached_property
     def graph_ops(self) -> GraphOps:
@@ -208,6 +231,21 @@ class SearchPipeline:
     def ltr(self) -> LtrReranker:
         """Runs where the pipeline runs (also in the Serve ingress): a few trees over <= top_n rows."""
         return LtrReranker.from_config(self.config.ltr)
+
+    def prefetch(self, repos: list[str] | None = None) -> Prefetcher:
+        """Start loading, in parallel, what the first query over `repos` (default: all) will need."""
+        names = repos or self.snapshots.repos()
+        loads: dict[str, Callable[[], Any]] = {"encoder": self._encoder_factory}
+        for name in names:
+            try:
+                snapshot = self.snapshots.get(name)
+            except Exception:  # an unknown repository: the query itself reports it
+                continue
+            retrievers = self.retrievers(snapshot)
+            loads[f"{name}:lucene"] = lambda r=retrievers: r.lexical
+            loads[f"{name}:faiss"] = lambda r=retrievers: r.vector
+            loads[f"{name}:tables"] = lambda r=retrievers, s=snapshot: (r.symbol, s.chunk_row, s.token_vectors, r.graph)
+        return self._prefetcher.start(loads)
 
     # -- validation ----------------------------------------------------------------------------
 
@@ -253,7 +291,8 @@ class SearchPipeline:
         with self._lock:
             current = self._retrievers.get(snapshot.repo)
             if current is None or current.snapshot is not snapshot:
-                current = self._retrievers[snapshot.repo] = RepoRetrievers(snapshot, self._encoder_factory)
+                current = self._retrievers[snapshot.repo] = RepoRetrievers(snapshot, self._encoder_factory,
+                                                                           self.query_encoder.vector)
             return current
 
     # -- the work ------------------------------------------------------------------------------
@@ -302,6 +341,9 @@ class SearchPipeline:
             if self.config.graph_ops.route_queries else None
         if routed is not None:  # the exact answer first; no reranker touches its order
             hits = routed.merge(hits, chunks)
+        if "late_interaction" in timer.ms:
+            warnings.extend(f"{s.repo}: snapshot {s.snapshot_id} stores no token vectors; late interaction encoded its "
+                            f"candidates per query (slow): re-index it" for s in snapshots if not s.manifest.token_vectors)
         files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth))
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
@@ -333,7 +375,8 @@ class SearchPipeline:
                 degraded.append(_degraded(strategy.value, exc))
                 return []
 
-        for snapshot in snapshots:
+        def one_repo(snapshot: Snapshot) -> dict[Strategy, ScoredList]:
+            out: dict[Strategy, ScoredList] = {}
             retrievers = self.retrievers(snapshot)
             rq = RetrievalQuery(text=query, intent=intent)
             vector_future = (self._pool.submit(attempt, Strategy.VECTOR, lambda: retrievers.vector.search_scored(rq, k, filters))
@@ -344,17 +387,24 @@ class SearchPipeline:
                 if Strategy.SYMBOL in enabled else []
             lexical_hits = lexical_future.result() if lexical_future else []
             if Strategy.SYMBOL in enabled:
-                scored[Strategy.SYMBOL].append(symbol_hits)
+                out[Strategy.SYMBOL] = symbol_hits
             if Strategy.LEXICAL in enabled:
-                scored[Strategy.LEXICAL].append(lexical_hits)
+                out[Strategy.LEXICAL] = lexical_hits
             if Strategy.GRAPH in enabled:
                 seeds = _interleave([c for c, _ in symbol_hits], [c for c, _ in lexical_hits])
                 graph_query = RetrievalQuery(text=query, intent=intent, seeds=seeds,
                                              symbol_seeds=[c for c, _ in symbol_hits])
-                scored[Strategy.GRAPH].append(
-                    attempt(Strategy.GRAPH, lambda: retrievers.graph.search_scored(graph_query, k, filters)))
+                out[Strategy.GRAPH] = attempt(Strategy.GRAPH, lambda: retrievers.graph.search_scored(graph_query, k, filters))
             if vector_future:
-                scored[Strategy.VECTOR].append(vector_future.result())
+                out[Strategy.VECTOR] = vector_future.result()
+            return out
+
+        # repositories fan out in parallel (their own pool: a repo task waits on the retriever pool)
+        per_repo = (list(self._repo_pool.map(one_repo, snapshots)) if len(snapshots) > 1
+                    else [one_repo(s) for s in snapshots])
+        for lists in per_repo:
+            for strategy, hits in lists.items():
+                scored[strategy].append(hits)
         return {s: to_ranked(merge_scored(lists, k)) for s, lists in scored.items()}
 
     def _rerank(self, request: SearchRequest, intent: IntentResult, hits: list[Hit], chunks: dict[str, Chunk],
@@ -366,6 +416,9 @@ class SearchPipeline:
             except Exception as exc:  # optional stage: a missing or stale model falls back to the fused order
                 degraded.append(_degraded("ltr", exc))
         use_late = self.config.late_interaction.enabled if request.late_interaction is None else request.late_interaction
+        late_intents = self.config.late_interaction.intents  # conf rule: only where it measurably helps
+        if request.late_interaction is None and late_intents and intent.dominant.value not in late_intents:
+            use_late = False
         if use_late and hits:
             try:
                 hits = timer.run("late_interaction", lambda: self.late.rerank(request.query, hits, chunks))

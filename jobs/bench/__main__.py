@@ -124,6 +124,32 @@ def machine() -> dict[str, Any]:
             "load_avg_at_start": os.getloadavg()}
 
 
+REQUESTS_CLONE = MIRRORS / "psf+requests" / "repo"
+
+
+def bench_repo(config: Config, repo_path: Path | None, name: str, commit: str | None) -> dict[str, Any]:
+    """Index (unless `repo_path` is None: already indexed under config), then every ratio of jobs.bench.ratios."""
+    from jobs.bench import ratios as bench_fast
+
+    out: dict[str, Any] = {"repo": name}
+    if repo_path is not None:
+        out["indexing"] = bench_index(config, repo_path, name, commit)
+    snapshot = SearchPipeline(config).snapshots.get(name)
+    texts = [c.embedding_text() for c in snapshot.chunks]
+    out["encoder_floor"] = bench_fast.encoder_floor(config, texts)
+    if "indexing" in out:
+        floor = out["encoder_floor"]["chunks_per_s"]
+        out["indexing"]["ratio_to_encoder_floor"] = {
+            "end_to_end": round(out["indexing"]["end_to_end_chunks_per_s"] / floor, 2),
+            "embed_stage": round(out["indexing"]["chunks_per_s"].get("embed", 0.0) / floor, 2)}
+    out["storage"] = bench_fast.disk_and_ram(config, name)
+    classes = bench_fast.query_classes(name, BENCH_INSTANCES)
+    out["latency"] = bench_fast.bench_latency(config, name, classes)
+    out["late_top_n"] = bench_fast.bench_late_top_n(config, name, classes["identifier"] + classes["natural_language"])
+    out["cold_cli"] = bench_fast.cold_cli(config, name, classes["identifier"][0])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="semantica-bench", description=__doc__)
     parser.add_argument("--skip-sympy", action="store_true", help="only this repository (fast)")
@@ -131,18 +157,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sympy-index-root", metavar="DIR",
                         help="time queries over the sympy snapshot already published under DIR (e.g. the eval's "
                              ".semantica/eval/index) instead of indexing sympy from scratch (~1 h on 2 cores)")
+    parser.add_argument("--ratios-only", action="store_true",
+                        help="only the ratio figures (jobs.bench.ratios) for this repository and requests")
+    parser.add_argument("--self-index-root", metavar="DIR",
+                        help="use semantica/self already indexed under DIR (its cache beside it) instead of indexing")
+    parser.add_argument("--skip-requests", action="store_true", help="do not index and time psf/requests")
+    parser.add_argument("--out", default=str(RESULTS_DIR / "bench.json"), metavar="FILE", help="results JSON")
     parser.add_argument("--structural-only", action="store_true",
                         help="only the structural-question benchmark (no embedding index): bench/results/structural.json")
     args = parser.parse_args(argv)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     if args.structural_only:
         return run_structural()
-    results: dict[str, Any] = {"machine": machine(), "indexing": [], "querying": []}
+    results: dict[str, Any] = {"machine": machine(), "indexing": [], "querying": [], "ratios": []}
     with tempfile.TemporaryDirectory(prefix="semantica-bench-") as tmp:
         config = load_config(None, [f"paths.index_root={tmp}/index", f"paths.cache_dir={tmp}/cache"])
-        results["indexing"].append(bench_index(config, REPO_ROOT, "semantica/self", None))
-        results["querying"].append(bench_queries(config, "semantica/self", list(SELF_QUERIES)))
-        if args.sympy_index_root:
+        if args.self_index_root:
+            reuse = load_config(None, [f"paths.index_root={args.self_index_root}",
+                                       f"paths.cache_dir={Path(args.self_index_root).parent / 'cache'}"])
+            results["ratios"].append(bench_repo(reuse, None, "semantica/self", None))
+        else:
+            results["ratios"].append(bench_repo(config, REPO_ROOT, "semantica/self", None))
+        if not args.skip_requests and (REQUESTS_CLONE / "HEAD").exists():
+            results["ratios"].append(bench_repo(config, REQUESTS_CLONE, "psf/requests", None))
+        if not args.ratios_only:
+            results["querying"].append(bench_queries(config if not args.self_index_root else reuse,
+                                                     "semantica/self", list(SELF_QUERIES)))
+        if args.ratios_only:
+            pass
+        elif args.sympy_index_root:
             existing = load_config(None, [f"paths.index_root={args.sympy_index_root}",
                                           f"paths.cache_dir={Path(args.sympy_index_root).parent / 'cache'}"])
             results["querying"].append(bench_queries(existing, "sympy/sympy", sympy_queries(args.sympy_queries)))
@@ -151,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             results["querying"].append(bench_queries(config, "sympy/sympy", sympy_queries(args.sympy_queries)))
         elif not args.skip_sympy:
             print(f"sympy clone not found at {SYMPY_CLONE}: sympy benchmark skipped", file=sys.stderr)
-    out = RESULTS_DIR / "bench.json"
+    results["indexing"] += [r["indexing"] for r in results["ratios"] if "indexing" in r]
+    out = Path(args.out)
     out.write_text(json.dumps(results, indent=2))
     print_tables(results)
     print(f"\nwritten: {out}")
@@ -179,6 +223,17 @@ def run_structural() -> int:
 
 
 def print_tables(results: dict[str, Any]) -> None:
+    for r in results.get("ratios", []):
+        print(f"\n{r['repo']}: encoder floor {r['encoder_floor']['chunks_per_s']} chunks/s; "
+              f"indexing ratio {r.get('indexing', {}).get('ratio_to_encoder_floor', 'n/a')}; "
+              f"{r['storage']['bytes_per_chunk']} B/chunk on disk {r['storage']['bytes_per_chunk_by_part']}; "
+              f"RAM {r['storage']['ram_mb_loaded_snapshot']} MB loaded; cold CLI p50 {r['cold_cli']['p50_ms']} ms")
+        print("| class | pipeline p50 | p99 | encode floor p50 | ratio | late p50 |\n|---|---|---|---|---|---|")
+        for name, c in r["latency"]["classes"].items():
+            print(f"| {name} | {c['pipeline']['p50_ms']} | {c['pipeline']['p99_ms']} | {c['floor_encode']['p50_ms']} "
+                  f"| {c['ratio_p50']} | {c['late_interaction']['p50_ms']} |")
+        print("late interaction stage: " + ", ".join(f"{k} p50 {v['p50_ms']} ms p99 {v['p99_ms']} ms"
+                                                      for k, v in r["late_top_n"].items()))
     print("\n| repo | files | chunks | discover | parse | resolve | embed | write | total s | chunks/s (embed) | peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results["indexing"]:

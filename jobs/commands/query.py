@@ -48,7 +48,9 @@ def run_query(args: argparse.Namespace) -> int:
         query=args.text, repos=args.repo, k=args.k if args.k is not None else config.query.default_k,
         path_globs=args.path, languages=args.language, explain=args.explain, strategies=args.strategy,
     )
-    response = SearchPipeline(config).search(request)
+    pipeline = SearchPipeline(config)
+    pipeline.prefetch(request.repos)  # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn
+    response = pipeline.search(request)
     if args.json:
         print_json(response.to_dict())
         return 0

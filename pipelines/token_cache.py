@@ -1,0 +1,202 @@
+"""Token-vector stage: compressed per-chunk token vectors, content-addressed so no chunk is encoded twice.
+
+`TokenVectorBuilder` receives token vectors (from the embedding pass, which already computes them,
+or from its own pass for chunks whose sentence vector was cached), compresses them with the
+model's shared projection and keeps them in `TokenCodeCache`:
+
+```
+<cache_dir>/token_vectors/<model>-len<L>-d<dim>-<quant>/projection.npy      fitted on the first index
+<cache_dir>/token_vectors/<model>-len<L>-d<dim>-<quant>/<projection sha>/seg-*/{shas,offsets,codes,scales}.npy
+```
+Segments are memory-mapped when read, so a snapshot is assembled without loading the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from semantica.config import TokenVectorsConfig
+from semantica.encoder import safe_name
+from semantica.schema import Chunk
+from semantica.token_vectors import (
+    PROJECTION_FILE,
+    Quantization,
+    TokenCodec,
+    TokenProjection,
+    TokenVectorsInfo,
+    write_token_vectors,
+)
+
+SEGMENT_PREFIX = "seg-"
+SHAS, OFFSETS, CODES, SCALES = "shas.npy", "offsets.npy", "codes.npy", "scales.npy"
+Codes = tuple[np.ndarray, np.ndarray]
+
+
+class TokenCodeCache:
+    """sha -> (codes, scales) for one projection; append-only segments, read memory-mapped."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._index: dict[str, tuple[int, int]] | None = None
+        self._segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._lock = threading.Lock()
+
+    def _load(self) -> dict[str, tuple[int, int]]:
+        if self._index is not None:
+            return self._index
+        index: dict[str, tuple[int, int]] = {}
+        for segment in sorted(self.directory.glob(f"{SEGMENT_PREFIX}*")):
+            if segment.name.endswith(".tmp"):
+                continue
+            try:
+                shas = np.load(segment / SHAS).tolist()
+                parts = (np.load(segment / OFFSETS), np.load(segment / CODES, mmap_mode="r"),
+                         np.load(segment / SCALES, mmap_mode="r"))
+            except (OSError, ValueError):
+                continue  # a torn segment: its chunks are encoded again
+            number = len(self._segments)
+            self._segments.append(parts)
+            for row, sha in enumerate(shas):
+                index.setdefault(sha, (number, row))
+        self._index = index
+        return index
+
+    def __contains__(self, sha: str) -> bool:
+        with self._lock:
+            return sha in self._load()
+
+    def get(self, sha: str) -> Codes | None:
+        with self._lock:
+            where = self._load().get(sha)
+            if where is None:
+                return None
+            offsets, codes, scales = self._segments[where[0]]
+            start, end = int(offsets[where[1]]), int(offsets[where[1] + 1])
+            return codes[start:end], scales[start:end]
+
+    def put_many(self, items: dict[str, Codes]) -> None:
+        """One new segment, written to a temp directory and renamed into place."""
+        if not items:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        name = f"{SEGMENT_PREFIX}{uuid.uuid4().hex}"
+        tmp = self.directory / f"{name}.tmp"
+        tmp.mkdir()
+        shas = list(items)
+        lengths = [len(items[s][0]) for s in shas]
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        try:
+            np.save(tmp / SHAS, np.asarray(shas))
+            np.save(tmp / OFFSETS, offsets)
+            np.save(tmp / CODES, np.concatenate([items[s][0] for s in shas]))
+            np.save(tmp / SCALES, np.concatenate([items[s][1] for s in shas]))
+            os.rename(tmp, self.directory / name)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        with self._lock:
+            index = self._load()
+            number = len(self._segments)
+            self._segments.append((offsets, np.load(self.directory / name / CODES, mmap_mode="r"),
+                                   np.load(self.directory / name / SCALES, mmap_mode="r")))
+            for row, sha in enumerate(shas):
+                index.setdefault(sha, (number, row))
+
+
+class TokenVectorBuilder:
+    """Collects token vectors by content sha, compresses them, and writes a snapshot's `tokens/`.
+
+    The projection is fitted once per (model, length, dim, quantisation) on the first
+    `fit_sample_tokens` token vectors it sees and then reused by every later snapshot, so cached
+    codes stay valid; until it exists, incoming vectors wait in memory (bounded by the sample size).
+    """
+
+    def __init__(self, cache_root: Path, model_id: str, max_length: int, source_dim: int,
+                 config: TokenVectorsConfig) -> None:
+        self.config = config
+        self.model_id = model_id
+        self.max_length = max_length
+        self.source_dim = source_dim
+        self.quantization = Quantization.parse(config.quantization)
+        self.root = cache_root / f"{safe_name(model_id)}-len{max_length}-d{config.dim}-{self.quantization.value}"
+        projection_file = self.root / PROJECTION_FILE
+        wants_identity = config.dim <= 0 or config.dim >= source_dim
+        self.codec: TokenCodec | None = None
+        if wants_identity or projection_file.exists():
+            self._use(TokenProjection.load(projection_file, source_dim) if not wants_identity
+                      else TokenProjection(None, source_dim))
+        self._raw: dict[str, np.ndarray] = {}
+        self._raw_tokens = 0
+        self._pending: dict[str, Codes] = {}
+        self.encoded = 0
+
+    def _use(self, projection: TokenProjection) -> None:
+        self.codec = TokenCodec(projection, self.quantization)
+        self.cache = TokenCodeCache(self.root / projection.sha)
+
+    def _fit(self) -> None:
+        sample = np.concatenate(list(self._raw.values())) if self._raw else np.zeros((0, self.source_dim), np.float32)
+        projection = TokenProjection.fit(sample[: self.config.fit_sample_tokens], self.config.dim)
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".{PROJECTION_FILE}.{uuid.uuid4().hex}.npy"
+        projection.save(tmp)
+        os.replace(tmp, self.root / PROJECTION_FILE)
+        self._use(projection)
+        raw, self._raw, self._raw_tokens = self._raw, {}, 0
+        for sha, array in raw.items():
+            self._pending[sha] = self.codec.encode(array)  # type: ignore[union-attr]
+
+    def has(self, sha: str) -> bool:
+        return sha in self._raw or sha in self._pending or (self.codec is not None and sha in self.cache)
+
+    def add(self, shas: Sequence[str], tokens: Sequence[np.ndarray]) -> None:
+        """Full-width unit token vectors of new chunks (already-known shas are ignored)."""
+        for sha, array in zip(shas, tokens):
+            if self.has(sha):
+                continue
+            self.encoded += 1
+            if self.codec is None:
+                self._raw[sha] = np.asarray(array, dtype=np.float32)
+                self._raw_tokens += len(array)
+                continue
+            self._pending[sha] = self.codec.encode(array)
+        if self.codec is None and self._raw_tokens >= self.config.fit_sample_tokens:
+            self._fit()
+        if len(self._pending) >= self.config.cache_segment_chunks:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.codec is None:
+            self._fit()
+        self.cache.put_many(self._pending)
+        self._pending = {}
+
+    def fill(self, chunks: Sequence[Chunk], encode_tokens: Callable[[list[str]], list[np.ndarray]],
+             batch_size: int, progress: Callable[[int], None] | None = None) -> int:
+        """Encode the chunks nobody has token vectors for yet (length-sorted batches); returns how many."""
+        missing: dict[str, str] = {}
+        for chunk in chunks:
+            if chunk.content_sha not in missing and not self.has(chunk.content_sha):
+                missing[chunk.content_sha] = chunk.embedding_text()
+        order = sorted(missing, key=lambda sha: len(missing[sha]))
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            self.add(batch, encode_tokens([missing[s] for s in batch]))
+            if progress:
+                progress(len(batch))
+        return len(missing)
+
+    def write(self, directory: Path, shas: Sequence[str]) -> TokenVectorsInfo:
+        """The snapshot's token files, rows in `shas` order (the chunk order of chunks.parquet)."""
+        self.flush()
+        assert self.codec is not None
+        empty: Codes = (np.zeros((0, self.codec.projection.dim), self.codec.code_dtype), np.zeros(0, np.float16))
+        parts = [self.cache.get(sha) or empty for sha in shas]
+        return write_token_vectors(directory, self.codec, parts, self.model_id, self.max_length)

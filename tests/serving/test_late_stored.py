@@ -1,0 +1,118 @@
+"""Late interaction from stored token vectors: a real index of a small git repo (MiniLM, FAISS, Lucene)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipelines.indexer import RepoIndexer
+from semantica.layout import IndexLayout
+from semantica.snapshot import SnapshotSet
+from serving.pipeline import SearchPipeline, SearchRequest
+from tests.conftest import make_config
+
+FILES = {
+    "net/retry.py": 'def retry_with_backoff(fn, attempts=5):\n    """Retry a failing network call with exponential backoff."""\n'
+                    "    for i in range(attempts):\n        try:\n            return fn()\n"
+                    "        except ConnectionError:\n            time.sleep(2 ** i)\n",
+    "img/resize.py": 'def resize_image(img, width, height):\n    """Scale a picture to the given size."""\n'
+                     "    return img.resize((width, height))\n",
+    "db/schema.py": 'def create_tables(conn):\n    """Create the SQL tables for users and orders."""\n'
+                    "    conn.execute('CREATE TABLE users (id INTEGER PRIMARY KEY)')\n",
+    "README.md": "# Toolbox\n\nRetries, image resizing and database schema helpers.\n",
+}
+QUERY = "retry a network request with exponential backoff"
+
+
+def _git_repo(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    env = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), *env, "commit", "-qm", "init"], check=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("stored")
+    repo = _git_repo(tmp / "repo", FILES)
+    config = make_config(tmp, "token_vectors.dim=64", private_cache=True)
+    first = RepoIndexer(config, progress=False).index(str(repo), "t/toolbox")
+    second = RepoIndexer(config, progress=False).index(str(repo), "t/toolbox")
+    return config, repo, first, second
+
+
+def test_manifest_records_token_vectors(indexed) -> None:
+    config, _, first, _ = indexed
+    paths = IndexLayout(config.paths.index_root).current("t/toolbox")
+    manifest = json.loads(paths.manifest.read_text())
+    info = manifest["token_vectors"]
+    assert info["dim"] == 64 and info["quantization"] == "int8" and info["chunks"] == first.chunks
+    assert info["model_id"] == config.encoder.model_id and info["max_length"] == config.late_interaction.doc_max_length
+    assert info["tokens"] > first.chunks and info["bytes"] > 0
+    for name in ("codes.npy", "scales.npy", "offsets.npy", "projection.npy"):
+        assert f"tokens/{name}" in manifest["checksums"]
+    codes = np.load(paths.root / "tokens" / "codes.npy", mmap_mode="r")
+    assert codes.dtype == np.int8 and codes.shape == (info["tokens"], 64)
+
+
+def test_unchanged_chunks_reuse_cached_token_vectors(indexed) -> None:
+    _, _, first, second = indexed
+    assert first.chunks_token_encoded == first.chunks  # a fresh cache: every chunk encoded once
+    assert second.chunks_token_encoded == 0 and second.chunks_embedded == 0
+    assert "tokens" in second.seconds
+
+
+def test_query_scores_from_stored_vectors_close_to_encoded(indexed) -> None:
+    config, _, _, _ = indexed
+    pipeline = SearchPipeline(config)
+    response = pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"], k=4, explain=True))
+    assert response.hits[0].path == "net/retry.py"
+    assert all("(stored)" in h.explanation for h in response.hits if h.late_score is not None)
+    assert not response.warnings and not response.degraded
+    # the uncompressed on-the-fly MaxSim, from the same candidates: compressed scores stay close
+    stored = {h.chunk_id: h.late_score for h in response.hits}
+    chunks = pipeline.snapshots.get("t/toolbox").chunk_by_id
+    encoded = pipeline.late._late_scores(QUERY, [chunks[c] for c in stored])
+    pipeline.late.stored = None
+    exact, from_store = pipeline.late._late_scores(QUERY, [chunks[c] for c in stored])
+    assert not from_store and set(encoded[1]) == set(stored)
+    for chunk_id, score in stored.items():
+        assert score == pytest.approx(exact[chunk_id], abs=0.08)
+    assert max(stored, key=stored.get) == max(exact, key=exact.get)
+
+
+def test_snapshot_without_token_vectors_falls_back_with_a_warning(indexed, tmp_path) -> None:
+    config, repo, _, _ = indexed
+    old = make_config(tmp_path, "token_vectors.enabled=false", private_cache=True)
+    RepoIndexer(old, progress=False).index(str(repo), "t/toolbox")
+    assert SnapshotSet(old).get("t/toolbox").token_vectors is None
+    response = SearchPipeline(old).search(SearchRequest(QUERY, repos=["t/toolbox"], k=4, explain=True))
+    assert response.hits[0].path == "net/retry.py" and not response.degraded
+    assert any("stores no token vectors" in w for w in response.warnings)
+    assert all("(encoded)" in h.explanation for h in response.hits if h.late_score is not None)
+
+
+def test_intent_rule_runs_late_interaction_only_for_listed_intents(indexed) -> None:
+    config, _, _, _ = indexed
+    dominant = SearchPipeline(config).search(SearchRequest(QUERY, repos=["t/toolbox"])).intent["dominant"]
+    other = next(i for i in ("symbol", "flow", "concept", "code", "balanced") if i != dominant)
+    listed = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=[dominant]))
+    assert "late_interaction" in SearchPipeline(listed).search(SearchRequest(QUERY, repos=["t/toolbox"])).timings_ms
+    unlisted = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=[other]))
+    pipeline = SearchPipeline(unlisted)
+    assert "late_interaction" not in pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"])).timings_ms
+    forced = pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"], late_interaction=True))
+    assert "late_interaction" in forced.timings_ms  # an explicit request wins over the rule
+    typo = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=["cod"]))
+    with pytest.raises(ValueError, match="unknown intent 'cod'"):
+        SearchPipeline(typo)
