@@ -119,6 +119,7 @@ class _RepoWork:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     snapshot_id: str = ""
     paths: SnapshotPaths | None = None
+    include: list[str] = field(default_factory=list)  # the manifest entry's globs, else discover.include_globs
 
 
 @contextmanager
@@ -207,7 +208,8 @@ class Indexer:
         spec, result = work.spec, work.result
         with _timed(result, "discover"):
             path = resolve_repo_path(spec, self.cache_dir, self.config.ray.clone_timeout_s)
-            discover = dataclasses.replace(self.config.discover, include_globs=list(spec.include))
+            work.include = list(spec.include) or list(self.config.discover.include_globs)
+            discover = dataclasses.replace(self.config.discover, include_globs=work.include)
             source = RepoSource(path, spec.commit or spec.branch or None, discover)
             entries, errors = source.entries()
         work.source = source
@@ -245,7 +247,7 @@ class Indexer:
                             work.result.files_reused += 1
                             continue
                     tasks.append(FileTask(repo=work.spec.name, repo_path=work.source.repo_path,
-                                          commit=work.source.commit or "", include=list(work.spec.include),
+                                          commit=work.source.commit or "", include=work.include,
                                           path=entry.path, blob_sha=entry.blob_sha, size=entry.size,
                                           language=entry.language, key=key, parsed=parsed))
         return tasks

@@ -31,7 +31,7 @@ from ray.serve.handle import DeploymentHandle
 from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
 from semantica.hits import Strategy
-from semantica.layout import IndexLayout, UnknownRepoError
+from semantica.layout import BrokenSnapshotError, IndexLayout, RepoNameError, UnknownRepoError
 from semantica.snapshot import Snapshot
 from serving.admission import AdmissionController
 from serving.context import ContextBuilder
@@ -72,8 +72,10 @@ def error_status(exc: BaseException) -> int:
     """HTTP status of an exception raised while answering (the one mapping, used by the handlers)."""
     if isinstance(exc, QueryError):
         return 400
-    if isinstance(exc, GraphRequestError):
+    if isinstance(exc, (GraphRequestError, RepoNameError)):
         return 422
+    if isinstance(exc, BrokenSnapshotError):
+        return 503
     if isinstance(exc, (UnknownRepoError, UnknownNameError)):
         return 404
     if isinstance(exc, StageUnavailable):
@@ -387,7 +389,8 @@ class IngressCore:
             except Exception as exc:
                 stages[name] = f"down: {type(_unwrap(exc)).__name__}"
         down = [n for n in MANDATORY if stages.get(n) != "ok"]
-        repos = self.repo_status(principal or Principal("probe", ()))
+        viewer = principal or Principal("probe", ())
+        repos = [h.to_dict() for h in self.pipeline.snapshots.health() if viewer.may_read(h.repo)]
         broken = [r["repo"] for r in repos if r["status"] != "ok"]
         status = "draining" if self.admission.draining else "unavailable" if down else "degraded" if broken else "ok"
         if principal is None or not principal.repos:
@@ -471,7 +474,8 @@ def build_graph(config: Config, options: dict[str, dict[str, Any]] | None = None
 
 def ingress_app(core: IngressCore) -> Any:
     """The FastAPI app over one ingress core (what every Serve ingress replica serves)."""
-    return build_http_app(core, (QueryError, StageUnavailable, GraphRequestError, UnknownNameError), error_status,
+    return build_http_app(core, (QueryError, StageUnavailable, GraphRequestError, UnknownNameError, RepoNameError,
+                                 BrokenSnapshotError), error_status,
                           error_body)
 
 

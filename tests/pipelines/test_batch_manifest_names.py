@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.ray_job import ManifestError, load_manifest
+from pipelines.manifest import ManifestError, load_manifest
 
 
 def test_names_are_normalised_and_bad_ones_refused(tmp_path):
