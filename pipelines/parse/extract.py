@@ -282,6 +282,7 @@ class CodeExtraction:
         if self.spec.family == "python":
             self.out.returns = {d.qualname: t for d in self.defs if d.kind != SymbolKind.CLASS
                                 for t in [python_types.return_type(d.node)] if t}
+            self.out.globals = python_types.module_types(root)
             self._python_refs(root, starts, ordered)
 
     def _receiver_type(self, node: Any, receiver: str, owner: _Def | None, scope: str) -> str:
@@ -305,7 +306,10 @@ class CodeExtraction:
             return self._types_of(owner).get(head, "")
         if head == "self" and rest and "." not in rest and scope:
             cls = self._def_by_qual.get(scope)
-            return self._types_of(cls).get(rest, "") if cls is not None else ""
+            kind = self._types_of(cls).get(rest, "") if cls is not None else ""
+            if not kind and f"{scope}.{rest}" in self._def_by_qual:  # a property: what the method returns
+                kind = f"{python_types.METHOD_PREFIX}{rest}:{scope}"
+            return kind
         return ""
 
     def _types_of(self, d: _Def) -> dict[str, str]:

@@ -73,6 +73,7 @@ class ParsedFile:
     bases: list[RawBase] = field(default_factory=list)
     refs: list[RawRef] = field(default_factory=list)
     returns: dict[str, str] = field(default_factory=dict)  # Python: qualname -> return annotation (a class name)
+    globals: dict[str, str] = field(default_factory=dict)  # Python: module-level `NAME: Foo = ...` / `NAME = Foo()`
     error: str = ""
     lost: str = ""  # what the parse could not extract (syntax errors, parser nesting limit), for errors.parquet
 

@@ -109,10 +109,25 @@ def attribute_types(cls: Any) -> dict[str, str]:
             kind = params.get(method.id, {}).get(node_text(right), "") if method is not None else ""
         if left is None or not kind:
             continue
-        if left.type == "identifier" and assignment.parent is not None and assignment.parent.parent == body:
+        parent = assignment.parent
+        at_class_level = parent == body or (parent is not None and parent.type == "expression_statement" and parent.parent == body)
+        if left.type == "identifier" and at_class_level:
             types.setdefault(node_text(left), kind)  # class-level `x: Foo`
         elif left.type == "attribute" and node_text(left.child_by_field_name("object")) == "self":
             types.setdefault(node_text(left.child_by_field_name("attribute")), kind)
+    return types
+
+
+def module_types(root: Any) -> dict[str, str]:
+    """Module-level variable -> type: `NAME: Foo = ...` or `NAME = Foo(...)` (top level only)."""
+    types: dict[str, str] = {}
+    for statement in root.named_children:  # grammars differ: a bare assignment or one in an expression_statement
+        candidates = [statement] if statement.type == "assignment" else \
+            [c for c in statement.named_children if c.type == "assignment"] if statement.type == "expression_statement" else []
+        for assignment in candidates:
+            left, kind = _assigned(assignment)
+            if left is not None and left.type == "identifier" and kind:
+                types[node_text(left)] = kind
     return types
 
 

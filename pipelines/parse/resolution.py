@@ -66,6 +66,7 @@ class _Resolution:
                 self.by_name[(fam, sym.name)].append(sid)
         self._bases_cache: dict[str, list[str]] = {}
         self.returns = {symbol_node_id(pf.path, q): kind for pf in parsed for q, kind in pf.returns.items()}
+        self.globals = {pf.path: pf.globals for pf in parsed if pf.globals}
         self._subclasses: dict[str, list[str]] | None = None
 
     def run(self) -> list[Edge]:
@@ -277,7 +278,7 @@ class _Resolution:
         if call.receiver == SUPER_RECEIVER:
             found = self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH, skip_own=True) if scope_id else None
             return found, Resolution.INHERITANCE
-        typed = self._typed_call(path, call) if call.receiver_type else None
+        typed = self._typed_call(path, call) if call.receiver_type else self._global_call(path, call)
         if call.receiver == OTHER_RECEIVER:
             return typed, Resolution.TYPE
         dotted = f"{call.receiver}.{call.name}" if call.receiver else call.name
@@ -292,6 +293,19 @@ class _Resolution:
     def _typed_call(self, path: str, call: RawCall) -> str | None:
         """`call.name` on the class the receiver's inferred type names (see python_types)."""
         cls = self._type_class(path, call.receiver_type, MAX_RESOLVE_DEPTH)
+        return self._find_method(cls, call.name, MAX_RESOLVE_DEPTH) if cls else None
+
+    def _global_call(self, path: str, call: RawCall) -> str | None:
+        """`NAME.m()` where NAME is a typed module-level variable of this file or of the module it is
+        imported from (`from rich.box import ROUNDED; ROUNDED.substitute()`)."""
+        if not call.receiver or "." in call.receiver or call.receiver in (OTHER_RECEIVER, SUPER_RECEIVER):
+            return None
+        kind, where = self.globals.get(path, {}).get(call.receiver, ""), path
+        if not kind:
+            target = self.bindings.get(path, {}).get(call.receiver)
+            module = self._module_path(target[:-1]) if target and len(target) > 1 else None
+            kind, where = (self.globals.get(module, {}).get(target[-1], ""), module) if module else ("", path)
+        cls = self._type_class(where, kind, MAX_RESOLVE_DEPTH) if kind and where else None
         return self._find_method(cls, call.name, MAX_RESOLVE_DEPTH) if cls else None
 
     def _type_class(self, path: str, kind: str, depth: int) -> str | None:

@@ -213,12 +213,15 @@ def test_python_receivers_typed_by_light_inference() -> None:
 
             def make() -> "Digest":
                 return Digest()
+
+
+            DEFAULT: Digest = Digest()
             """,
         "lib/client.py": """
             from typing import Optional
 
             from lib import auth
-            from lib.auth import Digest, make
+            from lib.auth import DEFAULT, Digest, make
 
 
             class Client:
@@ -255,6 +258,16 @@ def test_python_receivers_typed_by_light_inference() -> None:
                     c = Client()
                     return c.chain().local()
 
+                @property
+                def current(self) -> Digest:
+                    return self.digest
+
+                def through_property(self):
+                    return self.current.build()
+
+                def through_global(self):
+                    return DEFAULT.build() + auth.DEFAULT.build()
+
                 def branches(self, flag, d: Digest):
                     e = Digest() if flag else None
                     f = d.fluent()
@@ -263,7 +276,7 @@ def test_python_receivers_typed_by_light_inference() -> None:
     })
     how = {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value}
     build, c = "lib/auth.py::Digest.build", "lib/client.py::Client."
-    for method in ("local", "param", "attr", "returned", "from_param", "branches"):
+    for method in ("local", "param", "attr", "returned", "from_param", "branches", "through_property", "through_global"):
         assert how[(c + method, build)] == "type", method
     assert how[("lib/auth.py::Digest.twice", build)] == "type"  # `return self`: fluent() gives a Digest
     assert (c + "unknown", "name:build") in how  # no annotation, no assignment: stays a name
