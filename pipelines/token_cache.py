@@ -5,8 +5,8 @@ or from its own pass for chunks whose sentence vector was cached), compresses th
 model's shared projection and keeps them in `TokenCodeCache`:
 
 ```
-<cache_dir>/token_vectors/<model>-len<L>-d<dim>-<quant>/projection.npy      fitted on the first index
-<cache_dir>/token_vectors/<model>-len<L>-d<dim>-<quant>/<projection sha>/seg-*/{shas,offsets,codes,scales}.npy
+<cache_dir>/token_vectors/<model>-len<L>-<codec>/projection.npy | pq.faiss   fitted on the first index
+<cache_dir>/token_vectors/<model>-len<L>-<codec>/<codec sha>/seg-*/{shas,offsets,codes,scales}.npy
 ```
 Segments are memory-mapped when read, so a snapshot is assembled without loading the cache.
 """
@@ -26,6 +26,7 @@ from semantica.config import TokenVectorsConfig
 from semantica.encoder import safe_name
 from semantica.schema import Chunk
 from semantica.token_vectors import (
+    PQ_FILE,
     PROJECTION_FILE,
     Quantization,
     TokenCodec,
@@ -125,33 +126,37 @@ class TokenVectorBuilder:
         self.max_length = max_length
         self.source_dim = source_dim
         self.quantization = Quantization.parse(config.quantization)
-        self.root = cache_root / f"{safe_name(model_id)}-len{max_length}-d{config.dim}-{self.quantization.value}"
-        projection_file = self.root / PROJECTION_FILE
-        wants_identity = config.dim <= 0 or config.dim >= source_dim
+        codec_name = f"pq{config.pq_m}" if self.quantization is Quantization.PQ else f"d{config.dim}-{self.quantization.value}"
+        self.root = cache_root / f"{safe_name(model_id)}-len{max_length}-{codec_name}"
         self.codec: TokenCodec | None = None
-        if wants_identity or projection_file.exists():
-            self._use(TokenProjection.load(projection_file, source_dim) if not wants_identity
-                      else TokenProjection(None, source_dim))
+        if not TokenCodec.needs_fit(self.quantization, config.dim, source_dim):
+            self._use(TokenCodec(TokenProjection(None, source_dim), self.quantization))
+        elif (self.root / (PQ_FILE if self.quantization is Quantization.PQ else PROJECTION_FILE)).exists():
+            self._use(TokenCodec.load(self.root, source_dim, self.quantization))
         self._raw: dict[str, np.ndarray] = {}
         self._raw_tokens = 0
         self._pending: dict[str, Codes] = {}
         self.encoded = 0
 
-    def _use(self, projection: TokenProjection) -> None:
-        self.codec = TokenCodec(projection, self.quantization)
-        self.cache = TokenCodeCache(self.root / projection.sha)
+    def _use(self, codec: TokenCodec) -> None:
+        self.codec = codec
+        self.cache = TokenCodeCache(self.root / codec.sha)
 
     def _fit(self) -> None:
         sample = np.concatenate(list(self._raw.values())) if self._raw else np.zeros((0, self.source_dim), np.float32)
-        projection = TokenProjection.fit(sample[: self.config.fit_sample_tokens], self.config.dim)
+        codec = TokenCodec.fit(sample[: self.config.fit_sample_tokens], self.config.dim, self.quantization,
+                               self.config.pq_m)
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{PROJECTION_FILE}.{uuid.uuid4().hex}.npy"
-        projection.save(tmp)
-        os.replace(tmp, self.root / PROJECTION_FILE)
-        self._use(projection)
+        staging = self.root / f".fit-{uuid.uuid4().hex}"
+        staging.mkdir()
+        codec.save(staging)
+        for written in staging.iterdir():  # each file replaced atomically; a concurrent fit only wins whole files
+            os.replace(written, self.root / written.name)
+        staging.rmdir()
+        self._use(codec)
         raw, self._raw, self._raw_tokens = self._raw, {}, 0
         for sha, array in raw.items():
-            self._pending[sha] = self.codec.encode(array)  # type: ignore[union-attr]
+            self._pending[sha] = codec.encode(array)
 
     def has(self, sha: str) -> bool:
         return sha in self._raw or sha in self._pending or (self.codec is not None and sha in self.cache)
@@ -197,6 +202,6 @@ class TokenVectorBuilder:
         """The snapshot's token files, rows in `shas` order (the chunk order of chunks.parquet)."""
         self.flush()
         assert self.codec is not None
-        empty: Codes = (np.zeros((0, self.codec.projection.dim), self.codec.code_dtype), np.zeros(0, np.float16))
+        empty: Codes = (np.zeros((0, self.codec.code_width), self.codec.code_dtype), np.zeros(0, np.float16))
         parts = [self.cache.get(sha) or empty for sha in shas]
         return write_token_vectors(directory, self.codec, parts, self.model_id, self.max_length)

@@ -204,8 +204,9 @@ class TokenVectorsConfig:
     time is MaxSim over memory-mapped codes instead of encoding the candidates."""
 
     enabled: bool = True
-    dim: int = 64  # PCA projection of the encoder's token outputs (0 = keep the encoder's width)
-    quantization: str = "int8"  # int8 (one float16 scale per token) | float16
+    dim: int = 128  # int8/float16: PCA projection of the token outputs (0 = keep the encoder's width)
+    quantization: str = "pq"  # pq (FAISS product quantiser, pq_m bytes/token) | int8 (per-token scale) | float16
+    pq_m: int = 64  # sub-quantisers (bytes per token) for pq; must divide the encoder width
     fit_sample_tokens: int = 50_000  # token vectors the projection is fitted on (first index per model)
     cache_segment_chunks: int = 2048  # chunks per content-addressed cache segment
 

@@ -33,6 +33,8 @@ CODES_FILE = "codes.npy"
 SCALES_FILE = "scales.npy"
 OFFSETS_FILE = "offsets.npy"
 PROJECTION_FILE = "projection.npy"
+PQ_FILE = "pq.faiss"
+PQ_BITS = 8  # one byte per sub-vector code
 INT8_MAX = 127.0
 _EPS = 1e-12
 
@@ -55,6 +57,7 @@ class Quantization(ParsableEnum):
 
     INT8 = "int8"
     FLOAT16 = "float16"
+    PQ = "pq"  # FAISS product quantiser over all dims: pq_m bytes per token, trained on the first index
 
 
 class TokenVectorError(RuntimeError):
@@ -106,28 +109,96 @@ class TokenProjection:
 
 
 class TokenCodec:
-    """Projection + quantisation: full token vectors -> (codes, scales) and back into scores."""
+    """Projection + quantisation: full token vectors -> (codes, scales) and back into vectors."""
 
-    def __init__(self, projection: TokenProjection, quantization: Quantization | str) -> None:
+    def __init__(self, projection: TokenProjection, quantization: Quantization | str, pq: Any = None) -> None:
         self.projection = projection
         self.quantization = Quantization.parse(quantization)
+        self.pq = pq
+        if self.quantization is Quantization.PQ and (pq is None or projection.matrix is not None):
+            raise TokenVectorError("pq quantisation needs a trained product quantiser over unprojected vectors")
+
+    @staticmethod
+    def needs_fit(quantization: Quantization | str, dim: int, source_dim: int) -> bool:
+        return Quantization.parse(quantization) is Quantization.PQ or 0 < dim < source_dim
+
+    @staticmethod
+    def fit(sample: np.ndarray, dim: int, quantization: Quantization | str, pq_m: int) -> TokenCodec:
+        """PCA projection (int8/float16) or a product quantiser (pq) trained on `sample`."""
+        quantization = Quantization.parse(quantization)
+        source_dim = int(sample.shape[1])
+        if quantization is not Quantization.PQ:
+            return TokenCodec(TokenProjection.fit(sample, dim), quantization)
+        import faiss
+
+        if pq_m <= 0 or source_dim % pq_m:
+            raise TokenVectorError(f"token_vectors.pq_m={pq_m} must divide the encoder width {source_dim}")
+        if len(sample) == 0:
+            raise TokenVectorError("cannot train a product quantiser on zero token vectors")
+        rows = max(len(sample), 1 << PQ_BITS)  # a tiny first repository: repeat its tokens up to one per centroid
+        training = np.ascontiguousarray(np.resize(sample.astype(np.float32), (rows, source_dim)))
+        pq = faiss.ProductQuantizer(source_dim, pq_m, PQ_BITS)
+        pq.train(training)
+        return TokenCodec(TokenProjection(None, source_dim), quantization, pq)
+
+    def save(self, directory: Path) -> None:
+        self.projection.save(directory / PROJECTION_FILE)
+        if self.pq is not None:
+            import faiss
+
+            faiss.write_ProductQuantizer(self.pq, str(directory / PQ_FILE))
+
+    @staticmethod
+    def load(directory: Path, source_dim: int, quantization: Quantization | str) -> TokenCodec:
+        pq = None
+        if Quantization.parse(quantization) is Quantization.PQ:
+            import faiss
+
+            if not (directory / PQ_FILE).exists():
+                raise TokenVectorError(f"{directory / PQ_FILE} is missing")
+            pq = faiss.read_ProductQuantizer(str(directory / PQ_FILE))
+        return TokenCodec(TokenProjection.load(directory / PROJECTION_FILE, source_dim), quantization, pq)
+
+    @property
+    def sha(self) -> str:
+        if self.pq is None:
+            return self.projection.sha
+        import faiss
+
+        return "pq-" + hashlib.sha256(faiss.vector_to_array(self.pq.centroids).tobytes()).hexdigest()[:16]
 
     @property
     def code_dtype(self) -> np.dtype:
-        return np.dtype(np.int8 if self.quantization is Quantization.INT8 else np.float16)
+        return np.dtype({Quantization.INT8: np.int8, Quantization.FLOAT16: np.float16,
+                         Quantization.PQ: np.uint8}[self.quantization])
+
+    @property
+    def code_width(self) -> int:
+        return int(self.pq.M) if self.pq is not None else self.projection.dim
 
     def encode(self, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(n, source_dim) -> codes (n, dim) and per-token scales (n,) float16."""
+        """(n, source_dim) -> codes (n, code_width) and per-token scales (n,) float16."""
         projected = self.projection.apply(tokens)
+        ones = np.ones(len(projected), dtype=np.float16)
         if self.quantization is Quantization.FLOAT16:
-            return projected.astype(np.float16), np.ones(len(projected), dtype=np.float16)
+            return projected.astype(np.float16), ones
+        if self.quantization is Quantization.PQ:
+            if not len(projected):
+                return np.zeros((0, self.code_width), np.uint8), ones
+            return self.pq.compute_codes(np.ascontiguousarray(projected, dtype=np.float32)), ones
         amax = np.abs(projected).max(axis=1) if len(projected) else np.zeros(0, dtype=np.float32)
         scales = np.clip(amax, _EPS, None) / INT8_MAX
         codes = np.clip(np.rint(projected / scales[:, None]), -INT8_MAX, INT8_MAX).astype(np.int8)
         return codes, scales.astype(np.float16)
 
+    def decode(self, codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        """Codes -> (n, projection.dim) float32 vectors (what MaxSim multiplies with the projected query)."""
+        if self.pq is not None:
+            return self.pq.decode(np.ascontiguousarray(codes, dtype=np.uint8))
+        return np.asarray(codes, dtype=np.float32) * np.asarray(scales, dtype=np.float32)[:, None]
+
     def bytes_per_token(self) -> int:
-        return self.projection.dim * self.code_dtype.itemsize + np.dtype(np.float16).itemsize
+        return self.code_width * self.code_dtype.itemsize + np.dtype(np.float16).itemsize
 
 
 @dataclass
@@ -140,10 +211,11 @@ class TokenVectorsInfo:
     source_dim: int
     dim: int
     quantization: str
-    projection_sha: str
+    projection_sha: str  # the codec's sha: the PCA projection's, or the product quantiser's ("pq-...")
     chunks: int
     tokens: int
     bytes: int
+    code_width: int = 0  # columns of codes.npy (dim, or pq_m for pq); 0 = dim
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -161,7 +233,7 @@ def write_token_vectors(directory: Path, codec: TokenCodec, parts: Sequence[tupl
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     total = int(offsets[-1])
     codes_out = np.lib.format.open_memmap(directory / CODES_FILE, mode="w+", dtype=codec.code_dtype,
-                                          shape=(total, codec.projection.dim))
+                                          shape=(total, codec.code_width))
     scales_out = np.lib.format.open_memmap(directory / SCALES_FILE, mode="w+", dtype=np.float16, shape=(total,))
     for row, (codes, scales) in enumerate(parts):
         start, end = offsets[row], offsets[row + 1]
@@ -172,12 +244,12 @@ def write_token_vectors(directory: Path, codec: TokenCodec, parts: Sequence[tupl
     scales_out.flush()
     del codes_out, scales_out
     np.save(directory / OFFSETS_FILE, offsets)
-    codec.projection.save(directory / PROJECTION_FILE)
+    codec.save(directory)
     size = sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
     return TokenVectorsInfo(
         directory=directory.name, model_id=model_id, max_length=max_length, source_dim=codec.projection.source_dim,
-        dim=codec.projection.dim, quantization=codec.quantization.value, projection_sha=codec.projection.sha,
-        chunks=len(parts), tokens=total, bytes=size,
+        dim=codec.projection.dim, quantization=codec.quantization.value, projection_sha=codec.sha,
+        chunks=len(parts), tokens=total, bytes=size, code_width=codec.code_width,
     )
 
 
@@ -192,12 +264,14 @@ class StoredTokenVectors:
             self.offsets = np.load(directory / OFFSETS_FILE)
         except (OSError, ValueError) as exc:
             raise TokenVectorError(f"cannot read token vectors in {directory}: {exc}") from exc
-        self.projection = TokenProjection.load(directory / PROJECTION_FILE, info.source_dim)
-        if len(self.offsets) != info.chunks + 1 or self.codes.shape != (info.tokens, info.dim):
+        self.codec = TokenCodec.load(directory, info.source_dim, info.quantization)
+        self.projection = self.codec.projection
+        width = info.code_width or info.dim
+        if len(self.offsets) != info.chunks + 1 or self.codes.shape != (info.tokens, width):
             raise TokenVectorError(f"token vectors in {directory} do not match the manifest "
                                    f"({len(self.offsets) - 1} chunks, codes {self.codes.shape}; manifest "
-                                   f"{info.chunks} chunks, {info.tokens} x {info.dim})")
-        if self.projection.sha != info.projection_sha:
+                                   f"{info.chunks} chunks, {info.tokens} x {width})")
+        if self.codec.sha != info.projection_sha:
             raise TokenVectorError(f"{directory / PROJECTION_FILE} is not the projection the manifest names")
 
     def compatible(self, model_id: str, max_length: int) -> bool:
@@ -213,12 +287,12 @@ class StoredTokenVectors:
         nonempty = [i for i, (s, e) in enumerate(spans) if e > s]
         if not nonempty:
             return out
-        codes = np.concatenate([self.codes[spans[i][0]:spans[i][1]] for i in nonempty]).astype(np.float32)
-        scales = np.concatenate([self.scales[spans[i][0]:spans[i][1]] for i in nonempty]).astype(np.float32)
+        codes = np.concatenate([self.codes[spans[i][0]:spans[i][1]] for i in nonempty])
+        scales = np.concatenate([self.scales[spans[i][0]:spans[i][1]] for i in nonempty])
         starts = np.concatenate([[0], np.cumsum([spans[i][1] - spans[i][0] for i in nonempty])[:-1]])
         with single_thread_blas():
             query = self.projection.apply(query_tokens)
-            sims = (query @ codes.T) * scales[None, :]
+            sims = query @ self.codec.decode(codes, scales).T
         best = np.maximum.reduceat(sims, starts, axis=1)  # (query tokens, chunks)
         out[nonempty] = best.mean(axis=0)
         return out

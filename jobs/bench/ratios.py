@@ -150,14 +150,14 @@ def disk_and_ram(config: Config, repo: str) -> dict[str, Any]:
         if path.is_file():
             part = path.relative_to(paths.root).parts[0]
             by_part[part] = by_part.get(part, 0) + path.stat().st_size
-    shared_encoder(config.encoder)  # the model and the JVM are per process, not per snapshot: start them first
+    # the model (and one forward pass) and the JVM are per process, not per snapshot: start them first
+    shared_encoder(config.encoder).encode_with_tokens(["warm up the allocator"], config.encoder.query_max_length)
     from semantica.lucene import start_jvm
 
     start_jvm(config.lucene)
     before = rss_mb()
     pipeline = SearchPipeline(config)
-    pipeline.prefetch([repo]).wait()
-    pipeline.search(SearchRequest("load everything", repos=[repo], k=10))
+    pipeline.prefetch([repo]).wait()  # tables, CSR graph, FAISS and Lucene readers, token vectors (mapped)
     after = rss_mb()
     corpus = sum(len(c.content.encode()) for c in pipeline.snapshots.get(repo).chunks)
     total = sum(by_part.values())

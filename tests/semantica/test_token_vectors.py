@@ -89,3 +89,23 @@ def test_manifest_mismatch_is_refused(tmp_path) -> None:
         StoredTokenVectors(tmp_path / "tokens", info)
     with pytest.raises(ValueError, match="unknown quantization"):
         TokenCodec(codec.projection, "int4")
+
+
+def test_product_quantiser_round_trip_and_maxsim(tmp_path) -> None:
+    rng = np.random.default_rng(6)
+    sample = _unit(rng, 3000, 64, 16)
+    codec = TokenCodec.fit(sample, 0, "pq", 16)
+    assert codec.code_width == 16 and codec.code_dtype == np.uint8 and codec.sha.startswith("pq-")
+    assert codec.bytes_per_token() == 18
+    docs = [_unit(rng, n, 64, 16) for n in (9, 0, 30)]
+    info = write_token_vectors(tmp_path / "tokens", codec, [codec.encode(d) for d in docs], "m", 256)
+    assert info.code_width == 16 and (tmp_path / "tokens" / "pq.faiss").exists()
+    store = StoredTokenVectors(tmp_path / "tokens", info)
+    query = _unit(rng, 5, 64, 16)
+    got = store.maxsim(query, [0, 1, 2])
+    want = [_exact_maxsim(query, docs[0]), 0.0, _exact_maxsim(query, docs[2])]
+    assert np.allclose(got, want, atol=0.05)
+    tiny = TokenCodec.fit(sample[:40], 0, "pq", 16)  # fewer tokens than centroids: still trains
+    assert tiny.encode(sample[:3])[0].shape == (3, 16)
+    with pytest.raises(TokenVectorError, match="divide"):
+        TokenCodec.fit(sample, 0, "pq", 10)

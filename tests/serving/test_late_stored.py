@@ -45,7 +45,7 @@ def _git_repo(root: Path, files: dict[str, str]) -> Path:
 def indexed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("stored")
     repo = _git_repo(tmp / "repo", FILES)
-    config = make_config(tmp, "token_vectors.dim=64", private_cache=True)
+    config = make_config(tmp, "token_vectors.quantization=int8", "token_vectors.dim=64", private_cache=True)
     first = RepoIndexer(config, progress=False).index(str(repo), "t/toolbox")
     second = RepoIndexer(config, progress=False).index(str(repo), "t/toolbox")
     return config, repo, first, second
@@ -116,3 +116,21 @@ def test_intent_rule_runs_late_interaction_only_for_listed_intents(indexed) -> N
     typo = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=["cod"]))
     with pytest.raises(ValueError, match="unknown intent 'cod'"):
         SearchPipeline(typo)
+
+
+def test_default_product_quantised_vectors_score_close_to_encoded(tmp_path) -> None:
+    repo = _git_repo(tmp_path / "repo", FILES)
+    config = make_config(tmp_path, private_cache=True)  # the default codec: pq, pq_m bytes per token
+    RepoIndexer(config, progress=False).index(str(repo), "t/toolbox")
+    pipeline = SearchPipeline(config)
+    info = pipeline.snapshots.get("t/toolbox").manifest.token_vectors
+    assert info["quantization"] == "pq" and info["code_width"] == config.token_vectors.pq_m
+    assert info["projection_sha"].startswith("pq-")
+    response = pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"], k=4, explain=True))
+    assert response.hits[0].path == "net/retry.py" and not response.warnings
+    stored = {h.chunk_id: h.late_score for h in response.hits}
+    chunks = pipeline.snapshots.get("t/toolbox").chunk_by_id
+    pipeline.late.stored = None
+    exact, _ = pipeline.late._late_scores(QUERY, [chunks[c] for c in stored])
+    for chunk_id, score in stored.items():
+        assert score == pytest.approx(exact[chunk_id], abs=0.05)
