@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jobs.golden import GoldenEval, load_golden_set
+from jobs.eval.golden import GoldenEval, load_golden_set
 from semantica.config import load_config
 from semantica.token_vectors import TokenCodec, TokenProjection
 from serving.late_interaction import maxsim

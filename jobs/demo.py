@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from semantica.api import SearchRequest
 from semantica.config import load_config
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 
 DEMO_REPO = "semantica/self"
 DEMO_QUERIES = (

@@ -241,6 +241,13 @@ class LtrConfig:
 
 
 @dataclass
+class RerankConfig:
+    """Which registered rerankers run after fusion, in this order (`serving.rerankers.RERANKERS`)."""
+
+    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder"])
+
+
+@dataclass
 class LtrTrainConfig:
     """Mining labelled feature vectors and training the LightGBM ranker (`semantica mine`, `train-ltr`)."""
 
@@ -348,6 +355,8 @@ class MetricsConfig:
         default_factory=lambda: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
     build_stats_file: str = ""  # "" = <paths.index_root>/.build-stats.json (shared storage on a cluster)
 
+
+@dataclass
 class GraphOpsConfig:
     """Exact structural answers (callers, callees, defs, refs, impls, imports) from the code graph."""
 
@@ -376,6 +385,7 @@ class Config:
     token_vectors: TokenVectorsConfig = field(default_factory=TokenVectorsConfig)
     cross_encoder: CrossEncoderConfig = field(default_factory=CrossEncoderConfig)
     ltr: LtrConfig = field(default_factory=LtrConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
     ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
@@ -385,7 +395,6 @@ class Config:
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
-
     graph_ops: GraphOpsConfig = field(default_factory=GraphOpsConfig)
 
 

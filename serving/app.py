@@ -28,6 +28,7 @@ import yaml
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from semantica.api import QueryError, SearchRequest
 from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
 from semantica.hits import Strategy
@@ -45,7 +46,7 @@ from serving.http_errors import NotFound
 from serving.http_models import FeedbackBody, GraphBody, SearchBody
 from serving.intent import IntentClassifier
 from serving.metrics import HttpMetrics
-from serving.pipeline import QueryError, SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
 from serving.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, auth_required
 

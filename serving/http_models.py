@@ -3,12 +3,14 @@ names and clean strings. A bad field is a 422 that names the field and, for enum
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import unicodedata
-from typing import Any
+from typing import Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model, field_validator
 
+from semantica.api import SearchRequest
 from semantica.hits import Strategy
 from serving.security import check_repo_name
 
@@ -38,31 +40,47 @@ def _repo_names(names: list[str]) -> list[str]:
     return [check_repo_name(n) for n in names]
 
 
-class SearchBody(BaseModel):
-    """`POST /v1/search`."""
+class _SearchChecks(BaseModel):
+    """What a search body gets on top of `SearchRequest`'s fields: strict JSON types, no unknown fields,
+    safe repository names, known strategies and a non-negative budget."""
 
-    model_config = ConfigDict(extra="forbid")
-    query: str = Field(description="an identifier, a question, a stack trace ...")
-    repos: list[str] = Field(default_factory=list, description="empty = every repository the caller may read")
-    k: StrictInt | None = Field(default=None, description="number of hits (default query.default_k)")
-    path_globs: list[str] = Field(default_factory=list)
-    languages: list[str] = Field(default_factory=list)
-    explain: StrictBool = False
-    context_budget: StrictInt | None = Field(default=None, ge=0)
-    strategies: list[str] = Field(default_factory=list, description="subset of vector, lexical, symbol, graph")
-    late_interaction: StrictBool | None = None
-    cross_encoder: StrictBool | None = None
-    ltr: StrictBool | None = Field(default=None, description="rerank with the trained LTR model (default: ltr.enabled)")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    @field_validator("repos")
+    @field_validator("repos", check_fields=False)
     @classmethod
     def _valid_repos(cls, names: list[str]) -> list[str]:
         return _repo_names(names)
 
-    @field_validator("strategies")
+    @field_validator("strategies", check_fields=False)
     @classmethod
     def _known_strategies(cls, names: list[str]) -> list[str]:
         return [Strategy.parse(n).value for n in names]  # ValueError lists the valid ones -> 422
+
+    @field_validator("context_budget", check_fields=False)
+    @classmethod
+    def _budget(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError("context_budget must be >= 0")
+        return value
+
+
+def body_model(name: str, request_type: type, checks: type[BaseModel]) -> type[BaseModel]:
+    """A request body model generated from a request dataclass: its fields, types, defaults and docs."""
+    hints = get_type_hints(request_type)
+    columns: dict[str, Any] = {}
+    for f in dataclasses.fields(request_type):
+        if f.default_factory is not dataclasses.MISSING:
+            spec = Field(default_factory=f.default_factory, description=f.metadata.get("doc"))
+        elif f.default is not dataclasses.MISSING:
+            spec = Field(default=f.default, description=f.metadata.get("doc"))
+        else:
+            spec = Field(description=f.metadata.get("doc"))
+        columns[f.name] = (hints[f.name], spec)
+    return create_model(name, __base__=checks, __doc__=f"`{request_type.__name__}` as an HTTP body.", **columns)
+
+
+SearchBody = body_model("SearchBody", SearchRequest, _SearchChecks)
+"""`POST /v1/search`: exactly `semantica.api.SearchRequest`'s fields (generated, never written twice)."""
 
 
 class GraphBody(BaseModel):

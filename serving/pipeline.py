@@ -14,10 +14,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import cached_property
 from typing import Any
 
+from semantica.api import HitView, QueryError, SearchRequest, SearchResponse
 from semantica.config import Config, QueryConfig
 from semantica.encoder import Encoder, safe_name, shared_encoder, snapshot_encoder
 from semantica.errors import public_message
@@ -37,6 +38,7 @@ from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCach
 from serving.ltr import LtrReranker
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
+from serving.rerankers import Reranker, RerankInput, build_rerankers
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.graph import GraphRetriever, is_test_path
 from serving.retrievers.lexical import LexicalRetriever
@@ -49,78 +51,6 @@ LATE_CACHE_DIR = "late_tokens"
 SNAPSHOT_STAGE = "snapshot"
 QUERY_ENCODING_ITEMS = 64
 log = logging.getLogger(__name__)
-
-
-class QueryError(ValueError):
-    """The request itself is wrong (HTTP 400/422); the message says how to fix it."""
-
-
-@dataclass
-class SearchRequest:
-    """One search. `repos` empty = every indexed repository; `strategies` empty = all four."""
-
-    query: str
-    repos: list[str] = field(default_factory=list)
-    k: int = 10
-    path_globs: list[str] = field(default_factory=list)
-    languages: list[str] = field(default_factory=list)
-    explain: bool = False
-    context_budget: int | None = None
-    strategies: list[str] = field(default_factory=list)
-    late_interaction: bool | None = None
-    cross_encoder: bool | None = None
-    ltr: bool | None = None
-
-    def cache_key(self, snapshot_ids: tuple[str, ...]) -> tuple:
-        return (snapshot_ids, self.query, self.k, tuple(self.path_globs), tuple(self.languages), self.explain,
-                self.context_budget, tuple(sorted(self.strategies)), self.late_interaction, self.cross_encoder,
-                self.ltr)
-
-
-@dataclass
-class HitView:
-    """A hit as the API returns it."""
-
-    rank: int
-    chunk_id: str
-    repo: str
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str
-    kind: str
-    score: float
-    fused_score: float
-    ranks: dict[str, int]
-    citation: str
-    content: str
-    late_score: float | None = None
-    cross_score: float | None = None
-    ltr_score: float | None = None
-    features: list[float] | None = None
-    explanation: str | None = None
-    graph: dict[str, Any] | None = None  # the exact graph answer this hit cites (structural questions)
-
-
-@dataclass
-class SearchResponse:
-    """What a search returns (the `--json` and HTTP schema)."""
-
-    query: str
-    intent: dict[str, Any]
-    hits: list[HitView]
-    files: list[dict[str, Any]]
-    functions: list[dict[str, Any]]
-    context: dict[str, Any]
-    degraded: list[dict[str, str]]
-    warnings: list[str]
-    timings_ms: dict[str, float]
-    snapshots: dict[str, str]
-    cached: bool = False
-    graph: dict[str, Any] | None = None  # structural question: {op, name, candidates, ambiguous, note, answers}
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class RepoRetrievers:
@@ -254,6 +184,8 @@ class SearchPipeline:
         warnings: list[str] = []
         if not isinstance(request.query, str) or not request.query.strip():
             raise QueryError("query is empty: pass some text, an identifier or a question")
+        if request.k is None:
+            request.k = self.config.query.default_k
         if isinstance(request.k, bool) or not isinstance(request.k, int) or request.k <= 0:
             raise QueryError(f"k must be a positive integer, got {request.k!r}")
         if request.k > self.config.query.max_k:
@@ -407,26 +339,23 @@ class SearchPipeline:
                 scored[strategy].append(hits)
         return {s: to_ranked(merge_scored(lists, k)) for s, lists in scored.items()}
 
+    @cached_property
+    def rerankers(self) -> list[Reranker]:
+        return build_rerankers(self.config.rerank.order, self)
+
     def _rerank(self, request: SearchRequest, intent: IntentResult, hits: list[Hit], chunks: dict[str, Chunk],
                 timer: StageTimer, degraded: list[dict[str, str]]) -> list[Hit]:
-        use_ltr = self.config.ltr.enabled if request.ltr is None else request.ltr
-        if use_ltr and hits:
+        """The registered rerankers in `rerank.order`; an optional one that fails keeps the previous order."""
+        given = RerankInput(request, intent, chunks)
+        for stage in self.rerankers:
+            if not hits or not stage.wanted(given):
+                continue
             try:
-                hits = timer.run("ltr", lambda: self.ltr.rerank(hits, chunks, request.query, intent))
-            except Exception as exc:  # optional stage: a missing or stale model falls back to the fused order
-                degraded.append(_degraded("ltr", exc))
-        use_late = self.config.late_interaction.enabled if request.late_interaction is None else request.late_interaction
-        late_intents = self.config.late_interaction.intents  # conf rule: only where it measurably helps
-        if request.late_interaction is None and late_intents and intent.dominant.value not in late_intents:
-            use_late = False
-        if use_late and hits:
-            try:
-                hits = timer.run("late_interaction", lambda: self.late.rerank(request.query, hits, chunks))
-            except Exception as exc:  # optional stage: fall back to the fused order
-                degraded.append(_degraded("late_interaction", exc))
-        use_cross = self.config.cross_encoder.enabled if request.cross_encoder is None else request.cross_encoder
-        if use_cross and hits and self.cross.should_run(request.query, intent):
-            hits = timer.run("cross_encoder", lambda: self.cross.rerank(request.query, hits, chunks))  # fails loudly
+                hits = timer.run(stage.name, lambda: stage.rerank(hits, given))
+            except Exception as exc:
+                if not stage.optional:
+                    raise
+                degraded.append(_degraded(stage.name, exc))
         return hits
 
     @staticmethod

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.indexer import Indexer
+from semantica.api import SearchRequest
 from semantica.config import Config, load_config
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO_ROOT / "bench" / "results"

@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import httpx
 
-    from serving.pipeline import SearchPipeline, SearchRequest
+    from semantica.api import SearchRequest
+    from serving.pipeline import SearchPipeline
 
     config = use_index(args.index_root)
     pipeline = SearchPipeline(config)

@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.encoder import shared_encoder
 from semantica.layout import IndexLayout
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REPEATS = 3
@@ -171,7 +172,8 @@ def disk_and_ram(config: Config, repo: str) -> dict[str, Any]:
 NO_PREFETCH = """
 import sys
 from semantica.config import load_config
-from serving.pipeline import SearchPipeline, SearchRequest
+from semantica.api import SearchRequest
+from serving.pipeline import SearchPipeline
 config = load_config(None, [f"paths.index_root={sys.argv[1]}", f"paths.cache_dir={sys.argv[2]}"])
 SearchPipeline(config).search(SearchRequest(sys.argv[4], repos=[sys.argv[3]], k=10))
 """

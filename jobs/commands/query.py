@@ -41,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_query(args: argparse.Namespace) -> int:
-    from serving.pipeline import SearchPipeline, SearchRequest
+    from semantica.api import SearchRequest
+    from serving.pipeline import SearchPipeline
 
     config = config_from_args(args)
     request = SearchRequest(

@@ -162,7 +162,7 @@ class GoldenEval:
         self.late_interaction = late_interaction
 
     def run(self, queries: Sequence[GoldenQuery]) -> GoldenReport:
-        from serving.pipeline import SearchRequest
+        from semantica.api import SearchRequest
 
         start = time.perf_counter()
         rows: list[dict[str, Any]] = []

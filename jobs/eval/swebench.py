@@ -241,7 +241,7 @@ class SwebenchEval:
         timing.chunks_embedded, timing.files_parsed = summary.chunks_embedded, summary.files_parsed
 
     def _query(self, inst: Instance, ablation: Ablation, timing: InstanceTiming) -> dict:
-        from serving.pipeline import SearchRequest
+        from semantica.api import SearchRequest
 
         request = SearchRequest(query=inst.problem_statement, repos=[inst.repo], k=EVAL_K,
                                 strategies=list(ablation.strategies), late_interaction=ablation.late_interaction,

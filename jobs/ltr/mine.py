@@ -94,7 +94,7 @@ class HitMiner:
         return self.parts.parent / LISTS_DIR
 
     def mine(self, pipeline: Any, query_id: str, query: str, repo: str, source: str, label: Labeler) -> MinedQuery:
-        from serving.pipeline import SearchRequest
+        from semantica.api import SearchRequest
 
         response, lists = pipeline.search_with_lists(SearchRequest(
             query=query, repos=[repo], k=self.config.mine_depth, explain=True,

@@ -124,7 +124,8 @@ def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path, monkeypa
     assert _loaded(calls, "alpha") == ray_loaded
 
     # every shard is searched: the hits of a query come from chunks spread over the shards
-    from serving.pipeline import SearchPipeline, SearchRequest
+    from semantica.api import SearchRequest
+    from serving.pipeline import SearchPipeline
 
     pipeline = SearchPipeline(make_config(tmp_path, *settings[:6]))  # the embedded graph store answers
     response = pipeline.search(SearchRequest(query="Ledger record total", repos=["alpha"], k=10,

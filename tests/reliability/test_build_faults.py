@@ -17,9 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.indexer import Indexer
+from semantica.api import SearchRequest
 from semantica.layout import LOCK_SUFFIX, PUBLISH_LOCK, TMP_SUFFIX, IndexLayout
 from semantica.snapshot import SnapshotSet
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 from tests.conftest import REPO_ROOT
 from tests.reliability.conftest import cli, git, make_repo
 

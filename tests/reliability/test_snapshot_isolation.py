@@ -11,9 +11,10 @@ import stat
 
 import pytest
 
+from semantica.api import SearchRequest
 from semantica.layout import CURRENT, BrokenSnapshotError, IndexLayout, RepoState
 from semantica.snapshot import SnapshotSet
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 from tests.reliability.conftest import cli
 
 ALPHA_QUERY = "parse_alpha_ledger"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ray import serve
 
+from semantica.api import QueryError
 from semantica.layout import UnknownRepoError
 from serving.app import (
     DEPLOYMENTS,
@@ -21,7 +22,6 @@ from serving.app import (
     error_body,
     error_status,
 )
-from serving.pipeline import QueryError
 from tests.conftest import make_config
 
 pytestmark = pytest.mark.timeout(300)

@@ -159,7 +159,8 @@ def tiny(tmp_path_factory):
 
 
 def test_query_routes_a_structural_question_and_keeps_the_graph_answer_first(tiny) -> None:
-    from serving.pipeline import SearchPipeline, SearchRequest
+    from semantica.api import SearchRequest
+    from serving.pipeline import SearchPipeline
 
     response = SearchPipeline(tiny).search(SearchRequest(query="who calls price_of", k=5))
     assert response.graph is not None and response.graph["op"] == "callers"

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipelines.indexer import RepoIndexer
+from pipelines.indexer import Indexer
+from semantica.api import SearchRequest
 from semantica.layout import IndexLayout
 from semantica.snapshot import SnapshotSet
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 
 FILES = {
@@ -46,8 +47,8 @@ def indexed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("stored")
     repo = _git_repo(tmp / "repo", FILES)
     config = make_config(tmp, "token_vectors.quantization=int8", "token_vectors.dim=64", private_cache=True)
-    first = RepoIndexer(config, progress=False).index(str(repo), "t/toolbox")
-    second = RepoIndexer(config, progress=False).index(str(repo), "t/toolbox")
+    first = Indexer(config, progress=False).index(str(repo), "t/toolbox")
+    second = Indexer(config, progress=False).index(str(repo), "t/toolbox")
     return config, repo, first, second
 
 
@@ -94,7 +95,7 @@ def test_query_scores_from_stored_vectors_close_to_encoded(indexed) -> None:
 def test_snapshot_without_token_vectors_falls_back_with_a_warning(indexed, tmp_path) -> None:
     config, repo, _, _ = indexed
     old = make_config(tmp_path, "token_vectors.enabled=false", private_cache=True)
-    RepoIndexer(old, progress=False).index(str(repo), "t/toolbox")
+    Indexer(old, progress=False).index(str(repo), "t/toolbox")
     assert SnapshotSet(old).get("t/toolbox").token_vectors is None
     response = SearchPipeline(old).search(SearchRequest(QUERY, repos=["t/toolbox"], k=4, explain=True))
     assert response.hits[0].path == "net/retry.py" and not response.degraded
@@ -121,7 +122,7 @@ def test_intent_rule_runs_late_interaction_only_for_listed_intents(indexed) -> N
 def test_default_product_quantised_vectors_score_close_to_encoded(tmp_path) -> None:
     repo = _git_repo(tmp_path / "repo", FILES)
     config = make_config(tmp_path, private_cache=True)  # the default codec: pq, pq_m bytes per token
-    RepoIndexer(config, progress=False).index(str(repo), "t/toolbox")
+    Indexer(config, progress=False).index(str(repo), "t/toolbox")
     pipeline = SearchPipeline(config)
     info = pipeline.snapshots.get("t/toolbox").manifest.token_vectors
     assert info["quantization"] == "pq" and info["code_width"] == config.token_vectors.pq_m

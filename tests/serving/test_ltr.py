@@ -7,10 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
+from semantica.api import SearchRequest
 from semantica.config import LtrConfig
 from semantica.hits import FEATURE_NAMES
 from serving.ltr import LTR_FEATURE_NAMES, LtrFeaturizer, LtrModel, LtrModelError, LtrReranker
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 
 QUERY = "weighted reciprocal rank fusion with consensus"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from semantica.api import QueryError, SearchRequest
 from semantica.layout import UnknownRepoError
-from serving.pipeline import QueryError, SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 
 
 @pytest.fixture(scope="module")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from pipelines.indexer import RepoIndexer
-from serving.pipeline import SearchPipeline, SearchRequest
+from pipelines.indexer import Indexer
+from semantica.api import SearchRequest
+from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 from tests.serving.test_late_stored import FILES, QUERY, _git_repo
 
 
 def test_prefetch_loads_every_index_before_the_first_query(tmp_path) -> None:
     config = make_config(tmp_path)
-    RepoIndexer(config, progress=False).index(str(_git_repo(tmp_path / "repo", FILES)), "t/toolbox")
+    Indexer(config, progress=False).index(str(_git_repo(tmp_path / "repo", FILES)), "t/toolbox")
     pipeline = SearchPipeline(config)
     prefetcher = pipeline.prefetch(["t/toolbox", "t/not-indexed"])
     assert prefetcher.wait(timeout=600) == {}

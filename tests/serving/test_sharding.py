@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.indexer import RepoIndexer
+from pipelines.indexer import Indexer
+from semantica.api import SearchRequest
 from semantica.lucene import LuceneShardSearcher
 from semantica.lucene_multi import LuceneMultiShardSearcher
 from semantica.snapshot import SnapshotSet
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 from serving.retrievers.base import RetrievalQuery
 from tests.conftest import make_config
 from tests.serving.test_late_stored import FILES, _git_repo
@@ -30,7 +31,7 @@ def two_layouts(tmp_path_factory):
     one = make_config(tmp / "one")
     many = make_config(tmp / "many", *TINY)
     for config in (one, many):
-        RepoIndexer(config, progress=False).index(str(repo), "t/sharded")
+        Indexer(config, progress=False).index(str(repo), "t/sharded")
     return SearchPipeline(one), SearchPipeline(many)
 
 
@@ -66,7 +67,7 @@ def test_multi_repository_query_fans_out_and_merges(two_layouts, tmp_path) -> No
     _, many = two_layouts
     other = _git_repo(tmp_path / "other", {"ops/backoff.py": "def exponential_backoff(attempt):\n"
                                                             "    return min(60, 2 ** attempt)  # retry delay\n"})
-    RepoIndexer(many.config, progress=False).index(str(other), "t/other")
+    Indexer(many.config, progress=False).index(str(other), "t/other")
     response = many.search(SearchRequest("exponential backoff retry", k=10))
     assert set(response.snapshots) == {"t/sharded", "t/other"} and not response.degraded
     assert {h.repo for h in response.hits} == {"t/sharded", "t/other"}

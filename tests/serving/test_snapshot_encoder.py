@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from semantica.api import SearchRequest
 from semantica.encoder import resolve_model_path
-from serving.pipeline import SearchPipeline, SearchRequest
+from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 from tests.serving.test_app import REPO_NAME, make_tiny_index
 
