@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from pipelines.discover import RepoSource, SourceFile, repo_name_from_path
+from pipelines.discover import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX, RepoSource, SourceFile, repo_name_from_path
 from pipelines.embed import ChunkEmbedder, EmbeddingCache
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
 from pipelines.parse_cache import ParseCache
@@ -29,6 +29,7 @@ from semantica.encoder import Encoder, shared_encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
 from semantica.layout import IndexLayout
 from semantica.schema import FileError
+from semantica.source import IndexableRule, SourceKind, SourceRecord, git_status
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 EMBEDDINGS_DIR = "embeddings"
@@ -95,11 +96,13 @@ class RepoIndexer:
         """Build, verify and publish a snapshot; the previous snapshot stays current on any failure."""
         source = RepoSource(repo_path, commit, self.config.discover)
         repo = name or repo_name_from_path(repo_path)
+        record = self.source_record(source, commit)  # before discovery hashes files: see semantica.freshness
         snapshot_id, paths = self.layout.begin(repo, source.commit or "")
         summary = IndexSummary(repo=repo, commit=source.commit or "worktree", snapshot_id=snapshot_id,
                                snapshot_path="")
         try:
             content = self._build(source, repo, summary)
+            content.source = record.to_dict()
             with self._timed(summary, "write"):
                 content.stats = {"seconds": summary.seconds}
                 self.writer.write(paths, content)
@@ -118,6 +121,20 @@ class RepoIndexer:
         summary.snapshot_path = str(final)
         summary.peak_rss_mb = round(peak_rss_mb(), 1)
         return summary
+
+    def source_record(self, source: RepoSource, ref: str | None) -> SourceRecord:
+        """What this snapshot is built from, for the freshness check of every later answer."""
+        discover = self.config.discover
+        rule = IndexableRule(suffixes=sorted(LANGUAGE_BY_SUFFIX), names=sorted(LANGUAGE_BY_NAME),
+                             vendored_dirs=list(discover.vendored_dirs), include_globs=list(discover.include_globs))
+        if source.commit is None and not source.bare:
+            status = git_status(source.repo_path, self.config.freshness.git_timeout_s)
+            return SourceRecord(kind=SourceKind.WORKTREE.value, path=source.repo_path, commit=status.head,
+                                branch=status.branch, dirty=status.changed, indexable=rule)
+        followed = ref or "HEAD"
+        is_sha = len(followed) == 40 and all(c in "0123456789abcdef" for c in followed)
+        return SourceRecord(kind=SourceKind.GIT.value, path=source.repo_path, ref=followed, commit=source.commit or "",
+                            branch="" if is_sha or followed == "HEAD" else followed, indexable=rule)
 
     def _graph_db_loader(self) -> Any:
         """A Memgraph loader when `graph.store: memgraph`; the embedded store needs no loading."""
@@ -144,7 +161,8 @@ class RepoIndexer:
         summary.errors = len(errors)
         summary.error_samples = [{"path": e.path, "reason": e.reason} for e in errors[: self.ERROR_SAMPLES]]
         return SnapshotContent(repo=repo, commit=source.commit or "", chunks=chunks, vectors=vectors,
-                               symbols=symbols, edges=edges, errors=errors, model_id=model_id)
+                               symbols=symbols, edges=edges, errors=errors, model_id=model_id,
+                               files={e.path: e.blob_sha for e in entries}, skipped=[e.path for e in errors])
 
     def _parse(self, source: RepoSource, repo: str, entries: list, summary: IndexSummary) -> tuple[list[ParsedFile], list[FileError]]:
         keys = {e.path: ParseCache.key(repo, e.path, e.blob_sha) for e in entries}

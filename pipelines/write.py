@@ -30,6 +30,7 @@ from semantica.schema import (
     Symbol,
     file_node_id,
 )
+from semantica.source import write_file_blobs
 from semantica.vectors import VectorShardPaths, write_shard
 
 
@@ -58,6 +59,9 @@ class SnapshotContent:
     errors: list[FileError]
     model_id: str
     stats: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # path -> blob sha of every indexed file
+    skipped: list[str] = field(default_factory=list)  # paths discovery skipped
+    source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord
 
 
 class SnapshotWriter:
@@ -72,6 +76,7 @@ class SnapshotWriter:
         write_table(paths.edges, content.edges, EDGE_ARROW_SCHEMA)
         write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
         self._write_pagerank(paths, content)
+        write_file_blobs(paths.files, content.files, content.skipped)
         shards = self._write_vectors(paths, content) + self._write_lucene(paths, content)
         manifest = Manifest(
             repo=content.repo,
@@ -89,6 +94,7 @@ class SnapshotWriter:
             checksums=directory_checksums(paths.root),
             schema_version=SCHEMA_VERSION,
             stats=content.stats,
+            source=content.source,
         )
         for shard in manifest.shards:  # a shard's checksum covers all of its files
             prefix = shard.path.removesuffix(".faiss")

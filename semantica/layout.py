@@ -3,7 +3,7 @@
 ```
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)
 <root>/<repo-dir>/<snapshot>/manifest.json
-                             chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet
+                             chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet files.parquet
                              vectors/shard-000.faiss vectors/shard-000.ids.npy
                              lucene/shard-000/
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
@@ -33,6 +33,7 @@ SYMBOLS = "symbols.parquet"
 EDGES = "edges.parquet"
 ERRORS = "errors.parquet"
 PAGERANK = "pagerank.parquet"
+FILES = "files.parquet"
 VECTORS_DIR = "vectors"
 LUCENE_DIR = "lucene"
 _HASH_BLOCK = 1 << 20
@@ -108,6 +109,11 @@ class SnapshotPaths:
     @property
     def pagerank(self) -> Path:
         return self.root / PAGERANK
+
+    @property
+    def files(self) -> Path:
+        """Every indexed file's blob sha (what the freshness check compares with the source)."""
+        return self.root / FILES
 
     @property
     def vectors(self) -> Path:

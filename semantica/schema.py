@@ -228,6 +228,7 @@ class Manifest:
     schema_version: int = SCHEMA_VERSION
     late_model_id: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord: what it was built from
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

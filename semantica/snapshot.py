@@ -10,10 +10,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from semantica.config import Config
+from semantica.freshness import Freshness, FreshnessChecker
 from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
 from semantica.layout import IndexLayout, SnapshotPaths
 from semantica.lucene import LuceneShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
+from semantica.source import FileBlobs
 from semantica.vectors import VectorShardPaths, VectorShardSearcher
 
 
@@ -62,6 +64,17 @@ class Snapshot:
                 lines.setdefault(chunk.start_line + offset, text)
         last = max(lines, default=0)
         return [lines.get(n, "") for n in range(1, last + 1)]
+
+    @cached_property
+    def file_blobs(self) -> FileBlobs:
+        """Indexed files' blob shas (`files.parquet`; from the chunks for older snapshots)."""
+        if self.paths.files.exists():
+            return FileBlobs.read(self.paths.files)
+        return FileBlobs({c.path: c.blob_sha for c in self.chunks}, set())
+
+    def freshness(self) -> Freshness:
+        """Is this snapshot behind its source now? (git status + the few changed files; see semantica.freshness)"""
+        return FreshnessChecker(self.config.freshness).check(self.manifest, lambda: self.file_blobs)
 
     @cached_property
     def symbols(self) -> list[Symbol]:

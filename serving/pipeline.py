@@ -104,6 +104,7 @@ class SearchResponse:
     timings_ms: dict[str, float]
     snapshots: dict[str, str]
     cached: bool = False
+    freshness: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> semantica.freshness.Freshness
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -236,14 +237,20 @@ class SearchPipeline:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
-                return SearchResponse(**{**cached.__dict__, "cached": True})
+                return SearchResponse(**{**cached.__dict__, "cached": True, "freshness": self.freshness(snapshots)})
         response, _ = self._search(request, snapshots, timer, warnings)
         if not response.degraded:
             with self._lock:
                 self._cache[key] = response
                 while len(self._cache) > self.config.query.query_cache_items:
                     self._cache.popitem(last=False)
-        return response
+        return SearchResponse(**{**response.__dict__, "freshness": self.freshness(snapshots)})
+
+    def freshness(self, snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:
+        """Each answer says how fresh its snapshots are (checked now, never cached: a few ms per repository)."""
+        if not self.config.freshness.enabled:
+            return {}
+        return {s.repo: s.freshness().to_dict() for s in snapshots}
 
     def search_with_lists(self, request: SearchRequest) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
         """One uncached search that also returns each retriever's ranked chunk list: the offline jobs
