@@ -15,7 +15,9 @@ repo, path, start_line, end_line, symbol, kind, score, fused_score, ranks: {stra
 content, late_score, cross_score, features (with --explain), explanation (with --explain)}],
 files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name", score}],
 context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,
-timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached}"""
+timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
+freshness: {repo: {commit, built_at, source, path, ref, branch, stale, reason, current_commit,
+current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}}}"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,6 +57,9 @@ def run_query(args: argparse.Namespace) -> int:
     intent = response.intent
     print(f"query: {response.query!r}  intent: {intent['dominant']} "
           f"({', '.join(f'{k} {v:.2f}' for k, v in intent['probabilities'].items())})")
+    for repo, fresh in response.freshness.items():
+        if fresh["stale"] is not False:
+            print(f"{'stale' if fresh['stale'] else 'freshness unknown'}: {repo}: {fresh['reason']}")
     for warning in response.warnings:
         print(f"warning: {warning}")
     for item in response.degraded:
@@ -71,6 +76,9 @@ def run_query(args: argparse.Namespace) -> int:
     if args.context:
         print("\n--- context ---\n" + response.context["text"])
     total = sum(response.timings_ms.values())
+    for repo, fresh in response.freshness.items():
+        state = {True: "STALE", False: "fresh", None: "unknown"}[fresh["stale"]]
+        print(f"\nsnapshot of {repo}: {fresh['commit'][:12] or '(no commit)'} built {fresh['built_at']} ({state})", end="")
     print(f"\n{len(response.hits)} hits in {total:.0f} ms "
           f"({', '.join(f'{k} {v:.0f}' for k, v in response.timings_ms.items())})")
     return 0

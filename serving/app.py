@@ -361,7 +361,8 @@ class IngressCore:
 
     def repos(self) -> list[dict[str, Any]]:
         return [{"repo": m.repo, "snapshot": m.snapshot_id, "commit": m.commit, "created": m.created,
-                 "counts": m.counts, "model": m.model_id} for m in self.layout.manifests()]
+                 "counts": m.counts, "model": m.model_id,
+                 "freshness": self.pipeline.snapshots.get(m.repo).freshness().to_dict()} for m in self.layout.manifests()]
 
     def health(self) -> dict[str, Any]:
         stages: dict[str, str] = {}
