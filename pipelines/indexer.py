@@ -60,6 +60,22 @@ class IndexSummary:
         return asdict(self)
 
 
+def record_source(source: RepoSource, ref: str | None, config: Config) -> SourceRecord:
+    """What a snapshot is built from, for the freshness check of every later answer (read it before
+    discovery hashes the files: see semantica.freshness)."""
+    discover = source.config
+    rule = IndexableRule(suffixes=sorted(LANGUAGE_BY_SUFFIX), names=sorted(LANGUAGE_BY_NAME),
+                         vendored_dirs=list(discover.vendored_dirs), include_globs=list(discover.include_globs))
+    if source.commit is None and not source.bare:
+        status = git_status(source.repo_path, config.freshness.git_timeout_s)
+        return SourceRecord(kind=SourceKind.WORKTREE.value, path=source.repo_path, commit=status.head,
+                            branch=status.branch, dirty=status.changed, indexable=rule)
+    followed = ref or "HEAD"
+    is_sha = len(followed) == 40 and all(c in "0123456789abcdef" for c in followed)
+    return SourceRecord(kind=SourceKind.GIT.value, path=source.repo_path, ref=followed, commit=source.commit or "",
+                        branch="" if is_sha or followed == "HEAD" else followed, indexable=rule)
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process (ru_maxrss is KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -123,18 +139,7 @@ class RepoIndexer:
         return summary
 
     def source_record(self, source: RepoSource, ref: str | None) -> SourceRecord:
-        """What this snapshot is built from, for the freshness check of every later answer."""
-        discover = self.config.discover
-        rule = IndexableRule(suffixes=sorted(LANGUAGE_BY_SUFFIX), names=sorted(LANGUAGE_BY_NAME),
-                             vendored_dirs=list(discover.vendored_dirs), include_globs=list(discover.include_globs))
-        if source.commit is None and not source.bare:
-            status = git_status(source.repo_path, self.config.freshness.git_timeout_s)
-            return SourceRecord(kind=SourceKind.WORKTREE.value, path=source.repo_path, commit=status.head,
-                                branch=status.branch, dirty=status.changed, indexable=rule)
-        followed = ref or "HEAD"
-        is_sha = len(followed) == 40 and all(c in "0123456789abcdef" for c in followed)
-        return SourceRecord(kind=SourceKind.GIT.value, path=source.repo_path, ref=followed, commit=source.commit or "",
-                            branch="" if is_sha or followed == "HEAD" else followed, indexable=rule)
+        return record_source(source, ref, self.config)
 
     def _graph_db_loader(self) -> Any:
         """A Memgraph loader when `graph.store: memgraph`; the embedded store needs no loading."""

@@ -44,7 +44,7 @@ import yaml
 
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
 from pipelines.embed import ChunkEmbedder, EmbeddingCache
-from pipelines.indexer import EMBEDDINGS_DIR, PARSE_CACHE_FILE, IndexSummary, peak_rss_mb
+from pipelines.indexer import EMBEDDINGS_DIR, PARSE_CACHE_FILE, IndexSummary, peak_rss_mb, record_source
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
 from pipelines.parse_cache import ParseCache
 from pipelines.write import SnapshotContent, SnapshotWriter
@@ -295,6 +295,8 @@ class _RepoWork:
     errors: list[FileError] = field(default_factory=list)
     parsed: dict[str, ParsedFile] = field(default_factory=dict)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    source_record: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord (freshness)
+    excluded: list[str] = field(default_factory=list)  # paths the manifest's `exclude` dropped
 
 
 class BatchIndexer:
@@ -341,6 +343,7 @@ class BatchIndexer:
             path = resolve_repo_path(spec, self.cache_dir, self.config.ray.clone_timeout_s)
             discover = dataclasses.replace(self.config.discover, include_globs=list(spec.include))
             source = RepoSource(path, spec.commit or spec.branch or None, discover)
+            work.source_record = record_source(source, spec.commit or spec.branch or None, self.config).to_dict()
             entries, errors = source.entries()
         except Exception as exc:  # this repo fails; the others go on
             work.result.reason = f"{type(exc).__name__}: {exc}"
@@ -348,6 +351,7 @@ class BatchIndexer:
             return work
         work.source = source
         work.entries = [e for e in entries if not excluded(e.path, spec.exclude)]
+        work.excluded = [e.path for e in entries if excluded(e.path, spec.exclude)]
         work.errors = [dataclasses.replace(e, repo=spec.name) for e in errors]
         work.result.commit = source.commit or "worktree"
         work.result.seconds["discover"] = round(time.perf_counter() - t0, 3)
@@ -502,7 +506,10 @@ class BatchIndexer:
             t0 = time.perf_counter()
             content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks,
                                       vectors=vectors, symbols=symbols, edges=edges, errors=errors,
-                                      model_id=model_id, stats={"seconds": result.seconds, "job": "ray"})
+                                      model_id=model_id, stats={"seconds": result.seconds, "job": "ray"},
+                                      files={e.path: e.blob_sha for e in work.entries},
+                                      skipped=[e.path for e in work.errors] + work.excluded,
+                                      source=work.source_record)
             self.writer.write(paths, content)
             result.seconds["write"] = round(time.perf_counter() - t0, 3)
             t0 = time.perf_counter()
