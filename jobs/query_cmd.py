@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("text", help="the query: an identifier, a question, a stack trace ...")
     query.add_argument("--repo", action="append", default=[], metavar="R",
                        help="restrict to this repository (repeatable; default: all indexed)")
+    query.add_argument("--branch", metavar="BRANCH",
+                       help="search the snapshots indexed with `index --ref BRANCH` (default: the default branch)")
     query.add_argument("--k", type=int, default=None, help="number of hits (default from conf: query.default_k)")
     query.add_argument("--path", action="append", default=[], metavar="GLOB", help="only paths matching GLOB")
     query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
@@ -46,11 +48,15 @@ def run_query(args: argparse.Namespace) -> int:
     from serving.pipeline import SearchPipeline, SearchRequest
 
     config = config_from_args(args)
+    pipeline = SearchPipeline(config)
+    repos = pipeline.snapshots.names_for(args.repo, args.branch)
+    if args.branch and not repos:
+        raise ValueError(f"no repository has a snapshot of branch {args.branch!r}; run `semantica index --ref {args.branch}`")
     request = SearchRequest(
-        query=args.text, repos=args.repo, k=args.k if args.k is not None else config.query.default_k,
+        query=args.text, repos=repos, k=args.k if args.k is not None else config.query.default_k,
         path_globs=args.path, languages=args.language, explain=args.explain, strategies=args.strategy,
     )
-    response = SearchPipeline(config).search(request)
+    response = pipeline.search(request)
     if args.json:
         print_json(response.to_dict())
         return 0

@@ -215,3 +215,23 @@ class IndexLayout:
 
     def manifests(self) -> list[Manifest]:
         return [self.current(repo).read_manifest() for repo in self.repos()]
+
+
+# -- branches: one current snapshot per repository and branch -----------------------------------------
+BRANCH_SEPARATOR = "@"
+
+
+def branch_key(repo: str, branch: str | None) -> str:
+    """The name a branch's snapshot is published under: `repo` for the default branch (the working tree
+    or HEAD), `repo@branch` for any other, so each branch keeps its own CURRENT and retention."""
+    if not branch:
+        return repo
+    if BRANCH_SEPARATOR in repo:
+        raise LayoutError(f"repository name {repo!r} already names a branch; pass the bare repository name")
+    return f"{repo}{BRANCH_SEPARATOR}{branch}"
+
+
+def split_branch_key(key: str) -> tuple[str, str]:
+    """`repo@branch` -> (repo, branch); `repo` -> (repo, "") (the default branch)."""
+    repo, _, branch = key.partition(BRANCH_SEPARATOR)
+    return repo, branch

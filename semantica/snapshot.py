@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from semantica.config import Config
 from semantica.freshness import Freshness, FreshnessChecker
 from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
-from semantica.layout import IndexLayout, SnapshotPaths
+from semantica.layout import IndexLayout, SnapshotPaths, branch_key, split_branch_key
 from semantica.lucene import LuceneShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
 from semantica.source import FileBlobs
@@ -132,6 +132,18 @@ class SnapshotSet:
 
     def repos(self) -> list[str]:
         return self.layout.repos()
+
+    def default_repos(self) -> list[str]:
+        """Repositories at their default branch (what a query without `branch` searches)."""
+        return [r for r in self.layout.repos() if not split_branch_key(r)[1]]
+
+    def names_for(self, repos: list[str], branch: str | None) -> list[str]:
+        """Published names for `repos` (default: all) at `branch` (default: the default branch)."""
+        if not branch:
+            return list(repos) or self.default_repos()
+        if repos:
+            return [branch_key(r, branch) for r in repos]
+        return [r for r in self.layout.repos() if split_branch_key(r)[1] == branch]
 
     def get(self, repo: str) -> Snapshot:
         """The published snapshot of `repo` (UnknownRepoError when none); reopened after a publish."""

@@ -52,6 +52,8 @@ Repos = Annotated[list[str], Field(description="repository names from list_repos
 K = Annotated[int | None, Field(ge=1, description="number of hits (default from the server's conf)")]
 Paths = Annotated[list[str], Field(description="only files matching these globs, e.g. ['src/**/*.py']")]
 Languages = Annotated[list[str], Field(description="only these languages, e.g. ['python']")]
+Branch = Annotated[str | None, Field(description="search this branch's snapshots (indexed with `index --ref`); "
+                                                 "default: the default branch")]
 SyncRepo = Annotated[str | None, Field(description="an indexed repository name (re-sync from its recorded source)")]
 SyncPath = Annotated[str | None, Field(description="a git checkout on the server's machine (index it, or re-index from it)")]
 SyncRef = Annotated[str | None, Field(description="a branch or commit to index from git objects instead of the working tree")]
@@ -106,8 +108,9 @@ class SemanticaTools:
     # -- tools ----------------------------------------------------------------------------------
 
     def search(self, query: Query, repos: Repos = [], k: K = None, paths: Paths = [],  # noqa: B006 (schema defaults)
-               languages: Languages = []) -> SearchOut:  # noqa: B006
-        response = self._search(SearchRequest(query=query, repos=list(repos), k=k or self.config.query.default_k,
+               languages: Languages = [], branch: Branch = None) -> SearchOut:  # noqa: B006
+        response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
+                                              k=k or self.config.query.default_k,
                                               path_globs=list(paths), languages=list(languages)))
         lines = self.config.mcp.snippet_lines
         return SearchOut(
@@ -122,13 +125,13 @@ class SemanticaTools:
 
     def get_context(self, query: Query, repos: Repos = [], k: K = None,  # noqa: B006
                     token_budget: Annotated[int | None, Field(ge=1, description="max tokens of code (default from conf)")] = None,
-                    paths: Paths = [], languages: Languages = []) -> ContextOut:  # noqa: B006
+                    paths: Paths = [], languages: Languages = [], branch: Branch = None) -> ContextOut:  # noqa: B006
         budget = token_budget or self.config.mcp.context_budget
         if budget > self.config.mcp.max_context_budget:
             raise ToolError(f"token_budget={budget} is above the maximum {self.config.mcp.max_context_budget}")
-        response = self._search(SearchRequest(query=query, repos=list(repos), k=k or self.config.query.default_k,
-                                              path_globs=list(paths), languages=list(languages),
-                                              context_budget=budget))
+        response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
+                                              k=k or self.config.query.default_k, path_globs=list(paths),
+                                              languages=list(languages), context_budget=budget))
         context = response.context
         return ContextOut(
             query=response.query, text=context["text"],
@@ -165,6 +168,13 @@ class SemanticaTools:
         return SyncOut(**self._guard(lambda: self.syncer(repo=repo, path=path, ref=ref, force=force)))
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _names(self, repos: list[str], branch: str | None) -> list[str]:
+        names = self.pipeline.snapshots.names_for(list(repos), branch)
+        if branch and not names:
+            raise ToolError(f"no repository has a snapshot of branch {branch!r}; index it with `semantica index --ref "
+                            f"{branch}` (list_repos shows the branches)")
+        return names
 
     def _search(self, request: SearchRequest) -> Any:
         return self._guard(lambda: self.pipeline.search(request))

@@ -214,7 +214,7 @@ class SearchPipeline:
         return warnings
 
     def _repos(self, request: SearchRequest) -> list[Snapshot]:
-        names = request.repos or self.snapshots.repos()
+        names = request.repos or self.snapshots.default_repos()  # other branches only when named
         if not names:
             raise QueryError("no repository is indexed yet: run `semantica index --repo PATH` first")
         return [self.snapshots.get(name) for name in names]  # UnknownRepoError for an unknown one
