@@ -32,6 +32,7 @@ test: install
 
 bench: install
 	$(PY) -m jobs.bench
+	$(PY) -m jobs.bench_watch
 
 lint: install
 	$(PY) -m pip install -q ruff

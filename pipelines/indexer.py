@@ -8,6 +8,7 @@ with a progress bar per stage and a summary of what was done.
 from __future__ import annotations
 
 import resource
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -67,6 +68,9 @@ def record_source(source: RepoSource, ref: str | None, config: Config) -> Source
     rule = IndexableRule(suffixes=sorted(LANGUAGE_BY_SUFFIX), names=sorted(LANGUAGE_BY_NAME),
                          vendored_dirs=list(discover.vendored_dirs), include_globs=list(discover.include_globs))
     if source.commit is None and not source.bare:
+        if config.freshness.untracked_cache:  # a git index extension: later status calls skip unchanged dirs
+            subprocess.run(["git", "-C", source.repo_path, "update-index", "--untracked-cache"], capture_output=True,
+                           timeout=config.freshness.git_timeout_s, check=False)
         status = git_status(source.repo_path, config.freshness.git_timeout_s)
         return SourceRecord(kind=SourceKind.WORKTREE.value, path=source.repo_path, commit=status.head,
                             branch=status.branch, dirty=status.changed, indexable=rule)
