@@ -34,6 +34,8 @@ bench: install
 	$(PY) -m jobs.bench
 	$(PY) -m jobs.bench.load
 
+	$(PY) -m jobs.bench.watch
+
 lint: install
 	$(PY) -m pip install -q ruff
 	$(PY) -m ruff check semantica pipelines serving jobs tests

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import resource
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,8 +37,10 @@ from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
+from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX
 from semantica.layout import IndexLayout, SnapshotPaths, normalize_repo_name
 from semantica.schema import FileError
+from semantica.source import IndexableRule, SourceKind, SourceRecord, git_status
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 TOKEN_VECTORS_DIR = "token_vectors"
@@ -120,6 +123,8 @@ class _RepoWork:
     snapshot_id: str = ""
     paths: SnapshotPaths | None = None
     include: list[str] = field(default_factory=list)  # the manifest entry's globs, else discover.include_globs
+    source_record: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord (freshness)
+    excluded: list[str] = field(default_factory=list)  # paths the manifest's `exclude` dropped
 
 
 @contextmanager
@@ -211,9 +216,12 @@ class Indexer:
             work.include = list(spec.include) or list(self.config.discover.include_globs)
             discover = dataclasses.replace(self.config.discover, include_globs=work.include)
             source = RepoSource(path, spec.commit or spec.branch or None, discover)
+            # before discovery hashes the files (see semantica.freshness)
+            work.source_record = record_source(source, spec.commit or spec.branch or None, self.config).to_dict()
             entries, errors = source.entries()
         work.source = source
         work.entries = [e for e in entries if not excluded(e.path, spec.exclude)]
+        work.excluded = [e.path for e in entries if excluded(e.path, spec.exclude)]
         work.errors = [dataclasses.replace(e, repo=spec.name) for e in errors]
         result.commit = source.commit or "worktree"
         work.snapshot_id, work.paths = self.layout.begin(spec.name, source.commit or "")
@@ -322,7 +330,8 @@ class Indexer:
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
-                                  token_vectors=self.tokens)
+                                  token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
+                                  skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record)
         with _timed(result, "write"):
             self.writer.write(work.paths, content)
         graph_db = self._graph_db_loader()
@@ -351,6 +360,24 @@ class Indexer:
         from semantica.memgraph import MemgraphLoader, connect
 
         return MemgraphLoader(connect(self.config.graph.memgraph_uri))
+
+
+def record_source(source: RepoSource, ref: str | None, config: Config) -> SourceRecord:
+    """What a snapshot is built from, for the freshness check of every later answer."""
+    discover = source.config
+    rule = IndexableRule(suffixes=sorted(LANGUAGE_BY_SUFFIX), names=sorted(LANGUAGE_BY_NAME),
+                         vendored_dirs=list(discover.vendored_dirs), include_globs=list(discover.include_globs))
+    if source.commit is None and not source.bare:
+        if config.freshness.untracked_cache:  # a git index extension: later status calls skip unchanged dirs
+            subprocess.run(["git", "-C", source.repo_path, "update-index", "--untracked-cache"], capture_output=True,
+                           timeout=config.freshness.git_timeout_s, check=False)
+        status = git_status(source.repo_path, config.freshness.git_timeout_s)
+        return SourceRecord(kind=SourceKind.WORKTREE.value, path=source.repo_path, commit=status.head,
+                            branch=status.branch, dirty=status.changed, indexable=rule)
+    followed = ref or "HEAD"
+    is_sha = len(followed) == 40 and all(c in "0123456789abcdef" for c in followed)
+    return SourceRecord(kind=SourceKind.GIT.value, path=source.repo_path, ref=followed, commit=source.commit or "",
+                        branch="" if is_sha or followed == "HEAD" else followed, indexable=rule)
 
 
 def _raiser(exc: Exception) -> Callable[[_RepoWork], None]:

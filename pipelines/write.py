@@ -32,6 +32,7 @@ from semantica.schema import (
     Symbol,
     file_node_id,
 )
+from semantica.source import write_file_blobs
 from semantica.vectors import VectorShardPaths, write_shard
 
 
@@ -62,6 +63,10 @@ class SnapshotContent:
     stats: dict[str, Any] = field(default_factory=dict)
     token_vectors: TokenVectorBuilder | None = None  # None: no stored token vectors (late interaction encodes)
 
+    files: dict[str, str] = field(default_factory=dict)  # path -> blob sha of every indexed file
+    skipped: list[str] = field(default_factory=list)  # paths discovery skipped
+    source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord
+
 
 class SnapshotWriter:
     """Writes a snapshot's files into its (temporary) directory and seals them with a manifest."""
@@ -75,6 +80,7 @@ class SnapshotWriter:
         write_table(paths.edges, content.edges, EDGE_ARROW_SCHEMA)
         write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
         self._write_pagerank(paths, content)
+        write_file_blobs(paths.files, content.files, content.skipped)
         shards = self._write_vectors(paths, content) + self._write_lucene(paths, content)
         tokens = (content.token_vectors.write(paths.tokens, [c.content_sha for c in content.chunks]).to_dict()
                   if content.token_vectors is not None else {})
@@ -96,6 +102,8 @@ class SnapshotWriter:
             schema_version=SCHEMA_VERSION,
             stats=content.stats,
             token_vectors=tokens,
+
+            source=content.source,
         )
         for shard in manifest.shards:  # a shard's checksum covers all of its files
             prefix = shard.path.removesuffix(".faiss")

@@ -87,6 +87,7 @@ class SearchResponse:
     snapshots: dict[str, str]
     cached: bool = False
     graph: dict[str, Any] | None = None  # structural question: {op, name, candidates, ambiguous, note, answers}
+    freshness: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> semantica.freshness.Freshness
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

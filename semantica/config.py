@@ -367,6 +367,39 @@ class GraphOpsConfig:
 
 
 @dataclass
+class McpConfig:
+    """`semantica mcp`: the MCP server's name, transports and limits."""
+
+    name: str = "semantica"
+    transport: str = "stdio"  # stdio | streamable-http
+    host: str = "127.0.0.1"
+    port: int = 8765
+    path: str = "/mcp"
+    context_budget: int = 4000  # get_context's default token budget
+    max_context_budget: int = 32000
+    snippet_lines: int = 40  # lines of a hit's content returned by `search`
+
+
+@dataclass
+class FreshnessConfig:
+    """Is a snapshot behind its source? Checked on every answer from git's index (no re-hash)."""
+
+    enabled: bool = True
+    git_timeout_s: float = 5.0
+    max_listed: int = 20  # changed paths listed per kind (edited/added/deleted/renamed); counts are exact
+    untracked_cache: bool = True  # index turns on git's untracked cache: `git status -uall` 10 ms -> 4 ms on pytest
+
+
+@dataclass
+class WatchConfig:
+    """`semantica watch`: filesystem events -> debounced incremental re-index."""
+
+    debounce_ms: int = 300
+    ignore_dirs: list[str] = field(default_factory=lambda: [".git", "__pycache__", ".semantica", ".venv", "node_modules",
+                                                           ".pytest_cache", ".mypy_cache", ".ruff_cache"])
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -396,6 +429,10 @@ class Config:
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     graph_ops: GraphOpsConfig = field(default_factory=GraphOpsConfig)
+
+    mcp: McpConfig = field(default_factory=McpConfig)
+    freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
+    watch: WatchConfig = field(default_factory=WatchConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

@@ -3,7 +3,7 @@
 ```
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)
 <root>/<repo-dir>/<snapshot>/manifest.json
-                             chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet
+                             chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet files.parquet
                              vectors/shard-000.faiss vectors/shard-000.ids.npy
                              lucene/shard-000/
                              tokens/{codes,scales,offsets,projection}.npy  (semantica.token_vectors)
@@ -61,6 +61,7 @@ SYMBOLS = "symbols.parquet"
 EDGES = "edges.parquet"
 ERRORS = "errors.parquet"
 PAGERANK = "pagerank.parquet"
+FILES = "files.parquet"
 VECTORS_DIR = "vectors"
 LUCENE_DIR = "lucene"
 TOKENS_DIR = "tokens"
@@ -131,6 +132,11 @@ class SnapshotPaths:
     @property
     def pagerank(self) -> Path:
         return self.root / PAGERANK
+
+    @property
+    def files(self) -> Path:
+        """Every indexed file's blob sha (what the freshness check compares with the source)."""
+        return self.root / FILES
 
     @property
     def vectors(self) -> Path:
@@ -410,3 +416,23 @@ def _mtime(path: Path, default: float) -> float:
         return path.stat().st_mtime
     except FileNotFoundError:
         return default
+
+
+# -- branches: one current snapshot per repository and branch -----------------------------------------
+BRANCH_SEPARATOR = "@"
+
+
+def branch_key(repo: str, branch: str | None) -> str:
+    """The name a branch's snapshot is published under: `repo` for the default branch (the working tree
+    or HEAD), `repo@branch` for any other, so each branch keeps its own CURRENT and retention."""
+    if not branch:
+        return repo
+    if BRANCH_SEPARATOR in repo:
+        raise LayoutError(f"repository name {repo!r} already names a branch; pass the bare repository name")
+    return f"{repo}{BRANCH_SEPARATOR}{branch}"
+
+
+def split_branch_key(key: str) -> tuple[str, str]:
+    """`repo@branch` -> (repo, branch); `repo` -> (repo, "") (the default branch)."""
+    repo, _, branch = key.partition(BRANCH_SEPARATOR)
+    return repo, branch

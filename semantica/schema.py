@@ -265,6 +265,8 @@ class Manifest:
     stats: dict[str, Any] = field(default_factory=dict)
     token_vectors: dict[str, Any] = field(default_factory=dict)  # semantica.token_vectors.TokenVectorsInfo; {} = none stored
 
+    source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord: what it was built from
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from semantica.config import Config
 from semantica.errors import public_message
+from semantica.freshness import Freshness, FreshnessChecker
 from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
 from semantica.layout import (
     BrokenSnapshotError,
@@ -21,11 +22,14 @@ from semantica.layout import (
     RepoState,
     SnapshotPaths,
     UnknownRepoError,
+    branch_key,
     normalize_repo_name,
+    split_branch_key,
 )
 from semantica.lucene import LuceneShardSearcher
 from semantica.lucene_multi import LuceneMultiShardSearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
+from semantica.source import FileBlobs
 from semantica.token_vectors import StoredTokenVectors, TokenVectorsInfo
 from semantica.vectors import VectorShardPaths, VectorShardSearcher
 
@@ -92,6 +96,17 @@ class Snapshot:
                 lines.setdefault(chunk.start_line + offset, text)
         last = max(lines, default=0)
         return [lines.get(n, "") for n in range(1, last + 1)]
+
+    @cached_property
+    def file_blobs(self) -> FileBlobs:
+        """Indexed files' blob shas (`files.parquet`; from the chunks for older snapshots)."""
+        if self.paths.files.exists():
+            return FileBlobs.read(self.paths.files)
+        return FileBlobs({c.path: c.blob_sha for c in self.chunks}, set())
+
+    def freshness(self) -> Freshness:
+        """Is this snapshot behind its source now? (git status + the few changed files; see semantica.freshness)"""
+        return FreshnessChecker(self.config.freshness).check(self.manifest, lambda: self.file_blobs)
 
     @cached_property
     def symbols(self) -> list[Symbol]:
@@ -183,6 +198,18 @@ class SnapshotSet:
 
     def repos(self) -> list[str]:
         return self.layout.repos()
+
+    def default_repos(self) -> list[str]:
+        """Repositories at their default branch (what a query without `branch` searches)."""
+        return [r for r in self.layout.repos() if not split_branch_key(r)[1]]
+
+    def names_for(self, repos: list[str], branch: str | None) -> list[str]:
+        """Published names for `repos` (default: all) at `branch` (default: the default branch)."""
+        if not branch:
+            return list(repos) or self.default_repos()
+        if repos:
+            return [branch_key(r, branch) for r in repos]
+        return [r for r in self.layout.repos() if split_branch_key(r)[1] == branch]
 
     def get(self, repo: str) -> Snapshot:
         """The published snapshot of `repo`, reopened after a publish. RepoNameError for a bad name,

@@ -31,6 +31,7 @@ from ray.serve.handle import DeploymentHandle
 from semantica.api import QueryError, SearchRequest
 from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
+from semantica.errors import public_message
 from semantica.hits import Strategy
 from semantica.layout import BrokenSnapshotError, IndexLayout, RepoNameError, UnknownRepoError
 from semantica.snapshot import Snapshot
@@ -370,6 +371,10 @@ class IngressCore:
                 continue
             row = entry.to_dict()
             if entry.manifest is not None:
+                try:
+                    row["freshness"] = self.pipeline.snapshots.get(entry.repo).freshness().to_dict()
+                except Exception as exc:  # the listing never fails for one repository
+                    row["freshness"] = {"stale": None, "reason": public_message(exc)}
                 created = dt.datetime.fromisoformat(entry.manifest.created)
                 created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
                 row["age_s"] = round((now - created).total_seconds(), 1)

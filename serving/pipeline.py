@@ -24,7 +24,7 @@ from semantica.encoder import Encoder, safe_name, shared_encoder, snapshot_encod
 from semantica.errors import public_message
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
 from semantica.languages import KNOWN_LANGUAGES
-from semantica.layout import BrokenSnapshotError, normalize_repo_name
+from semantica.layout import BrokenSnapshotError, normalize_repo_name, split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
 from semantica.token_vectors import StoredTokenVectors
@@ -211,6 +211,9 @@ class SearchPipeline:
         """The snapshots that can answer; a broken one is skipped and listed in `degraded`
         (UnknownRepoError for a named repository that does not exist)."""
         snapshots, broken = self.snapshots.resolve(request.repos or None)
+        if not request.repos:  # other branches (`repo@branch`) only when named
+            snapshots = [s for s in snapshots if not split_branch_key(s.repo)[1]]
+            broken = [h for h in broken if not split_branch_key(h.repo)[1]]
         degraded.extend({"stage": SNAPSHOT_STAGE, "repo": h.repo, "error": h.error} for h in broken)
         if snapshots:
             return snapshots
@@ -239,14 +242,20 @@ class SearchPipeline:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
-                return SearchResponse(**{**cached.__dict__, "cached": True})
+                return SearchResponse(**{**cached.__dict__, "cached": True, "freshness": self.freshness(snapshots)})
         response, _ = self._search(request, snapshots, timer, warnings, degraded)
         if not response.degraded:
             with self._lock:
                 self._cache[key] = response
                 while len(self._cache) > self.config.query.query_cache_items:
                     self._cache.popitem(last=False)
-        return response
+        return SearchResponse(**{**response.__dict__, "freshness": self.freshness(snapshots)})
+
+    def freshness(self, snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:
+        """Each answer says how fresh its snapshots are (checked now, never cached: a few ms per repository)."""
+        if not self.config.freshness.enabled:
+            return {}
+        return {s.repo: s.freshness().to_dict() for s in snapshots}
 
     def search_with_lists(self, request: SearchRequest) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
         """One uncached search that also returns each retriever's ranked chunk list: the offline jobs

@@ -241,7 +241,7 @@ def run_flow(args: argparse.Namespace) -> int:
 
     from jobs.eval.flow import evaluate, load_rows
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     paths = [Path(p) for p in args.flow_set] or sorted((root / "conf" / "golden").glob("flow-*.jsonl"))
     if not paths:
         raise CliError("no flow golden set: pass --flow-set FILE (built with python -m jobs.eval.flow_gold)")

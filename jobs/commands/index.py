@@ -19,12 +19,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     index.add_argument("--name", metavar="NAME",
                        help="repository name (default: owner/name of the origin remote, else the directory name)")
     index.add_argument("--commit", metavar="SHA", help="index this commit from git objects (default: the working tree)")
+    index.add_argument("--ref", action="append", default=[], metavar="BRANCH",
+                       help="index this branch from git objects as its own snapshot NAME@BRANCH, kept next to the "
+                            "default branch's (repeatable; query it with --branch)")
     index.add_argument("--json", action="store_true", help="print the summary as one JSON object on stdout")
     add_common(index)
     index.set_defaults(handler=run_index)
 
-    repos = sub.add_parser("repos", help="list published snapshots",
-                           description="List every repository with a published snapshot under the index root.")
+    repos = sub.add_parser("repos", help="list published snapshots (per branch, with freshness)",
+                           description="List every repository and branch with a published snapshot under the index "
+                                       "root, with its commit and whether it is stale.")
     repos.add_argument("--json", action="store_true", help="print JSON")
     add_common(repos)
     repos.set_defaults(handler=run_repos)
@@ -34,10 +38,30 @@ def run_index(args: argparse.Namespace) -> int:
     from pipelines.indexer import Indexer
 
     config = config_from_args(args)
-    summary = Indexer(config, progress=not args.json).index(args.repo, args.name, args.commit)
+    indexer = Indexer(config, progress=not args.json)
+    if args.ref:
+        from pipelines.discover import repo_name_from_path
+        from semantica.layout import branch_key
+
+        if args.commit:
+            raise ValueError("pass either --commit or --ref, not both")
+        base = args.name or repo_name_from_path(args.repo)
+        summaries = [indexer.index(args.repo, branch_key(base, ref), ref) for ref in args.ref]
+        if args.json:
+            print_json([s.to_dict() for s in summaries])
+            return 0
+        for summary in summaries:
+            print_summary(summary)
+        return 0
+    summary = indexer.index(args.repo, args.name, args.commit)
     if args.json:
         print_json(summary.to_dict())
         return 0
+    print_summary(summary)
+    return 0
+
+
+def print_summary(summary) -> None:  # noqa: ANN001 (pipelines.indexer.IndexSummary, imported lazily)
     print(f"indexed {summary.repo} @ {summary.commit[:12]} -> {summary.snapshot_path}")
     print(f"  files {summary.files} (parsed {summary.files_parsed}, reused {summary.files_reused}), "
           f"chunks {summary.chunks}, symbols {summary.symbols}, edges {summary.edges}, skipped/errors {summary.errors}")
@@ -46,25 +70,36 @@ def run_index(args: argparse.Namespace) -> int:
     print(f"  seconds: {timings}; peak RSS {summary.peak_rss_mb:.0f} MB")
     for sample in summary.error_samples[:5]:
         print(f"  skipped {sample['path']}: {sample['reason']}", file=sys.stderr)
-    return 0
 
 
 def run_repos(args: argparse.Namespace) -> int:
-    from semantica.layout import IndexLayout
+    from semantica.layout import IndexLayout, split_branch_key
+    from semantica.snapshot import SnapshotSet
 
     config = config_from_args(args)
-    entries = IndexLayout(config.paths.index_root).listing()  # a broken snapshot is listed with its error
+    snapshots = SnapshotSet(config)
+    rows = []
+    for entry in IndexLayout(config.paths.index_root).listing():  # a broken snapshot is listed with its error
+        repo, branch = split_branch_key(entry.repo)
+        if entry.error or entry.manifest is None:
+            rows.append({"repo": repo, "branch": branch, "name": entry.repo, "status": "broken", "error": entry.error})
+            continue
+        m, fresh = entry.manifest, snapshots.get(entry.repo).freshness()
+        rows.append({"repo": repo, "branch": branch or fresh.branch, "default_branch": not branch, "name": entry.repo,
+                     "status": "ok", "snapshot": m.snapshot_id, "commit": fresh.commit, "created": m.created,
+                     "counts": m.counts, "model": m.model_id, "stale": fresh.stale, "freshness": fresh.to_dict()})
     if args.json:
-        print_json([entry.to_dict() for entry in entries])
+        print_json(rows)
         return 0
-    if not entries:
+    if not rows:
         print(f"no published snapshots under {config.paths.index_root}; run `semantica index --repo PATH`")
         return 0
-    for entry in entries:
-        m = entry.manifest
-        if entry.error or m is None:
-            print(f"{entry.repo:<30} BROKEN: {entry.error}")
+    for r in rows:
+        if r["status"] != "ok":
+            print(f"{r['name']:<26} BROKEN: {r['error']}")
             continue
-        print(f"{entry.repo:<30} {m.snapshot_id:<36} commit {m.commit[:12] or 'worktree':<12} "
-              f"chunks {m.counts.get('chunks', 0):>6} symbols {m.counts.get('symbols', 0):>6} created {m.created}")
+        state = {True: "STALE", False: "fresh", None: "unknown"}[r["stale"]]
+        branch = (r["branch"] or "(detached)") + (" (default)" if r["default_branch"] else "")
+        print(f"{r['repo']:<26} {branch:<22} commit {r['commit'][:12] or 'worktree':<12} {state:<7} "
+              f"chunks {r['counts'].get('chunks', 0):>6} created {r['created']}  [{r['name']}]")
     return 0

@@ -15,7 +15,9 @@ repo, path, start_line, end_line, symbol, kind, score, fused_score, ranks: {stra
 content, late_score, cross_score, features (with --explain), explanation (with --explain)}],
 files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name", score}],
 context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,
-timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached}"""
+timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
+freshness: {repo: {commit, built_at, source, path, ref, branch, stale, reason, current_commit,
+current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}}}"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("text", help="the query: an identifier, a question, a stack trace ...")
     query.add_argument("--repo", action="append", default=[], metavar="R",
                        help="restrict to this repository (repeatable; default: all indexed)")
+    query.add_argument("--branch", metavar="BRANCH",
+                       help="search the snapshots indexed with `index --ref BRANCH` (default: the default branch)")
     query.add_argument("--k", type=int, default=None, help="number of hits (default from conf: query.default_k)")
     query.add_argument("--path", action="append", default=[], metavar="GLOB", help="only paths matching GLOB")
     query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
@@ -45,12 +49,17 @@ def run_query(args: argparse.Namespace) -> int:
     from serving.pipeline import SearchPipeline
 
     config = config_from_args(args)
+    pipeline = SearchPipeline(config)
+    repos = pipeline.snapshots.names_for(args.repo, args.branch)
+    if args.branch and not repos:
+        raise ValueError(f"no repository has a snapshot of branch {args.branch!r}; run `semantica index --ref {args.branch}`")
     request = SearchRequest(
-        query=args.text, repos=args.repo, k=args.k if args.k is not None else config.query.default_k,
+        query=args.text, repos=repos, k=args.k if args.k is not None else config.query.default_k,
         path_globs=args.path, languages=args.language, explain=args.explain, strategies=args.strategy,
     )
     pipeline = SearchPipeline(config)
     pipeline.prefetch(request.repos)  # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn
+
     response = pipeline.search(request)
     if args.json:
         print_json(response.to_dict())
@@ -61,6 +70,10 @@ def run_query(args: argparse.Namespace) -> int:
     if response.graph:
         print(f"structural question: {response.graph['op']} of {response.graph['name']!r}, "
               f"{len(response.graph['answers'])} exact answer(s) first" + (f"; {response.graph['note']}" if response.graph["note"] else ""))
+
+    for repo, fresh in response.freshness.items():
+        if fresh["stale"] is not False:
+            print(f"{'stale' if fresh['stale'] else 'freshness unknown'}: {repo}: {fresh['reason']}")
     for warning in response.warnings:
         print(f"warning: {warning}")
     for item in response.degraded:
@@ -80,6 +93,9 @@ def run_query(args: argparse.Namespace) -> int:
     if args.context:
         print("\n--- context ---\n" + response.context["text"])
     total = sum(response.timings_ms.values())
+    for repo, fresh in response.freshness.items():
+        state = {True: "STALE", False: "fresh", None: "unknown"}[fresh["stale"]]
+        print(f"\nsnapshot of {repo}: {fresh['commit'][:12] or '(no commit)'} built {fresh['built_at']} ({state})", end="")
     print(f"\n{len(response.hits)} hits in {total:.0f} ms "
           f"({', '.join(f'{k} {v:.0f}' for k, v in response.timings_ms.items())})")
     return 0

@@ -57,6 +57,10 @@ def test_search_explain_and_metadata(server):
     assert body["hits"][0]["explanation"] and body["hits"][0]["citation"]
     assert {"vector", "lexical", "symbol", "graph", "fusion", "context"} <= set(body["timings_ms"])
     assert client.get("/v1/repos").json()[0]["repo"] == REPO_NAME
+    # every answer says how fresh its snapshot is (the tiny repo is unchanged since it was indexed)
+    fresh = body["freshness"][REPO_NAME]
+    assert fresh["stale"] is False and fresh["commit"] and fresh["built_at"] and fresh["source"] == "worktree"
+    assert client.get("/v1/repos").json()[0]["freshness"]["stale"] is False
     assert client.get("/healthz").json()["status"] == "ok"
     assert "/v1/search" in client.get("/openapi.json").json()["paths"]
     assert client.get("/docs").status_code == 200

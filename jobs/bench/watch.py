@@ -1,0 +1,144 @@
+"""`make bench` (part): freshness-check cost and `semantica watch` one-file-change -> queryable time.
+
+On a working tree of pytest-dev/pytest (cloned from the local mirror; this repository otherwise): index it
+once (the caches persist in `--work`, so only the first run embeds everything), then
+  1. time the freshness check of the clean tree (the cost every answer pays);
+  2. start the watcher, append a uniquely named function to one file, and time until a search finds it;
+     repeated, each on another file. Results: bench/results/watch.json and a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from jobs.bench.__main__ import RESULTS_DIR, machine, percentile
+from pipelines.sync import SyncResult
+from pipelines.watch import RepoWatcher
+from semantica.api import SearchRequest
+from semantica.config import load_config
+from semantica.layout import IndexLayout
+from semantica.snapshot import Snapshot
+from serving.pipeline import SearchPipeline
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PYTEST_MIRROR = Path("/work/.mirror/pytest-dev+pytest/repo")
+DEFAULT_WORK = REPO_ROOT / ".semantica" / "bench-watch"
+NAME = "bench/watch"
+CHANGED_FILES = ("src/_pytest/nodes.py", "src/_pytest/fixtures.py", "src/_pytest/main.py", "src/_pytest/runner.py",
+                 "src/_pytest/python.py")
+POLL_S = 0.05
+WAIT_S = 120.0
+
+
+def working_tree(work: Path) -> tuple[Path, str]:
+    """A pytest working tree (fresh clone of the mirror, reset each run), else this repository."""
+    tree = work / "pytest"
+    if PYTEST_MIRROR.exists():
+        if not tree.exists():
+            subprocess.run(["git", "clone", "-q", "--shared", str(PYTEST_MIRROR), str(tree)], check=True)
+        subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--", "."], check=True)
+        subprocess.run(["git", "-C", str(tree), "clean", "-qfd"], check=True)
+        return tree, "pytest-dev/pytest"
+    return REPO_ROOT, "semantica (no pytest mirror)"
+
+
+def bench_freshness(snapshot: Snapshot, runs: int) -> dict[str, Any]:
+    times = []
+    for _ in range(runs):
+        fresh = snapshot.freshness()
+        assert fresh.stale is False, fresh.reason
+        times.append(fresh.check_ms)
+    return {"runs": runs, "p50_ms": round(statistics.median(times), 2), "p99_ms": round(percentile(times, 0.99), 2),
+            "min_ms": round(min(times), 2)}
+
+
+def bench_change(tree: Path, config: Any, repeats: int) -> dict[str, Any]:
+    synced: list[SyncResult] = []
+    arrived = threading.Event()
+
+    def on_sync(result: SyncResult) -> None:
+        synced.append(result)
+        arrived.set()
+
+    watcher = RepoWatcher(config, str(tree), NAME, on_sync=on_sync, on_error=lambda exc: print(exc, file=sys.stderr))
+    pipeline = SearchPipeline(config)
+    rows = []
+    watcher.start()
+    try:
+        for path in CHANGED_FILES[:repeats]:
+            target = tree / path
+            if not target.exists():
+                continue
+            marker = f"bench_marker_{uuid.uuid4().hex[:10]}"
+            arrived.clear()
+            start = time.perf_counter()
+            with target.open("a") as handle:
+                handle.write(f"\n\ndef {marker}():\n    return 1\n")
+            found_s = None
+            while time.perf_counter() - start < WAIT_S:
+                response = pipeline.search(SearchRequest(query=marker, k=1, strategies=["symbol"]))
+                if response.hits and marker in response.hits[0].content:
+                    found_s = time.perf_counter() - start
+                    break
+                time.sleep(POLL_S)
+            arrived.wait(5)
+            last = synced[-1] if synced else None
+            rows.append({"file": path, "queryable_s": round(found_s, 3) if found_s else None,
+                         "sync_s": last.seconds if last else None, "files_parsed": last.files_parsed if last else None,
+                         "chunks_embedded": last.chunks_embedded if last else None,
+                         "stage_seconds": last.stage_seconds if last else {}})
+            print(f"  {path}: queryable after {rows[-1]['queryable_s']} s (sync {rows[-1]['sync_s']} s)", flush=True)
+    finally:
+        watcher.stop()
+    values = [r["queryable_s"] for r in rows if r["queryable_s"] is not None]
+    return {"debounce_ms": config.watch.debounce_ms, "changes": rows,
+            "p50_s": round(statistics.median(values), 3) if values else None,
+            "max_s": round(max(values), 3) if values else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", default=str(DEFAULT_WORK), help="clone, index and caches (kept between runs)")
+    parser.add_argument("--freshness-runs", type=int, default=50)
+    parser.add_argument("--changes", type=int, default=len(CHANGED_FILES))
+    parser.add_argument("--out", default=str(RESULTS_DIR / "watch.json"))
+    args = parser.parse_args(argv)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    tree, label = working_tree(work)
+    config = load_config(None, [f"paths.index_root={work / 'index'}", f"paths.cache_dir={work / 'cache'}",
+                                "late_interaction.enabled=false"])
+    from pipelines.sync import RepoSyncer
+
+    start = time.perf_counter()
+    initial = RepoSyncer(config).sync(repo=NAME, path=str(tree), force=True)
+    initial_s = time.perf_counter() - start
+    print(f"indexed {label}: {initial.chunks} chunks in {initial_s:.1f} s (parsed {initial.files_parsed}, "
+          f"embedded {initial.chunks_embedded})", flush=True)
+    snapshot = Snapshot.open(IndexLayout(config.paths.index_root).current(NAME), config)
+    files = len(snapshot.file_blobs.blobs)
+    results = {"machine": machine(), "repo": label, "files": files, "chunks": initial.chunks,
+               "initial_index_s": round(initial_s, 2), "initial_stage_seconds": initial.stage_seconds,
+               "freshness_clean_tree": bench_freshness(snapshot, args.freshness_runs)}
+    print(f"freshness check, clean tree of {files} files: {results['freshness_clean_tree']}", flush=True)
+    results["one_file_change_to_queryable"] = bench_change(tree, config, args.changes)
+    subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--", "."], check=False)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    change = results["one_file_change_to_queryable"]
+    print(f"one-file change -> queryable: p50 {change['p50_s']} s, max {change['max_s']} s "
+          f"(debounce {change['debounce_ms']} ms); results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Typed outputs of the MCP tools (each becomes the tool's `outputSchema`; answers are `structuredContent`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class FreshnessOut(BaseModel):
+    """How fresh a snapshot is. `stale` true: the source moved on (see `reason`, `changed`); null: unknown."""
+
+    repo: str
+    snapshot_id: str
+    commit: str = Field(description="commit the snapshot was built from (HEAD of the working tree when read)")
+    built_at: str
+    source: str = Field(description="worktree | git")
+    path: str
+    ref: str
+    branch: str
+    stale: bool | None = Field(description="true: answers may miss recent changes; call `sync`")
+    reason: str
+    current_commit: str
+    current_branch: str
+    changed: dict[str, list[str]] = Field(description="edited / added / deleted / renamed paths (first few)")
+    changed_count: int
+    check_ms: float
+
+
+class HitOut(BaseModel):
+    rank: int
+    repo: str
+    path: str
+    start_line: int
+    end_line: int
+    citation: str = Field(description="path:start-end")
+    symbol: str
+    kind: str
+    score: float
+    content: str
+
+
+class FileOut(BaseModel):
+    repo: str
+    path: str
+    score: float
+
+
+class SearchOut(BaseModel):
+    query: str
+    intent: str = Field(description="symbol | flow | concept | code | balanced")
+    hits: list[HitOut]
+    files: list[FileOut] = Field(description="files ranked by where to look or patch")
+    degraded: list[dict[str, str]] = Field(description="stages that failed; the answer comes from the others")
+    warnings: list[str]
+    freshness: list[FreshnessOut]
+    timings_ms: dict[str, float]
+
+
+class ContextBlockOut(BaseModel):
+    citation: str
+    repo: str
+    path: str
+    start_line: int
+    end_line: int
+    tokens: int
+
+
+class ContextOut(BaseModel):
+    query: str
+    text: str = Field(description="the packed context: each block under its `# path:start-end` citation")
+    blocks: list[ContextBlockOut]
+    tokens_used: int
+    budget: int
+    truncated: bool = Field(description="some selected code did not fit in the budget")
+    freshness: list[FreshnessOut]
+
+
+class RepoOut(BaseModel):
+    repo: str
+    snapshot_id: str
+    commit: str
+    built_at: str
+    files: int
+    chunks: int
+    symbols: int
+    model: str
+    source: str
+    path: str
+    ref: str
+    branch: str
+
+
+class ReposOut(BaseModel):
+    repos: list[RepoOut]
+
+
+class StatusOut(BaseModel):
+    repos: list[FreshnessOut]
+
+
+class SyncOut(BaseModel):
+    repo: str
+    reindexed: bool = Field(description="false when the snapshot was already fresh (nothing rebuilt)")
+    reason: str
+    snapshot_id: str
+    previous_snapshot_id: str
+    commit: str
+    source: str
+    path: str
+    ref: str
+    edited: list[str]
+    added: list[str]
+    deleted: list[str]
+    renamed: list[str]
+    files_parsed: int = Field(description="files parsed anew (the rest came from the cache)")
+    files_reused: int
+    chunks_embedded: int
+    chunks_reused: int
+    chunks: int
+    seconds: float
+    stage_seconds: dict[str, float] = Field(default_factory=dict, description="indexer seconds per stage")
+
+
+def freshness_list(freshness: dict[str, dict[str, Any]]) -> list[FreshnessOut]:
+    return [FreshnessOut(**value) for value in freshness.values()]
