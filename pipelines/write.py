@@ -12,7 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.granular import GranularIndexWriter, snapshot_documents
 from semantica.config import Config
+from semantica.granular import Granularity
 from semantica.graph import CsrGraphStore
 from semantica.layout import LUCENE_DIR, VECTORS_DIR, SnapshotPaths, directory_checksums
 from semantica.lucene import LuceneDoc, LuceneShardWriter
@@ -72,7 +74,8 @@ class SnapshotWriter:
         write_table(paths.edges, content.edges, EDGE_ARROW_SCHEMA)
         write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
         self._write_pagerank(paths, content)
-        shards = self._write_vectors(paths, content) + self._write_lucene(paths, content)
+        shards = self._write_vectors(paths, content) + self._write_lucene(paths, content) + self._write_granular(
+            paths, content)
         manifest = Manifest(
             repo=content.repo,
             snapshot_id=paths.root.name.removesuffix(".tmp"),
@@ -84,6 +87,7 @@ class SnapshotWriter:
                 "chunks": len(content.chunks), "symbols": len(content.symbols),
                 "edges": len(content.edges), "errors": len(content.errors),
                 "files": len({c.path for c in content.chunks}),
+                **{f"{g.shard_kind}_docs": sum(s.count for s in shards if s.kind == g.shard_kind) for g in Granularity},
             },
             shards=shards,
             checksums=directory_checksums(paths.root),
@@ -129,3 +133,10 @@ class SnapshotWriter:
             writer.close()
             shards.append(ShardInfo("lucene", f"{LUCENE_DIR}/{directory.name}", end - start, ""))
         return shards
+
+    def _write_granular(self, paths: SnapshotPaths, content: SnapshotContent) -> list[ShardInfo]:
+        """Whole-file and function-level BM25 shards (`granular.index`); none when it is off."""
+        if not self.config.granular.index:
+            return []
+        return GranularIndexWriter(self.config.lucene).write_documents(
+            paths.root, snapshot_documents(content.chunks, content.symbols))

@@ -264,6 +264,25 @@ class QueryConfig:
 
 
 @dataclass
+class GranularConfig:
+    """Whole-file and function-level BM25 (semantica/granular.py) and how localization fuses them.
+
+    A file (function) at rank r in its granular list adds `file_weight / (rrf_k + r)`
+    (`function_weight / ...`) to its localization score, in the units of the fused strategy lists.
+    Candidates first: every function of the top `candidate_files` files becomes a function candidate,
+    and each function adds `file_prior_weight / (rrf_k + rank of its file)` (0 = off)."""
+
+    index: bool = True
+    enabled: bool = False
+    k: int = 200
+    rrf_k: float = 60.0
+    file_weight: float = 0.0
+    function_weight: float = 0.0
+    candidate_files: int = 0
+    file_prior_weight: float = 0.0
+
+
+@dataclass
 class ServeConfig:
     """HTTP serving defaults."""
 
@@ -308,6 +327,7 @@ class Config:
     ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
+    granular: GranularConfig = field(default_factory=GranularConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     ray: RayConfig = field(default_factory=RayConfig)
 

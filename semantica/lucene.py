@@ -73,6 +73,12 @@ class LuceneDoc:
     symbol: str
 
 
+def raw_document(doc: LuceneDoc) -> str:
+    """The JSON line Anserini indexes for `doc` (path and symbol are searchable too)."""
+    return json.dumps({"id": doc.doc_id, "contents": lexical_text(f"{doc.path} {doc.symbol}\n{doc.text}"),
+                       "path": doc.path, "symbol": doc.symbol})
+
+
 class LuceneShardWriter:
     """Writes one shard; Anserini commits only at close, so build it in a temp dir."""
 
@@ -87,13 +93,10 @@ class LuceneShardWriter:
         self.count = 0
 
     def add(self, docs: Iterable[LuceneDoc]) -> None:
-        batch = [
-            json.dumps(
-                {"id": d.doc_id, "contents": lexical_text(f"{d.path} {d.symbol}\n{d.text}"),
-                 "path": d.path, "symbol": d.symbol}
-            )
-            for d in docs
-        ]
+        self.add_raw([raw_document(d) for d in docs])
+
+    def add_raw(self, batch: list[str]) -> None:
+        """Documents already in `raw_document` form (callers that cache them by content)."""
         if batch:
             self._indexer.add_batch_raw(batch)
             self.count += len(batch)
