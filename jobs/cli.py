@@ -15,7 +15,7 @@ from typing import Any
 
 from semantica.config import Config, ConfigError, load_config
 
-COMMAND_MODULES = ("index_cmd", "query_cmd", "serve_cmd", "batch_cmd", "eval_cmd", "ltr_cmd")
+COMMAND_MODULES = ("index_cmd", "query_cmd", "serve_cmd", "batch_cmd", "eval_cmd", "ltr_cmd", "pairs_cmd")
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 
