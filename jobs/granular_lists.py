@@ -100,7 +100,7 @@ class GranularListMiner:
                 for shard in shards:
                     if shard.kind == granularity.shard_kind:
                         searcher = LuceneShardSearcher(Path(tmp) / shard.path, self.config.lucene)
-                        found.extend(searcher.search(inst.problem_statement, k))
+                        found.extend(searcher.search(inst.problem_statement, k, self.config.granular.query_repeats))
                         searcher.close()
                 found.sort(key=lambda item: (-item[1], item[0]))
                 rows.extend((granularity.value, rank, key, score) for rank, (key, score) in enumerate(found[:k], 1))

@@ -30,6 +30,8 @@ from semantica.config import load_config
 OBJECTIVE_FILE_K = 5
 OBJECTIVE_FUNCTION_K = 10
 CV_FUNCTION_METRICS = (*FUNCTION_METRICS, "Recall@50")
+SUMMARY_FILE = ("Acc@1", "Acc@5")
+SUMMARY_FUNCTION = ("Acc@5", "Acc@10", "Recall@50")
 
 
 @dataclass
@@ -85,6 +87,11 @@ def run_cv(base: list[str], grid: dict[str, list[str]], instances: Sequence[Inst
         held_out.update({i.instance_id: best.predictions[i.instance_id]
                          for i in instances if i.repo == repo and i.instance_id in best.predictions})
     overall = max(points, key=lambda p: (p.objective(instances), -points.index(p)))
+    every = []
+    for point in points:
+        scores = evaluate(point.predictions, gold, function_metrics=CV_FUNCTION_METRICS)["overall"]
+        every.append({"overrides": point.overrides, "file": {m: scores["file"][m] for m in SUMMARY_FILE},
+                      "function": {m: scores["function"][m] for m in SUMMARY_FUNCTION}})
     return {
         "base": base, "grid": grid, "points": len(points),
         "baseline": {"overrides": points[0].overrides,
@@ -93,6 +100,7 @@ def run_cv(base: list[str], grid: dict[str, list[str]], instances: Sequence[Inst
                                "metrics": evaluate(held_out, gold, function_metrics=CV_FUNCTION_METRICS)},
         "best_on_all": {"overrides": overall.overrides,
                         "metrics": evaluate(overall.predictions, gold, function_metrics=CV_FUNCTION_METRICS)},
+        "all_points": every,
     }
 
 

@@ -270,11 +270,13 @@ class GranularConfig:
     A file (function) at rank r in its granular list adds `file_weight / (rrf_k + r)`
     (`function_weight / ...`) to its localization score, in the units of the fused strategy lists.
     Candidates first: every function of the top `candidate_files` files becomes a function candidate,
-    and each function adds `file_prior_weight / (rrf_k + rank of its file)` (0 = off)."""
+    and each function adds `file_prior_weight / (rrf_k + rank of its file)` (0 = off).
+    `query_repeats`: a query term counts as often as it occurs (an issue repeats what matters)."""
 
     index: bool = True
     enabled: bool = False
     k: int = 200
+    query_repeats: bool = True
     rrf_k: float = 60.0
     file_weight: float = 0.0
     function_weight: float = 0.0

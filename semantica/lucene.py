@@ -124,15 +124,20 @@ class LuceneShardSearcher:
         self._searcher.set_analyzer(analyzer_class())
         self._lock = threading.Lock()
 
-    def sanitise(self, query: str) -> str:
-        """Code-aware terms, lone surrogates dropped, capped at `max_query_terms` distinct terms."""
+    def sanitise(self, query: str, keep_repeats: bool = False) -> str:
+        """Code-aware terms, lone surrogates dropped, capped at `max_query_terms` distinct terms.
+        `keep_repeats` keeps every occurrence (Anserini weighs a term by its count in the query)."""
         clean = query.encode("utf-8", "ignore").decode("utf-8", "ignore")
-        terms = unique_terms(tokenize(clean))[: self.config.max_query_terms]
+        tokens = tokenize(clean)
+        terms = unique_terms(tokens)[: self.config.max_query_terms]
+        if keep_repeats:
+            kept = set(terms)
+            terms = [t for t in tokens if t in kept]
         return " ".join(terms)
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+    def search(self, query: str, k: int, keep_repeats: bool = False) -> list[tuple[str, float]]:
         """(chunk_id, bm25 score) best first; an empty query gives an empty list."""
-        terms = self.sanitise(query)
+        terms = self.sanitise(query, keep_repeats)
         if not terms or k <= 0:
             return []
         try:

@@ -32,10 +32,10 @@ class GranularRetriever:
     def available(self, granularity: Granularity) -> bool:
         return bool(self.snapshot.shard_paths(granularity.shard_kind))
 
-    def search(self, query: str, granularity: Granularity, k: int) -> ScoredList:
+    def search(self, query: str, granularity: Granularity, k: int, keep_repeats: bool = True) -> ScoredList:
         if k <= 0:
             return []
-        return merge_scored([shard.search(query, k) for shard in self._shards[granularity]], k)
+        return merge_scored([shard.search(query, k, keep_repeats) for shard in self._shards[granularity]], k)
 
     def allows(self, filters: Filters | None) -> Callable[[str], bool]:
         """Whether a path passes the request's filters (judged on one of the file's chunks)."""
@@ -62,10 +62,10 @@ def granular_lists(query: str, retrievers: Sequence[GranularRetriever], config: 
     for retriever in retrievers:
         repo = retriever.snapshot.repo
         allowed = retriever.allows(filters)
-        files.append([(localizer_key(repo, k), s) for k, s in retriever.search(query, Granularity.FILE, config.k)
+        files.append([(localizer_key(repo, k), s) for k, s in retriever.search(query, Granularity.FILE, config.k, config.query_repeats)
                       if allowed(k)])
         functions.append([(localizer_key(repo, k), s) for k, s in
-                          retriever.search(query, Granularity.FUNCTION, config.k) if allowed(path_of_key(k))])
+                          retriever.search(query, Granularity.FUNCTION, config.k, config.query_repeats) if allowed(path_of_key(k))])
         for path, keys in retriever.functions_by_path.items():
             by_file[localizer_key(repo, path)] = [localizer_key(repo, k) for k in keys]
     return GranularLists(files=to_ranked(merge_scored(files, config.k)),

@@ -84,3 +84,18 @@ def test_written_shards_answer_at_both_granularities(tmp_path):
 
 def test_empty_snapshot_writes_no_granular_shard(tmp_path):
     assert GranularIndexWriter(Config().lucene).write_documents(tmp_path, snapshot_documents([], [])) == []
+
+
+def test_query_repeats_weigh_what_an_issue_repeats(tmp_path):
+    chunks, symbols = _parsed()
+    config = Config()
+    shards = GranularIndexWriter(config.lucene).write_documents(tmp_path, snapshot_documents(chunks, symbols))
+    (file_shard,) = [s for s in shards if s.kind == Granularity.FILE.shard_kind]
+    searcher = LuceneShardSearcher(tmp_path / file_shard.path, config.lucene)
+    assert searcher.sanitise("parcel parcel ledger") == "parcel ledger"
+    assert searcher.sanitise("parcel parcel ledger", keep_repeats=True) == "parcel parcel ledger"
+    query = "the ledger: parcel parcel parcel parcel"
+    assert searcher.search(query, 2, keep_repeats=True)[0][0] == "shop/shipping.py"
+    repeated = dict(searcher.search(query, 2, keep_repeats=True))
+    once = dict(searcher.search(query, 2))
+    assert repeated["shop/shipping.py"] > once["shop/shipping.py"]
