@@ -16,7 +16,8 @@ from typing import Any
 
 from semantica.config import Config, ConfigError, load_config
 
-COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch")  # modules of jobs/commands/
+COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
+                   "pairs")  # modules of jobs/commands/
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 

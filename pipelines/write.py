@@ -13,8 +13,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.granular import GranularIndexWriter, snapshot_documents
 from pipelines.token_cache import TokenVectorBuilder
 from semantica.config import Config
+from semantica.granular import Granularity
 from semantica.graph import CsrGraphStore
 from semantica.layout import LUCENE_DIR, VECTORS_DIR, SnapshotPaths, directory_checksums
 from semantica.lucene import LuceneDoc, LuceneShardWriter
@@ -81,7 +83,8 @@ class SnapshotWriter:
         write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
         self._write_pagerank(paths, content)
         write_file_blobs(paths.files, content.files, content.skipped)
-        shards = self._write_vectors(paths, content) + self._write_lucene(paths, content)
+        shards = (self._write_vectors(paths, content) + self._write_lucene(paths, content)
+                  + self._write_granular(paths, content))
         tokens = (content.token_vectors.write(paths.tokens, [c.content_sha for c in content.chunks]).to_dict()
                   if content.token_vectors is not None else {})
         manifest = Manifest(
@@ -96,6 +99,7 @@ class SnapshotWriter:
                 "chunks": len(content.chunks), "symbols": len(content.symbols),
                 "edges": len(content.edges), "errors": len(content.errors),
                 "files": len({c.path for c in content.chunks}),
+                **{f"{g.shard_kind}_docs": sum(s.count for s in shards if s.kind == g.shard_kind) for g in Granularity},
             },
             shards=shards,
             checksums=directory_checksums(paths.root),
@@ -144,6 +148,13 @@ class SnapshotWriter:
             writer.close()
             shards.append(ShardInfo("lucene", f"{LUCENE_DIR}/{directory.name}", end - start, ""))
         return shards
+
+    def _write_granular(self, paths: SnapshotPaths, content: SnapshotContent) -> list[ShardInfo]:
+        """Whole-file and function-level BM25 shards (`granular.index`); none when it is off."""
+        if not self.config.granular.index:
+            return []
+        return GranularIndexWriter(self.config.lucene).write_documents(
+            paths.root, snapshot_documents(content.chunks, content.symbols))
 
 
 def _checkpoint(model_path: str) -> str:

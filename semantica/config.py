@@ -290,6 +290,46 @@ class QueryConfig:
 
 
 @dataclass
+class GranularConfig:
+    """Whole-file and function-level BM25 (semantica/granular.py) and how localization fuses them.
+
+    A file (function) at rank r in its granular list adds `file_weight / (rrf_k + r)`
+    (`function_weight / ...`) to its localization score, in the units of the fused strategy lists.
+    Candidates first: every function of the top `candidate_files` files becomes a function candidate,
+    and each function adds `file_prior_weight / (rrf_k + rank of its file)` (0 = off).
+    `query_repeats`: a query term counts as often as it occurs (an issue repeats what matters)."""
+
+    index: bool = True
+    enabled: bool = False
+    k: int = 200
+    query_repeats: bool = True
+    rrf_k: float = 60.0
+    file_weight: float = 0.0
+    function_weight: float = 0.0
+    candidate_files: int = 0
+    file_prior_weight: float = 0.0
+
+
+@dataclass
+class PairsConfig:
+    """`semantica mine-pairs`: training pairs from git history (jobs/train/pairs.py). `corpus` never holds
+    a benchmark repository (the miner refuses them; tests/jobs/test_pairs.py guards the list)."""
+
+    corpus: list[str] = field(default_factory=lambda: ["pallets/click", "python-attrs/attrs", "Textualize/rich"])
+    min_docstring_chars: int = 20
+    min_body_lines: int = 2
+    max_document_chars: int = 4000
+    max_commits: int = 2000
+    min_message_chars: int = 15
+    max_commit_files: int = 10
+    max_commit_lines: int = 400
+    bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
+    skip_subject_prefixes: list[str] = field(default_factory=lambda: ["revert", "bump", "release", "merge branch"])
+    hard_negatives: int = 5
+    commit_batch: int = 250
+
+
+@dataclass
 class ServeConfig:
     """HTTP serving defaults."""
 
@@ -422,6 +462,8 @@ class Config:
     ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
+    granular: GranularConfig = field(default_factory=GranularConfig)
+    pairs: PairsConfig = field(default_factory=PairsConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)

@@ -73,6 +73,12 @@ class LuceneDoc:
     symbol: str
 
 
+def raw_document(doc: LuceneDoc) -> str:
+    """The JSON line Anserini indexes for `doc` (path and symbol are searchable too)."""
+    return json.dumps({"id": doc.doc_id, "contents": lexical_text(f"{doc.path} {doc.symbol}\n{doc.text}"),
+                       "path": doc.path, "symbol": doc.symbol})
+
+
 class LuceneShardWriter:
     """Writes one shard; Anserini commits only at close, so build it in a temp dir."""
 
@@ -87,13 +93,10 @@ class LuceneShardWriter:
         self.count = 0
 
     def add(self, docs: Iterable[LuceneDoc]) -> None:
-        batch = [
-            json.dumps(
-                {"id": d.doc_id, "contents": lexical_text(f"{d.path} {d.symbol}\n{d.text}"),
-                 "path": d.path, "symbol": d.symbol}
-            )
-            for d in docs
-        ]
+        self.add_raw([raw_document(d) for d in docs])
+
+    def add_raw(self, batch: list[str]) -> None:
+        """Documents already in `raw_document` form (callers that cache them by content)."""
         if batch:
             self._indexer.add_batch_raw(batch)
             self.count += len(batch)
@@ -121,15 +124,20 @@ class LuceneShardSearcher:
         self._searcher.set_analyzer(analyzer_class())
         self._lock = threading.Lock()
 
-    def sanitise(self, query: str) -> str:
-        """Code-aware terms, lone surrogates dropped, capped at `max_query_terms` distinct terms."""
+    def sanitise(self, query: str, keep_repeats: bool = False) -> str:
+        """Code-aware terms, lone surrogates dropped, capped at `max_query_terms` distinct terms.
+        `keep_repeats` keeps every occurrence (Anserini weighs a term by its count in the query)."""
         clean = query.encode("utf-8", "ignore").decode("utf-8", "ignore")
-        terms = unique_terms(tokenize(clean))[: self.config.max_query_terms]
+        tokens = tokenize(clean)
+        terms = unique_terms(tokens)[: self.config.max_query_terms]
+        if keep_repeats:
+            kept = set(terms)
+            terms = [t for t in tokens if t in kept]
         return " ".join(terms)
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+    def search(self, query: str, k: int, keep_repeats: bool = False) -> list[tuple[str, float]]:
         """(chunk_id, bm25 score) best first; an empty query gives an empty list."""
-        terms = self.sanitise(query)
+        terms = self.sanitise(query, keep_repeats)
         if not terms or k <= 0:
             return []
         try:

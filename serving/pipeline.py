@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from semantica.api import HitView, QueryError, SearchRequest, SearchResponse
-from semantica.config import Config, QueryConfig
+from semantica.config import Config, GranularConfig, QueryConfig
 from semantica.encoder import Encoder, safe_name, shared_encoder, snapshot_encoder
 from semantica.errors import public_message
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
@@ -31,6 +31,7 @@ from semantica.token_vectors import StoredTokenVectors
 from serving.context import Context, ContextBuilder
 from serving.cross_encoder import CrossEncoderReranker
 from serving.fusion import ExpansionMatcher, WeightedRRF
+from serving.granular_fusion import GranularFusion, GranularLists
 from serving.graph_ops import GraphOps
 from serving.graph_route import GraphRouter
 from serving.intent import Intent, IntentClassifier, IntentResult
@@ -40,6 +41,7 @@ from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
 from serving.rerankers import Reranker, RerankInput, build_rerankers
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
+from serving.retrievers.granular import GranularRetriever, granular_lists
 from serving.retrievers.graph import GraphRetriever, is_test_path
 from serving.retrievers.lexical import LexicalRetriever
 from serving.retrievers.symbol import SymbolRetriever
@@ -80,6 +82,10 @@ class RepoRetrievers:
                                self.snapshot.config.retrieval.symbol_fuzzy_max_names)
 
     @cached_property
+    def granular(self) -> GranularRetriever:
+        return GranularRetriever(self.snapshot)
+
+    @cached_property
     def graph(self) -> GraphRetriever:
         s = self.snapshot
         return GraphRetriever(s.graph_store, s.symbols, s.chunks, s.pagerank, s.config.graph)
@@ -114,7 +120,7 @@ class SearchPipeline:
             Intent.parse(name)
         self.fusion = WeightedRRF(config.fusion)
         self.context_builder = ContextBuilder(config.context)
-        self.localizer = Localizer(config.query, self.fusion)
+        self.localizer = Localizer(config.query, self.fusion, config.granular)
         self._retrievers: dict[str, RepoRetrievers] = {}
         self._cache: OrderedDict[tuple, SearchResponse] = OrderedDict()
         self._lock = threading.Lock()
@@ -285,7 +291,14 @@ class SearchPipeline:
         if "late_interaction" in timer.ms:
             warnings.extend(f"{s.repo}: snapshot {s.snapshot_id} stores no token vectors; late interaction encoded its "
                             f"candidates per query (slow): re-index it" for s in snapshots if not s.manifest.token_vectors)
-        files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth))
+        granular = None
+        if self.config.granular.enabled:
+            try:
+                granular = timer.run("granular", lambda: granular_lists(
+                    request.query, [self.retrievers(s).granular for s in snapshots], self.config.granular, filters))
+            except Exception as exc:  # optional lists: localization falls back to the chunk lists
+                degraded.append(_degraded("granular", exc))
+        files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth, granular))
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
             top, chunks, self._file_lines(snapshots), request.context_budget))
@@ -403,9 +416,10 @@ class Localizer:
     under test far more often than in the test).
     """
 
-    def __init__(self, config: QueryConfig, fusion: WeightedRRF) -> None:
+    def __init__(self, config: QueryConfig, fusion: WeightedRRF, granular: GranularConfig | None = None) -> None:
         self.config = config
         self.fusion = fusion
+        self.granular = GranularFusion(granular or GranularConfig())
 
     @staticmethod
     def _project(ranked: RankedList, key_of: Callable[[str], str | None]) -> RankedList:
@@ -419,23 +433,27 @@ class Localizer:
 
     def _rank(self, lists: dict[Strategy, RankedList], key_of: Callable[[str], str | None],
               intent: IntentResult, path_of: Callable[[str], str], depth: int,
-              voters: set[Strategy] | None = None) -> list[tuple[str, float]]:
+              voters: set[Strategy] | None = None,
+              adjust: Callable[[dict[str, float]], dict[str, float]] | None = None) -> list[tuple[str, float]]:
         projected = {s: self._project(ranked, key_of) for s, ranked in lists.items() if voters is None or s in voters}
         fused = self.fusion.fuse(projected, intent, None, k=sum(len(v) for v in projected.values()))
+        base = {hit.chunk_id: hit.score for hit in fused}
+        if adjust is not None:  # granular BM25 lists and candidates (serving/granular_fusion.py)
+            base = adjust(base)
         matcher = ExpansionMatcher(intent.expansions)
         scored: list[tuple[str, float]] = []
-        for hit in fused:
-            score = hit.score
-            path = path_of(hit.chunk_id)
+        for key, score in base.items():
+            path = path_of(key)
             if is_test_path(path):
                 score *= self.config.localize_test_factor
             if matcher.match(ChunkMeta(path=path)).startswith(PATH_MATCH):
                 score *= self.config.localize_path_boost
-            scored.append((hit.chunk_id, score))
+            scored.append((key, score))
         return sorted(scored, key=lambda item: -item[1])[:depth]
 
     def localize(self, lists: dict[Strategy, RankedList], chunks: dict[str, Chunk],
-                 intent: IntentResult, depth: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                 intent: IntentResult, depth: int,
+                 granular: GranularLists | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         def file_of(chunk_id: str) -> str | None:
             chunk = chunks.get(chunk_id)
             return f"{chunk.repo}\x00{chunk.path}" if chunk else None
@@ -452,8 +470,12 @@ class Localizer:
         voters = {Strategy.parse(s) for s in self.config.localize_strategies}
         if not voters & set(lists):
             voters = set(lists)  # an ablation without any of them: let what ran vote
-        files = self._rank(lists, file_of, intent, path_of, depth, voters)
-        functions = self._rank(lists, function_of, intent, path_of, depth, voters)
+        use_granular = granular is not None and self.granular.config.enabled
+        files = self._rank(lists, file_of, intent, path_of, depth, voters,
+                           (lambda s: self.granular.files(s, granular)) if use_granular else None)
+        ranked_files = [key for key, _ in files]
+        functions = self._rank(lists, function_of, intent, path_of, depth, voters,
+                               (lambda s: self.granular.functions(s, granular, ranked_files)) if use_granular else None)
         return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
                 [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
                  for k, v in functions])

@@ -17,13 +17,16 @@ from typing import Any
 
 import polars as pl
 
+from jobs.eval.granular_lists import INVENTORY, load_granular
 from jobs.eval.instances import Instance
-from jobs.eval.metrics import Prediction, evaluate
+from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
 from jobs.eval.swebench import TOP_N
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import Config
+from semantica.granular import Granularity, path_of_key
 from semantica.hits import Strategy
 from serving.fusion import WeightedRRF
+from serving.granular_fusion import GranularLists, localizer_key
 from serving.intent import IntentClassifier
 from serving.pipeline import Localizer
 
@@ -48,10 +51,15 @@ class LocalizationReplay:
             raise MineError(f"no retriever lists under {self.lists_dir}: run `semantica mine swebench --out "
                             f"{mined_dir}` (or `eval swebench --mine {mined_dir}`) first")
         self.intent = IntentClassifier(config.intent)
-        self.localizer = Localizer(config.query, WeightedRRF(config.fusion))
+        self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular)
+        self.mined_dir = Path(mined_dir)
+        self._loaded: dict[str, Any] = {}
+        self._granular_loaded: dict[str, GranularLists] = {}
 
-    def predict(self, inst: Instance) -> Prediction | None:
-        """The instance's file and function ranking, or None when it was never mined."""
+    def _load(self, inst: Instance) -> tuple[dict[Strategy, list[tuple[str, int]]], dict[str, Any], Any] | None:
+        """The instance's stored lists, chunk fields and intent, read once per replay object."""
+        if inst.instance_id in self._loaded:
+            return self._loaded[inst.instance_id]
         file = self.lists_dir / part_name(inst.instance_id)
         if not file.is_file():
             return None
@@ -62,11 +70,47 @@ class LocalizationReplay:
                 "strategy", "rank", "chunk_id", "path", "symbol", "kind").iter_rows():
             lists.setdefault(Strategy.parse(strategy), []).append((chunk_id, rank))
             chunks[chunk_id] = ChunkRef(inst.repo, path, symbol, kind)
-        intent = self.intent.classify(inst.problem_statement)
-        files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth))
+        loaded = self._loaded[inst.instance_id] = (lists, chunks, self.intent.classify(inst.problem_statement))
+        return loaded
+
+    def predict(self, inst: Instance) -> Prediction | None:
+        """The instance's file and function ranking, or None when it was never mined."""
+        loaded = self._load(inst)
+        if loaded is None:
+            return None
+        lists, chunks, intent = loaded
+        granular = self._granular(inst) if self.config.granular.enabled else None
+        files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth),
+                                                   granular)
         return Prediction([f["path"] for f in files][:TOP_N], [f["function"] for f in functions][:TOP_N])
 
-    def run(self, instances: Sequence[Instance]) -> dict[str, Any]:
+    def reconfigure(self, config: Config) -> None:
+        """Replay again with other `query`/`fusion`/`granular` settings, keeping what was read."""
+        self.config = config
+        self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular)
+
+    def _granular(self, inst: Instance) -> GranularLists:
+        """The instance's stored whole-file/function BM25 lists (`mine granular`), in localizer keys."""
+        if inst.instance_id in self._granular_loaded:
+            return self._granular_loaded[inst.instance_id]
+        frame = load_granular(self.mined_dir, inst.instance_id)
+        if frame is None:
+            raise MineError(f"granular.enabled but no granular lists for {inst.instance_id}: run `semantica mine "
+                            f"granular --out {self.mined_dir}` first")
+        k = self.config.granular.k
+        by_kind: dict[str, list[tuple[str, int]]] = {}
+        for kind, rank, key in frame.sort(["kind", "rank"]).select("kind", "rank", "key").iter_rows():
+            by_kind.setdefault(kind, []).append((localizer_key(inst.repo, key), rank))
+        by_file: dict[str, list[str]] = {}
+        for key, _ in by_kind.get(INVENTORY, []):
+            by_file.setdefault(localizer_key(inst.repo, path_of_key(key.split("\x00", 1)[1])), []).append(key)
+        lists = GranularLists(files=[kr for kr in by_kind.get(Granularity.FILE.value, []) if kr[1] <= k],
+                              functions=[kr for kr in by_kind.get(Granularity.FUNCTION.value, []) if kr[1] <= k],
+                              functions_of=lambda file_key: by_file.get(file_key, ()))
+        self._granular_loaded[inst.instance_id] = lists
+        return lists
+
+    def run(self, instances: Sequence[Instance], function_metrics: Sequence[str] = FUNCTION_METRICS) -> dict[str, Any]:
         """LocAgent metrics over the mined instances (the count of unmined ones is in `missing`)."""
         predictions = {}
         for inst in instances:
@@ -75,4 +119,4 @@ class LocalizationReplay:
                 predictions[inst.instance_id] = prediction
         if not predictions:
             raise MineError(f"none of the {len(instances)} instances has lists under {self.lists_dir}")
-        return evaluate(predictions, {i.instance_id: i.gold() for i in instances})
+        return evaluate(predictions, {i.instance_id: i.gold() for i in instances}, function_metrics=function_metrics)

@@ -1,0 +1,1 @@
+"""Training data for learned retrieval: mining (query, code) pairs from git history and docstrings."""
