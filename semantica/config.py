@@ -3,6 +3,10 @@
 Values come from, in increasing priority: the dataclass defaults (the RFC's values), a YAML file
 (`conf/default.yaml` unless another is given), environment variables named
 `SEMANTICA__SECTION__FIELD` and CLI overrides `section.field=value`.
+
+Why one file over 400 lines: it is a catalogue of ~30 small, independent dataclasses (one per concern,
+each a screenful) plus the one loader; keeping every default in one place is the point, and each
+section mirrors a block of conf/default.yaml.
 """
 
 from __future__ import annotations

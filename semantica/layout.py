@@ -1,4 +1,5 @@
-"""The on-disk index layout, the only code that knows where things live.
+"""The on-disk index layout, the only code that knows where things live (over 400 lines on purpose:
+names, listing, build locks and atomic publish must change together, and nothing else touches paths).
 
 ```
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)

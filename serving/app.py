@@ -20,7 +20,6 @@ Run: `semantica serve` (blocks until SIGINT/SIGTERM), or `serve run conf/serve.y
 
 
 import datetime as dt
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,6 @@ from semantica.layout import BrokenSnapshotError, IndexLayout, RepoNameError, Un
 from semantica.snapshot import Snapshot
 from serving.admission import AdmissionController
 from serving.context import ContextBuilder
-from serving.cross_encoder import should_run as cross_should_run
 from serving.feedback import FeedbackLog
 from serving.fusion import WeightedRRF
 from serving.graph_ops import UnknownNameError
@@ -48,26 +46,15 @@ from serving.http_models import FeedbackBody, GraphBody, SearchBody
 from serving.intent import IntentClassifier
 from serving.metrics import HttpMetrics
 from serving.pipeline import SearchPipeline
+from serving.remote import RETRIEVER_DEPLOYMENTS, RemotePipeline, StageUnavailable, _unwrap
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
 from serving.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, auth_required
 
 APP_NAME = "semantica"
 DEFAULT_SERVE_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "serve.yaml"
-RETRIEVER_DEPLOYMENTS = {
-    Strategy.VECTOR: "VectorRetriever", Strategy.LEXICAL: "LexicalRetriever",
-    Strategy.SYMBOL: "SymbolRetriever", Strategy.GRAPH: "GraphRetriever",
-}
 DEPLOYMENTS = ("Ingress", "Intent", *RETRIEVER_DEPLOYMENTS.values(), "Fusion", "LateInteraction", "CrossEncoder",
                "ContextBuilder")
 MANDATORY = ("Intent", "Fusion", "ContextBuilder")
-
-
-class StageUnavailable(RuntimeError):
-    """A mandatory stage is down, overloaded or timed out (HTTP 503)."""
-
-    def __init__(self, stage: str, detail: str) -> None:
-        super().__init__(f"stage {stage} is unavailable: {detail}")
-        self.stage = stage
 
 
 def error_status(exc: BaseException) -> int:
@@ -93,11 +80,6 @@ def error_body(exc: BaseException) -> dict[str, Any]:
 
 
 # -- stage deployments (each wraps one stage class) ---------------------------------------------
-
-
-def _unwrap(exc: BaseException) -> BaseException:
-    """The user exception inside a Ray task error (Ray keeps it as `cause` / a dual-class instance)."""
-    return getattr(exc, "cause", None) or exc
 
 
 @serve.deployment(name="Intent")
@@ -194,96 +176,6 @@ class ContextDeployment:
 
     def ping(self) -> str:
         return "ok"
-
-
-# -- proxies: the pipeline's stage objects, answered by deployments ----------------------------
-
-
-class _Remote:
-    """Calls one method of a deployment and waits (bounded) for the answer."""
-
-    def __init__(self, handle: DeploymentHandle, stage: str, timeout_s: float, mandatory: bool) -> None:
-        self.handle, self.stage, self.timeout_s, self.mandatory = handle, stage, timeout_s, mandatory
-
-    def call(self, method: str, *args: Any) -> Any:
-        try:
-            return getattr(self.handle, method).remote(*args).result(timeout_s=self.timeout_s)
-        except Exception as exc:
-            inner = _unwrap(exc)
-            if isinstance(inner, (QueryError, UnknownRepoError)):
-                raise inner from None
-            if self.mandatory:
-                raise StageUnavailable(self.stage, f"{type(inner).__name__}: {str(inner).splitlines()[0] if str(inner) else ''}") from None
-            raise RuntimeError(f"{self.stage}: {type(inner).__name__}: {inner}") from None
-
-
-class _RemoteIntent(_Remote):
-    def classify(self, query: str) -> Any:
-        return self.call("classify", query)
-
-
-class _RemoteFusion(_Remote):
-    def fuse(self, lists: Any, intent: Any = None, chunk_meta: Any = None, k: int | None = None) -> Any:
-        return self.call("fuse", lists, intent, chunk_meta, k)
-
-
-class _RemoteReranker(_Remote):
-    def rerank(self, query: str, hits: Any, chunks: Any) -> Any:
-        wanted = {h.chunk_id for h in hits}  # ship only the chunks the stage can look at
-        return self.call("rerank", query, hits, {cid: c for cid, c in chunks.items() if cid in wanted})
-
-
-class _RemoteCross(_RemoteReranker):
-    def __init__(self, handle: DeploymentHandle, config: Config) -> None:
-        super().__init__(handle, "CrossEncoder", config.retrieval.timeout_s, mandatory=True)
-        self.config = config.cross_encoder
-
-    def should_run(self, query: str, intent: Any) -> bool:
-        return cross_should_run(self.config, query, intent)
-
-
-class _RemoteContext(_Remote):
-    def build(self, hits: Any, chunks: Any, file_lines: Callable[[str, str], list[str]] | None = None,
-              budget: int | None = None) -> Any:
-        wanted = {h.chunk_id: chunks[h.chunk_id] for h in hits if h.chunk_id in chunks}
-        files = {(c.repo, c.path) for c in wanted.values()}
-        lines = {key: file_lines(*key) for key in files} if file_lines else {}
-        return self.call("build", hits, wanted, lines, budget)
-
-
-class _RemoteRetriever(_Remote):
-    def __init__(self, handle: DeploymentHandle, stage: str, timeout_s: float, repo: str) -> None:
-        super().__init__(handle, stage, timeout_s, mandatory=False)
-        self.repo = repo
-
-    def search_scored(self, query: Any, k: int, filters: Filters | None = None) -> ScoredList:
-        return self.call("search", self.repo, RetrievalQuery.of(query), k, filters or Filters())
-
-
-class _RemoteRepoRetrievers:
-    def __init__(self, snapshot: Snapshot, handles: dict[Strategy, DeploymentHandle], timeout_s: float) -> None:
-        self.snapshot = snapshot
-        for strategy, handle in handles.items():
-            setattr(self, strategy.value,
-                    _RemoteRetriever(handle, RETRIEVER_DEPLOYMENTS[strategy], timeout_s, snapshot.repo))
-
-
-class RemotePipeline(SearchPipeline):
-    """`SearchPipeline` whose stages are deployments: same orchestration, same response."""
-
-    def __init__(self, config: Config, handles: dict[str, DeploymentHandle]) -> None:
-        super().__init__(config)
-        timeout = config.retrieval.timeout_s
-        self.intent = _RemoteIntent(handles["Intent"], "Intent", timeout, mandatory=True)  # type: ignore[assignment]
-        self.fusion = _RemoteFusion(handles["Fusion"], "Fusion", timeout, mandatory=True)  # type: ignore[assignment]
-        self.context_builder = _RemoteContext(handles["ContextBuilder"], "ContextBuilder", timeout,  # type: ignore[assignment]
-                                              mandatory=True)
-        self.__dict__["late"] = _RemoteReranker(handles["LateInteraction"], "LateInteraction", timeout, mandatory=False)
-        self.__dict__["cross"] = _RemoteCross(handles["CrossEncoder"], config)
-        self._retriever_handles = {s: handles[name] for s, name in RETRIEVER_DEPLOYMENTS.items()}
-
-    def retrievers(self, snapshot: Snapshot) -> Any:
-        return _RemoteRepoRetrievers(snapshot, self._retriever_handles, self.config.retrieval.timeout_s)
 
 
 # -- the HTTP API --------------------------------------------------------------------------------

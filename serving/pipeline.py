@@ -19,8 +19,8 @@ from functools import cached_property
 from typing import Any
 
 from semantica.api import HitView, QueryError, SearchRequest, SearchResponse
-from semantica.config import Config, GranularConfig, QueryConfig
-from semantica.encoder import Encoder, safe_name, shared_encoder, snapshot_encoder
+from semantica.config import Config
+from semantica.encoder import Encoder, safe_name, shared_encoder
 from semantica.errors import public_message
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
 from semantica.languages import KNOWN_LANGUAGES
@@ -30,65 +30,24 @@ from semantica.snapshot import Snapshot, SnapshotSet
 from semantica.token_vectors import StoredTokenVectors
 from serving.context import Context, ContextBuilder
 from serving.cross_encoder import CrossEncoderReranker
-from serving.fusion import ExpansionMatcher, WeightedRRF
-from serving.granular_fusion import GranularFusion, GranularLists
+from serving.fusion import WeightedRRF
 from serving.graph_ops import GraphOps
 from serving.graph_route import GraphRouter
 from serving.intent import Intent, IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
+from serving.localize import Localizer
 from serving.ltr import LtrReranker
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
 from serving.rerankers import Reranker, RerankInput, build_rerankers
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
-from serving.retrievers.granular import GranularRetriever, granular_lists
-from serving.retrievers.graph import GraphRetriever, is_test_path
-from serving.retrievers.lexical import LexicalRetriever
-from serving.retrievers.symbol import SymbolRetriever
-from serving.retrievers.vector import VectorRetriever
+from serving.retrievers.granular import granular_lists
+from serving.retrievers.repo import RepoRetrievers
 
-FUNCTION_KINDS = frozenset({"function", "method"})
-PATH_MATCH = "path"
 LATE_CACHE_DIR = "late_tokens"
 SNAPSHOT_STAGE = "snapshot"
 QUERY_ENCODING_ITEMS = 64
 log = logging.getLogger(__name__)
-
-
-class RepoRetrievers:
-    """The four retrievers over one snapshot, built once per snapshot."""
-
-    def __init__(self, snapshot: Snapshot, encoder_factory: Callable[[], Encoder],
-                 encode_query: Callable[[str], Any] | None = None) -> None:
-        self.snapshot = snapshot
-        self._encoder_factory = encoder_factory
-        self._encode_query = encode_query
-
-    @cached_property
-    def vector(self) -> VectorRetriever:
-        m = self.snapshot.manifest  # the snapshot decides its encoder (a mismatch it cannot load is refused)
-        configured = self._encoder_factory()
-        encoder = snapshot_encoder(m.model_id, m.dim, m.model_path, configured)
-        encode = self._encode_query if self._encode_query and encoder is configured else encoder.encode_query
-        return VectorRetriever(self.snapshot.vector_shards, self.snapshot.chunks, encode)
-
-    @cached_property
-    def lexical(self) -> LexicalRetriever:
-        return LexicalRetriever(self.snapshot.lucene_shards, self.snapshot.chunk_by_id)
-
-    @cached_property
-    def symbol(self) -> SymbolRetriever:
-        return SymbolRetriever(self.snapshot.symbols, self.snapshot.chunk_by_id,
-                               self.snapshot.config.retrieval.symbol_fuzzy_max_names)
-
-    @cached_property
-    def granular(self) -> GranularRetriever:
-        return GranularRetriever(self.snapshot)
-
-    @cached_property
-    def graph(self) -> GraphRetriever:
-        s = self.snapshot
-        return GraphRetriever(s.graph_store, s.symbols, s.chunks, s.pagerank, s.config.graph)
 
 
 class StageTimer:
@@ -400,85 +359,6 @@ class SearchPipeline:
             late_score=hit.late_score, cross_score=hit.cross_score, ltr_score=hit.ltr_score,
             features=list(hit.features) if explain else None, explanation=hit.explanation if explain else None,
         )
-
-
-class Localizer:
-    """Ranks files and functions: where an agent should look or patch.
-
-    Rank-first at the file (and function) level: each strategy's chunk list becomes a file list
-    (a file takes its best chunk's rank), the file lists are fused with the same weighted RRF and
-    consensus as chunks — so a file that the lexical and the vector retriever reach through
-    different chunks gets the consensus it deserves. Only `query.localize_strategies` vote (vector
-    and lexical by default: on the SWE-bench dev split the symbol and graph lists, built from the
-    many identifiers of a long bug report, diluted file and function rankings; they still shape the
-    chunk hits, where short identifier and "who calls" queries need them). Files named in the query
-    are boosted; test files are damped (a fix lands in the code
-    under test far more often than in the test).
-    """
-
-    def __init__(self, config: QueryConfig, fusion: WeightedRRF, granular: GranularConfig | None = None) -> None:
-        self.config = config
-        self.fusion = fusion
-        self.granular = GranularFusion(granular or GranularConfig())
-
-    @staticmethod
-    def _project(ranked: RankedList, key_of: Callable[[str], str | None]) -> RankedList:
-        """A chunk ranking -> a ranking of keys (file or function), each at its best chunk's rank."""
-        out: dict[str, int] = {}
-        for chunk_id, _ in ranked:
-            key = key_of(chunk_id)
-            if key is not None and key not in out:
-                out[key] = len(out) + 1
-        return list(out.items())
-
-    def _rank(self, lists: dict[Strategy, RankedList], key_of: Callable[[str], str | None],
-              intent: IntentResult, path_of: Callable[[str], str], depth: int,
-              voters: set[Strategy] | None = None,
-              adjust: Callable[[dict[str, float]], dict[str, float]] | None = None) -> list[tuple[str, float]]:
-        projected = {s: self._project(ranked, key_of) for s, ranked in lists.items() if voters is None or s in voters}
-        fused = self.fusion.fuse(projected, intent, None, k=sum(len(v) for v in projected.values()))
-        base = {hit.chunk_id: hit.score for hit in fused}
-        if adjust is not None:  # granular BM25 lists and candidates (serving/granular_fusion.py)
-            base = adjust(base)
-        matcher = ExpansionMatcher(intent.expansions)
-        scored: list[tuple[str, float]] = []
-        for key, score in base.items():
-            path = path_of(key)
-            if is_test_path(path):
-                score *= self.config.localize_test_factor
-            if matcher.match(ChunkMeta(path=path)).startswith(PATH_MATCH):
-                score *= self.config.localize_path_boost
-            scored.append((key, score))
-        return sorted(scored, key=lambda item: -item[1])[:depth]
-
-    def localize(self, lists: dict[Strategy, RankedList], chunks: dict[str, Chunk],
-                 intent: IntentResult, depth: int,
-                 granular: GranularLists | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        def file_of(chunk_id: str) -> str | None:
-            chunk = chunks.get(chunk_id)
-            return f"{chunk.repo}\x00{chunk.path}" if chunk else None
-
-        def function_of(chunk_id: str) -> str | None:
-            chunk = chunks.get(chunk_id)
-            if chunk is None or chunk.kind not in FUNCTION_KINDS or not chunk.symbol:
-                return None
-            return f"{chunk.repo}\x00{chunk.path}::{chunk.symbol}"
-
-        def path_of(key: str) -> str:
-            return key.split("\x00", 1)[1].split("::", 1)[0]
-
-        voters = {Strategy.parse(s) for s in self.config.localize_strategies}
-        if not voters & set(lists):
-            voters = set(lists)  # an ablation without any of them: let what ran vote
-        use_granular = granular is not None and self.granular.config.enabled
-        files = self._rank(lists, file_of, intent, path_of, depth, voters,
-                           (lambda s: self.granular.files(s, granular)) if use_granular else None)
-        ranked_files = [key for key, _ in files]
-        functions = self._rank(lists, function_of, intent, path_of, depth, voters,
-                               (lambda s: self.granular.functions(s, granular, ranked_files)) if use_granular else None)
-        return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
-                [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
-                 for k, v in functions])
 
 
 def _degraded(stage: str, exc: BaseException) -> dict[str, str]:

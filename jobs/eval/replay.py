@@ -28,7 +28,7 @@ from semantica.hits import Strategy
 from serving.fusion import WeightedRRF
 from serving.granular_fusion import GranularLists, localizer_key
 from serving.intent import IntentClassifier
-from serving.pipeline import Localizer
+from serving.localize import Localizer
 
 
 @dataclass(frozen=True)
