@@ -13,7 +13,7 @@ from jobs.eval.flow import evaluate, load_rows
 from jobs.eval.flow_gold import build
 from semantica.config import load_config
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
 FILES = {
     "pkg/__init__.py": "",
