@@ -180,6 +180,11 @@ class Indexer:
                 for work in live:
                     if not work.result.reason:
                         self._guard(work, raise_errors, self._publish)
+        except BaseException:  # a failure outside one repository's stages (encoder, caches): drop every build
+            for work in works:
+                if work.snapshot_id and work.result.status != STATUS_OK:
+                    self.layout.discard(work.spec.name, work.snapshot_id)
+            raise
         finally:
             parse_cache.close()
             elapsed = time.perf_counter() - start
@@ -233,6 +238,7 @@ class Indexer:
         model_id, dim = self.runner.identity()
         embed_cache = embedding_cache(self.config, model_id, dim)
         self.tokens = self._token_builder(model_id, dim)
+        self._tokens_counted = 0
         tasks: list[FileTask] = []
         for work in works:
             assert work.source is not None
@@ -325,8 +331,10 @@ class Indexer:
         if self.tokens is not None:  # chunks whose sentence vector was cached but whose tokens were not
             with _timed(result, "tokens"):
                 encoder, length = self._encoder_factory(), self.config.late_interaction.doc_max_length
-                result.chunks_token_encoded = self.tokens.fill(
-                    chunks, lambda texts: encoder.encode_tokens(texts, length), self.config.encoder.group_texts)
+                self.tokens.fill(chunks, lambda texts: encoder.encode_tokens(texts, length),
+                                 self.config.encoder.group_texts)
+            # encoded in this run (the runner's shared pass included), counted against the first repository published
+            result.chunks_token_encoded, self._tokens_counted = self.tokens.encoded - self._tokens_counted, self.tokens.encoded
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},

@@ -82,12 +82,12 @@ def _search(config, query: str):
 
 
 def test_indexed_snapshot_serves_granular_lists(shop_repo, tmp_path):
-    from pipelines.indexer import RepoIndexer
+    from pipelines.indexer import Indexer
     from semantica.layout import IndexLayout
 
     config = make_config(tmp_path, "granular.enabled=true", "granular.file_weight=1.0",
                          "granular.function_weight=1.0", "granular.candidate_files=2", "granular.file_prior_weight=0.5")
-    RepoIndexer(config, progress=False).index(str(shop_repo), R, "HEAD")
+    Indexer(config, progress=False).index(str(shop_repo), R, "HEAD")
     manifest = IndexLayout(config.paths.index_root).current(R).read_manifest()
     kinds = {s.kind: s.count for s in manifest.shards}
     assert kinds["lucene_file"] == 3 and kinds["lucene_function"] == 5
@@ -101,10 +101,10 @@ def test_indexed_snapshot_serves_granular_lists(shop_repo, tmp_path):
 
 
 def test_snapshot_without_granular_shards_falls_back_to_chunk_lists(shop_repo, tmp_path):
-    from pipelines.indexer import RepoIndexer
+    from pipelines.indexer import Indexer
 
     config = make_config(tmp_path, "granular.index=false", "granular.enabled=true", "granular.file_weight=1.0")
-    RepoIndexer(config, progress=False).index(str(shop_repo), R, "HEAD")
+    Indexer(config, progress=False).index(str(shop_repo), R, "HEAD")
     response = _search(config, "which courier ships a heavy parcel")
     assert not response.degraded
     assert response.files and response.files[0]["path"] == "shop/shipping.py"

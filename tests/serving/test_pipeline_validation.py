@@ -48,10 +48,16 @@ def test_unknown_language_lists_the_known_ones(pipeline):
     assert request.languages == ["python"]
 
 
-@pytest.mark.parametrize("k", [True, False, 0, -1, 2.5, "3", None])
+@pytest.mark.parametrize("k", [True, False, 0, -1, 2.5, "3"])
 def test_k_must_be_a_real_positive_int(pipeline, k):
     with pytest.raises(QueryError, match="k must be a positive integer"):
         pipeline.validate(SearchRequest("x", k=k))  # type: ignore[arg-type]
+
+
+def test_k_left_out_means_the_configured_default(pipeline):
+    request = SearchRequest("x")
+    pipeline.validate(request)
+    assert request.k == pipeline.config.query.default_k
 
 
 def test_http_body_does_not_turn_true_into_one():
