@@ -100,11 +100,14 @@ class HitMiner:
             query=query, repos=[repo], k=self.config.mine_depth, explain=True,
             late_interaction=False, cross_encoder=False, ltr=False))
         rows: list[dict[str, Any]] = []
-        for hit in response.hits:
+        # the fused candidates only: a structural question's exact graph answers come first without fusion
+        # features, and no reranker (LTR included) ever reorders them
+        fused = [hit for hit in response.hits if hit.features]
+        for rank, hit in enumerate(fused, 1):
             row: dict[str, Any] = {
                 "source": source, "group": repo, "query_id": query_id, "query": query, "chunk_id": hit.chunk_id,
                 "path": hit.path, "symbol": hit.symbol or "", "kind": hit.kind or "",
-                RANK_COLUMN: hit.rank, LABEL_COLUMN: label(hit.path, hit.symbol or ""),
+                RANK_COLUMN: rank, LABEL_COLUMN: label(hit.path, hit.symbol or ""),
             }
             row.update(zip(FEATURE_NAMES, (float(v) for v in hit.features or ())))
             rows.append(row)
