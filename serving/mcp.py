@@ -25,11 +25,13 @@ from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.layout import LayoutError
 from semantica.source import GitError
+from serving.graph_service import GraphRequest, GraphService
 from serving.mcp_models import (
     ContextBlockOut,
     ContextOut,
     FileOut,
     FreshnessOut,
+    GraphOut,
     HitOut,
     RepoOut,
     ReposOut,
@@ -55,6 +57,15 @@ Paths = Annotated[list[str], Field(description="only files matching these globs,
 Languages = Annotated[list[str], Field(description="only these languages, e.g. ['python']")]
 Branch = Annotated[str | None, Field(description="search this branch's snapshots (indexed with `index --ref`); "
                                                  "default: the default branch")]
+Name = Annotated[str, Field(min_length=1, description="a bare, dotted (Class.method, module.func) or path::Qual.name")]
+Depth = Annotated[int | None, Field(ge=1, description="transitive hops (default from conf; a maximum applies)")]
+GRAPH_TOOLS = {
+    "callers": "Functions whose bodies call NAME, each cited at the call line: 'who calls X / where is X used'.",
+    "callees": "Functions NAME calls: 'what does X call'.",
+    "definition": "Where NAME is defined.",
+    "references": "Every use of NAME: calls, references, subclasses.",
+    "implementations": "Subclasses of a class, or the overrides of a method.",
+}
 SyncRepo = Annotated[str | None, Field(description="an indexed repository name (re-sync from its recorded source)")]
 SyncPath = Annotated[str | None, Field(description="a git checkout on the server's machine (index it, or re-index from it)")]
 SyncRef = Annotated[str | None, Field(description="a branch or commit to index from git objects instead of the working tree")]
@@ -97,6 +108,10 @@ class SemanticaTools:
                      "files changed, or the branch moved), listing the changed files. Cheap: use it before trusting "
                      "answers about code you or others just edited."),
         ]
+        specs += [ToolSpec(op, getattr(self, op), f"{what} Exact, from the code graph (not a similarity search), "
+                           "each answer cited at `path:line` and marked with how it was resolved; `depth` > 1 "
+                           "follows the edges transitively. Prefer it to `search` for these questions.")
+                  for op, what in GRAPH_TOOLS.items()]
         if self.syncer is not None:
             specs.append(ToolSpec(
                 "sync", self.sync,
@@ -168,7 +183,26 @@ class SemanticaTools:
             raise ToolError("pass `repo` (an indexed repository) or `path` (a git checkout) to sync")
         return SyncOut(**self._guard(lambda: self.syncer(repo=repo, path=path, ref=ref, force=force)))
 
+    def callers(self, name: Name, repos: Repos = [], depth: Depth = None) -> GraphOut:  # noqa: B006
+        return self._graph("callers", name, repos, depth)
+
+    def callees(self, name: Name, repos: Repos = [], depth: Depth = None) -> GraphOut:  # noqa: B006
+        return self._graph("callees", name, repos, depth)
+
+    def definition(self, name: Name, repos: Repos = []) -> GraphOut:  # noqa: B006
+        return self._graph("defs", name, repos, None)
+
+    def references(self, name: Name, repos: Repos = []) -> GraphOut:  # noqa: B006
+        return self._graph("refs", name, repos, None)
+
+    def implementations(self, name: Name, repos: Repos = []) -> GraphOut:  # noqa: B006
+        return self._graph("impls", name, repos, None)
+
     # -- helpers --------------------------------------------------------------------------------
+
+    def _graph(self, op: str, name: str, repos: list[str], depth: int | None) -> GraphOut:
+        service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
+        return GraphOut(**self._guard(lambda: service.run(GraphRequest(op, name, list(repos), depth))))
 
     def _names(self, repos: list[str], branch: str | None) -> list[str]:
         names = self.pipeline.snapshots.names_for(list(repos), branch)

@@ -124,3 +124,31 @@ class SyncOut(BaseModel):
 
 def freshness_list(freshness: dict[str, dict[str, Any]]) -> list[FreshnessOut]:
     return [FreshnessOut(**value) for value in freshness.values()]
+
+
+class GraphAnswerOut(BaseModel):
+    repo: str
+    node: str = Field(description="path::Qualified.name of the answer")
+    qualname: str
+    path: str
+    line: int = Field(description="the line of the call / reference / definition")
+    citation: str = Field(description="path:line")
+    chunk_id: str
+    resolution: str = Field(description="how the edge was resolved: import, self, type, inheritance, local, unique, "
+                                        "override, name (best first)")
+    depth: int
+    target: str = Field(description="the candidate this answer belongs to")
+    kind: str = ""
+
+
+class GraphOut(BaseModel):
+    op: str
+    name: str
+    candidates: list[str] = Field(description="what the name resolved to; several = ambiguous, each answered")
+    ambiguous: bool
+    note: str
+    answers: list[GraphAnswerOut] = Field(description="the exact answer from the code graph, best first")
+    unresolved: list[str]
+    depth: int
+    snapshots: dict[str, str]
+    took_ms: float

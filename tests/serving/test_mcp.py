@@ -29,7 +29,8 @@ FILES = {
                       '    def record(self, amount):\n        self.amounts.append(amount)\n        return total(self.amounts)\n',
     "README.md": "# Ledger\n\nA tiny ledger that records amounts.\n",
 }
-EXPECTED_TOOLS = {"search", "get_context", "list_repos", "index_status", "sync"}
+EXPECTED_TOOLS = {"search", "get_context", "list_repos", "index_status", "sync",
+                  "callers", "callees", "definition", "references", "implementations"}
 
 
 def git_repo(root: Path, files: dict[str, str]) -> Path:
@@ -94,6 +95,8 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
         out["first_sync"] = structured(await session.call_tool("sync", {"path": str(repo), "repo": "acme/ledger"}))
         out["repos"] = structured(await session.call_tool("list_repos", {}))
         out["search"] = structured(await session.call_tool("search", {"query": "Ledger record", "k": 5}))
+        out["callers"] = structured(await session.call_tool("callers", {"name": "total"}))
+        out["callees"] = structured(await session.call_tool("callees", {"name": "Ledger.record"}))
         out["filtered"] = structured(await session.call_tool(
             "search", {"query": "sum amounts", "repos": ["acme/ledger"], "paths": ["ledger/calc.py"], "languages": ["python"]}))
         out["context"] = structured(await session.call_tool(
@@ -117,6 +120,8 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
             "sync_not_git": error_text(await session.call_tool("sync", {"path": str(tmp_path)})),
             "status_unknown": error_text(await session.call_tool("index_status", {"repo": "nope/nope"})),
             "unknown_tool": error_text(await session.call_tool("no_such_tool", {})),
+            "unknown_name": error_text(await session.call_tool("callers", {"name": "no_such_function"})),
+            "deep": error_text(await session.call_tool("callees", {"name": "total", "depth": 999})),
         }
         out["still_alive"] = structured(await session.call_tool("list_repos", {}))
         return out
@@ -162,6 +167,10 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
     assert second["chunks_reused"] > 0
     assert second["previous_snapshot_id"] == first["snapshot_id"] != second["snapshot_id"]
     assert any("refund_penalty" in h["content"] for h in out["after"]["hits"])
+    # structural tools: exact answers from the code graph, cited at the call line
+    callers = {a["qualname"]: a for a in out["callers"]["answers"]}
+    assert "Ledger.record" in callers and callers["Ledger.record"]["citation"] == "ledger/book.py:12"
+    assert {a["qualname"] for a in out["callees"]["answers"]} >= {"total"}
     assert out["after"]["freshness"][0]["stale"] is False
     assert out["status"]["repos"][0]["stale"] is False
 
@@ -175,6 +184,8 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
     assert "repo" in errors["sync_nothing"] and "path" in errors["sync_nothing"]
     assert "not a git repository" in errors["sync_not_git"]
     assert "nope/nope" in errors["status_unknown"]
+    assert "no_such_function" in errors["unknown_name"]
+    assert "depth" in errors["deep"]
     assert "no_such_tool" in errors["unknown_tool"]
     assert [r["repo"] for r in out["still_alive"]["repos"]] == ["acme/ledger"]
 
