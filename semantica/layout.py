@@ -309,14 +309,14 @@ class IndexLayout:
         return final
 
     def _prune(self, repo_dir: Path, current: str, keep: int) -> None:
-        """Keep the newest `keep` published snapshots (current always); remove stale temp dirs."""
+        """Keep `keep` published snapshots: CURRENT and the newest others; remove stale temp dirs."""
         published = sorted(
             (p for p in repo_dir.iterdir() if p.is_dir() and (p / MANIFEST).exists() and not p.name.endswith(TMP_SUFFIX)),
             key=lambda p: p.name,
         )
-        for old in published[: max(0, len(published) - max(keep, 1))]:
-            if old.name != current:
-                shutil.rmtree(old, ignore_errors=True)
+        others = [p for p in published if p.name != current]  # CURRENT may be older than a superseded build
+        for old in others[: max(0, len(others) - (max(keep, 1) - 1))]:
+            shutil.rmtree(old, ignore_errors=True)
         self.remove_stale_builds(repo_dir)
 
     def discard(self, repo: str, snapshot_id: str) -> None:

@@ -27,6 +27,21 @@ def test_publish_moves_current_and_prunes(tmp_path):
     assert remaining == sorted(ids[1:])
 
 
+def test_prune_keeps_current_and_newest_when_the_last_publish_is_the_oldest_build(tmp_path):
+    """Concurrent builds publish out of order: the last one published (CURRENT) may have the oldest id.
+    Retention still keeps exactly `keep` snapshots (it kept keep + 1 before)."""
+    layout = IndexLayout(tmp_path)
+    builds = [layout.begin("r", "c") for _ in range(3)]
+    for _sid, paths in builds:
+        _finish(paths, "r")
+    oldest, middle, newest = (sid for sid, _ in builds)
+    for sid in (middle, newest, oldest):
+        layout.publish("r", sid, keep=2)
+    assert layout.current_id("r") == oldest
+    remaining = sorted(p.name for p in layout.repo_dir("r").iterdir() if p.is_dir())
+    assert remaining == sorted([oldest, newest])
+
+
 def test_corrupted_build_is_not_published(tmp_path):
     layout = IndexLayout(tmp_path)
     sid, paths = layout.begin("r", "c")
