@@ -144,6 +144,7 @@ class Indexer:
         self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
         self.runner = runner or LocalRunner(config, self._encoder_factory, progress)
         self.tokens: TokenVectorBuilder | None = None
+        self._identity: tuple[str, int] = ("", 0)  # (encoder model id, dim), resolved by the plan of each run
         self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self.cache_dir = Path(config.paths.cache_dir)
         self.writer = SnapshotWriter(config)
@@ -235,7 +236,7 @@ class Indexer:
 
     def _plan(self, works: list[_RepoWork], parse_cache: ParseCache) -> list[FileTask]:
         """Files already parsed with every chunk embedded are done here; the rest become tasks."""
-        model_id, dim = self.runner.identity()
+        self._identity = model_id, dim = self.runner.identity()  # once per run; publish reuses it
         embed_cache = embedding_cache(self.config, model_id, dim)
         self.tokens = self._token_builder(model_id, dim)
         self._tokens_counted = 0
@@ -309,7 +310,7 @@ class Indexer:
     def _publish(self, work: _RepoWork) -> None:
         result, spec = work.result, work.spec
         assert work.source is not None and work.paths is not None
-        model_id, dim = self.runner.identity()
+        model_id, dim = self._identity
         order = [e.path for e in work.entries if e.path in work.parsed]
         parsed = [work.parsed[p] for p in order]
         with _timed(result, "resolve"):
