@@ -134,6 +134,8 @@ class RetrievalConfig:
     timeout_s: float = 30.0
     symbol_fuzzy_max_names: int = 4
     repo_parallelism: int = 8  # repositories a multi-repository query searches at once
+    # the registered retrievers a query runs (serving/retrievers/registry.py); a request may narrow them
+    retrievers: list[str] = field(default_factory=lambda: ["vector", "lexical", "symbol", "graph"])
 
 
 @dataclass
@@ -186,6 +188,8 @@ class FusionConfig:
     cutoffs: dict[str, int] = field(
         default_factory=lambda: {"symbol": 20, "flow": 15, "concept": 60, "code": 40, "balanced": 40}
     )
+    # registered retrievers beyond the four strategies: name -> raw weight (normalised with the profile's)
+    extra_weights: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

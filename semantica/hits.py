@@ -24,6 +24,18 @@ class Strategy(ParsableEnum):
 
 
 STRATEGIES: tuple[Strategy, ...] = tuple(Strategy)
+STRATEGY_VALUES = frozenset(s.value for s in STRATEGIES)
+
+
+def strategy_key(name: Strategy | str) -> Strategy | str:
+    """A ranked list's key: a built-in strategy as its member, another registered retriever by its name
+    (the members hash and compare as their names, so either finds the same list)."""
+    value = name.value if isinstance(name, Strategy) else str(name).strip().lower()
+    return Strategy(value) if value in STRATEGY_VALUES else value
+
+
+def strategy_value(key: Strategy | str) -> str:
+    return key.value if isinstance(key, Strategy) else key
 
 RankedList = list[tuple[str, int]]
 """One retriever's answer: (chunk_id, rank) pairs, rank 1 = best."""

@@ -5,10 +5,12 @@
       -> Fusion -> LateInteraction -> CrossEncoder (conditional) -> ContextBuilder
 
 The ingress runs the in-process `SearchPipeline` orchestration unchanged (validation, the concurrent
-retriever fan-out, degraded handling, localisation, views, the response cache); only its stage objects are
-swapped for thin proxies that call the stage deployments through `DeploymentHandle`s. Every deployment
-wraps the same stage class the in-process pipeline uses, so no query logic lives here. Each deployment
-takes its replicas / autoscaling / `ray_actor_options` from conf/serve.yaml.
+retriever fan-out, degraded handling, localisation, views, the response cache) over
+`serving.remote.remote_stages`: the stages `build_stages` makes, with proxies that call the deployments
+through `DeploymentHandle`s. Every deployment is one generic `StageDeployment` serving one stage of that
+same `build_stages(config)`, so no query logic lives here; a registered retriever gets its own
+`<Name>Retriever` deployment. Each deployment takes its replicas / autoscaling / `ray_actor_options` from
+conf/serve.yaml.
 
 Errors are JSON: 422 (FastAPI validation, bad JSON), 400 (`QueryError`), 404 (unknown repository),
 503 (a mandatory stage - intent, fusion, context, cross-encoder when asked for - is down or timed out).
@@ -31,30 +33,23 @@ from semantica.api import QueryError, SearchRequest
 from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
 from semantica.errors import public_message
-from semantica.hits import Strategy
 from semantica.layout import BrokenSnapshotError, IndexLayout, RepoNameError, UnknownRepoError
-from semantica.snapshot import Snapshot
 from serving.admission import AdmissionController
-from serving.context import ContextBuilder
 from serving.feedback import FeedbackLog
-from serving.fusion import WeightedRRF
 from serving.graph_ops import UnknownNameError
 from serving.graph_service import GraphRequest, GraphRequestError, GraphService
 from serving.http import ROUTES, build_http_app
 from serving.http_errors import NotFound
 from serving.http_models import FeedbackBody, GraphBody, SearchBody
-from serving.intent import IntentClassifier
 from serving.metrics import HttpMetrics
 from serving.pipeline import SearchPipeline
-from serving.remote import RETRIEVER_DEPLOYMENTS, RemotePipeline, StageUnavailable, _unwrap
+from serving.remote import CORE_DEPLOYMENTS, MANDATORY, StageUnavailable, _unwrap, remote_stages, stage_deployments
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
 from serving.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, auth_required
+from serving.stages import build_stages
 
 APP_NAME = "semantica"
 DEFAULT_SERVE_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "serve.yaml"
-DEPLOYMENTS = ("Ingress", "Intent", *RETRIEVER_DEPLOYMENTS.values(), "Fusion", "LateInteraction", "CrossEncoder",
-               "ContextBuilder")
-MANDATORY = ("Intent", "Fusion", "ContextBuilder")
 
 
 def error_status(exc: BaseException) -> int:
@@ -79,100 +74,53 @@ def error_body(exc: BaseException) -> dict[str, Any]:
     return body
 
 
-# -- stage deployments (each wraps one stage class) ---------------------------------------------
-
-
-@serve.deployment(name="Intent")
-class IntentDeployment:
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.stage = IntentClassifier(config_from_dict(config).intent)
-
-    def classify(self, query: str) -> Any:
-        return self.stage.classify(query)
-
-    def ping(self) -> str:
-        return "ok"
-
+# -- the stage deployment (one generic class; each deployment serves one stage) ------------------
 
 WARM_UP_QUERY = "warm up"
+RETRIEVER_STAGE = "retriever:"
 
 
-@serve.deployment(name="Retriever")
-class RetrieverDeployment:
-    """One strategy over every repository's current snapshot (`RepoRetrievers`, cached per snapshot)."""
+@serve.deployment(name="Stage")
+class StageDeployment:
+    """One stage of `build_stages(config)` behind Ray Serve: `stage` is a core stage name
+    (`serving.remote.CORE_DEPLOYMENTS`) or `retriever:<name>`; the proxies in `serving.remote` call it."""
 
-    def __init__(self, config: dict[str, Any], strategy: str) -> None:
-        self.config = config_from_dict(config)
-        self.strategy = Strategy.parse(strategy)
-        self.pipeline = SearchPipeline(self.config)
+    TARGETS = {"Intent": "intent", "Fusion": "fusion", "LateInteraction": "late", "CrossEncoder": "cross",
+               "ContextBuilder": "context_builder"}
+
+    def __init__(self, config: dict[str, Any], stage: str) -> None:
+        self.stages = build_stages(config_from_dict(config))
+        self.stage = stage
+        self.retriever = stage[len(RETRIEVER_STAGE):] if stage.startswith(RETRIEVER_STAGE) else ""
+        if not self.retriever and stage not in self.TARGETS:
+            raise ValueError(f"unknown stage {stage!r}; known: {sorted(self.TARGETS)} or {RETRIEVER_STAGE}<name>")
         self.warm_up()
 
     def warm_up(self) -> None:
-        """Open every current snapshot and run one probe search before the replica takes traffic:
-        loading the model, the JVM and the shards inside a first request would outlast its timeout."""
-        for repo in self.pipeline.snapshots.repos():
-            try:
-                self._retriever(self.pipeline.snapshots.get(repo)).search_scored(WARM_UP_QUERY, 1)
-            except Exception:  # a broken snapshot is reported by the request that needs it
-                continue
+        """Load what the first request needs before the replica takes traffic: the model, the JVM and the
+        shards inside a first request would outlast its timeout."""
+        if self.retriever:
+            for repo in self.stages.snapshots.repos():
+                try:
+                    self.search(repo, RetrievalQuery.of(WARM_UP_QUERY), 1, Filters())
+                except Exception:  # a broken snapshot is reported by the request that needs it
+                    continue
+        elif self.stage == "LateInteraction" and self.stages.config.late_interaction.enabled:
+            self.stages.late.encoder.encode_query(WARM_UP_QUERY)
 
-    def _retriever(self, snapshot: Snapshot) -> Any:
-        """The graph store (embedded CSR or Memgraph) is chosen by `Snapshot.graph_store` from conf."""
-        return getattr(self.pipeline.retrievers(snapshot), self.strategy.value)
+    def call(self, method: str, *args: Any) -> Any:
+        """`method` of this deployment's stage object (classify, fuse, rerank)."""
+        return getattr(getattr(self.stages, self.TARGETS[self.stage]), method)(*args)
 
     def search(self, repo: str, query: RetrievalQuery, k: int, filters: Filters) -> ScoredList:
-        snapshot = self.pipeline.snapshots.get(repo)
-        return self._retriever(snapshot).search_scored(query, k, filters)
+        """A retriever stage over `repo`'s current snapshot (the graph store is chosen by conf)."""
+        snapshot = self.stages.snapshots.get(repo)
+        return self.stages.retrievers(snapshot).get(self.retriever).search_scored(query, k, filters)
 
-    def ping(self) -> str:
-        return "ok"
-
-
-@serve.deployment(name="Fusion")
-class FusionDeployment:
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.stage = WeightedRRF(config_from_dict(config).fusion)
-
-    def fuse(self, lists: Any, intent: Any, meta: Any, k: int | None) -> Any:
-        return self.stage.fuse(lists, intent, meta, k)
-
-    def ping(self) -> str:
-        return "ok"
-
-
-@serve.deployment(name="LateInteraction")
-class LateInteractionDeployment:
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.pipeline = SearchPipeline(config_from_dict(config))  # builds the reranker exactly as in-process
-        if self.pipeline.config.late_interaction.enabled:
-            self.pipeline.late.encoder.encode_query(WARM_UP_QUERY)  # load the model before taking traffic
-
-    def rerank(self, query: str, hits: Any, chunks: Any) -> Any:
-        return self.pipeline.late.rerank(query, hits, chunks)
-
-    def ping(self) -> str:
-        return "ok"
-
-
-@serve.deployment(name="CrossEncoder")
-class CrossEncoderDeployment:
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.pipeline = SearchPipeline(config_from_dict(config))  # model loaded on first use (may be absent)
-
-    def rerank(self, query: str, hits: Any, chunks: Any) -> Any:
-        return self.pipeline.cross.rerank(query, hits, chunks)
-
-    def ping(self) -> str:
-        return "ok"
-
-
-@serve.deployment(name="ContextBuilder")
-class ContextDeployment:
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.stage = ContextBuilder(config_from_dict(config).context)
-
-    def build(self, hits: Any, chunks: Any, lines: dict[tuple[str, str], list[str]], budget: int | None) -> Any:
-        return self.stage.build(hits, chunks, lambda repo, path: lines.get((repo, path), []), budget)
+    def build_context(self, hits: Any, chunks: Any, lines: dict[tuple[str, str], list[str]],
+                      budget: int | None) -> Any:
+        """The context stage: file lines travel with the request (the ingress reads the snapshot)."""
+        return self.stages.context_builder.build(hits, chunks, lambda repo, path: lines.get((repo, path), []), budget)
 
     def ping(self) -> str:
         return "ok"
@@ -182,14 +130,14 @@ class ContextDeployment:
 
 
 class IngressCore:
-    """The ingress logic (no HTTP): owns the orchestration, a `RemotePipeline` over the stage handles, and
+    """The ingress logic (no HTTP): owns the orchestration, a `SearchPipeline` over `remote_stages` (the stage handles), and
     what the HTTP guards need (tokens, Host allowlist, admission, metrics). Every read is scoped to the
     caller's `Principal`; Serve handle callers (inside the cluster) are trusted as `ANONYMOUS`."""
 
     def __init__(self, config: dict[str, Any], **handles: DeploymentHandle) -> None:
         self.config = config_from_dict(config)
         self.handles = handles
-        self.pipeline = RemotePipeline(self.config, handles)
+        self.pipeline = SearchPipeline(self.config, stages=remote_stages(self.config, handles))
         if self.config.ltr.enabled:
             _ = self.pipeline.ltr  # load the model before taking traffic: a bad model path fails the deploy
         self.feedback_log = FeedbackLog(self.config.serve.feedback_dir)
@@ -332,8 +280,9 @@ def deployment_options(serve_config: str | Path | None) -> dict[str, dict[str, A
     for item in app.get("deployments", []) or []:
         values = dict(item)
         name = values.pop("name")
-        if name not in DEPLOYMENTS:
-            raise ValueError(f"{path}: unknown deployment {name!r}; known: {list(DEPLOYMENTS)}")
+        if name != "Ingress" and name not in CORE_DEPLOYMENTS and not name.endswith("Retriever"):
+            raise ValueError(f"{path}: unknown deployment {name!r}; known: Ingress, {', '.join(CORE_DEPLOYMENTS)} "
+                             "or <Name>Retriever for a registered retriever")
         options[name] = values
     return options
 
@@ -344,21 +293,8 @@ def stage_bindings(config: Config, options: dict[str, dict[str, Any]] | None = N
     options = options or {}
     overrides = overrides or {}
     values = config_to_dict(config)
-
-    def make(name: str, default: Any) -> Any:
-        deployment = overrides.get(name, default)
-        return deployment.options(name=name, **options.get(name, {}))
-
-    handles: dict[str, Any] = {
-        "Intent": make("Intent", IntentDeployment).bind(values),
-        "Fusion": make("Fusion", FusionDeployment).bind(values),
-        "LateInteraction": make("LateInteraction", LateInteractionDeployment).bind(values),
-        "CrossEncoder": make("CrossEncoder", CrossEncoderDeployment).bind(values),
-        "ContextBuilder": make("ContextBuilder", ContextDeployment).bind(values),
-    }
-    for strategy, name in RETRIEVER_DEPLOYMENTS.items():
-        handles[name] = make(name, RetrieverDeployment).bind(values, strategy.value)
-    return handles
+    return {name: overrides.get(name, StageDeployment).options(name=name, **options.get(name, {})).bind(values, stage)
+            for name, stage in stage_deployments(config).items()}
 
 
 def build_graph(config: Config, options: dict[str, dict[str, Any]] | None = None,

@@ -21,16 +21,19 @@ asking for more than that (an explicit larger k) gets k hits. The pipeline trims
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from semantica.config import FusionConfig
 from semantica.hits import (
     ABSENT_RANK,
     STRATEGIES,
+    STRATEGY_VALUES,
     ChunkMeta,
     Hit,
     RankedList,
     Strategy,
+    strategy_key,
+    strategy_value,
 )
 from semantica.schema import Chunk, module_of
 from serving.intent import INTENTS, Expansions, Intent, IntentResult
@@ -127,13 +130,20 @@ class WeightedRRF:
         c = self.config
         return consensus_factor(n_strategies, avg_rank, c.consensus_beta, c.consensus_cap, c.consensus_q0)
 
-    def weights(self, intent: IntentResult | None) -> dict[Strategy, float]:
-        """Normalised per-strategy weights for this intent (see the module docstring)."""
+    def weights(self, intent: IntentResult | None, extra: Iterable[str] = ()) -> dict[Strategy | str, float]:
+        """Normalised per-strategy weights for this intent (see the module docstring). `extra` names
+        registered retrievers beyond the four strategies: their weight is `fusion.extra_weights[name]`."""
         c = self.config
         intent = intent or IntentResult.pure(Intent.BALANCED)
-        raw = {
+        raw: dict[Strategy | str, float] = {
             s: sum(intent.p(i) * c.profiles[i.value][s.value] for i in INTENTS) for s in STRATEGIES
         }
+        for name in extra:
+            if name not in c.extra_weights or name not in c.rrf_k:
+                raise ValueError(f"unknown strategy {name!r}: not one of {', '.join(sorted(STRATEGY_VALUES))}, and no "
+                                 f"fusion weight for a registered retriever (fusion.extra_weights.{name}, "
+                                 f"fusion.rrf_k.{name})")
+            raw[name] = float(c.extra_weights[name])
         if intent.dominant is Intent.FLOW and intent.p(Intent.FLOW) > c.flow_boost_min_p:
             raw[Strategy.GRAPH] *= c.flow_boost
         if intent.dominant is Intent.SYMBOL and intent.p(Intent.SYMBOL) > c.symbol_boost_min_p:
@@ -165,22 +175,23 @@ class WeightedRRF:
         """
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        weights = self.weights(intent)
+        names = {key: strategy_key(key) for key in lists}
+        weights = self.weights(intent, [n for n in names.values() if not isinstance(n, Strategy)])
         matcher = ExpansionMatcher(intent.expansions if intent else Expansions())
-        ranks_by_chunk: dict[str, dict[Strategy, int]] = {}
+        ranks_by_chunk: dict[str, dict[Strategy | str, int]] = {}
         for key, ranked in lists.items():
-            strategy = Strategy.parse(key)
+            strategy = names[key]
             for chunk_id, rank in ranked or []:
                 if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
                     raise ValueError(
-                        f"{strategy.value}: rank of {chunk_id!r} must be an integer >= 1, got {rank!r}"
+                        f"{strategy_value(strategy)}: rank of {chunk_id!r} must be an integer >= 1, got {rank!r}"
                     )
                 seen = ranks_by_chunk.setdefault(chunk_id, {})
                 if strategy not in seen or rank < seen[strategy]:
                     seen[strategy] = rank
 
-        k_of = {s: self.config.rrf_k[s.value] for s in STRATEGIES}
-        scored: list[tuple[float, int, str, dict[Strategy, int], str]] = []
+        k_of = {s: self.config.rrf_k[strategy_value(s)] for s in weights}
+        scored: list[tuple[float, int, str, dict[Strategy | str, int], str]] = []
         for chunk_id, ranks in ranks_by_chunk.items():
             fused = sum(weights[s] / (k_of[s] + r) for s, r in ranks.items())
             consensus = self.consensus(len(ranks), sum(ranks.values()) / len(ranks))
@@ -203,13 +214,13 @@ class WeightedRRF:
     def _hit(
         self,
         chunk_id: str,
-        ranks: dict[Strategy, int],
-        weights: dict[Strategy, float],
+        ranks: dict[Strategy | str, int],
+        weights: dict[Strategy | str, float],
         matched: str,
         chunk_meta: Mapping[str, ChunkMeta | Chunk] | None,
     ) -> Hit:
         c = self.config
-        rrf = {s: weights[s] / (c.rrf_k[s.value] + r) for s, r in ranks.items()}
+        rrf = {s: weights[s] / (c.rrf_k[strategy_value(s)] + r) for s, r in ranks.items()}
         fused = sum(rrf.values())
         n = len(ranks)
         best = min(ranks.values())
@@ -227,7 +238,8 @@ class WeightedRRF:
             + [float(n), float(best), avg, consensus]
             + [float(meta.size) if meta else 0.0, float(meta.path.count("/")) if meta else 0.0]
         )
-        terms = " + ".join(f"{s.value} #{ranks[s]} ({rrf[s]:.4f})" for s in STRATEGIES if s in ranks)
+        ordered = [s for s in STRATEGIES if s in ranks] + [s for s in ranks if not isinstance(s, Strategy)]
+        terms = " + ".join(f"{strategy_value(s)} #{ranks[s]} ({rrf[s]:.4f})" for s in ordered)
         explanation = (
             f"{terms} = {fused:.4f} x consensus {consensus:.2f} "
             f"({n} strateg{'y' if n == 1 else 'ies'}, avg rank {avg:.1f})"
@@ -239,9 +251,10 @@ class WeightedRRF:
             chunk_id=chunk_id,
             score=score,
             fused_score=score,
-            ranks={s.value: r for s, r in ranks.items()},
-            rrf_scores={s.value: v for s, v in rrf.items()},
+            ranks={strategy_value(s): r for s, r in ranks.items()},
+            rrf_scores={strategy_value(s): v for s, v in rrf.items()},
             features=features,
             explanation=explanation,
             chunk=raw_meta if isinstance(raw_meta, Chunk) else None,
         )
+

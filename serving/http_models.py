@@ -11,7 +11,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model, field_validator
 
 from semantica.api import SearchRequest
-from semantica.hits import Strategy
+from serving.retrievers.registry import retriever_spec
 from serving.security import check_repo_name
 
 KEEP_CONTROLS = {"\n", "\t"}
@@ -54,7 +54,7 @@ class _SearchChecks(BaseModel):
     @field_validator("strategies", check_fields=False)
     @classmethod
     def _known_strategies(cls, names: list[str]) -> list[str]:
-        return [Strategy.parse(n).value for n in names]  # ValueError lists the valid ones -> 422
+        return [retriever_spec(n).name for n in names]  # ValueError lists the registered ones -> 422
 
     @field_validator("context_budget", check_fields=False)
     @classmethod

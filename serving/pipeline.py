@@ -13,40 +13,31 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
-from functools import cached_property
 from typing import Any
 
 from semantica.api import HitView, QueryError, SearchRequest, SearchResponse
 from semantica.config import Config
-from semantica.encoder import Encoder, safe_name, shared_encoder
+from semantica.encoder import Encoder
 from semantica.errors import public_message
-from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
+from semantica.hits import ChunkMeta, Hit, RankedList, Strategy, strategy_key
 from semantica.languages import KNOWN_LANGUAGES
 from semantica.layout import BrokenSnapshotError, normalize_repo_name, split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
-from semantica.token_vectors import StoredTokenVectors
-from serving.context import Context, ContextBuilder
-from serving.cross_encoder import CrossEncoderReranker
-from serving.fusion import WeightedRRF
-from serving.graph_ops import GraphOps
-from serving.graph_route import GraphRouter
-from serving.intent import Intent, IntentClassifier, IntentResult
-from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
+from serving.context import Context
+from serving.intent import IntentResult
 from serving.localize import Localizer
-from serving.ltr import LtrReranker
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
-from serving.rerankers import Reranker, RerankInput, build_rerankers
+from serving.rerankers import Reranker, RerankInput
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.granular import granular_lists
-from serving.retrievers.repo import RepoRetrievers
+from serving.retrievers.registry import RetrieverSpec, retriever_spec
+from serving.stages import Stages, build_stages
 
-LATE_CACHE_DIR = "late_tokens"
 SNAPSHOT_STAGE = "snapshot"
-QUERY_ENCODING_ITEMS = 64
 log = logging.getLogger(__name__)
 
 
@@ -67,79 +58,85 @@ class StageTimer:
 
 
 class SearchPipeline:
-    """Answers `SearchRequest`s over the published snapshots under one index root."""
+    """Answers `SearchRequest`s over the published snapshots under one index root. It only orchestrates:
+    the stages come from `build_stages` (in process) or `serving.remote.remote_stages` (the Serve graph)."""
 
     def __init__(self, config: Config, snapshots: SnapshotSet | None = None,
-                 encoder_factory: Callable[[], Encoder] | None = None) -> None:
-        self.config = config
-        self.snapshots = snapshots or SnapshotSet(config)
-        self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
-        self.intent = IntentClassifier(config.intent)
-        for name in config.late_interaction.intents:  # late_interaction.intents: a typo fails here, not silently
-            Intent.parse(name)
-        self.fusion = WeightedRRF(config.fusion)
-        self.context_builder = ContextBuilder(config.context)
-        self.localizer = Localizer(config.query, self.fusion, config.granular)
-        self._retrievers: dict[str, RepoRetrievers] = {}
+                 encoder_factory: Callable[[], Encoder] | None = None, stages: Stages | None = None) -> None:
+        self.stages = stages or build_stages(config, snapshots, encoder_factory)
+        self.config = self.stages.config
+        self.snapshots = self.stages.snapshots
         self._cache: OrderedDict[tuple, SearchResponse] = OrderedDict()
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=len(Strategy) * max(1, config.retrieval.repo_parallelism),
+        width = max(1, len(self.stages.retriever_specs))
+        self._pool = ThreadPoolExecutor(max_workers=width * max(1, config.retrieval.repo_parallelism),
                                         thread_name_prefix="retrieve")
         self._repo_pool = ThreadPoolExecutor(max_workers=max(1, config.retrieval.repo_parallelism),
                                              thread_name_prefix="repo")
-        self.query_encoder = QueryEncoder(self._encoder_factory, QUERY_ENCODING_ITEMS)  # one encoder pass per query
         self._prefetcher = Prefetcher()
 
-    # -- lazily built optional stages ----------------------------------------------------------
+    # -- the stages (read through; built and owned by `self.stages`) ---------------------------
 
-    @cached_property
-    def late(self) -> LateInteractionReranker:
-        from pathlib import Path
+    @property
+    def intent(self) -> Any:
+        return self.stages.intent
 
-        li = self.config.late_interaction
-        encoder = self._encoder_factory()
-        # one token cache per model and truncation length: vectors never mix
-        model_dir = f"{safe_name(li.model_path or encoder.model_id)}-len{li.doc_max_length}"
-        cache = TokenEmbeddingCache(Path(self.config.paths.cache_dir) / LATE_CACHE_DIR / model_dir,
-                                    li.memory_cache_items, li.dtype)
-        return LateInteractionReranker(li, encoder, cache, stored=self._stored_tokens,
-                                       query_tokens=self.query_encoder.tokens)
+    @property
+    def fusion(self) -> Any:
+        return self.stages.fusion
 
-    def _stored_tokens(self, repo: str) -> tuple[StoredTokenVectors, dict[str, int]] | None:
-        snapshot = self.snapshots.get(repo)
-        store = snapshot.token_vectors
-        return (store, snapshot.chunk_row) if store is not None else None
+    @property
+    def localizer(self) -> Localizer:
+        return self.stages.localizer
 
-    @cached_property
-    def graph_ops(self) -> GraphOps:
-        return GraphOps()
+    @property
+    def context_builder(self) -> Any:
+        return self.stages.context_builder
 
-    @cached_property
-    def graph_router(self) -> GraphRouter:
-        return GraphRouter(self.graph_ops, self.config.graph_ops.route_depth)
+    @property
+    def query_encoder(self) -> QueryEncoder:
+        return self.stages.query_encoder
 
-    @cached_property
-    def cross(self) -> CrossEncoderReranker:
-        return CrossEncoderReranker.from_config(self.config.cross_encoder)
+    @property
+    def late(self) -> Any:
+        return self.stages.late
 
-    @cached_property
-    def ltr(self) -> LtrReranker:
-        """Runs where the pipeline runs (also in the Serve ingress): a few trees over <= top_n rows."""
-        return LtrReranker.from_config(self.config.ltr)
+    @property
+    def cross(self) -> Any:
+        return self.stages.cross
+
+    @property
+    def ltr(self) -> Any:
+        return self.stages.ltr
+
+    @property
+    def graph_ops(self) -> Any:
+        return self.stages.graph_ops
+
+    @property
+    def graph_router(self) -> Any:
+        return self.stages.graph_router
+
+    @property
+    def rerankers(self) -> list[Reranker]:
+        return self.stages.rerankers
+
+    def retrievers(self, snapshot: Snapshot) -> Any:
+        return self.stages.retrievers(snapshot)
 
     def prefetch(self, repos: list[str] | None = None) -> Prefetcher:
         """Start loading, in parallel, what the first query over `repos` (default: all) will need."""
         names = repos or self.snapshots.repos()
-        loads: dict[str, Callable[[], Any]] = {"encoder": self._encoder_factory}
+        loads: dict[str, Callable[[], Any]] = {"encoder": self.stages.encoder_factory}
         for name in names:
             try:
                 snapshot = self.snapshots.get(name)
             except Exception:  # an unknown repository: the query itself reports it
                 continue
             retrievers = self.retrievers(snapshot)
-            loads[f"{name}:lucene"] = lambda r=retrievers: r.lexical
-            loads[f"{name}:faiss"] = lambda r=retrievers: r.vector
-            loads[f"{name}:tables"] = lambda r=retrievers, s=snapshot: (r.symbol, s.chunk_row, s.token_vectors, r.graph)
+            for spec in self.stages.retriever_specs:
+                loads[f"{name}:{spec.name}"] = lambda r=retrievers, n=spec.name: r.get(n)
+            loads[f"{name}:tables"] = lambda s=snapshot: (s.chunk_row, s.token_vectors)
         return self._prefetcher.start(loads)
 
     # -- validation ----------------------------------------------------------------------------
@@ -155,10 +152,7 @@ class SearchPipeline:
             raise QueryError(f"k must be a positive integer, got {request.k!r}")
         if request.k > self.config.query.max_k:
             raise QueryError(f"k={request.k} is above the maximum {self.config.query.max_k}")
-        try:
-            request.strategies = [Strategy.parse(name).value for name in request.strategies]
-        except ValueError as exc:
-            raise QueryError(str(exc)) from None
+        request.strategies = [self._strategy_name(name) for name in request.strategies]
         if isinstance(request.repos, str):
             raise QueryError(f"repos must be a list of repository names, got the string {request.repos!r}")
         request.repos = list(dict.fromkeys(normalize_repo_name(name) for name in request.repos))  # RepoNameError
@@ -171,6 +165,17 @@ class SearchPipeline:
             request.query = cleaned
             warnings.append("query held invalid characters (lone surrogates); they were replaced")
         return warnings
+
+    def _strategy_name(self, name: str) -> str:
+        """A strategy the request may narrow to: a registered retriever that conf enables."""
+        try:
+            spec = retriever_spec(name)
+        except ValueError as exc:
+            raise QueryError(str(exc)) from None
+        enabled = [s.name for s in self.stages.retriever_specs]
+        if spec.name not in enabled:
+            raise QueryError(f"strategy {name!r} is not enabled (retrieval.retrievers: {', '.join(enabled)})")
+        return spec.name
 
     def _repos(self, request: SearchRequest, degraded: list[dict[str, str]]) -> list[Snapshot]:
         """The snapshots that can answer; a broken one is skipped and listed in `degraded`
@@ -186,14 +191,6 @@ class SearchPipeline:
             raise BrokenSnapshotError("no asked repository can answer: " +
                                       "; ".join(f"{h.repo!r}: {h.error}" for h in broken))
         raise QueryError("no repository is indexed yet: run `semantica index --repo PATH` first")
-
-    def retrievers(self, snapshot: Snapshot) -> RepoRetrievers:
-        with self._lock:
-            current = self._retrievers.get(snapshot.repo)
-            if current is None or current.snapshot is not snapshot:
-                current = self._retrievers[snapshot.repo] = RepoRetrievers(snapshot, self._encoder_factory,
-                                                                           self.query_encoder.vector)
-            return current
 
     # -- the work ------------------------------------------------------------------------------
 
@@ -233,7 +230,7 @@ class SearchPipeline:
     def _search(self, request: SearchRequest, snapshots: list[Snapshot], timer: StageTimer,
                 warnings: list[str], degraded: list[dict[str, str]]) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
         intent = timer.run("intent", lambda: self.intent.classify(request.query))
-        enabled = {Strategy.parse(s) for s in request.strategies} or set(Strategy)
+        enabled = [spec for spec in self.stages.retriever_specs if not request.strategies or spec.name in request.strategies]
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
         lists = self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded)
         chunks: dict[str, Chunk] = {}
@@ -276,53 +273,38 @@ class SearchPipeline:
                 view.graph = routed.by_chunk.get(view.chunk_id)
         return response, lists
 
-    def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: set[Strategy],
-                  filters: Filters, timer: StageTimer, degraded: list[dict[str, str]]) -> dict[Strategy, RankedList]:
+    def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: list[RetrieverSpec],
+                  filters: Filters, timer: StageTimer, degraded: list[dict[str, str]]) -> dict[Strategy | str, RankedList]:
+        """Every enabled retriever over every snapshot. Unseeded retrievers start at once; a seeded one
+        (the graph walk) starts when its seed sources have answered, from their hits interleaved."""
         k = self.config.retrieval.k_per_retriever
-        scored: dict[Strategy, list[ScoredList]] = {s: [] for s in enabled}
+        scored: dict[str, list[ScoredList]] = {spec.name: [] for spec in enabled}
 
-        def attempt(strategy: Strategy, fn: Callable[[], ScoredList]) -> ScoredList:
+        def attempt(name: str, fn: Callable[[], ScoredList]) -> ScoredList:
             try:
-                return timer.run(strategy.value, fn)
+                return timer.run(name, fn)
             except Exception as exc:  # a failing index degrades the answer, it does not fail it
-                degraded.append(_degraded(strategy.value, exc))
+                degraded.append(_degraded(name, exc))
                 return []
 
-        def one_repo(snapshot: Snapshot) -> dict[Strategy, ScoredList]:
-            out: dict[Strategy, ScoredList] = {}
+        def one_repo(snapshot: Snapshot) -> dict[str, ScoredList]:
             retrievers = self.retrievers(snapshot)
-            rq = RetrievalQuery(text=query, intent=intent)
-            vector_future = (self._pool.submit(attempt, Strategy.VECTOR, lambda: retrievers.vector.search_scored(rq, k, filters))
-                             if Strategy.VECTOR in enabled else None)
-            lexical_future = (self._pool.submit(attempt, Strategy.LEXICAL, lambda: retrievers.lexical.search_scored(rq, k, filters))
-                              if Strategy.LEXICAL in enabled else None)
-            symbol_hits = attempt(Strategy.SYMBOL, lambda: retrievers.symbol.search_scored(rq, k, filters)) \
-                if Strategy.SYMBOL in enabled else []
-            lexical_hits = lexical_future.result() if lexical_future else []
-            if Strategy.SYMBOL in enabled:
-                out[Strategy.SYMBOL] = symbol_hits
-            if Strategy.LEXICAL in enabled:
-                out[Strategy.LEXICAL] = lexical_hits
-            if Strategy.GRAPH in enabled:
-                seeds = _interleave([c for c, _ in symbol_hits], [c for c, _ in lexical_hits])
-                graph_query = RetrievalQuery(text=query, intent=intent, seeds=seeds,
-                                             symbol_seeds=[c for c, _ in symbol_hits])
-                out[Strategy.GRAPH] = attempt(Strategy.GRAPH, lambda: retrievers.graph.search_scored(graph_query, k, filters))
-            if vector_future:
-                out[Strategy.VECTOR] = vector_future.result()
-            return out
+            futures: dict[str, Future[ScoredList]] = {}
+            for spec in enabled:  # seed sources come before what they seed (enabled_specs orders them)
+                seed_lists = {name: [c for c, _ in futures[name].result()] for name in spec.seeded_by if name in futures}
+                rq = RetrievalQuery(text=query, intent=intent, seeds=_interleave(*seed_lists.values()),
+                                    symbol_seeds=seed_lists.get(Strategy.SYMBOL.value, []))
+                futures[spec.name] = self._pool.submit(
+                    attempt, spec.name, lambda n=spec.name, q=rq: retrievers.get(n).search_scored(q, k, filters))
+            return {name: future.result() for name, future in futures.items()}
 
         # repositories fan out in parallel (their own pool: a repo task waits on the retriever pool)
         per_repo = (list(self._repo_pool.map(one_repo, snapshots)) if len(snapshots) > 1
                     else [one_repo(s) for s in snapshots])
         for lists in per_repo:
-            for strategy, hits in lists.items():
-                scored[strategy].append(hits)
-        return {s: to_ranked(merge_scored(lists, k)) for s, lists in scored.items()}
-
-    @cached_property
-    def rerankers(self) -> list[Reranker]:
-        return build_rerankers(self.config.rerank.order, self)
+            for name, hits in lists.items():
+                scored[name].append(hits)
+        return {strategy_key(name): to_ranked(merge_scored(lists, k)) for name, lists in scored.items()}
 
     def _rerank(self, request: SearchRequest, intent: IntentResult, hits: list[Hit], chunks: dict[str, Chunk],
                 timer: StageTimer, degraded: list[dict[str, str]]) -> list[Hit]:
@@ -374,13 +356,11 @@ def _known_language(name: str) -> str:
     return language
 
 
-def _interleave(first: list[str], second: list[str]) -> list[str]:
-    """Seeds alternate symbol and lexical hits so both sources are represented."""
+def _interleave(*sources: list[str]) -> list[str]:
+    """Seeds alternate between their sources (symbol, lexical) so each is represented."""
     out: list[str] = []
-    for a, b in zip(first, second):
-        out.extend([a, b])
-    longer = first if len(first) > len(second) else second
-    out.extend(longer[min(len(first), len(second)):])
+    for rank in range(max((len(s) for s in sources), default=0)):
+        out.extend(s[rank] for s in sources if rank < len(s))
     return list(dict.fromkeys(out))
 
 

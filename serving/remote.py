@@ -1,8 +1,9 @@
-"""Proxies for the Ray Serve graph: the pipeline's stage objects, answered by deployments.
+"""Proxies for the Ray Serve graph: the pipeline's stages, answered by deployments.
 
-`RemotePipeline` is `SearchPipeline` with its stages replaced by handles that satisfy the same
-interfaces (classify, fuse, rerank, build, search_scored), so the Serve ingress runs exactly the
-in-process orchestration.
+`remote_stages(config, handles)` builds the same `Stages` as the in-process pipeline with each stage object
+replaced by a proxy that satisfies its protocol (classify, fuse, build, rerank, search_scored) and calls one
+`StageDeployment` through its handle. The Serve ingress runs `SearchPipeline(stages=remote_stages(...))`:
+exactly the in-process orchestration, with no subclass and nothing patched.
 """
 
 from __future__ import annotations
@@ -14,15 +15,27 @@ from ray.serve.handle import DeploymentHandle
 
 from semantica.api import QueryError
 from semantica.config import Config
-from semantica.hits import Strategy
 from semantica.layout import UnknownRepoError
 from semantica.snapshot import Snapshot
 from serving.cross_encoder import should_run as cross_should_run
-from serving.pipeline import SearchPipeline
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
+from serving.retrievers.registry import enabled_specs
+from serving.stages import Stages, build_stages
 
-RETRIEVER_DEPLOYMENTS = {Strategy.VECTOR: "VectorRetriever", Strategy.LEXICAL: "LexicalRetriever",
-                         Strategy.SYMBOL: "SymbolRetriever", Strategy.GRAPH: "GraphRetriever"}
+CORE_DEPLOYMENTS = ("Intent", "Fusion", "LateInteraction", "CrossEncoder", "ContextBuilder")
+MANDATORY = ("Intent", "Fusion", "ContextBuilder")
+
+
+def retriever_deployment(name: str) -> str:
+    """The deployment that serves the registered retriever `name` (vector -> VectorRetriever)."""
+    return f"{name[:1].upper()}{name[1:]}Retriever"
+
+
+def stage_deployments(config: Config) -> dict[str, str]:
+    """Deployment name -> the stage it serves (`StageDeployment`'s `stage` argument)."""
+    stages = {name: name for name in CORE_DEPLOYMENTS}
+    stages.update({retriever_deployment(s.name): f"retriever:{s.name}" for s in enabled_specs(config.retrieval.retrievers)})
+    return stages
 
 
 class StageUnavailable(RuntimeError):
@@ -45,8 +58,12 @@ class _Remote:
         self.handle, self.stage, self.timeout_s, self.mandatory = handle, stage, timeout_s, mandatory
 
     def call(self, method: str, *args: Any) -> Any:
+        """`method` of the stage object behind the deployment (`StageDeployment.call`)."""
+        return self.invoke("call", method, *args)
+
+    def invoke(self, endpoint: str, *args: Any) -> Any:
         try:
-            return getattr(self.handle, method).remote(*args).result(timeout_s=self.timeout_s)
+            return getattr(self.handle, endpoint).remote(*args).result(timeout_s=self.timeout_s)
         except Exception as exc:
             inner = _unwrap(exc)
             if isinstance(inner, (QueryError, UnknownRepoError)):
@@ -87,7 +104,7 @@ class _RemoteContext(_Remote):
         wanted = {h.chunk_id: chunks[h.chunk_id] for h in hits if h.chunk_id in chunks}
         files = {(c.repo, c.path) for c in wanted.values()}
         lines = {key: file_lines(*key) for key in files} if file_lines else {}
-        return self.call("build", hits, wanted, lines, budget)
+        return self.invoke("build_context", hits, wanted, lines, budget)
 
 
 class _RemoteRetriever(_Remote):
@@ -96,30 +113,31 @@ class _RemoteRetriever(_Remote):
         self.repo = repo
 
     def search_scored(self, query: Any, k: int, filters: Filters | None = None) -> ScoredList:
-        return self.call("search", self.repo, RetrievalQuery.of(query), k, filters or Filters())
+        return self.invoke("search", self.repo, RetrievalQuery.of(query), k, filters or Filters())
 
 
 class _RemoteRepoRetrievers:
-    def __init__(self, snapshot: Snapshot, handles: dict[Strategy, DeploymentHandle], timeout_s: float) -> None:
+    """One snapshot's retrievers by name, each answered by its deployment."""
+
+    def __init__(self, snapshot: Snapshot, handles: dict[str, DeploymentHandle], timeout_s: float) -> None:
         self.snapshot = snapshot
-        for strategy, handle in handles.items():
-            setattr(self, strategy.value,
-                    _RemoteRetriever(handle, RETRIEVER_DEPLOYMENTS[strategy], timeout_s, snapshot.repo))
+        self._retrievers = {name: _RemoteRetriever(handle, retriever_deployment(name), timeout_s, snapshot.repo)
+                            for name, handle in handles.items()}
+
+    def get(self, name: str) -> _RemoteRetriever:
+        return self._retrievers[name]
 
 
-class RemotePipeline(SearchPipeline):
-    """`SearchPipeline` whose stages are deployments: same orchestration, same response."""
-
-    def __init__(self, config: Config, handles: dict[str, DeploymentHandle]) -> None:
-        super().__init__(config)
-        timeout = config.retrieval.timeout_s
-        self.intent = _RemoteIntent(handles["Intent"], "Intent", timeout, mandatory=True)  # type: ignore[assignment]
-        self.fusion = _RemoteFusion(handles["Fusion"], "Fusion", timeout, mandatory=True)  # type: ignore[assignment]
-        self.context_builder = _RemoteContext(handles["ContextBuilder"], "ContextBuilder", timeout,  # type: ignore[assignment]
-                                              mandatory=True)
-        self.__dict__["late"] = _RemoteReranker(handles["LateInteraction"], "LateInteraction", timeout, mandatory=False)
-        self.__dict__["cross"] = _RemoteCross(handles["CrossEncoder"], config)
-        self._retriever_handles = {s: handles[name] for s, name in RETRIEVER_DEPLOYMENTS.items()}
-
-    def retrievers(self, snapshot: Snapshot) -> Any:
-        return _RemoteRepoRetrievers(snapshot, self._retriever_handles, self.config.retrieval.timeout_s)
+def remote_stages(config: Config, handles: dict[str, DeploymentHandle]) -> Stages:
+    """`build_stages(config)` with every stage that has a deployment answered through its handle."""
+    timeout = config.retrieval.timeout_s
+    retriever_handles = {s.name: handles[retriever_deployment(s.name)] for s in enabled_specs(config.retrieval.retrievers)}
+    return build_stages(
+        config,
+        intent=_RemoteIntent(handles["Intent"], "Intent", timeout, mandatory=True),
+        fusion=_RemoteFusion(handles["Fusion"], "Fusion", timeout, mandatory=True),
+        context=_RemoteContext(handles["ContextBuilder"], "ContextBuilder", timeout, mandatory=True),
+        late=_RemoteReranker(handles["LateInteraction"], "LateInteraction", timeout, mandatory=False),
+        cross=_RemoteCross(handles["CrossEncoder"], config),
+        retrievers=lambda snapshot: _RemoteRepoRetrievers(snapshot, retriever_handles, timeout),
+    )

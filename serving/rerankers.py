@@ -40,7 +40,7 @@ class Reranker(Protocol):
         ...
 
 
-RerankerFactory = Callable[[Any], Reranker]  # called with the SearchPipeline that owns the models
+RerankerFactory = Callable[[Any], Reranker]  # called with the `serving.stages.Stages` that own the models
 RERANKERS: dict[str, RerankerFactory] = {}
 
 

@@ -24,7 +24,7 @@ from jobs.eval.swebench import TOP_N
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import Config
 from semantica.granular import Granularity, path_of_key
-from semantica.hits import Strategy
+from semantica.hits import Strategy, strategy_key
 from serving.fusion import WeightedRRF
 from serving.granular_fusion import GranularLists, localizer_key
 from serving.intent import IntentClassifier
@@ -68,7 +68,7 @@ class LocalizationReplay:
         chunks: dict[str, Any] = {}
         for strategy, rank, chunk_id, path, symbol, kind in frame.select(
                 "strategy", "rank", "chunk_id", "path", "symbol", "kind").iter_rows():
-            lists.setdefault(Strategy.parse(strategy), []).append((chunk_id, rank))
+            lists.setdefault(strategy_key(strategy), []).append((chunk_id, rank))
             chunks[chunk_id] = ChunkRef(inst.repo, path, symbol, kind)
         loaded = self._loaded[inst.instance_id] = (lists, chunks, self.intent.classify(inst.problem_statement))
         return loaded

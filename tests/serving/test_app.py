@@ -10,18 +10,18 @@ import pytest
 from ray import serve
 
 from semantica.api import QueryError
+from semantica.config import load_config
 from semantica.layout import UnknownRepoError
 from serving.app import (
-    DEPLOYMENTS,
     FeedbackLog,
-    FusionDeployment,
-    RetrieverDeployment,
+    StageDeployment,
     StageUnavailable,
     build_graph,
     deployment_options,
     error_body,
     error_status,
 )
+from serving.remote import stage_deployments
 from tests.conftest import make_config
 
 pytestmark = pytest.mark.timeout(300)
@@ -61,14 +61,14 @@ def tiny_config(tmp_path_factory):
 
 
 @serve.deployment
-class BrokenRetriever(RetrieverDeployment.func_or_class):
+class BrokenRetriever(StageDeployment.func_or_class):
     def search(self, repo, query, k, filters):
         raise RuntimeError("vector index shard is corrupt")
 
 
 @serve.deployment
-class BrokenFusion(FusionDeployment.func_or_class):
-    def fuse(self, lists, intent, meta, k):
+class BrokenFusion(StageDeployment.func_or_class):
+    def call(self, method, *args):
         raise ConnectionError("fusion replica unreachable")
 
 
@@ -125,5 +125,5 @@ def test_feedback_log_appends_jsonl(tmp_path):
 
 def test_serve_yaml_configures_every_deployment_with_fractional_cpus():
     options = deployment_options(None)
-    assert set(options) == set(DEPLOYMENTS)
+    assert set(options) == {"Ingress", *stage_deployments(load_config(None))}
     assert all(o["ray_actor_options"]["num_cpus"] <= 0.1 for o in options.values())

@@ -16,7 +16,7 @@ import pytest
 from ray import cloudpickle, serve
 
 from jobs.commands.serve import server_process
-from serving.app import RetrieverDeployment
+from serving.app import StageDeployment
 from tests.serving.test_app import REPO_NAME, make_tiny_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
@@ -24,7 +24,7 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the test's own de
 
 
 @serve.deployment
-class FlakyRetriever(RetrieverDeployment.func_or_class):
+class FlakyRetriever(StageDeployment.func_or_class):
     """A vector replica that fails for queries mentioning `explode` (a lost shard, a dying replica)."""
 
     def search(self, repo, query, k, filters):

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from ray import serve
 
-from serving.app import FusionDeployment
+from serving.app import StageDeployment
 from tests.serving import local_ingress
 from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
 from tests.serving.test_app import make_tiny_index
@@ -19,12 +19,12 @@ WAIT_S = 60.0
 
 
 @serve.deployment
-class GatedFusion(FusionDeployment.func_or_class):
+class GatedFusion(StageDeployment.func_or_class):
     """Fusion that waits for the test to open the gate: a request that stays in flight on demand."""
 
-    def fuse(self, lists, intent, meta, k):
+    def call(self, method, *args):
         local_ingress.GATE.wait(60.0)
-        return super().fuse(lists, intent, meta, k)
+        return super().call(method, *args)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,40 @@
+"""The built-in retrievers, registered by name (the four `Strategy` values)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from semantica.encoder import snapshot_encoder
+from serving.retrievers.graph import GraphRetriever
+from serving.retrievers.lexical import LexicalRetriever
+from serving.retrievers.registry import register_retriever
+from serving.retrievers.symbol import SymbolRetriever
+from serving.retrievers.vector import VectorRetriever
+
+
+def _vector(repo: Any) -> VectorRetriever:
+    m = repo.snapshot.manifest  # the snapshot decides its encoder (a mismatch it cannot load is refused)
+    configured = repo.encoder_factory()
+    encoder = snapshot_encoder(m.model_id, m.dim, m.model_path, configured)
+    encode = repo.encode_query if repo.encode_query and encoder is configured else encoder.encode_query
+    return VectorRetriever(repo.snapshot.vector_shards, repo.snapshot.chunks, encode)
+
+
+def _lexical(repo: Any) -> LexicalRetriever:
+    return LexicalRetriever(repo.snapshot.lucene_shards, repo.snapshot.chunk_by_id)
+
+
+def _symbol(repo: Any) -> SymbolRetriever:
+    s = repo.snapshot
+    return SymbolRetriever(s.symbols, s.chunk_by_id, s.config.retrieval.symbol_fuzzy_max_names)
+
+
+def _graph(repo: Any) -> GraphRetriever:
+    s = repo.snapshot
+    return GraphRetriever(s.graph_store, s.symbols, s.chunks, s.pagerank, s.config.graph)
+
+
+register_retriever("vector", _vector)
+register_retriever("lexical", _lexical)
+register_retriever("symbol", _symbol)
+register_retriever("graph", _graph, seeded_by=("symbol", "lexical"))
