@@ -47,6 +47,11 @@ class RepoRetrievers:
                 self._built[spec.name] = spec.build(self)
             return self._built[spec.name]
 
+    def built(self) -> set[str]:
+        """The names of the retrievers built so far (prefetch builds them before the first query)."""
+        with self._lock:
+            return set(self._built)
+
     vector = _ByName("vector")
     lexical = _ByName("lexical")
     symbol = _ByName("symbol")

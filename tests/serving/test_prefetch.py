@@ -15,13 +15,13 @@ def test_prefetch_loads_every_index_before_the_first_query(tmp_path) -> None:
     pipeline = SearchPipeline(config)
     prefetcher = pipeline.prefetch(["t/toolbox", "t/not-indexed"])
     assert prefetcher.wait(timeout=600) == {}
-    assert set(prefetcher.futures) == {"encoder", "t/toolbox:lucene", "t/toolbox:faiss", "t/toolbox:tables"}
+    assert set(prefetcher.futures) == {"encoder", "t/toolbox:tables",
+                                       *(f"t/toolbox:{name}" for name in ("vector", "lexical", "symbol", "graph"))}
     snapshot = pipeline.snapshots.get("t/toolbox")
     retrievers = pipeline.retrievers(snapshot)
     for loaded in ("chunks", "symbols", "chunk_row", "token_vectors", "lucene_shards", "vector_shards"):
         assert loaded in snapshot.__dict__, loaded
-    for built in ("lexical", "vector", "symbol", "graph"):
-        assert built in retrievers.__dict__, built
+    assert retrievers.built() == {"lexical", "vector", "symbol", "graph"}
     shards = snapshot.lucene_shards
     assert pipeline.prefetch(["t/toolbox"]) is prefetcher  # started loads are not started again
     response = pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"], k=3))
