@@ -269,7 +269,9 @@ class CodeExtraction:
         python = self.spec.family == "python"
         typing = PythonCallTyping(self.defs, root, lambda byte: self._owner(starts, ordered, byte)) if python else None
         # capture order varies run to run: sort, so the facts (and their lines) do not depend on luck
-        for node in sorted(QueryCursor(query).captures(root).get("call", []), key=lambda n: (n.start_byte, n.end_byte)):
+        nodes = typing.calls if typing is not None else \
+            sorted(QueryCursor(query).captures(root).get("call", []), key=lambda n: (n.start_byte, n.end_byte))
+        for node in nodes:
             name, receiver = self._callee(node)
             owner = self._owner(starts, ordered, node.start_byte)
             src = symbol_node_id(self.path, owner.qualname) if owner else file_id

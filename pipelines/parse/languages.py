@@ -120,10 +120,12 @@ PYTHON_BINDING_NODES = ("assignment", "for_statement", "for_in_clause", "as_patt
 
 
 def python_bindings_query() -> Any:
-    """The nodes Python type inference reads (bindings, nested definitions, returns), one query per file."""
+    """Python calls (`@call`) and the nodes type inference reads (`@n`: bindings, nested definitions,
+    returns): one query per file."""
     if "python:bindings" not in _QUERIES:
         from tree_sitter import Query
         from tree_sitter_language_pack import get_language
 
-        _QUERIES["python:bindings"] = Query(get_language("python"), " ".join(f"({t}) @n" for t in PYTHON_BINDING_NODES))
+        patterns = " ".join(f"({t}) @n" for t in PYTHON_BINDING_NODES)
+        _QUERIES["python:bindings"] = Query(get_language("python"), f"(call) @call {patterns}")
     return _QUERIES["python:bindings"]

@@ -22,7 +22,8 @@ _CALLBACK_ARGS = frozenset({"attribute"})
 
 
 class PythonCallTyping:
-    """Types for the calls of one file. `owner` is the innermost definition (an extract `_Def`) or None."""
+    """Types for the calls of one file. `owner` is the innermost definition (an extract `_Def`) or None;
+    `calls` are the file's call nodes in source order (one query finds them and the binding nodes)."""
 
     def __init__(self, defs: list[Any], root: Any, owner_of: Callable[[int], Any]) -> None:
         from tree_sitter import QueryCursor
@@ -31,8 +32,10 @@ class PythonCallTyping:
         self._symbol_nodes = {d.node.id for d in defs}
         self._scopes: dict[int, LocalTypes] = {}
         self._nodes: dict[int, list[Any]] = defaultdict(list)  # definition node id -> its binding nodes
-        captured = QueryCursor(python_bindings_query()).captures(root).get("n", [])
-        for node in sorted(captured, key=lambda n: n.start_byte):
+        captures = QueryCursor(python_bindings_query()).captures(root)
+        # capture order varies run to run: sort, so the facts (and their lines) do not depend on luck
+        self.calls = sorted(captures.get("call", []), key=lambda n: (n.start_byte, n.end_byte))
+        for node in sorted(captures.get("n", []) + self.calls, key=lambda n: (n.start_byte, n.end_byte)):
             owner = owner_of(node.start_byte)
             if owner is not None:
                 self._nodes[owner.node.id].append(node)
@@ -98,7 +101,9 @@ class PythonCallTyping:
         properties: list[str] = []
         for d in self._defs:
             if d.kind.value == class_kind:
-                types = attribute_types(d.node, d.qualname, lambda m, q=d.qualname: self._node_scope(m, q))
+                methods = [(m.node, self._nodes.get(m.node.id, [])) for m in self._defs
+                           if m.parent.endswith("::" + d.qualname) and m.node.type == "function_definition"]
+                types = attribute_types(d.node, d.qualname, methods, lambda m, q=d.qualname: self._node_scope(m, q))
                 if types:
                     attributes[d.qualname] = types
                 continue

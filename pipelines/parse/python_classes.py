@@ -13,7 +13,7 @@ from typing import Any
 
 from pipelines.parse.nodes import node_text
 from pipelines.parse.python_locals import LocalTypes, expr_kind
-from pipelines.parse.python_types import MAP_PREFIX, SEQ_PREFIX, annotation_type, walk
+from pipelines.parse.python_types import MAP_PREFIX, SEQ_PREFIX, annotation_type
 
 _FILL_SEQUENCE = frozenset({"append", "add", "appendleft", "insert"})
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "functools.cached_property"})
@@ -27,8 +27,10 @@ def _self_attribute(node: Any) -> str:
     return node_text(node.child_by_field_name("attribute")) if obj is not None and node_text(obj) == "self" else ""
 
 
-def attribute_types(cls: Any, scope: str, locals_of: Callable[[Any], LocalTypes]) -> dict[str, str]:
-    """Attribute -> type string for one class (`locals_of(method node)` gives that method's bindings)."""
+def attribute_types(cls: Any, scope: str, methods: list[tuple[Any, list[Any]]],
+                    locals_of: Callable[[Any], LocalTypes]) -> dict[str, str]:
+    """Attribute -> type string for one class. `methods`: each method node with its assignment and call
+    nodes in source order; `locals_of(method node)` gives that method's bindings."""
     types: dict[str, str] = {}
     body = cls.child_by_field_name("body")
     if body is None:
@@ -44,9 +46,9 @@ def attribute_types(cls: Any, scope: str, locals_of: Callable[[Any], LocalTypes]
             if left is not None and left.type == "identifier" and kind:
                 types.setdefault(node_text(left), kind)
     fills: dict[str, str] = {}
-    for method in walk(body, ("function_definition",), into_functions=False):
+    for method, nodes in methods:
         scope_types = locals_of(method)
-        for node in walk(method, ("assignment", "call")):
+        for node in nodes:
             if node.type == "assignment":
                 left = node.child_by_field_name("left")
                 kind = annotation_type(node.child_by_field_name("type")) or \
@@ -58,6 +60,8 @@ def attribute_types(cls: Any, scope: str, locals_of: Callable[[Any], LocalTypes]
                     name = _self_attribute(left.child_by_field_name("value"))
                     if name:
                         fills.setdefault(name, MAP_PREFIX + kind)
+                continue
+            if node.type != "call":
                 continue
             fn = node.child_by_field_name("function")  # self.x.append(Foo())
             if fn is None or fn.type != "attribute" or node_text(fn.child_by_field_name("attribute")) not in _FILL_SEQUENCE:
