@@ -21,12 +21,14 @@ from pipelines.parse.python_types import (
     ITEM_PREFIX,
     MAP_PREFIX,
     METHOD_PREFIX,
+    PART_PREFIX,
     REF_PREFIX,
     RET_PREFIX,
     SELF_TYPE,
     SEQ_PREFIX,
     annotation_type,
     is_self_call,
+    tuple_kind,
     walk,
 )
 
@@ -35,6 +37,7 @@ MAX_EXPR_DEPTH = 12  # nesting of one expression's type string (chains, containe
 _PASS_THROUGH = frozenset({"parenthesized_expression", "conditional_expression", "await", "named_expression"})
 _SEQUENCE_LITERALS = frozenset({"list", "set", "tuple", "expression_list"})
 _COMPREHENSIONS = frozenset({"list_comprehension", "set_comprehension", "generator_expression"})
+_COPIES = frozenset({"copy", "deepcopy"})
 _SAME_ITERABLE = frozenset({"iter", "reversed"})
 _COPY_ITERABLE = frozenset({"list", "sorted", "tuple", "set", "frozenset"})
 _PARAM_TYPES = frozenset({"typed_parameter", "typed_default_parameter", "default_parameter", "identifier",
@@ -68,14 +71,18 @@ class LocalTypes:
     # -- lookups --
 
     def lookup(self, name: str, byte: int) -> str | None:
-        """The type `name` has at `byte`; "" when bound but unknown; None when this scope never binds it."""
+        """The type `name` has at `byte` (its nearest typed binding above); "" when bound but unknown; None
+        when this scope never binds it."""
         if name in SELF_NAMES and self.scope and (name not in self._names or self._is_param_only(name)):
             return self.scope
         bindings = self._names.get(name)
         if not bindings:
             return None
-        visible = [b for b in bindings if b.start <= byte < b.end]
-        return self._kind(visible[-1]) if visible else ""
+        for binding in reversed([b for b in bindings if b.start <= byte < b.end]):
+            kind = self._kind(binding)  # an untyped rebinding (`x = None` in a branch) does not hide a typed one
+            if kind:
+                return kind
+        return ""
 
     def _is_param_only(self, name: str) -> bool:
         return all(b.node is None and not b.kind for b in self._names.get(name, []))
@@ -99,8 +106,8 @@ class LocalTypes:
         if name_node is not None and name_node.type == "identifier":
             self._names.setdefault(node_text(name_node), []).append(binding)
         elif name_node is not None and name_node.type in ("pattern_list", "tuple_pattern", "tuple", "list_pattern"):
-            for child in name_node.named_children:  # `a, b = seq`: each is an element
-                wrap = ELEM_PREFIX + binding.wrap if binding.node is not None else ""
+            for index, child in enumerate(name_node.named_children):  # `a, b = pair`: item `index` of it
+                wrap = f"{PART_PREFIX}{index}:{binding.wrap}" if binding.node is not None else ""
                 self._bind(child, _Binding(binding.start, binding.end, binding.node, binding.kind, wrap))
 
     def _params(self, function: Any) -> None:
@@ -208,6 +215,8 @@ def expr_kind(node: Any, scope: LocalTypes, depth: int = MAX_EXPR_DEPTH) -> str:
         return _wrap(ITEM_PREFIX, expr_kind(node.child_by_field_name("value"), scope, down))
     if t in _SEQUENCE_LITERALS:
         items = [c for c in node.named_children if c.type != "comment"]
+        if t in ("tuple", "expression_list"):
+            return tuple_kind([expr_kind(i, scope, down) for i in items])
         return _wrap(SEQ_PREFIX, expr_kind(items[0], scope, down)) if items else ""
     if t in _COMPREHENSIONS:
         return _wrap(SEQ_PREFIX, expr_kind(node.child_by_field_name("body"), scope, down))
@@ -239,6 +248,8 @@ def _call_kind(node: Any, scope: LocalTypes, depth: int) -> str:
     if fn.type == "attribute":
         owner = expr_kind(fn.child_by_field_name("object"), scope, depth)
         method = node_text(fn.child_by_field_name("attribute"))
+        if owner == REF_PREFIX + "copy" and method in _COPIES:  # copy.copy(x) is an x
+            return expr_kind(first, scope, depth)
         if owner.startswith(REF_PREFIX):
             return CALL_PREFIX + owner.removeprefix(REF_PREFIX) + "." + method
         return f"{METHOD_PREFIX}{method}:{owner}" if owner else ""

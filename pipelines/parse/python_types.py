@@ -11,7 +11,8 @@ A type is a string the repo-level resolver evaluates (`python_values.ValueResolv
 - `map:<t>`: a mapping whose values are `<t>` (`dict[str, Foo]`, `{k: Foo()}`, `d[k] = Foo()`);
 - `elem:<t>`: what iterating `<t>` yields (a `for` target, a comprehension variable);
 - `item:<t>`: what subscripting, `.pop()` or `.get()` on `<t>` yields;
-- `ret:<t>`: what calling a value of type `<t>` gives (a local bound to a function, a decorated `def`).
+- `ret:<t>`: what calling a value of type `<t>` gives (a local bound to a function, a decorated `def`);
+- `tup:A|B|C`: a fixed-length tuple (`Tuple[A, B, C]`, `return a, b`); `part:N:<t>`: item N when unpacked.
 
 Locals are bound by position (`python_locals.LocalTypes`): the nearest binding above a use wins.
 """
@@ -32,6 +33,8 @@ MAP_PREFIX = "map:"
 ELEM_PREFIX = "elem:"
 ITEM_PREFIX = "item:"
 RET_PREFIX = "ret:"
+TUPLE_PREFIX = "tup:"  # "tup:A|B|C": a fixed-length tuple of those types ("" for an unknown item)
+PART_PREFIX = "part:"  # "part:N:<t>": item N of a tuple when unpacked (`a, b = f()`), else an element
 SELF_TYPE = "Self"  # a method that returns self (or `cls(...)`, or is annotated `-> Self`) returns its own class
 _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*")
 _NONE = "None"
@@ -84,9 +87,17 @@ def annotation_kind(text: str) -> str:
     if base in _MAPPINGS:
         inner = annotation_kind(args[1]) if len(args) >= 2 else ""
         return MAP_PREFIX + inner if inner else ""
+    if base in _TUPLES and args:
+        return tuple_kind([annotation_kind(a) for a in args])
     if base in _TUPLES or base in _OPAQUE:
         return ""
     return head if _NAME.fullmatch(head) else ""
+
+
+def tuple_kind(items: list[str]) -> str:
+    """`tup:A|B` from item types (a nested tuple item is unknown: the string stays flat); "" when all unknown."""
+    flat = ["" if k.startswith(TUPLE_PREFIX) else k for k in items]
+    return TUPLE_PREFIX + "|".join(flat) if any(flat) else ""
 
 
 def annotation_type(node: Any) -> str:

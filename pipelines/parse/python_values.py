@@ -18,10 +18,12 @@ from pipelines.parse.python_types import (
     ITEM_PREFIX,
     MAP_PREFIX,
     METHOD_PREFIX,
+    PART_PREFIX,
     REF_PREFIX,
     RET_PREFIX,
     SELF_TYPE,
     SEQ_PREFIX,
+    TUPLE_PREFIX,
 )
 from semantica.schema import SymbolKind
 
@@ -60,6 +62,12 @@ class ValueResolver:
             if kind.startswith(prefix):
                 inner = self.value(path, kind.removeprefix(prefix), depth)
                 return prefix + inner if inner else None
+        if kind.startswith(TUPLE_PREFIX):
+            items = [self.value(path, k, depth) or "" if k else "" for k in kind.removeprefix(TUPLE_PREFIX).split("|")]
+            return TUPLE_PREFIX + "|".join(items) if any(items) else None
+        if kind.startswith(PART_PREFIX):
+            index, _, inner = kind.removeprefix(PART_PREFIX).partition(":")
+            return self.part(self.value(path, inner, depth), int(index) if index.isdigit() else -1, depth)
         if kind.startswith(ELEM_PREFIX):
             return self.element(self.value(path, kind.removeprefix(ELEM_PREFIX), depth), depth)
         if kind.startswith(ITEM_PREFIX):
@@ -122,10 +130,19 @@ class ValueResolver:
             return sym.parent if sym.parent in self.res.symbols else None
         return self.value(sym.path, kind, depth)
 
+    def part(self, value: str | None, index: int, depth: int) -> str | None:
+        """Item `index` of an unpacked value: that item of a tuple, else an element of the sequence."""
+        if value is not None and value.startswith(TUPLE_PREFIX):
+            items = value.removeprefix(TUPLE_PREFIX).split("|")
+            return items[index] or None if 0 <= index < len(items) else None
+        return self.element(value, depth)
+
     def element(self, value: str | None, depth: int) -> str | None:
         """What iterating a value yields: a sequence's elements, or what its class's `__iter__` yields."""
         if value is None or value.startswith(MAP_PREFIX) or value.startswith(FN_PREFIX):
             return None
+        if value.startswith(TUPLE_PREFIX):  # iterating a tuple: its first known item
+            return next((v for v in value.removeprefix(TUPLE_PREFIX).split("|") if v), None)
         if value.startswith(SEQ_PREFIX):
             return value.removeprefix(SEQ_PREFIX)
         method = self.res._find_method(value, "__iter__", depth)
@@ -136,6 +153,8 @@ class ValueResolver:
         """What `value[k]` gives: a container's element, or its class's `__getitem__` result."""
         if value is None or value.startswith(FN_PREFIX):
             return None
+        if value.startswith(TUPLE_PREFIX):
+            return self.element(value, depth)
         for prefix in (SEQ_PREFIX, MAP_PREFIX):
             if value.startswith(prefix):
                 return value.removeprefix(prefix)

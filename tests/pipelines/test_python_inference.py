@@ -18,7 +18,8 @@ REPO = "test/infer"
 FILES = {
     "app/__init__.py": "",
     "app/model.py": """
-        from typing import Dict, Iterator, List, Optional
+        import copy
+        from typing import Dict, Iterator, List, Optional, Tuple
 
 
         class Task:
@@ -110,6 +111,16 @@ FILES = {
                 register(callback=plain)
                 register(self.pick())
 
+            def pair(self) -> Tuple[str, Task, "Runner"]:
+                return "a", Task(), self
+
+            def unpacks(self):
+                name, task, runner = self.pair()
+                task.run()
+                runner.on_x()
+                dup = copy.deepcopy(task)
+                return dup.copy()
+
             def nested(self):
                 def inner(task: Task):
                     return task.copy()
@@ -199,6 +210,9 @@ def test_locals_bind_by_position_and_through_self_methods(edges: list[Edge]) -> 
     assert how[(M + "Runner.positional", M + "Runner.on_x")] == "type"  # x = Runner() above the second
     assert how[(M + "Runner.through_self", M + "Task.run")] == "type"  # t = self.pick(), pick returns Task()
     assert how[(M + "Runner.nested", M + "Task.copy")] == "type"  # a nested def's annotated parameter
+    assert how[(M + "Runner.unpacks", M + "Task.run")] == "type"  # item 1 of Tuple[str, Task, Runner]
+    assert how[(M + "Runner.unpacks", M + "Runner.on_x")] == "type"  # item 2
+    assert how[(M + "Runner.unpacks", M + "Task.copy")] == "type"  # copy.deepcopy(task) is a Task
 
 
 def test_super_in_a_local_class_and_decorated_local_def(edges: list[Edge]) -> None:
