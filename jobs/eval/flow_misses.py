@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         ranked = ranked_functions(graph, row["question"], ops)
         for gold in sorted(set(row["gold"]) - set(ranked[:FLOW_K])):
             caller, callee = (gold, row["target"]) if args.op == "callers" else (row["target"], gold)
-            kind, detail = explain(caller, callee, graph, parsed, texts, ranked)
+            kind, detail = ("ranked", f"rank {ranked.index(gold) + 1}") if gold in ranked else \
+                explain(caller, callee, graph, parsed, texts, ranked)
             classes[kind] += 1
             print(f"[{kind}] {row['question']!r}: {gold}\n    {detail}")
     print(f"\n{sum(classes.values())} missed gold functions: {dict(classes)}", file=sys.stderr)

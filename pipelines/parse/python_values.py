@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipelines.parse.facts import PYTHON_INIT
 from pipelines.parse.python_types import (
     ATTR_PREFIX,
     CALL_PREFIX,
@@ -208,14 +207,14 @@ class ValueResolver:
         return self.res._find_method(value, name, MAX_VALUE_DEPTH)
 
     def callee(self, path: str, kind: str) -> str | None:
-        """The definition a called value runs: a function, or a class's `__init__` (the class without one)."""
+        """The definition a called value runs: a function, or a class's own `__init__` (else the class)."""
         value = self.value(path, kind)
         if value is None:
             return None
         if value.startswith(FN_PREFIX):
             return value.removeprefix(FN_PREFIX)
         if value in self.res.symbols and self.res.symbols[value].kind == SymbolKind.CLASS.value:
-            return self.res._find_method(value, PYTHON_INIT, MAX_VALUE_DEPTH) or value
+            return self.res.constructor(value)
         return None
 
     def function(self, path: str, kind: str) -> str | None:

@@ -311,8 +311,14 @@ class _Resolution:
             return typed, Resolution.TYPE
         how = self._binding_kind(path, dotted)
         if found and self.symbols[found].kind == SymbolKind.CLASS.value:
-            return self._find_method(found, PYTHON_INIT, MAX_RESOLVE_DEPTH) or found, how
+            return self.constructor(found), how
         return found, how
+
+    def constructor(self, class_id: str) -> str:
+        """What `C(...)` is a call of: C's own `__init__`, else C itself (an inherited `__init__` would make
+        the construction a caller of the base's `__init__` and hide it from "who calls C")."""
+        own = f"{class_id}.{PYTHON_INIT}"
+        return own if own in self.symbols else class_id
 
     def overrides(self, method_id: str) -> list[str]:
         """Methods of the same name in the (transitive) repository subclasses of the method's class."""

@@ -145,6 +145,19 @@ FILES = {
             return Command()
 
 
+        class Base:
+            def __init__(self):
+                self.ready = True
+
+
+        class Derived(Base):
+            pass
+
+
+        def build():
+            return Derived(), Base()
+
+
         def test_local_subclass():
             class Special(Task):
                 def run(self):
@@ -219,6 +232,13 @@ def test_super_in_a_local_class_and_decorated_local_def(edges: list[Edge]) -> No
     how = calls(edges)
     assert how[("app/cli.py::test_local_subclass", M + "Task.run")] == "inheritance"
     assert how[("app/cli.py::test_decorated", "app/cli.py::Command.invoke")] == "type"
+
+
+def test_a_class_without_its_own_init_is_what_its_construction_calls(edges: list[Edge]) -> None:
+    how = calls(edges)
+    assert how[("app/cli.py::build", "app/cli.py::Derived")] == "local"  # "who calls Derived" finds it
+    assert how[("app/cli.py::build", "app/cli.py::Base.__init__")] == "local"  # Base() runs its own __init__
+    assert sum(1 for src, dst in how if src == "app/cli.py::build") == 2
 
 
 def test_callbacks_are_references_not_calls(edges: list[Edge]) -> None:
