@@ -50,6 +50,17 @@ FILES = {
             return 0
 
 
+        REGISTRY = {"task": Task()}
+
+
+        def from_module_and_with(tasks: List[Task], names):
+            REGISTRY["task"].copy()
+            with Task.make("w") as held:
+                held.run()
+            for name, task in zip(names, tasks):
+                return task.copy(), name
+
+
         class Runner:
             tasks: List[Task]
             named: Dict[str, Task]
@@ -201,25 +212,47 @@ def calls(edges: list[Edge]) -> dict[tuple[str, str], str]:
     return {(e.src, e.dst): e.resolution for e in edges if e.type == EdgeType.CALLS.value and e.resolved}
 
 
+def sites(edges: list[Edge], src: str, dst: str) -> list[int]:
+    """Every line of the resolved call src -> dst (each call site is kept)."""
+    return next((e.sites for e in edges if (e.src, e.dst, e.type) == (src, dst, EdgeType.CALLS.value)), [])
+
+
+def line_of(snippet: str, path: str = "app/model.py") -> int:
+    lines = textwrap.dedent(FILES[path]).lstrip("\n").splitlines()
+    [number] = [n for n, text in enumerate(lines, 1) if text.strip() == snippet]
+    return number
+
+
 def test_loop_variables_take_the_element_type(edges: list[Edge]) -> None:
     how, src = calls(edges), M + "Runner.loops"
-    assert how[(src, M + "Task.run")] == "type"  # list[Task] annotation, list filled with .append(Task()), .items()
-    assert how[(src, M + "Task.copy")] == "type"  # enumerate(list[Task]), dict.values()
+    assert how[(src, M + "Task.run")] == "type"
+    # list[Task] annotation, a list filled with .append(Task()), Dict[str, Task].items()
+    assert sites(edges, src, M + "Task.run") == [line_of("t.run()"), line_of("q.run()"), line_of("v.run()")]
+    # enumerate(list[Task]), dict.values()
+    assert sites(edges, src, M + "Task.copy") == [line_of("e.copy()"), line_of("w.copy()")]
     assert how[(M + "Runner.iterates_a_class", M + "Task.run")] == "type"  # Batch.__iter__ -> Iterator[Task]
     assert how[(M + "Runner.comprehension", M + "Task.run")] == "type"  # [make(n) ...], make = Task.make -> cls()
+
+
+def test_module_containers_with_and_zip(edges: list[Edge]) -> None:
+    how, src = calls(edges), M + "from_module_and_with"
+    assert how[(src, M + "Task.copy")] == "type"
+    # REGISTRY = {"task": Task()} at module level; zip(names, tasks)
+    assert sites(edges, src, M + "Task.copy") == [line_of('REGISTRY["task"].copy()'), line_of("return task.copy(), name")]
+    assert sites(edges, src, M + "Task.run") == [line_of("held.run()")]  # with Task.make() as held (cls())
 
 
 def test_values_taken_from_containers(edges: list[Edge]) -> None:
     how, src = calls(edges), M + "Runner.containers"
     assert how[(src, M + "Task.run")] == "type"  # {"a": Task()}[key]
-    assert how[(src, M + "Task.copy")] == "type"  # Dict[str, Task].get(), list.pop()
+    assert sites(edges, src, M + "Task.copy") == [line_of("self.named.get(key).copy()"), line_of("picked.copy()")]
     assert how[(src, M + "Runner.on_x")] == "type"  # self.handlers[key]() with handlers = {"x": self.on_x}
     assert how[(M + "Runner.iterates_a_class", M + "Task.copy")] == "type"  # Batch.__getitem__ -> Task
 
 
 def test_locals_bind_by_position_and_through_self_methods(edges: list[Edge]) -> None:
     how = calls(edges)
-    assert how[(M + "Runner.positional", M + "Task.run")] == "type"  # x = Task() above the first use
+    assert sites(edges, M + "Runner.positional", M + "Task.run") == [line_of("x.run()")]  # x = Task() above
     assert how[(M + "Runner.positional", M + "Runner.on_x")] == "type"  # x = Runner() above the second
     assert how[(M + "Runner.through_self", M + "Task.run")] == "type"  # t = self.pick(), pick returns Task()
     assert how[(M + "Runner.nested", M + "Task.copy")] == "type"  # a nested def's annotated parameter
