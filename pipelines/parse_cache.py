@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-PARSER_VERSION = "6"  # 6: module-level variable types, properties as receivers
+PARSER_VERSION = "7"  # 7: positional local types, containers, loops, callbacks, class attribute types
 _SCHEMA = "CREATE TABLE IF NOT EXISTS parsed (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
 _BUSY_TIMEOUT_S = 30.0
 _SQL_BATCH = 500  # below SQLite's host-parameter limit

@@ -68,7 +68,10 @@ class HitView:
     ltr_score: float | None = None
     features: list[float] | None = None
     explanation: str | None = None
-    graph: dict[str, Any] | None = None  # the exact graph answer this hit cites (structural questions)
+    # the exact graph answer this hit cites (structural questions): {op, target, node, citation, line, sites,
+    # resolution, depth, rank (in the exact answer), score (its tier confidence / depth), retrieved}; when
+    # retrieval did not find the chunk, `score` above is that graph score (fused_score stays 0.0)
+    graph: dict[str, Any] | None = None
 
 
 @dataclass

@@ -412,6 +412,8 @@ class GraphOpsConfig:
     route_depth: int = 1  # transitive depth of a routed question's answer
     default_depth: int = 1  # `semantica callers ...` / POST /v1/graph without a depth
     max_depth: int = 5  # a request deeper than this is refused (HTTP 422)
+    # a routed exact answer's score by resolution tier (bindings, unique name, bare name, unresolved), / depth
+    tier_scores: list[float] = field(default_factory=lambda: [1.0, 0.8, 0.5, 0.25])
 
 
 @dataclass

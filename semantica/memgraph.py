@@ -109,7 +109,15 @@ def merge_edges_query() -> str:
     return (f"UNWIND $rows AS row "
             f"MATCH (a:{NODE_LABEL} {{repo: $repo, snapshot: $snapshot, id: row.src}}) "
             f"MATCH (b:{NODE_LABEL} {{repo: $repo, snapshot: $snapshot, id: row.dst}}) "
-            f"MERGE (a)-[e:{EDGE_LABEL} {{type: row.type}}]->(b) SET e.line = row.line")
+            f"MERGE (a)-[e:{EDGE_LABEL} {{type: row.type}}]->(b) "
+            f"SET e.line = row.line, e.lines = row.lines, e.resolution = row.resolution")
+
+
+def edges_of_type_query() -> str:
+    """One snapshot's edges of one type with where and how they were resolved (`MemgraphGraphStore.edges`)."""
+    return (f"MATCH (a:{NODE_LABEL} {{repo: $repo, snapshot: $snapshot}})-[e:{EDGE_LABEL} {{type: $type}}]->"
+            f"(b:{NODE_LABEL} {{repo: $repo, snapshot: $snapshot}}) "
+            f"RETURN a.id, b.id, a.path, e.line, e.lines, e.resolution ORDER BY a.id, b.id")
 
 
 def snapshot_nodes_query() -> str:
@@ -147,11 +155,14 @@ def node_rows(symbols: Iterable[Symbol], chunks: Iterable[Chunk], edges: Iterabl
 
 
 def edge_rows(edges: Iterable[Edge]) -> list[dict[str, Any]]:
-    """Resolved, non-loop edges, one per (src, dst, type) like CsrGraphStore."""
+    """Resolved, non-loop edges, one per (src, dst, type) like CsrGraphStore, with every site line and how
+    the edge was resolved (import, self, type, ... as in edges.parquet)."""
     seen: dict[tuple[str, str, str], dict[str, Any]] = {}
     for e in edges:
         if e.resolved and e.src != e.dst:
-            seen.setdefault((e.src, e.dst, e.type), {"src": e.src, "dst": e.dst, "type": e.type, "line": e.line})
+            row = seen.setdefault((e.src, e.dst, e.type), {"src": e.src, "dst": e.dst, "type": e.type, "line": e.line,
+                                                           "lines": [], "resolution": e.resolution})
+            row["lines"] = sorted(set(row["lines"]) | set(e.sites))
     return [seen[k] for k in sorted(seen)]
 
 
@@ -280,6 +291,13 @@ class MemgraphGraphStore:
     def pagerank(self) -> dict[str, float]:
         self.ensure_loaded()
         return {node: float(rank) for node, rank in self.client.execute(pagerank_query(), self._params())}
+
+    def edges(self, edge_type: str) -> list[Edge]:
+        """The loaded edges of one type, as `Edge`s with their lines and resolution (read back from Memgraph)."""
+        self.ensure_loaded()
+        rows = self.client.execute(edges_of_type_query(), self._params(type=edge_type))
+        return [Edge(src, dst, edge_type, self.repo, path or "", int(line or 0), True, resolution or "", list(lines or []))
+                for src, dst, path, line, lines, resolution in rows]
 
 
 class MemgraphLoader:

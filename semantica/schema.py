@@ -213,7 +213,9 @@ class Edge(_Row):
     """A directed code-graph edge between node ids (`file:path` or `path::Qualified.name`).
 
     `resolved` is False when the target could only be named (e.g. a call to an unknown function);
-    then `dst` is `name:<identifier>`.
+    then `dst` is `name:<identifier>`. One edge per (src, dst, type): `line` is the first site and
+    `lines` every site in source order (each call of `dst` in `src`); empty in snapshots written
+    before the column existed, where `line` is the only one known.
     """
 
     src: str
@@ -224,6 +226,12 @@ class Edge(_Row):
     line: int
     resolved: bool = True
     resolution: str = ""
+    lines: list[int] = field(default_factory=list)
+
+    @property
+    def sites(self) -> list[int]:
+        """Every line of this edge (`lines`, or `[line]` for an older snapshot)."""
+        return list(self.lines) if self.lines else [self.line]
 
 
 @dataclass
@@ -297,7 +305,7 @@ EDGE_ARROW_SCHEMA = pa.schema(
     [
         ("src", pa.string()), ("dst", pa.string()), ("type", pa.string()), ("repo", pa.string()),
         ("path", pa.string()), ("line", pa.int32()), ("resolved", pa.bool_()),
-        ("resolution", pa.string()),
+        ("resolution", pa.string()), ("lines", pa.list_(pa.int32())),
     ]
 )
 ERROR_ARROW_SCHEMA = pa.schema(

@@ -42,6 +42,7 @@ class GraphAnswer:
     depth: int
     target: str
     kind: str = ""
+    sites: list[str] = field(default_factory=list)  # every `path:line` of the edge (each call line), first = citation
 
     @property
     def tier(self) -> int:
@@ -149,7 +150,7 @@ class SnapshotGraph:
         return best.chunk_id
 
     def node_answer(self, node: str, line: int, resolution: str, depth: int, target: str, cite_path: str = "",
-                    cite_owner: str = "") -> GraphAnswer:
+                    cite_owner: str = "", lines: list[int] | None = None) -> GraphAnswer:
         sym = self.symbols.get(node)
         path = sym.path if sym else node.removeprefix(_FILE_PREFIX).split("::", 1)[0]
         cite_path = cite_path or path
@@ -157,6 +158,7 @@ class SnapshotGraph:
             repo=self.repo, node=node, qualname=sym.qualname if sym else "", path=path, line=line,
             citation=f"{cite_path}:{line}", chunk_id=self.chunk_at(cite_path, line, cite_owner or node),
             resolution=resolution, depth=depth, target=target, kind=sym.kind if sym else "module",
+            sites=[f"{cite_path}:{n}" for n in (lines or [line])],
         )
 
 
@@ -243,6 +245,7 @@ class GraphOps:
         frontier = list(starts)
         for level in range(1, depth + 1):
             nxt: list[str] = []
+            here: dict[str, GraphAnswer] = {}  # answers of this level: a second edge adds its sites
             for node in frontier:
                 edges = g.incoming.get(node, []) if incoming else g.outgoing.get(node, [])
                 for e in sorted(edges, key=lambda e: (e.path, e.line)):
@@ -250,16 +253,21 @@ class GraphOps:
                         continue
                     other = e.src if incoming else e.dst
                     if other in seen:
+                        if incoming and other in here:  # a caller of both C and C.__init__: every call line
+                            known = here[other].sites
+                            known.extend(s for s in (f"{e.path}:{n}" for n in e.sites) if s not in known)
                         continue
                     seen.add(other)
                     nxt.append(other)
                     how = e.resolution or Resolution.NAME.value
-                    if incoming:  # cite the call site: the caller's chunk at the call line
-                        answers.append(g.node_answer(other, e.line, how, level, target, e.path, other))
-                    else:  # cite the callee's definition; the call line is in `line` of the citation path
+                    if incoming:  # cite the call sites: the caller's chunk at the (first) call line
+                        answer = g.node_answer(other, e.line, how, level, target, e.path, other, e.sites)
+                    else:  # cite the callee's definition; `sites` are the call lines in the caller
                         sym = g.symbols.get(other)
-                        line = sym.start_line if sym else e.line
-                        answers.append(g.node_answer(other, line, how, level, target))
+                        answer = g.node_answer(other, sym.start_line if sym else e.line, how, level, target)
+                        answer.sites = [f"{e.path}:{n}" for n in e.sites]
+                    here[other] = answer
+                    answers.append(answer)
             frontier = nxt
             if not frontier:
                 break

@@ -36,7 +36,8 @@ class HitOut(BaseModel):
     citation: str = Field(description="path:start-end")
     symbol: str
     kind: str
-    score: float
+    score: float = Field(description="retrieval's score; for an exact graph answer retrieval did not find, the "
+                                     "graph answer's own (graph_ops.tier_scores by resolution / depth)")
     content: str
 
 
@@ -139,6 +140,8 @@ class GraphAnswerOut(BaseModel):
     depth: int
     target: str = Field(description="the candidate this answer belongs to")
     kind: str = ""
+    sites: list[str] = Field(default_factory=list, description="every path:line of the edge (each call of the "
+                                                                   "target in this caller); the first is `citation`")
 
 
 class GraphOut(BaseModel):

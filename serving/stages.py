@@ -112,7 +112,8 @@ class Stages:
 
     @cached_property
     def graph_router(self) -> GraphRouter:
-        return GraphRouter(self.graph_ops, self.config.graph_ops.route_depth)
+        return GraphRouter(self.graph_ops, self.config.graph_ops.route_depth,
+                           tuple(self.config.graph_ops.tier_scores))  # issue 12: routed answers' scores
 
     @cached_property
     def rerankers(self) -> list[Reranker]:

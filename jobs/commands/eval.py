@@ -259,9 +259,11 @@ def run_flow(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_dict())
         return 0
-    print("| op | questions | Recall@10 | MRR | precision@10 |\n|---|---|---|---|---|")
+    print("| op | questions | Recall@10 | MRR | precision@10 | Recall@10 capped | reachable Recall@10 |\n"
+          "|---|---|---|---|---|---|---|")
     for op, v in sorted(report.by_op.items()):
-        print(f"| {op} | {v['questions']} | {v['recall@10']:.3f} | {v['mrr']:.3f} | {v['precision@10']:.3f} |")
+        print(f"| {op} | {v['questions']} | {v['recall@10']:.3f} | {v['mrr']:.3f} | {v['precision@10']:.3f} | "
+              f"{v['recall@10_capped']:.3f} | {v['recall@10_reachable']:.3f} |")
     print(f"graph build s: {report.build_s}; question p50 {report.query_ms_p50} ms")
     return 0
 

@@ -47,7 +47,9 @@ def run_graph(args: argparse.Namespace) -> int:
     for a in answer["answers"]:
         name = a["qualname"] or a["node"]
         target = f"  (for {a['target']})" if answer["ambiguous"] else ""
-        print(f"  {a['repo']}:{a['citation']}  {name}  [{a['resolution']}{', depth ' + str(a['depth']) if a['depth'] > 1 else ''}]{target}")
+        also = f"  (also {', '.join(a['sites'][1:])})" if len(a.get("sites", [])) > 1 else ""
+        depth = f", depth {a['depth']}" if a["depth"] > 1 else ""
+        print(f"  {a['repo']}:{a['citation']}  {name}  [{a['resolution']}{depth}]{target}{also}")
     if answer["unresolved"]:
         print(f"  not in the repository (by name): {', '.join(answer['unresolved'])}")
     return 0

@@ -85,7 +85,9 @@ def run_query(args: argparse.Namespace) -> int:
         print(f"\n{hit.rank:>2}. {where}  {hit.symbol or '(module)'}  [{hit.kind}]  score {hit.score:.4f}")
         if hit.graph:  # the exact graph answer (structural question): cite the edge, not the score
             g = hit.graph
-            print(f"    graph: {g['op']} of {g['target'].split('::')[-1]} at {g['citation']} [{g['resolution']}]")
+            at = ", ".join(g.get("sites") or [g["citation"]])
+            print(f"    graph: {g['op']} of {g['target'].split('::')[-1]} at {at} [{g['resolution']}], "
+                  f"rank {g.get('rank', '-')} of the exact answer")
         if args.explain and hit.explanation:
             print(textwrap.indent(textwrap.fill(hit.explanation, 100), "    why: "))
         snippet = hit.content.splitlines()[:SNIPPET_LINES]

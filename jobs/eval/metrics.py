@@ -68,6 +68,16 @@ def recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     return sum(relevance(ranked, gold_set)[:k]) / len(gold_set)
 
 
+def capped_recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """Gold items in the top k / min(k, number of gold items): 1.0 when the top k are all gold even if
+    there are more than k gold items (plain `recall_at_k` cannot reach 1 then)."""
+    _check_k(k)
+    gold_set = set(gold)
+    if not gold_set:
+        return 0.0
+    return sum(relevance(ranked, gold_set)[:k]) / min(k, len(gold_set))
+
+
 def precision_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     """Gold items in the top k, divided by k (a short list is not rewarded for being short)."""
     _check_k(k)

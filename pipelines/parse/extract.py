@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.discover import SourceFile
-from pipelines.parse import go, java, javascript, python, python_types, rust
+from pipelines.parse import go, java, javascript, python, python_locals, rust
 from pipelines.parse.chunking import ChunkBuilder
-from pipelines.parse.facts import OTHER_RECEIVER, SELF_RECEIVERS, SUPER_RECEIVER, UNRESOLVED_PREFIX, ParsedFile, RawBase, RawCall
+from pipelines.parse.facts import OTHER_RECEIVER, SUPER_RECEIVER, UNRESOLVED_PREFIX, ParsedFile, RawBase, RawCall
 from pipelines.parse.languages import COMMENT_TYPES, JS_FUNCTION_VALUES, SPECS, parser_and_query
 from pipelines.parse.nodes import IDENT, dotted, node_text, receiver_name
+from pipelines.parse.python_calls import VALUE_CALL, PythonCallTyping
 from semantica.config import ChunkConfig
 from semantica.schema import Chunk, ChunkKind, Edge, EdgeType, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
 
@@ -57,7 +58,6 @@ class CodeExtraction:
         self.helper = ChunkBuilder(config)
         self.defs: list[_Def] = []
         self.top: list[_Def] = []
-        self._types: dict[str, dict[str, str]] = {}
 
     def run(self) -> None:
         parser, query = parser_and_query(self.file.language)
@@ -266,57 +266,32 @@ class CodeExtraction:
 
         starts, ordered = self._enclosing()
         file_id = file_node_id(self.path)
-        # capture order varies run to run: sort, so the line kept for a (caller, callee) pair is the first
-        for node in sorted(QueryCursor(query).captures(root).get("call", []), key=lambda n: (n.start_byte, n.end_byte)):
+        python = self.spec.family == "python"
+        typing = PythonCallTyping(self.defs, root, lambda byte: self._owner(starts, ordered, byte)) if python else None
+        # capture order varies run to run: sort, so the facts (and their lines) do not depend on luck
+        nodes = typing.calls if typing is not None else \
+            sorted(QueryCursor(query).captures(root).get("call", []), key=lambda n: (n.start_byte, n.end_byte))
+        for node in nodes:
             name, receiver = self._callee(node)
-            if not name:
-                continue
             owner = self._owner(starts, ordered, node.start_byte)
             src = symbol_node_id(self.path, owner.qualname) if owner else file_id
             scope = ""
             if owner is not None:
                 scope = owner.qualname if owner.kind == SymbolKind.CLASS else (
                     owner.parent.split("::", 1)[1] if owner.parent else "")
-            kind = self._receiver_type(node, receiver, owner, scope) if self.spec.family == "python" else ""
-            self.out.calls.append(RawCall(src, name, receiver, scope, node.start_point[0] + 1, kind))
-        if self.spec.family == "python":
-            self.out.returns = {d.qualname: t for d in self.defs if d.kind != SymbolKind.CLASS
-                                for t in [python_types.return_type(d.node)] if t}
-            self.out.globals = python_types.module_types(root)
+            kind = ""
+            if typing is not None:
+                self.out.refs.extend(typing.callbacks(node, src, owner, scope))
+                kind = typing.receiver_kind(node, receiver, owner, scope) if receiver else \
+                    typing.callee_kind(node, owner, scope)
+                if not name and kind:
+                    name, receiver = VALUE_CALL, OTHER_RECEIVER
+            if name:
+                self.out.calls.append(RawCall(src, name, receiver, scope, node.start_point[0] + 1, kind))
+        if typing is not None:
+            self.out.returns, self.out.attributes, self.out.properties = typing.file_facts(SymbolKind.CLASS.value)
+            self.out.globals = python_locals.module_types(root)
             self._python_refs(root, starts, ordered)
-
-    def _receiver_type(self, node: Any, receiver: str, owner: _Def | None, scope: str) -> str:
-        """What a Python call's receiver is: a local's or a `self.` attribute's type, or the call it is."""
-        fn = node.child_by_field_name("function")
-        obj = fn.child_by_field_name("object") if fn is not None and fn.type == "attribute" else None
-        if obj is None:
-            return ""
-        if obj.type == "call":  # Foo().bar() / make().bar() / b.add_eq().add_order()
-            inner = obj.child_by_field_name("function")
-            if inner is not None and inner.type == "attribute":
-                inner_receiver = receiver_name(inner.child_by_field_name("object"))
-                inner_type = scope if inner_receiver in SELF_RECEIVERS and scope else \
-                    self._receiver_type(obj, inner_receiver, owner, scope)
-                method = node_text(inner.child_by_field_name("attribute"))
-                if inner_type:
-                    return f"{python_types.METHOD_PREFIX}{method}:{inner_type}"
-            return python_types.value_type(obj)
-        head, _, rest = receiver.partition(".")
-        if owner is not None and owner.kind != SymbolKind.CLASS and not rest and head not in SELF_RECEIVERS:
-            return self._types_of(owner).get(head, "")
-        if head == "self" and rest and "." not in rest and scope:
-            cls = self._def_by_qual.get(scope)
-            kind = self._types_of(cls).get(rest, "") if cls is not None else ""
-            if not kind and f"{scope}.{rest}" in self._def_by_qual:  # a property: what the method returns
-                kind = f"{python_types.METHOD_PREFIX}{rest}:{scope}"
-            return kind
-        return ""
-
-    def _types_of(self, d: _Def) -> dict[str, str]:
-        if d.qualname not in self._types:
-            self._types[d.qualname] = python_types.attribute_types(d.node) if d.kind == SymbolKind.CLASS \
-                else python_types.local_types(d.node)
-        return self._types[d.qualname]
 
     def _callee(self, node: Any) -> tuple[str, str]:
         """(name, receiver) of a call node; name "" when it is not a plain named call."""

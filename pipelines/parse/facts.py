@@ -24,7 +24,7 @@ class RawCall:
     receiver: str
     scope: str
     line: int
-    receiver_type: str = ""  # Python: the receiver's type as written ("Foo") or "call:make" (see python_types)
+    receiver_type: str = ""  # Python: the receiver's (or called value's) type string, see python_types
 
 
 @dataclass
@@ -55,6 +55,7 @@ class RawRef:
     src: str
     name: str
     line: int
+    kind: str = ""  # Python: the type of an attribute passed as an argument (`self.on_exit`), see python_types
 
 
 @dataclass
@@ -74,6 +75,8 @@ class ParsedFile:
     refs: list[RawRef] = field(default_factory=list)
     returns: dict[str, str] = field(default_factory=dict)  # Python: qualname -> return annotation (a class name)
     globals: dict[str, str] = field(default_factory=dict)  # Python: module-level `NAME: Foo = ...` / `NAME = Foo()`
+    attributes: dict[str, dict[str, str]] = field(default_factory=dict)  # Python: class qualname -> attr -> type
+    properties: list[str] = field(default_factory=list)  # Python: qualnames of `@property` methods
     error: str = ""
     lost: str = ""  # what the parse could not extract (syntax errors, parser nesting limit), for errors.parquet
 

@@ -34,6 +34,6 @@ class FileParser(ChunkBuilder):
         except Exception as exc:  # a parser bug must not lose the file: keep it as windows
             out.error = f"parse failed, indexed as windows: {type(exc).__name__}: {exc}"
             out.symbols, out.edges, out.imports, out.calls, out.bases, out.refs = [], [], [], [], [], []
-            out.returns = {}
+            out.returns, out.globals, out.attributes, out.properties = {}, {}, {}, []
         out.chunks = self.windows(out, file, lines, tokens, 0, len(lines) - 1, ChunkKind.WINDOW)
         return out

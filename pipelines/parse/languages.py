@@ -113,3 +113,19 @@ def python_refs_query() -> Any:
 
         _QUERIES["python:refs"] = Query(get_language("python"), "(identifier) @id")
     return _QUERIES["python:refs"]
+
+
+PYTHON_BINDING_NODES = ("assignment", "for_statement", "for_in_clause", "as_pattern", "named_expression",
+                        "function_definition", "class_definition", "return_statement")
+
+
+def python_bindings_query() -> Any:
+    """Python calls (`@call`) and the nodes type inference reads (`@n`: bindings, nested definitions,
+    returns): one query per file."""
+    if "python:bindings" not in _QUERIES:
+        from tree_sitter import Query
+        from tree_sitter_language_pack import get_language
+
+        patterns = " ".join(f"({t}) @n" for t in PYTHON_BINDING_NODES)
+        _QUERIES["python:bindings"] = Query(get_language("python"), f"(call) @call {patterns}")
+    return _QUERIES["python:bindings"]

@@ -1,9 +1,20 @@
-"""Light Python type inference at extraction time: what a call's receiver is, as written in the file.
+"""Light Python type inference at extraction time: the type of an expression, as written in the file.
 
-Per function: parameter annotations, `x: Foo = ...`, `x = Foo(...)` / `x = make()` (recorded as
-`call:Foo` / `call:make`: the resolver decides whether that names a class or a function whose return
-annotation gives the type). Per class: `self.attr = Foo(...)` / `self.attr: Foo` in its methods and
-`attr: Foo` in its body. Return annotations per function. No flow analysis: the last binding wins.
+A type is a string the repo-level resolver evaluates (`python_values.ValueResolver`):
+
+- `Foo` / `mod.Foo`: a class named as written (annotations, `Type[Foo]` too);
+- `call:f`: what calling `f` gives (a class: an instance; a function: its return type);
+- `method:m:<t>`: what method `m` returns on a value of type `<t>` (chained calls, `self.m()`);
+- `attr:a:<t>`: attribute `a` of a value of type `<t>` (its class's `self.a = ...`, or a property);
+- `ref:NAME`: a name the function does not bind (a module variable, a class, an import);
+- `of:<t>`: a sequence / iterable of `<t>` (`list[Foo]`, `[Foo()]`, a comprehension, `.append(Foo())`);
+- `map:<t>`: a mapping whose values are `<t>` (`dict[str, Foo]`, `{k: Foo()}`, `d[k] = Foo()`);
+- `elem:<t>`: what iterating `<t>` yields (a `for` target, a comprehension variable);
+- `item:<t>`: what subscripting, `.pop()` or `.get()` on `<t>` yields;
+- `ret:<t>`: what calling a value of type `<t>` gives (a local bound to a function, a decorated `def`);
+- `tup:A|B|C`: a fixed-length tuple (`Tuple[A, B, C]`, `return a, b`); `part:N:<t>`: item N when unpacked.
+
+Locals are bound by position (`python_locals.LocalTypes`): the nearest binding above a use wins.
 """
 
 from __future__ import annotations
@@ -11,141 +22,105 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipelines.parse.nodes import dotted, node_text
+from pipelines.parse.nodes import node_text
 
 CALL_PREFIX = "call:"
-METHOD_PREFIX = "method:"  # "method:m:<type>": what method m returns on the class <type> names (chained calls)
-SELF_TYPE = "Self"  # a method that returns self (or is annotated `-> Self`) returns its own class
-_OPTIONAL = re.compile(r"^(?:[\w.]+\.)?Optional\[(.*)\]$", re.S)
+METHOD_PREFIX = "method:"
+ATTR_PREFIX = "attr:"
+REF_PREFIX = "ref:"
+SEQ_PREFIX = "of:"
+MAP_PREFIX = "map:"
+ELEM_PREFIX = "elem:"
+ITEM_PREFIX = "item:"
+RET_PREFIX = "ret:"
+TUPLE_PREFIX = "tup:"  # "tup:A|B|C": a fixed-length tuple of those types ("" for an unknown item)
+PART_PREFIX = "part:"  # "part:N:<t>": item N of a tuple when unpacked (`a, b = f()`), else an element
+SELF_TYPE = "Self"  # a method that returns self (or `cls(...)`, or is annotated `-> Self`) returns its own class
 _NAME = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*")
 _NONE = "None"
+# generic heads whose first argument is the element type / whose second is the value type
+_SEQUENCES = frozenset({"List", "list", "Sequence", "MutableSequence", "Iterable", "Iterator", "Set", "set",
+                        "FrozenSet", "frozenset", "AbstractSet", "MutableSet", "Deque", "deque", "Collection",
+                        "Generator", "AsyncIterator", "AsyncIterable", "AsyncGenerator", "Reversible"})
+_MAPPINGS = frozenset({"Dict", "dict", "Mapping", "MutableMapping", "DefaultDict", "defaultdict", "OrderedDict",
+                       "ChainMap"})
+_TUPLES = frozenset({"Tuple", "tuple"})
+_WRAPPERS = frozenset({"Optional", "ClassVar", "Final", "Annotated", "Type", "type", "Required", "NotRequired",
+                       "ReadOnly"})
+_UNION = "Union"
+_OPAQUE = frozenset({"Callable", "Any", "object", "Literal", "TypeVar"})
 
 
-def annotation_type(node: Any) -> str:
-    """A dotted class name from an annotation (`Foo`, `"Foo"`, `Optional[Foo]`, `Foo | None`), or ""."""
-    text = node_text(node).strip().strip("'\"").strip()
-    match = _OPTIONAL.match(text)
-    if match:
-        text = match.group(1).strip()
-    parts = [p.strip() for p in text.split("|") if p.strip() and p.strip() != _NONE]
+def _split_top(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def annotation_kind(text: str) -> str:
+    """A type string from annotation text: `Foo`, `Optional[Foo]`, `Foo | None`, `"Foo"` -> "Foo";
+    `list[Foo]` -> "of:Foo"; `Dict[str, Foo]` -> "map:Foo"; `Tuple[Foo, ...]` -> "of:Foo"; else ""."""
+    text = text.strip().strip("'\"").strip()
+    parts = [p for p in _split_top(text, "|") if p and p != _NONE]
     if not parts:
         return ""
-    head = parts[0].split("[", 1)[0].strip().strip("'\"")
+    text = parts[0]
+    head, _, rest = text.partition("[")
+    head = head.strip()
+    base = head.rsplit(".", 1)[-1]
+    args = _split_top(rest[: rest.rfind("]")], ",") if rest else []
+    if base in _WRAPPERS or base == _UNION:
+        real = [a for a in args if a and a.strip("'\"") != _NONE]
+        return annotation_kind(real[0]) if real else ""
+    if base in _SEQUENCES or (base in _TUPLES and len(args) == 2 and args[1] == "..."):
+        inner = annotation_kind(args[0]) if args else ""
+        return SEQ_PREFIX + inner if inner else ""
+    if base in _MAPPINGS:
+        inner = annotation_kind(args[1]) if len(args) >= 2 else ""
+        return MAP_PREFIX + inner if inner else ""
+    if base in _TUPLES and args:
+        return tuple_kind([annotation_kind(a) for a in args])
+    if base in _TUPLES or base in _OPAQUE:
+        return ""
     return head if _NAME.fullmatch(head) else ""
 
 
-def value_type(node: Any, known: dict[str, str] | None = None) -> str:
-    """`Foo(...)` / `mod.make(...)` -> "call:Foo" / "call:mod.make"; `x.m(...)` with `x` of a `known` type ->
-    "method:m:<type>"; the first branch of `a if c else b`; anything else -> ""."""
-    while node is not None and node.type in ("conditional_expression", "parenthesized_expression") \
-            and node.named_children:
-        node = node.named_children[0]
-    if node is None or node.type != "call":
-        return ""
-    fn = node.child_by_field_name("function")
-    if fn is None or fn.type not in ("identifier", "attribute"):
-        return ""
-    obj = fn.child_by_field_name("object") if fn.type == "attribute" else None
-    if obj is not None and obj.type == "identifier" and known and node_text(obj) in known:
-        return f"{METHOD_PREFIX}{node_text(fn.child_by_field_name('attribute'))}:{known[node_text(obj)]}"
-    name = dotted(node_text(fn))
-    return CALL_PREFIX + name if _NAME.fullmatch(name) else ""
+def tuple_kind(items: list[str]) -> str:
+    """`tup:A|B` from item types (a nested tuple item is unknown: the string stays flat); "" when all unknown."""
+    flat = ["" if k.startswith(TUPLE_PREFIX) else k for k in items]
+    return TUPLE_PREFIX + "|".join(flat) if any(flat) else ""
 
 
-def _walk(node: Any, types: tuple[str, ...]) -> list[Any]:
+def annotation_type(node: Any) -> str:
+    """`annotation_kind` of an annotation node ("" for None)."""
+    return annotation_kind(node_text(node)) if node is not None else ""
+
+
+def walk(node: Any, types: tuple[str, ...], into_functions: bool = True) -> list[Any]:
+    """Descendants of the given types in source order (not into nested classes; optionally not into
+    nested functions)."""
     found, stack = [], [node]
     while stack:
         current = stack.pop()
         for child in current.named_children:
             if child.type in types:
                 found.append(child)
-            if child.type != "class_definition":
+            if child.type != "class_definition" and (into_functions or child.type != "function_definition"):
                 stack.append(child)
     found.sort(key=lambda n: n.start_byte)
     return found
 
 
-def _assigned(assignment: Any, known: dict[str, str] | None = None) -> tuple[Any, str]:
-    """(left node, type) of an assignment: its annotation, else the type its call value makes."""
-    annotation = assignment.child_by_field_name("type")
-    kind = annotation_type(annotation) if annotation is not None else ""
-    return assignment.child_by_field_name("left"), kind or value_type(assignment.child_by_field_name("right"), known)
-
-
-def local_types(function: Any) -> dict[str, str]:
-    """Local name -> type (as written) inside one function (nested functions included)."""
-    types: dict[str, str] = {}
-    params = function.child_by_field_name("parameters")
-    for param in params.named_children if params is not None else []:
-        if param.type not in ("typed_parameter", "typed_default_parameter"):
-            continue
-        name = param.child_by_field_name("name") or next(
-            (c for c in param.named_children if c.type == "identifier"), None)
-        kind = annotation_type(param.child_by_field_name("type"))
-        if name is not None and name.type == "identifier" and kind:
-            types[node_text(name)] = kind
-    body = function.child_by_field_name("body")
-    for assignment in _walk(body, ("assignment",)) if body is not None else []:
-        left, kind = _assigned(assignment, types)
-        if left is not None and left.type == "identifier" and kind:
-            types[node_text(left)] = kind
-    return types
-
-
-def attribute_types(cls: Any) -> dict[str, str]:
-    """Attribute -> type for one class: `self.x = Foo()` / `self.x: Foo` in methods, `x: Foo` in the body."""
-    types: dict[str, str] = {}
-    body = cls.child_by_field_name("body")
-    if body is None:
-        return types
-    params: dict[int, dict[str, str]] = {}  # per method: `self.x = x` takes the parameter's annotation
-    for method in _walk(body, ("function_definition",)):
-        params[method.id] = local_types(method)
-    for assignment in _walk(body, ("assignment",)):
-        left, kind = _assigned(assignment)
-        right = assignment.child_by_field_name("right")
-        if not kind and right is not None and right.type == "identifier":
-            method = _enclosing_function(assignment)
-            kind = params.get(method.id, {}).get(node_text(right), "") if method is not None else ""
-        if left is None or not kind:
-            continue
-        parent = assignment.parent
-        at_class_level = parent == body or (parent is not None and parent.type == "expression_statement" and parent.parent == body)
-        if left.type == "identifier" and at_class_level:
-            types.setdefault(node_text(left), kind)  # class-level `x: Foo`
-        elif left.type == "attribute" and node_text(left.child_by_field_name("object")) == "self":
-            types.setdefault(node_text(left.child_by_field_name("attribute")), kind)
-    return types
-
-
-def module_types(root: Any) -> dict[str, str]:
-    """Module-level variable -> type: `NAME: Foo = ...` or `NAME = Foo(...)` (top level only)."""
-    types: dict[str, str] = {}
-    for statement in root.named_children:  # grammars differ: a bare assignment or one in an expression_statement
-        candidates = [statement] if statement.type == "assignment" else \
-            [c for c in statement.named_children if c.type == "assignment"] if statement.type == "expression_statement" else []
-        for assignment in candidates:
-            left, kind = _assigned(assignment)
-            if left is not None and left.type == "identifier" and kind:
-                types[node_text(left)] = kind
-    return types
-
-
-def _enclosing_function(node: Any) -> Any:
-    current = node.parent
-    while current is not None and current.type != "function_definition":
-        current = current.parent
-    return current
-
-
-def return_type(function: Any) -> str:
-    """The return annotation's class, or SELF_TYPE for a method without one that returns `self`."""
-    node = function.child_by_field_name("return_type")
-    kind = annotation_type(node) if node is not None else ""
-    if kind:
-        return SELF_TYPE if kind.rsplit(".", 1)[-1] == SELF_TYPE else kind
-    body = function.child_by_field_name("body")
-    for ret in _walk(body, ("return_statement",)) if body is not None else []:
-        if any(c.type == "identifier" and node_text(c) == "self" for c in ret.named_children):
-            return SELF_TYPE
-    return ""
+def is_self_call(node: Any) -> bool:
+    """`cls(...)` / `self(...)`: a classmethod building its own class."""
+    fn = node.child_by_field_name("function") if node.type == "call" else None
+    return fn is not None and fn.type == "identifier" and node_text(fn) in ("cls", "self")

@@ -18,9 +18,11 @@ from pipelines.parse.facts import (
     RawImport,
 )
 from pipelines.parse.languages import SPECS
-from pipelines.parse.python_types import CALL_PREFIX, METHOD_PREFIX, SELF_TYPE
+from pipelines.parse.python_calls import VALUE_CALL
+from pipelines.parse.python_values import ValueResolver
 from semantica.schema import Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
 
+_MULTI_SITE = frozenset({EdgeType.CALLS.value, EdgeType.REFERENCES.value})
 JS_IMPORT_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js")
 
 
@@ -68,16 +70,24 @@ class _Resolution:
         self.returns = {symbol_node_id(pf.path, q): kind for pf in parsed for q, kind in pf.returns.items()}
         self.globals = {pf.path: pf.globals for pf in parsed if pf.globals}
         self._subclasses: dict[str, list[str]] | None = None
+        self.values = ValueResolver(self)
 
     def run(self) -> list[Edge]:
         edges: list[Edge] = []
-        seen: set[tuple[str, str, str]] = set()
+        seen: dict[tuple[str, str, str], Edge] = {}
 
-        def add(edge: Edge) -> None:
+        def add(edge: Edge) -> None:  # one edge per (src, dst, type); every call / reference line kept
             key = (edge.src, edge.dst, edge.type)
-            if key not in seen and edge.src != edge.dst:
-                seen.add(key)
+            if edge.src == edge.dst:
+                return
+            kept = seen.get(key)
+            if kept is None:
+                if edge.type in _MULTI_SITE:
+                    edge.lines = [edge.line]
+                seen[key] = edge
                 edges.append(edge)
+            elif edge.type in _MULTI_SITE and edge.line not in kept.lines:
+                kept.lines.append(edge.line)
 
         dispatch: list[Edge] = []  # added last: a direct edge to the same target wins
         for pf in self.parsed:
@@ -95,17 +105,25 @@ class _Resolution:
                                Resolution.IMPORT))
             for c in pf.calls:
                 dst, how = self._python_call(pf.path, c) if python else self._named_call(pf.path, c)
+                if dst is None and c.name == VALUE_CALL:  # an unknown called value names nothing
+                    continue
                 add(self._edge(c.src, dst, UNRESOLVED_PREFIX + c.name, EdgeType.CALLS, pf, c.line, how))
                 if python and dst and c.receiver in SELF_RECEIVERS:  # dynamic dispatch: self.m() may run an override
                     dispatch.extend(Edge(c.src, o, EdgeType.CALLS.value, pf.repo, pf.path, c.line,
                                          resolution=Resolution.OVERRIDE.value) for o in self.overrides(dst))
             for r in pf.refs:
-                dst = self._python_symbol(pf.path, r.name, MAX_RESOLVE_DEPTH)
-                if dst:
-                    add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line,
-                             resolution=self._binding_kind(pf.path, r.name).value))
+                if r.kind:  # a method or function passed as an argument (`self.on_exit`, `mod.func`)
+                    dst = self.values.function(pf.path, r.kind)
+                    how = Resolution.SELF if r.name.startswith("self.") else Resolution.TYPE
+                else:
+                    dst = self._python_symbol(pf.path, r.name, MAX_RESOLVE_DEPTH)
+                    how = self._binding_kind(pf.path, r.name) if dst else None
+                if dst and how is not None:
+                    add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line, resolution=how.value))
         for edge in dispatch:
             add(edge)
+        for edge in edges:
+            edge.lines.sort()
         return edges
 
     @staticmethod
@@ -271,6 +289,12 @@ class _Resolution:
 
     def _python_call(self, path: str, call: RawCall) -> tuple[str | None, Resolution | None]:
         scope_id = symbol_node_id(path, call.scope) if call.scope else ""
+        if call.name == VALUE_CALL or (not call.receiver and call.receiver_type):  # a called value / local
+            found = self.values.callee(path, call.receiver_type)
+            if found or call.name == VALUE_CALL:
+                return found, Resolution.TYPE
+        if call.receiver == SUPER_RECEIVER and call.receiver_type:  # super() in a class local to a function
+            return self.values.method_on(path, call.receiver_type, call.name), Resolution.INHERITANCE
         if call.receiver in SELF_RECEIVERS:
             found = self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH) if scope_id else None
             own = found is not None and found == f"{scope_id}.{call.name}"
@@ -278,7 +302,7 @@ class _Resolution:
         if call.receiver == SUPER_RECEIVER:
             found = self._find_method(scope_id, call.name, MAX_RESOLVE_DEPTH, skip_own=True) if scope_id else None
             return found, Resolution.INHERITANCE
-        typed = self._typed_call(path, call) if call.receiver_type else self._global_call(path, call)
+        typed = self.values.method_on(path, call.receiver_type, call.name) if call.receiver_type else None
         if call.receiver == OTHER_RECEIVER:
             return typed, Resolution.TYPE
         dotted = f"{call.receiver}.{call.name}" if call.receiver else call.name
@@ -287,54 +311,14 @@ class _Resolution:
             return typed, Resolution.TYPE
         how = self._binding_kind(path, dotted)
         if found and self.symbols[found].kind == SymbolKind.CLASS.value:
-            return self._find_method(found, PYTHON_INIT, MAX_RESOLVE_DEPTH) or found, how
+            return self.constructor(found), how
         return found, how
 
-    def _typed_call(self, path: str, call: RawCall) -> str | None:
-        """`call.name` on the class the receiver's inferred type names (see python_types)."""
-        cls = self._type_class(path, call.receiver_type, MAX_RESOLVE_DEPTH)
-        return self._find_method(cls, call.name, MAX_RESOLVE_DEPTH) if cls else None
-
-    def _global_call(self, path: str, call: RawCall) -> str | None:
-        """`NAME.m()` where NAME is a typed module-level variable of this file or of the module it is
-        imported from (`from rich.box import ROUNDED; ROUNDED.substitute()`)."""
-        if not call.receiver or "." in call.receiver or call.receiver in (OTHER_RECEIVER, SUPER_RECEIVER):
-            return None
-        kind, where = self.globals.get(path, {}).get(call.receiver, ""), path
-        if not kind:
-            target = self.bindings.get(path, {}).get(call.receiver)
-            module = self._module_path(target[:-1]) if target and len(target) > 1 else None
-            kind, where = (self.globals.get(module, {}).get(target[-1], ""), module) if module else ("", path)
-        cls = self._type_class(where, kind, MAX_RESOLVE_DEPTH) if kind and where else None
-        return self._find_method(cls, call.name, MAX_RESOLVE_DEPTH) if cls else None
-
-    def _type_class(self, path: str, kind: str, depth: int) -> str | None:
-        """The class a type string names in `path`: a class, or `call:X` (X a class, or a function whose
-        return annotation names one)."""
-        if depth <= 0 or not kind:
-            return None
-        if kind.startswith(METHOD_PREFIX):  # method:m:<type> -> what m returns on that class
-            method_name, _, owner_type = kind.removeprefix(METHOD_PREFIX).partition(":")
-            owner = self._type_class(path, owner_type, depth - 1)
-            method = self._find_method(owner, method_name, MAX_RESOLVE_DEPTH) if owner else None
-            return self._returned_class(method, depth - 1) if method else None
-        target = self._python_symbol(path, kind.removeprefix(CALL_PREFIX), MAX_RESOLVE_DEPTH)
-        if target is None:
-            return None
-        sym = self.symbols[target]
-        if sym.kind == SymbolKind.CLASS.value:
-            return target
-        return self._returned_class(target, depth - 1) if kind.startswith(CALL_PREFIX) else None
-
-    def _returned_class(self, function_id: str, depth: int) -> str | None:
-        """The class a function's return annotation names (its own class for `return self` / `-> Self`)."""
-        kind = self.returns.get(function_id, "")
-        sym = self.symbols.get(function_id)
-        if not kind or sym is None:
-            return None
-        if kind == SELF_TYPE:
-            return sym.parent if sym.parent in self.symbols else None
-        return self._type_class(sym.path, kind, depth)
+    def constructor(self, class_id: str) -> str:
+        """What `C(...)` is a call of: C's own `__init__`, else C itself (an inherited `__init__` would make
+        the construction a caller of the base's `__init__` and hide it from "who calls C")."""
+        own = f"{class_id}.{PYTHON_INIT}"
+        return own if own in self.symbols else class_id
 
     def overrides(self, method_id: str) -> list[str]:
         """Methods of the same name in the (transitive) repository subclasses of the method's class."""

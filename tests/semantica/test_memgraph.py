@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from semantica.memgraph import (
     connect,
     cost_expression,
     edge_rows,
+    edges_of_type_query,
     expand_query,
     merge_edges_query,
     merge_nodes_query,
@@ -65,10 +67,26 @@ def test_merge_statements_are_idempotent_and_tagged():
 
 def test_rows_deduplicate_and_skip_unresolved_and_loops():
     edges = [_edge("a", "b"), _edge("a", "b"), _edge("a", "a"), _edge("a", "name:x", resolved=False)]
-    assert edge_rows(edges) == [{"src": "a", "dst": "b", "type": "CALLS", "line": 1}]
+    assert edge_rows(edges) == [{"src": "a", "dst": "b", "type": "CALLS", "line": 1, "lines": [1], "resolution": ""}]
     sym = Symbol.__dataclass_fields__  # the Symbol schema is only needed for node ids here
     assert "symbol_id" in sym
     assert [r["id"] for r in node_rows([], [], edges)] == ["a", "b"]
+
+
+def test_edge_rows_carry_every_call_line_and_the_resolution():
+    edges = [Edge("a", "b", "CALLS", "r", "a.py", 3, resolution="type", lines=[3, 9]),
+             Edge("a", "b", "CALLS", "r", "a.py", 12, resolution="type")]
+    assert edge_rows(edges) == [{"src": "a", "dst": "b", "type": "CALLS", "line": 3, "lines": [3, 9, 12],
+                                 "resolution": "type"}]
+    assert "e.resolution = row.resolution" in merge_edges_query() and "e.lines = row.lines" in merge_edges_query()
+
+
+def test_store_reads_edges_back_with_lines_and_resolution():
+    client = FakeClient({"RETURN count(n)": [(1,)], "RETURN a.id, b.id": [("a", "b", "a.py", 3, [3, 9], "self")]})
+    [edge] = MemgraphGraphStore(client, "r", "s1").edges("CALLS")
+    assert (edge.src, edge.dst, edge.path, edge.line, edge.sites, edge.resolution) == ("a", "b", "a.py", 3, [3, 9], "self")
+    query, params = client.calls[-1]
+    assert query == edges_of_type_query() and params == {"repo": "r", "snapshot": "s1", "type": "CALLS"}
 
 
 def test_batches():
@@ -130,7 +148,7 @@ def test_connect_without_uri_says_what_to_set():
                     "and pip install '.[memgraph]' to run the live Memgraph tests)")
 def test_live_load_expand_and_pagerank():
     client = connect(MEMGRAPH_URI)
-    edges = [_edge("a", "b"), _edge("b", "c"), _edge("c", "d", "IMPORTS")]
+    edges = [replace(e, resolution="type") for e in (_edge("a", "b"), _edge("b", "c"), _edge("c", "d", "IMPORTS"))]
     loader = MemgraphLoader(client)
     loader.load("test/repo", "s1", [], [], edges)
     loader.load("test/repo", "s1", [], [], edges)  # idempotent
@@ -138,5 +156,7 @@ def test_live_load_expand_and_pagerank():
     costs = store.expand(["a"], COSTS, 3.5, 10, both_directions=False).costs
     assert costs == {"a": 0.0, "b": 1.0, "c": 2.0}
     assert set(store.pagerank()) == {"a", "b", "c", "d"}
+    calls = MemgraphGraphStore(client, "test/repo", "s1").edges("CALLS")  # resolution and lines stored on edges
+    assert [(e.src, e.dst, e.sites, e.resolution) for e in calls] == [("a", "b", [1], "type"), ("b", "c", [1], "type")]
     assert loader.load("test/repo", "s2", [], [], edges)["deleted"] == 4
     client.close()

@@ -33,7 +33,8 @@ FILES = {
                 return self.step()
 
             def step(self):
-                return util.helper(1)
+                first = util.helper(1)
+                return first + util.helper(2)
         """,
     "app/child.py": """
         from app.base import Base
@@ -76,6 +77,27 @@ def test_callers_cite_the_call_line_and_say_how(flow: SnapshotGraph) -> None:
     assert (answer.qualname, answer.citation, answer.resolution) == ("Base.step", "app/base.py:9", "import")
     chunk = next(c for c in flow.chunks_by_path["app/base.py"] if c.chunk_id == answer.chunk_id)
     assert chunk.start_line <= 9 <= chunk.end_line and chunk.symbol == "Base.step"
+    assert answer.sites == ["app/base.py:9", "app/base.py:10"]  # every call line, not only the first
+
+
+def test_routed_answers_carry_rank_and_a_graph_score_when_retrieval_missed_them(flow: SnapshotGraph) -> None:
+    from semantica.hits import Hit
+    from serving.graph_route import RoutedAnswer
+
+    result = GraphOps().run_graphs(GraphOp.CALLERS, "Base.step", [flow])
+    chunks = {c.chunk_id: c for cs in flow.chunks_by_path.values() for c in cs}
+    retrieved = Hit(chunk_id=result.answers[0].chunk_id, score=0.7, fused_score=0.03, ranks={"lexical": 1})
+    merged = RoutedAnswer(result, (1.0, 0.8, 0.5, 0.25)).merge([retrieved], chunks)
+    routed = RoutedAnswer(result, (1.0, 0.8, 0.5, 0.25))
+    alone = routed.merge([], chunks)
+    assert [a.resolution for a in result.answers] == ["self", "inheritance"]  # Base.run, Child.step (super)
+    assert merged[0].score == 0.7  # retrieval found it: its own score
+    assert [h.score for h in alone] == [1.0, 1.0] and all(h.fused_score == 0.0 for h in alone)
+    info = [routed.by_chunk[h.chunk_id] for h in alone]
+    assert [(i["rank"], i["score"], i["retrieved"]) for i in info] == [(1, 1.0, False), (2, 1.0, False)]
+    name_only = RoutedAnswer(result, (1.0, 0.8, 0.5, 0.25))
+    result.answers[1].resolution = "name"
+    assert [h.score for h in name_only.merge([], chunks)] == [1.0, 0.5]
 
 
 def test_ambiguous_name_is_answered_for_every_candidate(flow: SnapshotGraph) -> None:
@@ -167,6 +189,7 @@ def test_query_routes_a_structural_question_and_keeps_the_graph_answer_first(tin
     first = response.hits[0]
     assert first.symbol == "Cart.total" and first.graph["citation"] == "shop/cart.py:14"
     assert first.graph["resolution"] == "import"
+    assert first.graph["rank"] == 1 and first.graph["sites"] == ["shop/cart.py:14"] and first.score > 0
     assert all(h.graph is None for h in response.hits[1:])  # retrieval hits follow, unmarked
     plain = SearchPipeline(tiny).search(SearchRequest(query="how is the cart total computed", k=5))
     assert plain.graph is None and all(h.graph is None for h in plain.hits)

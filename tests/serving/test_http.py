@@ -79,6 +79,8 @@ def test_graph_endpoint_answers_exactly_and_errors_are_json(server):
     assert unknown.status_code == 404 and "nothing_here" in unknown.json()["message"]
     routed = client.post("/v1/search", json={"query": "who calls price_of", "k": 3}).json()
     assert routed["graph"]["op"] == "callers" and routed["hits"][0]["graph"]["citation"] == "shop/cart.py:14"
+    first = routed["hits"][0]  # an exact answer has a rank in the graph answer and a score that is never 0.0
+    assert first["graph"]["rank"] == 1 and first["graph"]["sites"] == ["shop/cart.py:14"] and first["score"] > 0
 
 
 def test_errors_are_json_with_the_right_status(server):

@@ -170,6 +170,7 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
     # structural tools: exact answers from the code graph, cited at the call line
     callers = {a["qualname"]: a for a in out["callers"]["answers"]}
     assert "Ledger.record" in callers and callers["Ledger.record"]["citation"] == "ledger/book.py:12"
+    assert callers["Ledger.record"]["sites"][0] == "ledger/book.py:12"  # every call line, the citation first
     assert {a["qualname"] for a in out["callees"]["answers"]} >= {"total"}
     assert out["after"]["freshness"][0]["stale"] is False
     assert out["status"]["repos"][0]["stale"] is False

@@ -8,6 +8,7 @@ from jobs.eval.metrics import (
     Gold,
     Prediction,
     acc_at_k,
+    capped_recall_at_k,
     dedupe,
     evaluate,
     first_rank,
@@ -57,6 +58,14 @@ def test_recall_precision():
     assert recall_at_k(RANKED, [], 3) == 0.0
     assert precision_at_k(RANKED, ["a", "d", "z"], 5) == pytest.approx(2 / 5)
     assert precision_at_k(["a"], ["a"], 5) == pytest.approx(1 / 5)  # short lists are not rewarded
+
+
+def test_capped_recall_divides_by_min_of_k_and_gold():
+    many = ["a", "b", "c", "d", "e", "f", "g"]  # 7 gold, k = 5: plain recall cannot pass 5/7
+    assert recall_at_k(RANKED, many, 5) == pytest.approx(5 / 7)
+    assert capped_recall_at_k(RANKED, many, 5) == 1.0
+    assert capped_recall_at_k(RANKED, ["a", "d", "z"], 5) == pytest.approx(2 / 3)  # equal when |gold| <= k
+    assert capped_recall_at_k(RANKED, [], 5) == 0.0
 
 
 def test_mrr_and_first_rank():
