@@ -92,6 +92,7 @@ class Indexer:
         self.runner = runner or LocalRunner(config, self._encoder_factory, progress)
         self.tokens: TokenVectorBuilder | None = None
         self._followers: dict[str, list[_RepoWork]] = {}  # per run: works that take another work's task outcome
+        self._warm: dict[str, ParsedFile] = {}  # the last one-repository run's parses by content key (watch, sync)
         self._identity: tuple[str, int] = ("", 0)  # (encoder model id, dim), resolved by the plan of each run
         self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self.cache_dir = Path(config.paths.cache_dir)
@@ -129,6 +130,7 @@ class Indexer:
                 for work in live:
                     if not work.result.reason:
                         self._guard(work, raise_errors, self._publish)
+                self._keep_warm(live)
         except BaseException:  # a failure outside one repository's stages (encoder, caches): drop every build
             for work in works:
                 if work.snapshot_id and work.result.status != STATUS_OK:
@@ -145,6 +147,15 @@ class Indexer:
         for result in summary.repos:
             result.peak_rss_mb = summary.peak_rss_mb
         return summary
+
+    def _keep_warm(self, works: list[_RepoWork]) -> None:
+        """Keep a one-repository run's parsed files in memory: the next sync of the same tree (watch) then
+        reads none of them back from the parse cache. A batch keeps nothing (its memory is released)."""
+        self._warm = {}
+        if len(works) == 1 and works[0].result.status == STATUS_OK:
+            work = works[0]
+            self._warm = {ParseCache.key(e.path, e.blob_sha): work.parsed[e.path] for e in work.entries
+                          if e.path in work.parsed}
 
     def _guard(self, work: _RepoWork, raise_errors: bool, stage: Callable[[_RepoWork], None]) -> bool:
         """Run one repository's stage; on failure discard its build and record (or raise) the reason."""
@@ -195,7 +206,9 @@ class Indexer:
             assert work.source is not None
             with _timed(work.result, "plan"):
                 keys = {e.path: ParseCache.key(e.path, e.blob_sha) for e in work.entries}
-                cached = parse_cache.get_many(list(keys.values()) + [ERROR_KEY_PREFIX + k for k in keys.values()])
+                cold = [k for k in keys.values() if k not in self._warm]
+                cached = {**parse_cache.get_many(cold + [ERROR_KEY_PREFIX + k for k in cold]),
+                          **{k: self._warm[k] for k in keys.values() if k in self._warm}}
                 for entry in work.entries:
                     key = keys[entry.path]
                     known_error = cached.get(ERROR_KEY_PREFIX + key)
@@ -339,6 +352,10 @@ class Indexer:
         (its token space is not the bi-encoder's; that reranker then encodes candidates itself)."""
         if not self.config.token_vectors.enabled or self.config.late_interaction.model_path:
             return None
+        kept = self.tokens
+        if kept is not None and kept.codec is not None and (kept.model_id, kept.source_dim) == (model_id, dim):
+            kept.encoded = 0  # the same builder (and its loaded cache index) serves the next run
+            return kept
         return TokenVectorBuilder(self.cache_dir / TOKEN_VECTORS_DIR, model_id,
                                   self.config.late_interaction.doc_max_length, dim, self.config.token_vectors)
 

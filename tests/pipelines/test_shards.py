@@ -27,6 +27,7 @@ FILES = {
                        f"def {topic}_step(value, i):\n    return (value, i, {len(topic)})\n"
     for topic in TOPICS
 }
+FILES["pkg/retry.py"] += "\n\ndef retry_cached(key):\n    return fresh_cache_helper(key)\n"  # defined later, elsewhere
 CHANGED = "pkg/cache.py"
 QUERIES = ["retry the value", "cache entry point", "fresh_cache_helper", "socket step", "compress schedule render"]
 SMALL_PARTITIONS = ["shards.partition_chunks=2"]  # ~10 partitions for this repo: each file nearly its own
@@ -90,12 +91,21 @@ def test_one_file_change_rebuilds_one_partition_and_links_the_rest(builds) -> No
             assert number == changed_partition, shard.path
 
 
+def test_edges_from_unchanged_files_into_the_changed_file_are_resolved_again(builds) -> None:
+    config = builds["config"]
+    before, after = Snapshot.open(builds["before"], config), Snapshot.open(builds["after"], config)
+    call = ("pkg/retry.py::retry_cached", "pkg/cache.py::fresh_cache_helper")
+    assert call not in {(e.src, e.dst) for e in before.edges if e.resolved}  # not defined anywhere yet
+    assert call in {(e.src, e.dst) for e in after.edges if e.resolved}  # retry.py was not re-parsed, only resolved
+
+
 def test_incremental_snapshot_equals_a_full_rebuild(builds) -> None:
     config = builds["config"]
     inc = Snapshot.open(builds["after"], config)
     full = Snapshot.open(IndexLayout(builds["full_config"].paths.index_root).current("t/inc"), builds["full_config"])
     assert builds["full"].shards_linked == 0
     assert [c.chunk_id for c in inc.chunks] == [c.chunk_id for c in full.chunks]
+    assert sorted(map(str, (e.to_row() for e in inc.edges))) == sorted(map(str, (e.to_row() for e in full.edges)))
     same_names = {s.path for s in inc.manifest.shards} & {s.path for s in full.manifest.shards}
     same_names |= {f"tokens/{p}" for p in set(inc.manifest.token_vectors["parts"]) & set(full.manifest.token_vectors["parts"])}
     compared = 0
