@@ -5,15 +5,18 @@ names, listing, build locks and atomic publish must change together, and nothing
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)
 <root>/<repo-dir>/<snapshot>/manifest.json
                              chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet files.parquet
-                             vectors/shard-000.faiss vectors/shard-000.ids.npy
-                             lucene/shard-000/
-                             tokens/{codes,scales,offsets,projection}.npy  (semantica.token_vectors)
+                             vectors/p000s00-<key>.faiss vectors/p000s00-<key>.ids.npy
+                             lucene/p000s00-<key>/ lucene_file/... lucene_function/...
+                             tokens/p000s00-<key>/{codes,scales,offsets}.npy tokens/rows.npy  (semantica.token_vectors)
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
 <root>/<repo-dir>/<snapshot>.lock          flock held while that build runs (free = the build died)
 <root>/<repo-dir>/.publish.lock           one publish (rename, CURRENT, prune) per repository at a time
 ```
 A reader resolves CURRENT once and then reads one immutable directory, so it never sees a
-half-written snapshot; indexing builds into `.tmp`, verifies, renames, then moves CURRENT.
+half-written snapshot; indexing builds into `.tmp`, verifies, renames, then moves CURRENT. Shards are
+partitioned by path and named by their content key (`pipelines.shards`): a shard the previous snapshot
+already holds is a hard link to its files, so snapshots stay self-contained and pruning one never
+touches another's data.
 
 Repository names: `normalize_repo_name` is the one check (NFC, no control characters, no `.`/`..`
 segments, empty segments dropped, not empty) and `repo_dir_name` the one reversible, collision-free

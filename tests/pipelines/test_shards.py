@@ -27,10 +27,11 @@ FILES = {
                        f"def {topic}_step(value, i):\n    return (value, i, {len(topic)})\n"
     for topic in TOPICS
 }
-FILES["pkg/retry.py"] += "\n\ndef retry_cached(key):\n    return fresh_cache_helper(key)\n"  # defined later, elsewhere
+FILES["pkg/retry.py"] = ("from pkg.cache import fresh_cache_helper\n\n\n" + FILES["pkg/retry.py"]  # defined later
+                         + "\n\ndef retry_cached(key):\n    return fresh_cache_helper(key)\n")
 CHANGED = "pkg/cache.py"
 QUERIES = ["retry the value", "cache entry point", "fresh_cache_helper", "socket step", "compress schedule render"]
-SMALL_PARTITIONS = ["shards.partition_chunks=2"]  # ~10 partitions for this repo: each file nearly its own
+SMALL_PARTITIONS = ["shards.partition_chunks=2", "shards.max_partitions=4"]  # 4 partitions, for every build
 
 
 def git_repo(root: Path, files: dict[str, str]) -> Path:
