@@ -31,16 +31,25 @@ class EmbeddingCache:
         self.directory = Path(directory) / f"{safe_name(model_id)}-{dim}-len{max_length}"
         self.dim = dim
         self._rows: dict[str, int] | None = None
+        self._seen: set[str] = set()  # segment file names already read
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._lock = threading.Lock()
 
     def _load(self) -> dict[str, int]:
-        if self._rows is not None:
-            return self._rows
-        rows: dict[str, int] = {}
+        if self._rows is None:
+            self._rows = {}
+            self._read_new_segments()
+        return self._rows
+
+    def _read_new_segments(self) -> None:
+        """Append the segments not read yet (all of them on first use; later, other runs' and processes')."""
+        assert self._rows is not None
         blocks: list[np.ndarray] = []
-        total = 0
+        total = len(self._matrix)
         for segment in sorted(self.directory.glob(SEGMENT_GLOB)):
+            if segment.name in self._seen:
+                continue
+            self._seen.add(segment.name)
             try:
                 with np.load(segment, allow_pickle=False) as data:
                     shas, vectors = data["shas"], data["vectors"]
@@ -49,12 +58,17 @@ class EmbeddingCache:
             if vectors.shape[1:] != (self.dim,):
                 continue
             for offset, sha in enumerate(shas.tolist()):
-                rows.setdefault(sha, total + offset)
+                self._rows.setdefault(sha, total + offset)
             blocks.append(vectors.astype(np.float32))
             total += len(vectors)
-        self._matrix = np.concatenate(blocks) if blocks else self._matrix
-        self._rows = rows
-        return rows
+        if blocks:
+            self._matrix = np.concatenate([self._matrix, *blocks])
+
+    def refresh(self) -> None:
+        """Pick up segments written since this cache was loaded (a long-lived process: watch, sync)."""
+        with self._lock:
+            if self._rows is not None:
+                self._read_new_segments()
 
     def __len__(self) -> int:
         with self._lock:
@@ -73,9 +87,10 @@ class EmbeddingCache:
         name = f"seg-{uuid.uuid4().hex}"
         tmp = self.directory / f"{name}.tmp.npz"
         np.savez(tmp, shas=np.asarray(list(shas)), vectors=vectors.astype(np.float32))
-        os.replace(tmp, self.directory / f"{name}.npz")
         with self._lock:
             rows = self._load()
+            os.replace(tmp, self.directory / f"{name}.npz")
+            self._seen.add(f"{name}.npz")
             base = len(self._matrix)
             self._matrix = np.concatenate([self._matrix, vectors.astype(np.float32)])
             for offset, sha in enumerate(shas):

@@ -15,7 +15,6 @@ identical chunks, symbols and edges, cache the same verdicts and load the same g
 from __future__ import annotations
 
 import dataclasses
-import resource
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -29,8 +28,16 @@ import numpy as np
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
 from pipelines.manifest import RepoSpec, excluded, resolve_repo_path
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
-from pipelines.parse_cache import ParseCache
+from pipelines.parse_cache import ParseCache, rebrand
 from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
+from pipelines.summary import (  # noqa: F401 (re-exported: callers import the summaries from the driver)
+    STATUS_FAILED,
+    STATUS_OK,
+    BatchSummary,
+    IndexSummary,
+    RepoResult,
+    peak_rss_mb,
+)
 from pipelines.token_cache import TokenVectorBuilder
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.build_stats import build_stats_path, record_build
@@ -38,7 +45,7 @@ from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
 from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX
-from semantica.layout import IndexLayout, SnapshotPaths, normalize_repo_name
+from semantica.layout import IndexLayout, LayoutError, SnapshotPaths, keep_for, normalize_repo_name
 from semantica.schema import FileError
 from semantica.source import IndexableRule, SourceKind, SourceRecord, git_status
 
@@ -47,66 +54,6 @@ TOKEN_VECTORS_DIR = "token_vectors"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
 CACHEABLE_ERROR_STAGE = "discover"  # verdicts decided by a blob's bytes alone
 ERROR_SAMPLES = 20
-STATUS_OK = "ok"
-STATUS_FAILED = "failed"
-
-
-@dataclass
-class IndexSummary:
-    """What one repository's indexing did (printed by the CLI; `--json` prints it as one object)."""
-
-    repo: str
-    commit: str = ""
-    snapshot_id: str = ""
-    snapshot_path: str = ""
-    files: int = 0
-    chunks: int = 0
-    symbols: int = 0
-    edges: int = 0
-    errors: int = 0
-    files_parsed: int = 0
-    files_reused: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    chunks_token_encoded: int = 0  # chunks whose token vectors were computed in this run (0 = all reused)
-    seconds: dict[str, float] = field(default_factory=dict)
-    peak_rss_mb: float = 0.0
-    error_samples: list[dict[str, str]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class RepoResult(IndexSummary):
-    """One repository's outcome in a batch: the summary plus a status and, when failed, the reason."""
-
-    status: str = STATUS_FAILED
-    reason: str = ""
-
-
-@dataclass
-class BatchSummary:
-    """What `semantica index-batch` did; exit code 0 only when every repo is ok."""
-
-    repos: list[RepoResult]
-    seconds: float = 0.0
-    ray_used: bool = False
-    ray_address: str = ""
-    files_through_ray: int = 0
-    peak_rss_mb: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return all(r.status == STATUS_OK for r in self.repos)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process (ru_maxrss is KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 @dataclass
@@ -144,6 +91,8 @@ class Indexer:
         self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
         self.runner = runner or LocalRunner(config, self._encoder_factory, progress)
         self.tokens: TokenVectorBuilder | None = None
+        self._followers: dict[str, list[_RepoWork]] = {}  # per run: works that take another work's task outcome
+        self._warm: dict[str, ParsedFile] = {}  # the last one-repository run's parses by content key (watch, sync)
         self._identity: tuple[str, int] = ("", 0)  # (encoder model id, dim), resolved by the plan of each run
         self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self.cache_dir = Path(config.paths.cache_dir)
@@ -181,6 +130,7 @@ class Indexer:
                 for work in live:
                     if not work.result.reason:
                         self._guard(work, raise_errors, self._publish)
+                self._keep_warm(live)
         except BaseException:  # a failure outside one repository's stages (encoder, caches): drop every build
             for work in works:
                 if work.snapshot_id and work.result.status != STATUS_OK:
@@ -197,6 +147,15 @@ class Indexer:
         for result in summary.repos:
             result.peak_rss_mb = summary.peak_rss_mb
         return summary
+
+    def _keep_warm(self, works: list[_RepoWork]) -> None:
+        """Keep a one-repository run's parsed files in memory: the next sync of the same tree (watch) then
+        reads none of them back from the parse cache. A batch keeps nothing (its memory is released)."""
+        self._warm = {}
+        if len(works) == 1 and works[0].result.status == STATUS_OK:
+            work = works[0]
+            self._warm = {ParseCache.key(e.path, e.blob_sha): work.parsed[e.path] for e in work.entries
+                          if e.path in work.parsed}
 
     def _guard(self, work: _RepoWork, raise_errors: bool, stage: Callable[[_RepoWork], None]) -> bool:
         """Run one repository's stage; on failure discard its build and record (or raise) the reason."""
@@ -241,11 +200,15 @@ class Indexer:
         self.tokens = self._token_builder(model_id, dim)
         self._tokens_counted = 0
         tasks: list[FileTask] = []
+        leaders: dict[str, FileTask] = {}  # content key -> its one task in this run (branches share files)
+        self._followers: dict[str, list[_RepoWork]] = {}
         for work in works:
             assert work.source is not None
             with _timed(work.result, "plan"):
-                keys = {e.path: ParseCache.key(work.spec.name, e.path, e.blob_sha) for e in work.entries}
-                cached = parse_cache.get_many(list(keys.values()) + [ERROR_KEY_PREFIX + k for k in keys.values()])
+                keys = {e.path: ParseCache.key(e.path, e.blob_sha) for e in work.entries}
+                cold = [k for k in keys.values() if k not in self._warm]
+                cached = {**parse_cache.get_many(cold + [ERROR_KEY_PREFIX + k for k in cold]),
+                          **{k: self._warm[k] for k in keys.values() if k in self._warm}}
                 for entry in work.entries:
                     key = keys[entry.path]
                     known_error = cached.get(ERROR_KEY_PREFIX + key)
@@ -254,24 +217,29 @@ class Indexer:
                         work.result.files_reused += 1
                         continue
                     parsed = cached.get(key)
-                    if parsed is not None:
+                    if parsed is not None:  # by content: parsed for another branch or repository is re-stamped
+                        parsed = rebrand(parsed, work.spec.name)
                         found = embed_cache.get_many([c.content_sha for c in parsed.chunks])
                         if len(found) == len({c.content_sha for c in parsed.chunks}):
                             work.parsed[entry.path] = parsed
                             work.vectors[entry.path] = _stack([found[c.content_sha] for c in parsed.chunks], dim)
                             work.result.files_reused += 1
                             continue
-                    tasks.append(FileTask(repo=work.spec.name, repo_path=work.source.repo_path,
-                                          commit=work.source.commit or "", include=work.include,
-                                          path=entry.path, blob_sha=entry.blob_sha, size=entry.size,
-                                          language=entry.language, key=key, parsed=parsed))
+                    if key in leaders and leaders[key].repo != work.spec.name:  # another branch's task parses it
+                        self._followers.setdefault(key, []).append(work)
+                        continue
+                    leaders[key] = FileTask(repo=work.spec.name, repo_path=work.source.repo_path,
+                                            commit=work.source.commit or "", include=work.include,
+                                            path=entry.path, blob_sha=entry.blob_sha, size=entry.size,
+                                            language=entry.language, key=key, parsed=parsed)
+                    tasks.append(leaders[key])
         return tasks
 
     def _absorb(self, works: list[_RepoWork], tasks: list[FileTask], parse_cache: ParseCache,
                 raise_errors: bool) -> None:
         """Run the tasks and fold their outcomes into each repository; a runner failure fails its repos."""
         by_name = {w.spec.name: w for w in works}
-        involved = sorted({t.repo for t in tasks})
+        involved = sorted({t.repo for t in tasks} | {w.spec.name for f in self._followers.values() for w in f})
         start = time.perf_counter()
         try:
             outcomes = self.runner.run(tasks, self.tokens)
@@ -283,6 +251,8 @@ class Indexer:
             return
         fresh: dict[str, Any] = {}
         for outcome in outcomes:
+            for follower in self._followers.get(outcome.key, []):  # the same file on another branch: not parsed again
+                self._follow(follower, outcome)
             work = by_name[outcome.repo]
             if outcome.error is not None:
                 work.errors.append(outcome.error)
@@ -306,6 +276,17 @@ class Indexer:
         work.parsed[outcome.path] = outcome.parsed
         work.vectors[outcome.path] = outcome.vectors
         work.result.chunks_embedded += outcome.embedded
+
+    @staticmethod
+    def _follow(work: _RepoWork, outcome: FileOutcome) -> None:
+        """Another repository's (or branch's) outcome for the same path and blob, re-stamped for `work`."""
+        if outcome.error is not None:
+            work.errors.append(dataclasses.replace(outcome.error, repo=work.spec.name))
+            return
+        assert outcome.parsed is not None
+        work.parsed[outcome.path] = rebrand(outcome.parsed, work.spec.name)
+        work.vectors[outcome.path] = outcome.vectors
+        work.result.files_reused += 1
 
     def _publish(self, work: _RepoWork) -> None:
         result, spec = work.result, work.spec
@@ -340,25 +321,41 @@ class Indexer:
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
-                                  skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record)
+                                  skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
+                                  previous=self._previous(spec.name))
         with _timed(result, "write"):
-            self.writer.write(work.paths, content)
+            written = self.writer.write(work.paths, content)
+        result.shards_linked = sum(written.reuse.linked.values())
+        result.shards_written = sum(written.reuse.written.values())
         graph_db = self._graph_db_loader()
         if graph_db is not None:  # before publish: a graph-store failure keeps the old snapshot current
             with _timed(result, "graph_db"):
                 graph_db.load(spec.name, work.snapshot_id, symbols, chunks, edges, delete_superseded=False)
         with _timed(result, "publish"):
-            final = self.layout.publish(spec.name, work.snapshot_id, self.config.index.keep_snapshots)
+            keep = keep_for(spec.name, self.config.index.keep_snapshots, self.config.branches.keep_snapshots,
+                            self.config.branches.keep)
+            final = self.layout.publish(spec.name, work.snapshot_id, keep, written.trusted)
         if graph_db is not None:
             graph_db.delete_superseded(spec.name, work.snapshot_id)
         result.status, result.snapshot_path = STATUS_OK, str(final)
         self.log(f"{spec.name}: published {work.snapshot_id} ({result.chunks} chunks, {result.errors} errors)")
+
+    def _previous(self, name: str) -> SnapshotPaths | None:
+        """The published snapshot of `name`, whose unchanged shards the new one hard-links (None: none yet)."""
+        try:
+            return self.layout.current(name)
+        except LayoutError:
+            return None
 
     def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
         """Stored token vectors for late interaction, unless turned off or a separate late model is set
         (its token space is not the bi-encoder's; that reranker then encodes candidates itself)."""
         if not self.config.token_vectors.enabled or self.config.late_interaction.model_path:
             return None
+        kept = self.tokens
+        if kept is not None and kept.codec is not None and (kept.model_id, kept.source_dim) == (model_id, dim):
+            kept.encoded = 0  # the same builder (and its loaded cache index) serves the next run
+            return kept
         return TokenVectorBuilder(self.cache_dir / TOKEN_VECTORS_DIR, model_id,
                                   self.config.late_interaction.doc_max_length, dim, self.config.token_vectors)
 

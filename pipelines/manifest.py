@@ -1,8 +1,11 @@
 """The repository manifest of `index-batch`, and resolving a manifest entry to a local git directory.
 
 Manifest format (`conf/repos.yaml`): a list (or `{repos: [...]}`) of
-`{name, path | url, commit | branch, include: [globs], exclude: [globs]}`. A url is cloned bare into
-`<cache_dir>/clones` (fetched again when present). `semantica index` is a manifest of one entry.
+`{name, path | url, commit | branch | refs: [branches], include: [globs], exclude: [globs]}`. A url is
+cloned bare into `<cache_dir>/clones` (once per repository, fetched again when present). `branch` is what
+the repository's default snapshot follows; `refs` publishes one snapshot per branch, `NAME@BRANCH`, as
+`semantica index --ref` does (list the entry twice, once without `refs`, to keep the default one too).
+`semantica index` is a manifest of one entry.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from typing import Any
 import yaml
 
 from pipelines.discover import repo_name_from_path
-from semantica.layout import RepoNameError, normalize_repo_name
+from semantica.layout import LayoutError, RepoNameError, branch_key, normalize_repo_name, split_branch_key
 
 CLONES_DIR = "clones"
+LIST_KEYS = ("include", "exclude", "refs")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -40,6 +44,7 @@ class RepoSpec:
     branch: str = ""
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)  # in a manifest file only: expanded to one spec per branch
 
 
 def load_manifest(path: str | Path) -> list[RepoSpec]:
@@ -63,12 +68,12 @@ def load_manifest(path: str | Path) -> list[RepoSpec]:
             raise ManifestError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
         if bool(item.get("path")) == bool(item.get("url")):
             raise ManifestError(f"{where}: give exactly one of `path` and `url`")
-        if item.get("commit") and item.get("branch"):
-            raise ManifestError(f"{where}: give at most one of `commit` and `branch`")
-        for key in ("include", "exclude"):
+        if sum(bool(item.get(k)) for k in ("commit", "branch", "refs")) > 1:
+            raise ManifestError(f"{where}: give at most one of `commit`, `branch` and `refs`")
+        for key in LIST_KEYS:
             if not isinstance(item.get(key, []), list):
-                raise ManifestError(f"{where}: `{key}` must be a list of globs")
-        values = {k: (str(v) if k not in ("include", "exclude") else [str(g) for g in v]) for k, v in item.items()
+                raise ManifestError(f"{where}: `{key}` must be a list of {'branch names' if key == 'refs' else 'globs'}")
+        values = {k: (str(v) if k not in LIST_KEYS else [str(g) for g in v]) for k, v in item.items()
                   if v is not None}
         if not values.get("name"):
             values["name"] = _default_name(values)
@@ -76,12 +81,23 @@ def load_manifest(path: str | Path) -> list[RepoSpec]:
             values["name"] = normalize_repo_name(values["name"])
         except RepoNameError as exc:
             raise ManifestError(f"{where}: {exc}") from None
-        specs.append(RepoSpec(**values))
+        specs.extend(_per_ref(RepoSpec(**values), where))
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ManifestError(f"{path}: repository names must be unique; duplicated: {duplicates}")
     return specs
+
+
+def _per_ref(spec: RepoSpec, where: str) -> list[RepoSpec]:
+    """An entry with `refs` -> one spec per branch, published as `NAME@BRANCH`; else the entry itself."""
+    if not spec.refs:
+        return [spec]
+    try:
+        return [dataclasses.replace(spec, name=branch_key(spec.name, ref), branch=ref, refs=[])
+                for ref in dict.fromkeys(spec.refs)]
+    except LayoutError as exc:
+        raise ManifestError(f"{where}: {exc}") from None
 
 
 def _default_name(values: dict[str, Any]) -> str:
@@ -96,7 +112,8 @@ def resolve_repo_path(spec: RepoSpec, cache_dir: Path, timeout_s: float) -> str:
     """The local git directory of a spec: its path, or a bare clone of its url (fetched if present)."""
     if spec.path:
         return spec.path
-    target = cache_dir / CLONES_DIR / f"{_SAFE.sub('_', spec.name)}.git"
+    repo = split_branch_key(spec.name)[0]  # one clone per repository, whichever branches it publishes
+    target = cache_dir / CLONES_DIR / f"{_SAFE.sub('_', repo)}.git"
     target.parent.mkdir(parents=True, exist_ok=True)
     if (target / "HEAD").exists():
         cmd = ["git", "-C", str(target), "fetch", "--prune", "origin", "+refs/heads/*:refs/heads/*"]

@@ -1,18 +1,26 @@
 """Parsed-file cache for incremental indexing: an unchanged blob is never parsed twice.
 
-Keyed by (repo, path, blob sha, parser version): chunk ids depend on repo and path, and a parser
-change must invalidate old entries. One SQLite file (stdlib, safe for concurrent readers).
+Keyed by content, (path, blob sha, parser version), not by the repository's published name: a second
+branch (`NAME@BRANCH`), a fork or a renamed repository reuses every file whose path and bytes match.
+Chunk and symbol records carry the repository they were parsed for, so `rebrand` re-stamps a hit
+parsed under another name (chunk ids are derived from repo, path, lines and content). A parser change
+must invalidate old entries. One SQLite file (stdlib, safe for concurrent readers).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
-PARSER_VERSION = "7"  # 7: positional local types, containers, loops, callbacks, class attribute types
+from pipelines.parse.facts import ParsedFile
+from semantica.schema import make_chunk_id
+
+PARSER_VERSION = "8"  # 8: keyed by content (no repository name) + positional local types, containers, loops,
+# callbacks, class attribute types, every call line; 6: module-level variable types
 _SCHEMA = "CREATE TABLE IF NOT EXISTS parsed (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
 _BUSY_TIMEOUT_S = 30.0
 _SQL_BATCH = 500  # below SQLite's host-parameter limit
@@ -31,8 +39,9 @@ class ParseCache:
         self.misses = 0
 
     @staticmethod
-    def key(repo: str, path: str, blob_sha: str) -> str:
-        return f"{PARSER_VERSION}\x00{repo}\x00{path}\x00{blob_sha}"
+    def key(path: str, blob_sha: str) -> str:
+        """The same path with the same bytes parses the same in every repository and branch."""
+        return f"{PARSER_VERSION}\x00{path}\x00{blob_sha}"
 
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -60,3 +69,19 @@ class ParseCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def rebrand(parsed: ParsedFile, repo: str) -> ParsedFile:
+    """`parsed` as if parsed for `repo`: the records that name the repository and the chunk ids derived
+    from it are re-stamped (a new object; the cached one is left as it is). Same repo: returned as is."""
+    if parsed.repo == repo:
+        return parsed
+    ids: dict[str, str] = {}
+    chunks = []
+    for chunk in parsed.chunks:
+        new_id = make_chunk_id(repo, chunk.path, chunk.start_line, chunk.end_line, chunk.content_sha)
+        ids[chunk.chunk_id] = new_id
+        chunks.append(dataclasses.replace(chunk, chunk_id=new_id, repo=repo))
+    symbols = [dataclasses.replace(s, repo=repo, chunk_id=ids.get(s.chunk_id, s.chunk_id)) for s in parsed.symbols]
+    edges = [dataclasses.replace(e, repo=repo) for e in parsed.edges]
+    return dataclasses.replace(parsed, repo=repo, chunks=chunks, symbols=symbols, edges=edges)

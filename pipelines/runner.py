@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,8 +124,25 @@ def embed_outcomes(outcomes: list[FileOutcome], embedder: ChunkEmbedder,
         outcome.vectors, outcome.embedded = vectors, embedded
 
 
+_OPEN_CACHES: dict[tuple[str, str, int, int], EmbeddingCache] = {}
+_OPEN_CACHES_LOCK = threading.Lock()
+MAX_OPEN_CACHES = 4  # (cache dir, model, dim, length) kept loaded per process
+
+
 def embedding_cache(config: Config, model_id: str, dim: int) -> EmbeddingCache:
-    return EmbeddingCache(Path(config.paths.cache_dir) / EMBEDDINGS_DIR, model_id, dim, config.encoder.max_length)
+    """The embedding cache, loaded once per process and refreshed with new segments on each call: a watch
+    or sync loop does not read every cached vector from disk again for each run."""
+    key = (str(Path(config.paths.cache_dir).expanduser().resolve()), model_id, dim, config.encoder.max_length)
+    with _OPEN_CACHES_LOCK:
+        cache = _OPEN_CACHES.pop(key, None)
+        if cache is None:
+            cache = EmbeddingCache(Path(config.paths.cache_dir) / EMBEDDINGS_DIR, model_id, dim,
+                                   config.encoder.max_length)
+        _OPEN_CACHES[key] = cache  # most recently used last
+        while len(_OPEN_CACHES) > MAX_OPEN_CACHES:
+            _OPEN_CACHES.pop(next(iter(_OPEN_CACHES)))
+    cache.refresh()
+    return cache
 
 
 class LocalRunner:

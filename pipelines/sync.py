@@ -47,6 +47,8 @@ class SyncResult:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     chunks: int = 0
+    shards_linked: int = 0  # shards hard-linked from the previous snapshot (pipelines.shards)
+    shards_written: int = 0
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)  # the indexer's own timings per stage
 
@@ -113,6 +115,7 @@ class RepoSyncer:
             ref=ref or "", edited=changes.edited, added=changes.added, deleted=changes.deleted, renamed=changes.renamed,
             files_parsed=summary.files_parsed, files_reused=summary.files_reused,
             chunks_embedded=summary.chunks_embedded, chunks_reused=summary.chunks_reused, chunks=summary.chunks,
+            shards_linked=summary.shards_linked, shards_written=summary.shards_written,
             seconds=round(time.perf_counter() - start, 3), stage_seconds=dict(summary.seconds),
         )
 

@@ -198,10 +198,16 @@ class TokenVectorBuilder:
                 progress(len(batch))
         return len(missing)
 
-    def write(self, directory: Path, shas: Sequence[str]) -> TokenVectorsInfo:
-        """The snapshot's token files, rows in `shas` order (the chunk order of chunks.parquet)."""
+    def codes(self, shas: Sequence[str]) -> list[Codes]:
+        """(codes, scales) of each sha, empty for one nobody encoded; pending vectors are flushed first."""
         self.flush()
         assert self.codec is not None
         empty: Codes = (np.zeros((0, self.codec.code_width), self.codec.code_dtype), np.zeros(0, np.float16))
-        parts = [self.cache.get(sha) or empty for sha in shas]
+        return [self.cache.get(sha) or empty for sha in shas]
+
+    def write(self, directory: Path, shas: Sequence[str]) -> TokenVectorsInfo:
+        """The snapshot's token files as one set, rows in `shas` order (the chunk order of chunks.parquet);
+        the indexer writes them per partition instead (`pipelines.shards`)."""
+        parts = self.codes(shas)
+        assert self.codec is not None
         return write_token_vectors(directory, self.codec, parts, self.model_id, self.max_length)

@@ -450,6 +450,25 @@ class WatchConfig:
 
 
 @dataclass
+class ShardsConfig:
+    """Incremental shard writes: chunks are partitioned by a hash of their path, and a new snapshot
+    hard-links every partition's FAISS, Lucene and token shard whose content is unchanged."""
+
+    partition_chunks: int = 1024  # target chunks per partition (a one-file change rebuilds one partition)
+    max_partitions: int = 64  # bound on the per-query fan-out; larger repos get larger partitions
+    reuse: bool = True  # false: every snapshot writes every shard (still partitioned)
+
+
+@dataclass
+class BranchesConfig:
+    """Retention of branch snapshots (`index --ref B` publishes `NAME@B`); the default branch keeps
+    `index.keep_snapshots`."""
+
+    keep_snapshots: int = 2  # published snapshots kept per non-default branch
+    keep: dict[str, int] = field(default_factory=dict)  # per-branch override, e.g. {release: 5}
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -485,6 +504,8 @@ class Config:
     mcp: McpConfig = field(default_factory=McpConfig)
     freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
     watch: WatchConfig = field(default_factory=WatchConfig)
+    shards: ShardsConfig = field(default_factory=ShardsConfig)
+    branches: BranchesConfig = field(default_factory=BranchesConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

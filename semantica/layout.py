@@ -5,15 +5,18 @@ names, listing, build locks and atomic publish must change together, and nothing
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)
 <root>/<repo-dir>/<snapshot>/manifest.json
                              chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet files.parquet
-                             vectors/shard-000.faiss vectors/shard-000.ids.npy
-                             lucene/shard-000/
-                             tokens/{codes,scales,offsets,projection}.npy  (semantica.token_vectors)
+                             vectors/p000s00-<key>.faiss vectors/p000s00-<key>.ids.npy
+                             lucene/p000s00-<key>/ lucene_file/... lucene_function/...
+                             tokens/p000s00-<key>/{codes,scales,offsets}.npy tokens/rows.npy  (semantica.token_vectors)
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
 <root>/<repo-dir>/<snapshot>.lock          flock held while that build runs (free = the build died)
 <root>/<repo-dir>/.publish.lock           one publish (rename, CURRENT, prune) per repository at a time
 ```
 A reader resolves CURRENT once and then reads one immutable directory, so it never sees a
-half-written snapshot; indexing builds into `.tmp`, verifies, renames, then moves CURRENT.
+half-written snapshot; indexing builds into `.tmp`, verifies, renames, then moves CURRENT. Shards are
+partitioned by path and named by their content key (`pipelines.shards`): a shard the previous snapshot
+already holds is a hard link to its files, so snapshots stay self-contained and pruning one never
+touches another's data.
 
 Repository names: `normalize_repo_name` is the one check (NFC, no control characters, no `.`/`..`
 segments, empty segments dropped, not empty) and `repo_dir_name` the one reversible, collision-free
@@ -35,6 +38,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -90,12 +94,15 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def directory_checksums(directory: Path) -> dict[str, str]:
-    """sha256 of every file under `directory` but the manifest, by relative path."""
+def directory_checksums(directory: Path, known: Mapping[str, str] | None = None) -> dict[str, str]:
+    """sha256 of every file under `directory` but the manifest, by relative path. `known` files (hard
+    links to an already verified snapshot's files, `pipelines.shards`) keep the checksum given."""
     sums: dict[str, str] = {}
+    known = known or {}
     for path in sorted(directory.rglob("*")):
         if path.is_file() and path.name != MANIFEST:
-            sums[path.relative_to(directory).as_posix()] = file_sha256(path)
+            relative = path.relative_to(directory).as_posix()
+            sums[relative] = known[relative] if relative in known else file_sha256(path)
     return sums
 
 
@@ -275,22 +282,24 @@ class IndexLayout:
             log.info("removed stale builds in %s: %s", repo_dir.name, removed)
         return removed
 
-    def verify(self, paths: SnapshotPaths) -> Manifest:
-        """Check the manifest's schema version and every checksum; raise on any mismatch."""
+    def verify(self, paths: SnapshotPaths, trusted: Mapping[str, str] | None = None) -> Manifest:
+        """Check the manifest's schema version and every checksum; raise on any mismatch. `trusted` files
+        (hard links to a published snapshot's files, whose checksums it verified) must be present; their
+        bytes are not hashed again."""
         manifest = paths.read_manifest()
         if manifest.schema_version != SCHEMA_VERSION:
             raise LayoutError(
                 f"{paths.root}: schema version {manifest.schema_version}, this build reads "
                 f"{SCHEMA_VERSION}; re-index the repository"
             )
-        actual = directory_checksums(paths.root)
+        actual = directory_checksums(paths.root, known=trusted)
         if actual != manifest.checksums:
             missing = sorted(set(manifest.checksums) - set(actual))
             changed = sorted(k for k in actual if manifest.checksums.get(k) != actual[k])
             raise LayoutError(f"{paths.root}: checksum mismatch (missing {missing[:5]}, differing {changed[:5]})")
         return manifest
 
-    def publish(self, repo: str, snapshot_id: str, keep: int) -> Path:
+    def publish(self, repo: str, snapshot_id: str, keep: int, trusted: Mapping[str, str] | None = None) -> Path:
         """Verify the `.tmp` build, rename it into place, move CURRENT atomically, drop old ones.
 
         One publish per repository at a time (a lock file): a concurrent build's pruning never
@@ -298,7 +307,7 @@ class IndexLayout:
         repo_dir = self.repo_dir(repo)
         tmp = repo_dir / f"{snapshot_id}{TMP_SUFFIX}"
         with exclusive(repo_dir / PUBLISH_LOCK):
-            self.verify(SnapshotPaths(tmp))
+            self.verify(SnapshotPaths(tmp), trusted)
             final = repo_dir / snapshot_id
             os.rename(tmp, final)
             pointer_tmp = repo_dir / f"{CURRENT}.{uuid.uuid4().hex}{TMP_SUFFIX}"
@@ -437,3 +446,12 @@ def split_branch_key(key: str) -> tuple[str, str]:
     """`repo@branch` -> (repo, branch); `repo` -> (repo, "") (the default branch)."""
     repo, _, branch = key.partition(BRANCH_SEPARATOR)
     return repo, branch
+
+
+def keep_for(repo: str, default_keep: int, branch_keep: int, by_branch: Mapping[str, int]) -> int:
+    """Published snapshots kept for `repo` (a `repo@branch` key or a default-branch name): `by_branch`'s
+    entry for its branch, else `branch_keep` for any named branch, else `default_keep`."""
+    branch = split_branch_key(repo)[1]
+    if not branch:
+        return default_keep
+    return int(by_branch.get(branch, branch_keep))

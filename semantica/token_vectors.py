@@ -12,6 +12,9 @@ tokens/scales.npy      (total_tokens,) float16              code * scale = the p
 tokens/offsets.npy     (chunks + 1,) int64                  chunk row r owns codes[offsets[r]:offsets[r+1]]
 tokens/projection.npy  (encoder_dim, dim) float32           absent when dim = encoder width
 ```
+A partitioned snapshot (`pipelines.shards`) keeps codes, scales and offsets per partition instead, in
+`tokens/<part>/`, so an unchanged partition is hard-linked from the previous snapshot, plus
+`tokens/rows.npy` ((chunks, 2) int64: chunk row -> part number, row within the part);
 and the manifest's `token_vectors` entry records model, lengths, dims, quantisation and the
 projection's sha (the checksums cover the files). MaxSim then costs one small matrix product.
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ TOKENS_DIR = "tokens"
 CODES_FILE = "codes.npy"
 SCALES_FILE = "scales.npy"
 OFFSETS_FILE = "offsets.npy"
+ROWS_FILE = "rows.npy"
 PROJECTION_FILE = "projection.npy"
 PQ_FILE = "pq.faiss"
 PQ_BITS = 8  # one byte per sub-vector code
@@ -216,6 +220,7 @@ class TokenVectorsInfo:
     tokens: int
     bytes: int
     code_width: int = 0  # columns of codes.npy (dim, or pq_m for pq); 0 = dim
+    parts: list[str] = field(default_factory=list)  # partition directories under `directory`; [] = one flat set
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -225,9 +230,8 @@ class TokenVectorsInfo:
         return TokenVectorsInfo(**values)  # type: ignore[arg-type]
 
 
-def write_token_vectors(directory: Path, codec: TokenCodec, parts: Sequence[tuple[np.ndarray, np.ndarray]],
-                        model_id: str, max_length: int) -> TokenVectorsInfo:
-    """Write one snapshot's token files; `parts[r]` = (codes, scales) of chunk row r (may be memmaps)."""
+def write_token_part(directory: Path, codec: TokenCodec, parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> int:
+    """codes, scales and offsets of `parts` (chunk after chunk) into `directory`; returns the token count."""
     directory.mkdir(parents=True, exist_ok=True)
     lengths = np.array([len(codes) for codes, _ in parts], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -244,13 +248,26 @@ def write_token_vectors(directory: Path, codec: TokenCodec, parts: Sequence[tupl
     scales_out.flush()
     del codes_out, scales_out
     np.save(directory / OFFSETS_FILE, offsets)
-    codec.save(directory)
-    size = sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+    return total
+
+
+def token_vectors_info(directory: Path, codec: TokenCodec, model_id: str, max_length: int, chunks: int,
+                       tokens: int, parts: list[str] | None = None) -> TokenVectorsInfo:
+    """The manifest entry of a written `tokens/` directory (its bytes counted over every part)."""
+    size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
     return TokenVectorsInfo(
         directory=directory.name, model_id=model_id, max_length=max_length, source_dim=codec.projection.source_dim,
         dim=codec.projection.dim, quantization=codec.quantization.value, projection_sha=codec.sha,
-        chunks=len(parts), tokens=total, bytes=size, code_width=codec.code_width,
+        chunks=chunks, tokens=tokens, bytes=size, code_width=codec.code_width, parts=list(parts or []),
     )
+
+
+def write_token_vectors(directory: Path, codec: TokenCodec, parts: Sequence[tuple[np.ndarray, np.ndarray]],
+                        model_id: str, max_length: int) -> TokenVectorsInfo:
+    """Write one snapshot's token files; `parts[r]` = (codes, scales) of chunk row r (may be memmaps)."""
+    total = write_token_part(directory, codec, parts)
+    codec.save(directory)
+    return token_vectors_info(directory, codec, model_id, max_length, len(parts), total)
 
 
 class StoredTokenVectors:
@@ -258,21 +275,34 @@ class StoredTokenVectors:
 
     def __init__(self, directory: Path, info: TokenVectorsInfo) -> None:
         self.info = info
+        width = info.code_width or info.dim
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (offsets, codes, scales) per part
         try:
-            self.codes = np.load(directory / CODES_FILE, mmap_mode="r")
-            self.scales = np.load(directory / SCALES_FILE, mmap_mode="r")
-            self.offsets = np.load(directory / OFFSETS_FILE)
+            for part in [directory / name for name in info.parts] or [directory]:
+                self._parts.append((np.load(part / OFFSETS_FILE), np.load(part / CODES_FILE, mmap_mode="r"),
+                                    np.load(part / SCALES_FILE, mmap_mode="r")))
+            self.rows = (np.load(directory / ROWS_FILE) if info.parts else
+                         np.stack([np.zeros(len(self._parts[0][0]) - 1, np.int64),
+                                   np.arange(len(self._parts[0][0]) - 1, dtype=np.int64)], axis=1))
         except (OSError, ValueError) as exc:
             raise TokenVectorError(f"cannot read token vectors in {directory}: {exc}") from exc
         self.codec = TokenCodec.load(directory, info.source_dim, info.quantization)
         self.projection = self.codec.projection
-        width = info.code_width or info.dim
-        if len(self.offsets) != info.chunks + 1 or self.codes.shape != (info.tokens, width):
+        tokens = sum(len(codes) for _, codes, _ in self._parts)
+        consistent = all(offsets[-1] == len(codes) and codes.shape[1:] == (width,) for offsets, codes, _ in self._parts)
+        if len(self.rows) != info.chunks or tokens != info.tokens or not consistent:
             raise TokenVectorError(f"token vectors in {directory} do not match the manifest "
-                                   f"({len(self.offsets) - 1} chunks, codes {self.codes.shape}; manifest "
+                                   f"({len(self.rows)} chunks, {tokens} tokens; manifest "
                                    f"{info.chunks} chunks, {info.tokens} x {width})")
         if self.codec.sha != info.projection_sha:
             raise TokenVectorError(f"{directory / PROJECTION_FILE} is not the projection the manifest names")
+
+    def _span(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, scales) of one chunk row, from whichever part holds it."""
+        part, local = (int(v) for v in self.rows[row])
+        offsets, codes, scales = self._parts[part]
+        start, end = int(offsets[local]), int(offsets[local + 1])
+        return codes[start:end], scales[start:end]
 
     def compatible(self, model_id: str, max_length: int) -> bool:
         """Stored with this model and truncation (else scores would mix two embedding spaces)."""
@@ -283,13 +313,13 @@ class StoredTokenVectors:
         out = np.zeros(len(rows), dtype=np.float32)
         if len(query_tokens) == 0 or not len(rows):
             return out
-        spans = [(int(self.offsets[r]), int(self.offsets[r + 1])) for r in rows]
-        nonempty = [i for i, (s, e) in enumerate(spans) if e > s]
+        spans = [self._span(r) for r in rows]
+        nonempty = [i for i, (codes, _) in enumerate(spans) if len(codes)]
         if not nonempty:
             return out
-        codes = np.concatenate([self.codes[spans[i][0]:spans[i][1]] for i in nonempty])
-        scales = np.concatenate([self.scales[spans[i][0]:spans[i][1]] for i in nonempty])
-        starts = np.concatenate([[0], np.cumsum([spans[i][1] - spans[i][0] for i in nonempty])[:-1]])
+        codes = np.concatenate([spans[i][0] for i in nonempty])
+        scales = np.concatenate([spans[i][1] for i in nonempty])
+        starts = np.concatenate([[0], np.cumsum([len(spans[i][0]) for i in nonempty])[:-1]])
         with single_thread_blas():
             query = self.projection.apply(query_tokens)
             sims = query @ self.codec.decode(codes, scales).T

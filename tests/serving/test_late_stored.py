@@ -60,10 +60,14 @@ def test_manifest_records_token_vectors(indexed) -> None:
     assert info["dim"] == 64 and info["quantization"] == "int8" and info["chunks"] == first.chunks
     assert info["model_id"] == config.encoder.model_id and info["max_length"] == config.late_interaction.doc_max_length
     assert info["tokens"] > first.chunks and info["bytes"] > 0
-    for name in ("codes.npy", "scales.npy", "offsets.npy", "projection.npy"):
-        assert f"tokens/{name}" in manifest["checksums"]
-    codes = np.load(paths.root / "tokens" / "codes.npy", mmap_mode="r")
-    assert codes.dtype == np.int8 and codes.shape == (info["tokens"], 64)
+    assert "tokens/projection.npy" in manifest["checksums"] and "tokens/rows.npy" in manifest["checksums"]
+    assert info["parts"]  # per partition (pipelines.shards), so unchanged partitions are hard-linked
+    for part in info["parts"]:
+        for name in ("codes.npy", "scales.npy", "offsets.npy"):
+            assert f"tokens/{part}/{name}" in manifest["checksums"]
+    codes = [np.load(paths.root / "tokens" / part / "codes.npy", mmap_mode="r") for part in info["parts"]]
+    assert all(c.dtype == np.int8 and c.shape[1] == 64 for c in codes)
+    assert sum(len(c) for c in codes) == info["tokens"]
 
 
 def test_unchanged_chunks_reuse_cached_token_vectors(indexed) -> None:
