@@ -444,6 +444,19 @@ class WatchConfig:
 
 
 @dataclass
+class DaemonConfig:
+    """The warm local query daemon (`semantica daemon`): `semantica query` asks it instead of loading the
+    encoder, the JVM and the indexes in every process. It listens on a unix socket (mode 0600) and exits
+    after `idle_timeout_s` without a request. `run_dir` '' = `<paths.cache_dir>/daemon`."""
+
+    enabled: bool = True
+    idle_timeout_s: float = 900.0
+    start_timeout_s: float = 20.0  # how long a query waits for a starting daemon's socket before answering in-process
+    request_timeout_s: float = 300.0
+    run_dir: str = ""
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -479,6 +492,7 @@ class Config:
     mcp: McpConfig = field(default_factory=McpConfig)
     freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
     watch: WatchConfig = field(default_factory=WatchConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
