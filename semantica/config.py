@@ -81,7 +81,7 @@ class EncoderConfig:
     cache_segment_vectors: int = 4096
     batch_tokens: int = 8192  # padded tokens per forward pass: short texts batch wide (0 = fixed batch_size)
     group_texts: int = 1024  # texts handed to the encoder at once; it sorts them by length and batches by tokens
-    quantize_int8: bool = False  # torch dynamic int8 Linear layers on CPU (model id gets "+int8"; see README)
+    quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; README)
 
 
 @dataclass
