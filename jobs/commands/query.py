@@ -110,5 +110,7 @@ def _search_in_process(config, fields: dict, branch: str | None):
     from serving.pipeline import SearchPipeline
 
     pipeline = SearchPipeline(config)
-    pipeline.prefetch(pipeline.snapshots.names_for(fields["repos"], branch))  # encoder, JVM + Lucene, FAISS, tables
+    names = pipeline.snapshots.names_for(fields["repos"], branch)
+    if names or not branch:  # (a branch nobody indexed is an error below: nothing to load)
+        pipeline.prefetch(names)  # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn
     return search_for_cli(pipeline, fields, branch)
