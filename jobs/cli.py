@@ -17,7 +17,8 @@ from typing import Any
 from semantica.config import Config, ConfigError, load_config
 
 COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
-                   "pairs")  # modules of jobs/commands/
+                   "pairs", "daemon")  # modules of jobs/commands/
+LIGHT_COMMANDS = ("query", "daemon")  # parsed without importing the other commands' modules (a warm query is ~0.3 s)
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 
@@ -45,7 +46,7 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="semantica",
         description="Semantica: index git repositories into hybrid code indexes and search them.",
@@ -53,13 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
+    for name in ([only] if only in LIGHT_COMMANDS else COMMAND_MODULES):
         importlib.import_module(f"jobs.commands.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

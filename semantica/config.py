@@ -81,7 +81,7 @@ class EncoderConfig:
     cache_segment_vectors: int = 4096
     batch_tokens: int = 8192  # padded tokens per forward pass: short texts batch wide (0 = fixed batch_size)
     group_texts: int = 1024  # texts handed to the encoder at once; it sorts them by length and batches by tokens
-    quantize_int8: bool = False  # torch dynamic int8 Linear layers on CPU (model id gets "+int8"; see README)
+    quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; README)
 
 
 @dataclass
@@ -469,6 +469,19 @@ class BranchesConfig:
 
 
 @dataclass
+class DaemonConfig:
+    """The warm local query daemon (`semantica daemon`): `semantica query` asks it instead of loading the
+    encoder, the JVM and the indexes in every process. It listens on a unix socket (mode 0600) and exits
+    after `idle_timeout_s` without a request. `run_dir` '' = `<paths.cache_dir>/daemon`."""
+
+    enabled: bool = True
+    idle_timeout_s: float = 900.0
+    start_timeout_s: float = 20.0  # how long a query waits for a starting daemon's socket before answering in-process
+    request_timeout_s: float = 300.0
+    run_dir: str = ""
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -506,6 +519,7 @@ class Config:
     watch: WatchConfig = field(default_factory=WatchConfig)
     shards: ShardsConfig = field(default_factory=ShardsConfig)
     branches: BranchesConfig = field(default_factory=BranchesConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("SEMANTICA__DAEMON__ENABLED", "false")  # CLI tests answer in-process: no daemon outlives a test
 
 from semantica.config import Config, load_config  # noqa: E402
 

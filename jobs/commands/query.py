@@ -40,27 +40,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("--explain", action="store_true", help="show why each hit ranked (ranks, RRF, consensus)")
     query.add_argument("--context", action="store_true", help="print the packed, cited context block")
     query.add_argument("--json", action="store_true", help="print the response as JSON (schema below)")
+    query.add_argument("--no-daemon", action="store_true",
+                       help="answer in this process even when daemon.enabled (no warm daemon is asked or started)")
     add_common(query)
     query.set_defaults(handler=run_query)
 
 
 def run_query(args: argparse.Namespace) -> int:
-    from semantica.api import SearchRequest
-    from serving.pipeline import SearchPipeline
-
     config = config_from_args(args)
-    pipeline = SearchPipeline(config)
-    repos = pipeline.snapshots.names_for(args.repo, args.branch)
-    if args.branch and not repos:
-        raise ValueError(f"no repository has a snapshot of branch {args.branch!r}; run `semantica index --ref {args.branch}`")
-    request = SearchRequest(
-        query=args.text, repos=repos, k=args.k if args.k is not None else config.query.default_k,
-        path_globs=args.path, languages=args.language, explain=args.explain, strategies=args.strategy,
-    )
-    pipeline = SearchPipeline(config)
-    pipeline.prefetch(request.repos)  # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn
+    fields = {"query": args.text, "repos": list(args.repo), "k": args.k, "path_globs": args.path,
+              "languages": args.language, "explain": args.explain, "strategies": args.strategy}
+    answer = None
+    if config.daemon.enabled and not args.no_daemon:  # the warm daemon (started on first use) answers
+        from jobs.daemon_client import search_via_daemon
 
-    response = pipeline.search(request)
+        answer = search_via_daemon(config, fields, args.branch)
+    if answer is not None:
+        if args.json:
+            print_json(answer)
+            return 0
+        from jobs.daemon_client import response_from_dict
+
+        response = response_from_dict(answer)
+    else:
+        response = _search_in_process(config, fields, args.branch)
     if args.json:
         print_json(response.to_dict())
         return 0
@@ -101,3 +104,15 @@ def run_query(args: argparse.Namespace) -> int:
     print(f"\n{len(response.hits)} hits in {total:.0f} ms "
           f"({', '.join(f'{k} {v:.0f}' for k, v in response.timings_ms.items())})")
     return 0
+
+
+def _search_in_process(config, fields: dict, branch: str | None):
+    """Load everything here (in parallel), answer once: the fallback when no daemon answers."""
+    from serving.daemon import search_for_cli
+    from serving.pipeline import SearchPipeline
+
+    pipeline = SearchPipeline(config)
+    names = pipeline.snapshots.names_for(fields["repos"], branch)
+    if names or not branch:  # (a branch nobody indexed is an error below: nothing to load)
+        pipeline.prefetch(names)  # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn
+    return search_for_cli(pipeline, fields, branch)

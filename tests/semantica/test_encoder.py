@@ -49,3 +49,18 @@ def test_int8_runtime_is_close_and_named_apart() -> None:
     reference = shared_encoder(EncoderConfig())
     cosines = (quantized.encode(TEXTS[:3]) * reference.encode(TEXTS[:3])).sum(axis=1)
     assert cosines.min() > 0.8  # measured 0.85-0.95: not free (README: why it stays off)
+
+
+def test_a_snapshot_of_either_runtime_is_queried_with_that_runtime() -> None:
+    from semantica.encoder import EncoderMismatchError, snapshot_encoder
+
+    fp32 = shared_encoder(EncoderConfig())
+    int8 = snapshot_encoder(fp32.model_id + INT8_SUFFIX, fp32.dim, "", fp32)  # fp32 server, int8 snapshot
+    assert int8 is not fp32 and int8.model_id == fp32.model_id + INT8_SUFFIX and int8.config.quantize_int8
+    assert shared_encoder(dataclasses.replace(int8.config)) is int8  # one loaded runtime per identity
+    cosines = (int8.encode(TEXTS[:3]) * fp32.encode(TEXTS[:3])).sum(axis=1)
+    assert 0.9 < cosines.min() < 0.99999  # close to fp32, and really another runtime
+    back = snapshot_encoder(fp32.model_id, fp32.dim, "", int8)  # int8 server, fp32 snapshot
+    assert back.model_id == fp32.model_id and not back.config.quantize_int8
+    with pytest.raises(EncoderMismatchError, match="re-index"):  # the old per-tensor runtime is refused, not mixed
+        snapshot_encoder(fp32.model_id + "+int8", fp32.dim, "", fp32)

@@ -1,0 +1,119 @@
+"""CPU encoder runtimes on the same chunk texts: throughput and how far each one's vectors move.
+
+    python -m jobs.bench.encoder_runtime --index-root DIR --repo psf/requests [--chunks 512] [--rounds 3]
+
+Variants (one loaded model each, the same texts, rounds interleaved so a noisy shared machine hits all
+of them alike; the best round counts):
+- `fp32_fixed_batches`: the wave-1 way: `encoder.batch_size` texts per pass in chunk order (padding to the longest);
+- `fp32_sorted_token_budget`: the default: texts sorted by length, `encoder.batch_tokens` padded tokens per pass;
+- `int8_dynamic_per_tensor`: torch dynamic int8 Linear layers, one weight scale per tensor (the old `quantize_int8`);
+- `int8_dynamic_per_channel` (`encoder.quantize_int8`): the same with per-output-channel weight scales.
+Quality proxies against fp32: cosine of each chunk vector, and top-10 agreement of chunk rankings for
+the bench queries. The end-to-end cost (golden NDCG@10) needs an index per variant: see the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jobs.bench.ratios import REQUESTS_QUERIES, SELF_QUERIES
+from semantica.config import load_config
+from semantica.encoder import Encoder
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RESULTS = REPO_ROOT / "bench" / "results" / "encoder_runtime.json"
+TOP = 10
+
+
+def chunk_texts(index_root: str, repo: str, limit: int) -> list[str]:
+    from semantica.snapshot import SnapshotSet
+
+    config = load_config(None, [f"paths.index_root={index_root}"])
+    chunks = SnapshotSet(config).get(repo).chunks
+    step = max(1, len(chunks) // limit)  # spread over the repository, in file order (as the indexer meets them)
+    return [c.embedding_text() for c in chunks[::step][:limit]]
+
+
+def build(variant: str) -> Encoder:
+    import torch
+
+    base = load_config(None, []).encoder
+    if variant == "fp32_fixed_batches":
+        return Encoder(dataclasses.replace(base, batch_tokens=0))
+    if variant == "fp32_sorted_token_budget":
+        return Encoder(base)
+    if variant == "int8_dynamic_per_tensor":  # what `encoder.quantize_int8` built before (identity "+int8")
+        encoder = Encoder(base)
+        encoder.model = torch.ao.quantization.quantize_dynamic(encoder.model, {torch.nn.Linear}, dtype=torch.qint8)
+        encoder.model_id += "+int8"
+        return encoder
+    if variant == "int8_dynamic_per_channel":  # `encoder.quantize_int8` (identity "+int8pc")
+        return Encoder(dataclasses.replace(base, quantize_int8=True))
+    raise ValueError(f"unknown variant {variant!r}")
+
+
+VARIANTS = ("fp32_fixed_batches", "fp32_sorted_token_budget", "int8_dynamic_per_tensor", "int8_dynamic_per_channel")
+
+
+def run(texts: list[str], queries: list[str], rounds: int) -> dict[str, Any]:
+    encoders = {name: build(name) for name in VARIANTS}
+    seconds: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    vectors: dict[str, np.ndarray] = {}
+    for _ in range(rounds):
+        for name, encoder in encoders.items():
+            start = time.perf_counter()
+            vectors[name] = encoder.encode(texts)
+            seconds[name].append(time.perf_counter() - start)
+    reference = vectors["fp32_sorted_token_budget"]
+    ref_queries = encoders["fp32_sorted_token_budget"].encode(queries, 64)
+    ref_top = np.argsort(-(ref_queries @ reference.T), axis=1)[:, :TOP]
+    out: dict[str, Any] = {}
+    for name, encoder in encoders.items():
+        cosine = np.sum(vectors[name] * reference, axis=1)
+        top = np.argsort(-(encoder.encode(queries, 64) @ vectors[name].T), axis=1)[:, :TOP]
+        overlap = [len(set(a) & set(b)) / TOP for a, b in zip(top, ref_top)]
+        best = min(seconds[name])
+        out[name] = {"chunks_per_s": round(len(texts) / best, 1), "seconds_per_round": [round(s, 2) for s in seconds[name]],
+                     "cosine_to_fp32_mean": round(float(cosine.mean()), 4),
+                     "cosine_to_fp32_p5": round(float(np.percentile(cosine, 5)), 4),
+                     "top10_agreement_with_fp32": round(float(np.mean(overlap)), 3),
+                     "model_id": encoder.model_id}
+    before = out["fp32_fixed_batches"]["chunks_per_s"]
+    for entry in out.values():
+        entry["speedup_vs_fixed_batches"] = round(entry["chunks_per_s"] / before, 2)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.bench.encoder_runtime", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index-root", required=True, help="an index holding --repo (its chunks are the input)")
+    parser.add_argument("--repo", default="psf/requests")
+    parser.add_argument("--chunks", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    import torch
+
+    texts = chunk_texts(args.index_root, args.repo, args.chunks)
+    queries = [q for qs in (REQUESTS_QUERIES if args.repo == "psf/requests" else SELF_QUERIES).values() for q in qs]
+    result = {"repo": args.repo, "chunks": len(texts), "rounds": args.rounds, "torch_threads": torch.get_num_threads(),
+              "cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
+              "variants": run(texts, queries, args.rounds)}
+    result["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
