@@ -17,7 +17,7 @@ from typing import Any
 from semantica.config import Config, ConfigError, load_config
 
 COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
-                   "pairs")  # modules of jobs/commands/
+                   "pairs", "planning")  # modules of jobs/commands/
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 

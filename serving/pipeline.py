@@ -241,7 +241,8 @@ class SearchPipeline:
             chunks.update(snapshot.chunk_by_id)
         depth = max(request.k, self.config.query.file_rank_depth)
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for ranked in lists.values() for cid, _ in ranked if cid in chunks}
-        fused = timer.run("fusion", lambda: self.fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
+        fusion = self.ranking_hooks.fusion(snapshots, self.fusion)  # issue 15: feedback-learned weights (A/B-gated)
+        fused = timer.run("fusion", lambda: fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
         hits = self._rerank(request, intent, [h for h in fused if h.chunk_id in chunks], chunks, timer, degraded)
         routed = timer.run("graph_ops", lambda: self.graph_router.answer(request.query, snapshots, warnings)) \
             if self.config.graph_ops.route_queries else None
@@ -258,6 +259,7 @@ class SearchPipeline:
             except Exception as exc:  # optional lists: localization falls back to the chunk lists
                 degraded.append(_degraded("granular", exc))
         files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth, granular))
+        files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
             top, chunks, self._file_lines(snapshots), request.context_budget))
@@ -319,6 +321,12 @@ class SearchPipeline:
             for strategy, hits in lists.items():
                 scored[strategy].append(hits)
         return {s: to_ranked(merge_scored(lists, k)) for s, lists in scored.items()}
+
+    @cached_property
+    def ranking_hooks(self) -> Any:  # issue 15 (serving/planning/hooks.py)
+        from serving.planning.hooks import RankingHooks
+
+        return RankingHooks(self.config)
 
     @cached_property
     def rerankers(self) -> list[Reranker]:
