@@ -87,3 +87,24 @@ def test_scope_selection_boosts_or_narrows_to_the_map_s_top_files(planning_repo)
     assert not any("repo map" in (h.explanation or "") for h in off.search(SearchRequest(**request)).hits)
     with pytest.raises(ValueError, match="boost"):
         _ = SearchPipeline(_variant(base, "repo_map", scope_mode="wide")).rerankers
+
+
+def test_http_map_route_answers_and_errors_are_json(planning_repo):
+    from tests.serving.local_ingress import client, local_stage_handles, make_core, run
+
+    core = make_core(planning_repo.config, local_stage_handles(planning_repo.config))
+
+    async def post(body):
+        async with client(core) as http:
+            return await http.post("/v1/map", json=body)
+
+    ok = run(post({"repos": [planning_repo.name], "query": "Ledger.record", "tokens": 200}))
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["files"][0]["path"] == "app/models.py" and ok.json()["tokens"] <= 200
+    only = run(post({"query": "checkout"}))  # no repos: the caller's only repository
+    assert only.status_code == 200 and only.json()["repo"] == planning_repo.name
+    for body, status in (({"repos": ["acme/nothing"]}, 404), ({"repos": [planning_repo.name], "tokens": "3"}, 422),
+                         ({"repos": [planning_repo.name], "tokens": 0}, 400), ({"repos": [], "depth": 2}, 422)):
+        answer = run(post(body))
+        assert answer.status_code == status, (body, answer.text)
+        assert answer.headers["content-type"].startswith("application/json") and answer.json()["message"]
