@@ -59,7 +59,7 @@ def golden(base: list[str], golden_set: str, repo: str, repeats: int) -> dict[st
     scores: dict[str, list[dict[str, float]]] = {name: [] for name in pipelines}
     times: dict[str, list[float]] = {name: [] for name in pipelines}
     stage_ms: dict[str, list[float]] = {name: [] for name in pipelines}  # final_order + repo_scope, as timed inside
-    for name, pipeline in pipelines.items():  # warm: models, shards, file graphs, file ages
+    for pipeline in pipelines.values():  # warm: models, shards, file graphs, file ages
         pipeline.search(SearchRequest(query=queries[0].query, repos=[repo], k=GOLDEN_K))
     names = list(pipelines)
     for rep in range(repeats):
