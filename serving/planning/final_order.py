@@ -27,6 +27,7 @@ from semantica.hits import Hit
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
 from semantica.source import GitError
+from semantica.token_vectors import single_thread_blas
 from serving.planning.file_ages import FileAges, freshness
 from serving.rerankers import RerankInput, register_reranker
 
@@ -186,7 +187,8 @@ class FinalOrder:
             try:
                 vectors = self.embeddings.vectors(snapshot_of(next(iter(repos))), ids)
                 if vectors is not None:
-                    return vectors @ vectors.T
+                    with single_thread_blas():  # a 50x384 product: BLAS threads only cost on a busy machine
+                        return vectors @ vectors.T
             except Exception as exc:  # an index kind that cannot give vectors back: token overlap instead
                 log.info("final order: no embeddings read back (%s); diversity by token overlap", exc)
         return _token_sets_similarity([chunks[i].content for i in ids])

@@ -73,6 +73,8 @@ def planning_repo(tmp_path_factory) -> PlanningRepo:
 
     tmp = tmp_path_factory.mktemp("planning")
     repo = make_repo(tmp / "shop")
-    config = make_config(tmp, "final_order.freshness_horizon_days=3650")
+    # no stored token vectors and no late interaction: nothing here needs them, and they triple the build time
+    config = make_config(tmp, "final_order.freshness_horizon_days=3650", "token_vectors.enabled=false",
+                         "late_interaction.enabled=false")
     Indexer(config, progress=False).index(str(repo), PLANNING_REPO)
     return PlanningRepo(config, PLANNING_REPO, repo, tmp)
