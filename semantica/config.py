@@ -458,6 +458,7 @@ class RepoMapConfig:
     damping: float = 0.85
     edge_weights: dict[str, float] = field(default_factory=lambda: {
         "CALLS": 1.0, "INHERITS": 1.0, "REFERENCES": 0.5, "IMPORTS": 0.5, "OVERRIDES": 0.5, "TESTS": 0.2})
+    reverse_weight: float = 0.5  # each edge also links the defining file back to the user, at this fraction
     code_identifier_weight: float = 1.0  # snake_case / CamelCase / dotted names in the query
     plain_word_weight: float = 0.2  # a plain word that is exactly a symbol's name (e.g. `search`)
     min_plain_word_chars: int = 4

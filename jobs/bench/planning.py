@@ -121,7 +121,14 @@ def feedback(base: list[str], instances_file: str, mined: str) -> dict[str, Any]
             sample = FeedbackSample(inst.instance_id, inst.problem_statement, inst.repo, picked)
             by_repo.setdefault(inst.repo, []).append(ReplayedSample(sample, intent.dominant, lists))
     gate = AbGate(config)
-    return {repo: gate.run(repo, samples).ab for repo, samples in sorted(by_repo.items())}
+    out = {}
+    for repo, samples in sorted(by_repo.items()):
+        state = gate.run(repo, samples)
+        learned = {intent: {"count": row.count, "multipliers": {k: round(v, 3) for k, v in
+                                                                 gate.learner.multipliers(state, intent).items()}}
+                   for intent, row in state.intents.items()}
+        out[repo] = {**state.ab, "learned": learned}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,14 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     base = [f"paths.index_root={args.index_root}", f"paths.cache_dir={args.cache_dir}"]
     parts = set(args.parts.split(","))
-    result: dict[str, Any] = {}
+    out = Path(args.out)
+    result: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {}  # a part run updates its key
     if "localize" in parts:
         result["localize"] = localize(base, args.instances, args.mined)
     if "feedback" in parts:
         result["feedback"] = feedback(base, args.instances, args.mined)
     if "golden" in parts:
         result["golden"] = golden(base, args.golden, args.repo, args.repeats)
-    Path(args.out).write_text(json.dumps(result, indent=1))
+    out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0
 

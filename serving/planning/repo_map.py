@@ -80,11 +80,16 @@ class RepoMap:
         lines: list[str] = []
         for f in self.files:
             lines.append(f"{f.path}:")
-            lines.extend(f"  {s.line:>5}: {s.signature}" for s in f.symbols)
+            lines.extend(f"  {s.line:>5}: {_owner(s.name)}{s.signature}" for s in f.symbols)
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "text": self.render()}
+
+
+def _owner(qualname: str) -> str:
+    """`(Ledger) ` for the method `Ledger.record`: its signature line alone does not say whose it is."""
+    return f"({qualname.rsplit('.', 1)[0]}) " if "." in qualname else ""
 
 
 class FileGraph:
@@ -110,6 +115,7 @@ class FileGraph:
             src, dst = _path_of(edge.src), _path_of(edge.dst)
             if src != dst:
                 weights[(src, dst)] += w
+                weights[(dst, src)] += w * config.reverse_weight  # rank flows to callers/importers too
             if "::" in edge.dst:
                 self.used_by[edge.dst][src] = self.used_by[edge.dst].get(src, 0.0) + w
         self.graph = nx.DiGraph()
@@ -192,16 +198,19 @@ class RepoMapper:
             header = count_tokens(f"{path}:")
             if used + header > budget:
                 break
-            used += header
             entry = MapFile(path, round(score, 6), path in seeded_paths)
+            cost = header
             for sym in self._top_symbols(graph, path, ranks, seeded):
                 line = MapSymbol(sym.qualname, sym.kind, sym.start_line, self._signature(snapshot, sym),
                                  sym.symbol_id in seeded)
-                cost = count_tokens(f"{line.line}: {line.signature}")
-                if used + cost > budget:
+                line_cost = count_tokens(f"{line.line}: {line.signature}")
+                if used + cost + line_cost > budget:
                     break
-                used += cost
+                cost += line_cost
                 entry.symbols.append(line)
+            if not entry.symbols and graph.symbols_by_path.get(path):
+                break  # a file whose first symbol no longer fits: the budget is spent
+            used += cost
             files.append(entry)
         return RepoMap(snapshot.repo, snapshot.snapshot_id, query, named, files, used, budget, len(graph.paths),
                        round((time.perf_counter() - start) * 1000, 3))
@@ -218,6 +227,8 @@ class RepoMapper:
         lines = snapshot.file_lines(sym.path)[sym.start_line - 1: sym.start_line - 1 + _SIGNATURE_MAX_LINES]
         parts: list[str] = []
         for text in lines:
+            if text.lstrip().startswith("@") and not parts:
+                continue  # decorators: the signature is the def/class line they sit on
             parts.append(text.strip())
             if text.rstrip().endswith(_SIGNATURE_ENDS):
                 break

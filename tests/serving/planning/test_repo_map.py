@@ -25,7 +25,7 @@ def test_query_identifiers_seed_the_ranking(planning_repo):
     assert seeded["files"][0]["path"] == "app/models.py" and seeded["files"][0]["seeded"]
     record = next(s for s in seeded["files"][0]["symbols"] if s["name"] == "Ledger.record")
     assert record["signature"] == "def record(self, amount):" and record["line"] == 7 and record["seeded"]
-    assert "app/models.py:\n" in seeded["text"] and "def record(self, amount):" in seeded["text"]
+    assert "app/models.py:\n" in seeded["text"] and "7: (Ledger) def record(self, amount):" in seeded["text"]
 
     other = service.run(planning_repo.name, "slugify", 400)
     assert other["files"][0]["path"] in {"app/util.py", "app/text.py"}
