@@ -67,6 +67,8 @@ class Freshness:
                 raise GitError("the snapshot records no source path")
             commit_time, times = self.ages.times(git_dir, commit, key=repo)
         except (GitError, OSError, ValueError) as exc:
+            if repo not in self.notes:
+                log.warning("final order: freshness is 0 for %s (%s)", repo, exc)
             self.notes[repo] = f"freshness off for {repo}: {exc}"
             return lambda _path: 0.0
         half_life = self.config.freshness_half_life_days
