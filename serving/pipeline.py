@@ -202,7 +202,7 @@ class SearchPipeline:
         warnings = timer.run("validate", lambda: self.validate(request))
         degraded: list[dict[str, str]] = []
         snapshots = self._repos(request, degraded)
-        key = request.cache_key(tuple(s.snapshot_id for s in snapshots))
+        key = request.cache_key(tuple(s.snapshot_id for s in snapshots) + self.ranking_hooks.cache_tag(snapshots))  # 15
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)

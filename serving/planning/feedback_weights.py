@@ -300,6 +300,15 @@ class LearnedFusion:
         self.store = WeightsStore(config)
         self._fusions: dict[str, tuple[int, WeightedRRF]] = {}
 
+    def tag(self, repos: list[str]) -> tuple[str, ...]:
+        """The weights file's modification time for a one-repository query (a stat; () when there is none)."""
+        if len(repos) != 1 or not self.config.feedback_weights.enabled:
+            return ()
+        try:
+            return (f"weights@{self.store.path(repos[0]).stat().st_mtime_ns}",)
+        except (FileNotFoundError, ValueError):
+            return ()
+
     def for_repos(self, repos: list[str]) -> WeightedRRF | None:
         if len(repos) != 1 or not self.config.feedback_weights.enabled:  # per repository: one-repo queries only
             return None

@@ -23,6 +23,10 @@ class RankingHooks:
         """The repository's learned fusion for a one-repository query whose weights won their A/B, else `default`."""
         return self.learned.for_repos([s.repo for s in snapshots]) or default
 
+    def cache_tag(self, snapshots: list[Snapshot]) -> tuple[str, ...]:
+        """Part of the response cache key: learning new weights (`weights --learn`) must not serve old answers."""
+        return self.learned.tag([s.repo for s in snapshots])
+
     def files(self, files: list[dict[str, Any]], snapshots: list[Snapshot]) -> list[dict[str, Any]]:
         """Localized files reordered by trust and freshness (`final_order.apply_to_files`; weights 0 = as is)."""
         if not self.config.final_order.apply_to_files:

@@ -129,10 +129,15 @@ def test_a_default_verdict_keeps_the_search_on_the_conf_profiles(planning_repo, 
     assert state.ab["verdict"] == VERDICT_DEFAULT
     store.write(state)
     try:
-        assert SearchPipeline(config).ranking_hooks.learned.for_repos([planning_repo.name]) is None
+        pipeline = SearchPipeline(config)
+        assert pipeline.ranking_hooks.learned.for_repos([planning_repo.name]) is None
+        request = dict(query=CONCEPT_QUERY, repos=[planning_repo.name], explain=True)
+        before = pipeline.search(SearchRequest(**request))
+        assert pipeline.search(SearchRequest(**request)).cached
         state.ab["verdict"] = VERDICT_LEARNED
         store.write(state)
-        pipeline = SearchPipeline(config)
+        after = pipeline.search(SearchRequest(**request))  # new weights: not the cached answer
+        assert not after.cached and after.hits[0].features[9] > before.hits[0].features[9]
         assert pipeline.ranking_hooks.learned.for_repos([planning_repo.name]) is not None
         assert pipeline.ranking_hooks.learned.for_repos([planning_repo.name, "acme/other"]) is None  # one repo only
         hit = pipeline.search(SearchRequest(query=CONCEPT_QUERY, repos=[planning_repo.name], explain=True)).hits[0]
