@@ -252,7 +252,8 @@ class LtrConfig:
 class RerankConfig:
     """Which registered rerankers run after fusion, in this order (`serving.rerankers.RERANKERS`)."""
 
-    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder"])
+    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder", "repo_scope",
+                                                      "final_order"])
 
 
 @dataclass
@@ -449,6 +450,82 @@ class WatchConfig:
                                                            ".pytest_cache", ".mypy_cache", ".ruff_cache"])
 
 
+# -- query planning: repository map, final order, learned weights (issue 15; serving/planning/) --------------
+
+
+@dataclass
+class RepoMapConfig:
+    """Repository map (`semantica map`, /v1/map, MCP `repo_map`): files ranked by personalised PageRank over the
+    file graph, seeded with the query's identifiers resolved through the symbol table (Aider's repo map).
+
+    Scope selection (`scope_mode`): for a broad query (>= `scope_min_query_words` words) over a large repository
+    (>= `scope_min_files` files), the map's top `scope_top_files` files boost (or narrow to) the search hits."""
+
+    damping: float = 0.85
+    edge_weights: dict[str, float] = field(default_factory=lambda: {
+        "CALLS": 1.0, "INHERITS": 1.0, "REFERENCES": 0.5, "IMPORTS": 0.5, "OVERRIDES": 0.5, "TESTS": 0.2})
+    reverse_weight: float = 0.5  # each edge also links the defining file back to the user, at this fraction
+    code_identifier_weight: float = 1.0  # snake_case / CamelCase / dotted names in the query
+    plain_word_weight: float = 0.2  # a plain word that is exactly a symbol's name (e.g. `search`)
+    min_plain_word_chars: int = 4
+    path_weight: float = 3.0  # a file path (or its tail) named in the query
+    max_seed_definitions: int = 20  # a name defined in more places than this is too common to seed
+    symbols_per_file: int = 6
+    signature_max_chars: int = 160
+    default_tokens: int = 1024
+    max_tokens: int = 32768
+    scope_mode: str = "off"  # off | boost | narrow (serving.planning.repo_map.ScopeMode)
+    scope_min_files: int = 300
+    scope_min_query_words: int = 12
+    scope_top_files: int = 30
+    scope_boost: float = 0.3  # boost mode: a hit in the map's top files gets score * (1 + scope_boost)
+
+
+@dataclass
+class FinalOrderConfig:
+    """The final-order stage (`final_order` in rerank.order): score = fused + alpha*trust + beta*freshness
+    + gamma*diversity, on the current score scaled to [0, 1]. A weight of 0 turns its term off.
+
+    trust: the first matching glob of `trust_rules` (+ pinned, - generated/vendored/deprecated), else 0.
+    freshness: 2 ** (-age / half_life) of the file's last commit before the snapshot's commit (git log,
+    once per snapshot, cached on disk; files untouched within `freshness_horizon_days` get 0).
+    diversity: MMR, minus the highest cosine similarity to a hit already placed (chunk embeddings)."""
+
+    alpha: float = 0.0
+    beta: float = 0.0
+    gamma: float = 0.0
+    top_n: int = 50
+    trust_rules: dict[str, float] = field(default_factory=lambda: {
+        "*_pb2.py": -1.0, "*.min.js": -1.0, "*/generated/*": -1.0, "*/vendor/*": -1.0, "*/third_party/*": -1.0,
+        "*/_vendor/*": -1.0, "*deprecated*": -0.5, "*/migrations/*": -0.5})
+    freshness_half_life_days: float = 180.0
+    freshness_horizon_days: float = 730.0
+    git_timeout_s: float = 60.0
+    apply_to_files: bool = True  # also reorder the localized file list by trust and freshness
+
+
+@dataclass
+class FeedbackWeightsConfig:
+    """Per-repository, per-intent strategy weights learned from /v1/feedback (`semantica weights`).
+
+    Each feedback record moves the EMA of its intent's strategy shares toward the strategies that ranked the
+    selected hit; the multiplier on the conf profile is clipped to [min_multiplier, max_multiplier]. Below
+    `min_count` records the defaults are used; above, the learned multiplier is blended in with confidence
+    n / (n + confidence_k). Learned weights are used only after the offline A/B (`weights --ab`) says they win."""
+
+    enabled: bool = True
+    ema_rate: float = 0.1
+    min_multiplier: float = 0.5
+    max_multiplier: float = 2.0
+    min_count: int = 20
+    confidence_k: float = 20.0
+    holdout_fraction: float = 0.3
+    min_holdout: int = 10
+    min_gain: float = 0.0  # learned wins when its mean reciprocal rank on held-back feedback beats default by more
+    weights_file: str = "feedback-weights.json"  # under paths.index_root/<repo>/
+    seed: int = 13
+
+
 @dataclass
 class ShardsConfig:
     """Incremental shard writes: chunks are partitioned by a hash of their path, and a new snapshot
@@ -520,6 +597,10 @@ class Config:
     shards: ShardsConfig = field(default_factory=ShardsConfig)
     branches: BranchesConfig = field(default_factory=BranchesConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    # query planning (issue 15): serving/planning/{repo_map,final_order,feedback_weights}.py
+    repo_map: RepoMapConfig = field(default_factory=RepoMapConfig)
+    final_order: FinalOrderConfig = field(default_factory=FinalOrderConfig)
+    feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

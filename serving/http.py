@@ -18,10 +18,10 @@ from fastapi.responses import JSONResponse, Response
 from serving.admission import AdmissionMiddleware
 from serving.guards import AccessGuard, BodyGuard, principal_of
 from serving.http_errors import Forbidden, NotFound, install_error_handlers
-from serving.http_models import FeedbackBody, GraphBody, SearchBody
+from serving.http_models import FeedbackBody, GraphBody, MapBody, SearchBody
 from serving.metrics import CONTENT_TYPE, MetricsMiddleware
 
-ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics")
+ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map")
 UNHEALTHY = ("unavailable", "draining")
 ADMISSION_EXEMPT = ("/healthz", "/metrics", "/docs", "/openapi.json")
 """Never shed: a platform's probes must see an overloaded server as alive and busy."""
@@ -44,6 +44,12 @@ def build_http_app(core: Any, known_errors: tuple[type[Exception], ...], status_
     @api.post("/v1/graph")
     def http_graph(body: GraphBody, request: Request) -> JSONResponse:
         return JSONResponse(core.graph(body.model_dump(exclude_unset=True), principal(request)))
+
+    @api.post("/v1/map")  # issue 15: the repository map (serving/planning/repo_map.py)
+    def http_map(body: MapBody, request: Request) -> JSONResponse:
+        from serving.planning.repo_map import map_answer
+
+        return JSONResponse(map_answer(core, body.model_dump(), principal(request)))
 
     @api.post("/v1/feedback", status_code=201)
     def http_feedback(body: FeedbackBody, request: Request) -> JSONResponse:

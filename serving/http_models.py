@@ -119,3 +119,22 @@ class FeedbackBody(BaseModel):
     @classmethod
     def _clean(cls, value: Any) -> Any:
         return clean_json(value)
+
+
+class MapBody(BaseModel):
+    """`POST /v1/map` (issue 15): a repository map. `repos` names one repository (empty: the caller's only one)."""
+
+    model_config = ConfigDict(extra="forbid")
+    repos: list[str] = Field(default_factory=list, description="the one repository to map")
+    query: str = Field(default="", description="what the map is for: its identifiers and paths seed the ranking")
+    tokens: StrictInt | None = Field(default=None, description="token budget (default repo_map.default_tokens)")
+
+    @field_validator("repos")
+    @classmethod
+    def _valid_repos(cls, names: list[str]) -> list[str]:
+        return _repo_names(names)
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _clean(cls, value: Any) -> Any:
+        return clean_json(value)

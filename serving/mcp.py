@@ -33,6 +33,7 @@ from serving.mcp_models import (
     FreshnessOut,
     GraphOut,
     HitOut,
+    MapOut,
     RepoOut,
     ReposOut,
     SearchOut,
@@ -112,6 +113,10 @@ class SemanticaTools:
                            "each answer cited at `path:line` and marked with how it was resolved; `depth` > 1 "
                            "follows the edges transitively. Prefer it to `search` for these questions.")
                   for op, what in GRAPH_TOOLS.items()]
+        specs.append(ToolSpec("repo_map", self.repo_map,  # issue 15 (serving/planning/repo_map.py)
+                              "A compact map of one repository for orienting yourself: its files ranked by personalised "
+                              "PageRank over the code graph, seeded with the identifiers and paths in `query`, each "
+                              "with its top symbols (line and signature), within a token budget."))
         if self.syncer is not None:
             specs.append(ToolSpec(
                 "sync", self.sync,
@@ -156,6 +161,16 @@ class SemanticaTools:
             tokens_used=context["tokens_used"], budget=context["budget"], truncated=context["truncated"],
             freshness=freshness_list(response.freshness),
         )
+
+    def repo_map(self, repo: Annotated[str, Field(min_length=1, description="a repository name from list_repos")],
+                 query: Annotated[str, Field(description="what you are looking for (seeds the ranking)")] = "",
+                 tokens: Annotated[int | None, Field(ge=1, description="token budget (default from conf)")] = None,
+                 ) -> MapOut:
+        from serving.planning.repo_map import RepoMapService
+
+        service = RepoMapService(self.config, self.pipeline.snapshots, self.pipeline.ranking_hooks.mapper)
+        answer = self._guard(lambda: service.run(repo, query, tokens))
+        return MapOut(**{k: answer[k] for k in MapOut.model_fields})
 
     def list_repos(self) -> ReposOut:
         out = []

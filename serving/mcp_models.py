@@ -155,3 +155,16 @@ class GraphOut(BaseModel):
     depth: int
     snapshots: dict[str, str]
     took_ms: float
+
+
+class MapOut(BaseModel):
+    """`repo_map` (issue 15): a repository's files by personalised PageRank, each with its top symbols."""
+
+    repo: str
+    snapshot: str
+    text: str = Field(description="the map: `path:` then `line: signature` per symbol, most relevant file first")
+    seeds: dict[str, list[str]] = Field(description="names in the query -> the files they resolved to")
+    files: list[dict[str, Any]] = Field(description="[{path, score, seeded, symbols: [{name, kind, line, signature}]}]")
+    tokens: int
+    budget: int
+    total_files: int

@@ -199,7 +199,7 @@ class SearchPipeline:
         warnings = timer.run("validate", lambda: self.validate(request))
         degraded: list[dict[str, str]] = []
         snapshots = self._repos(request, degraded)
-        key = request.cache_key(tuple(s.snapshot_id for s in snapshots))
+        key = request.cache_key(tuple(s.snapshot_id for s in snapshots) + self.ranking_hooks.cache_tag(snapshots))  # 15
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -238,7 +238,8 @@ class SearchPipeline:
             chunks.update(snapshot.chunk_by_id)
         depth = max(request.k, self.config.query.file_rank_depth)
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for ranked in lists.values() for cid, _ in ranked if cid in chunks}
-        fused = timer.run("fusion", lambda: self.fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
+        fusion = self.ranking_hooks.fusion(snapshots, self.fusion)  # issue 15: feedback-learned weights (A/B-gated)
+        fused = timer.run("fusion", lambda: fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
         hits = self._rerank(request, intent, [h for h in fused if h.chunk_id in chunks], chunks, timer, degraded)
         routed = timer.run("graph_ops", lambda: self.graph_router.answer(request.query, snapshots, warnings)) \
             if self.config.graph_ops.route_queries else None
@@ -255,6 +256,7 @@ class SearchPipeline:
             except Exception as exc:  # optional lists: localization falls back to the chunk lists
                 degraded.append(_degraded("granular", exc))
         files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth, granular))
+        files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
             top, chunks, self._file_lines(snapshots), request.context_budget))
@@ -305,6 +307,10 @@ class SearchPipeline:
             for name, hits in lists.items():
                 scored[name].append(hits)
         return {strategy_key(name): to_ranked(merge_scored(lists, k)) for name, lists in scored.items()}
+
+    @property
+    def ranking_hooks(self) -> Any:  # issue 15 (serving/planning/hooks.py)
+        return self.stages.ranking_hooks
 
     def _rerank(self, request: SearchRequest, intent: IntentResult, hits: list[Hit], chunks: dict[str, Chunk],
                 timer: StageTimer, degraded: list[dict[str, str]]) -> list[Hit]:

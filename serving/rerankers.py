@@ -114,3 +114,7 @@ class CrossEncoderStage:
 
     def rerank(self, hits: list[Hit], given: RerankInput) -> list[Hit]:
         return self.pipeline.cross.rerank(given.request.query, hits, given.chunks)
+
+
+# Query-planning stages (issue 15) live in their own modules and register themselves on import.
+from serving.planning import final_order, repo_map  # noqa: E402,F401  (registers final_order, repo_scope)

@@ -116,6 +116,12 @@ class Stages:
                            tuple(self.config.graph_ops.tier_scores))  # issue 12: routed answers' scores
 
     @cached_property
+    def ranking_hooks(self) -> Any:  # issue 15: feedback-learned weights and the final file order
+        from serving.planning.hooks import RankingHooks
+
+        return RankingHooks(self.config)
+
+    @cached_property
     def rerankers(self) -> list[Reranker]:
         """The registered rerankers in `rerank.order` (they read late, cross and ltr from here)."""
         return build_rerankers(self.config.rerank.order, self)

@@ -55,6 +55,7 @@ class LocalizationReplay:
         self.mined_dir = Path(mined_dir)
         self._loaded: dict[str, Any] = {}
         self._granular_loaded: dict[str, GranularLists] = {}
+        self._final_orders: dict[int, Any] = {}
 
     def _load(self, inst: Instance) -> tuple[dict[Strategy, list[tuple[str, int]]], dict[str, Any], Any] | None:
         """The instance's stored lists, chunk fields and intent, read once per replay object."""
@@ -82,7 +83,20 @@ class LocalizationReplay:
         granular = self._granular(inst) if self.config.granular.enabled else None
         files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth),
                                                    granular)
+        files = self._final_order(inst, files)  # issue 15: trust (and freshness) on the file list; weights 0 = as is
         return Prediction([f["path"] for f in files][:TOP_N], [f["function"] for f in functions][:TOP_N])
+
+    def _final_order(self, inst: Instance, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`final_order` on the replayed files: trust rules, and freshness from the repository's bare clone under
+        $SEMANTICA_MIRRORS (`<owner>+<name>/repo`) at the instance's base commit."""
+        from serving.planning.final_order import FinalOrder
+
+        order = self._final_orders.get(id(self.config))
+        if order is None:
+            order = self._final_orders[id(self.config)] = FinalOrder(self.config.final_order, self.config.paths.cache_dir)
+        git_dir = os.path.join(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"), inst.repo.replace("/", "+"), "repo")
+        fresh = order.freshness.of_git(git_dir, inst.base_commit, inst.repo) if self.config.final_order.beta else None
+        return order.order_files(files, lambda _repo, path: fresh(path) if fresh else 0.0)
 
     def reconfigure(self, config: Config) -> None:
         """Replay again with other `query`/`fusion`/`granular` settings, keeping what was read."""

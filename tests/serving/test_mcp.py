@@ -30,7 +30,7 @@ FILES = {
     "README.md": "# Ledger\n\nA tiny ledger that records amounts.\n",
 }
 EXPECTED_TOOLS = {"search", "get_context", "list_repos", "index_status", "sync",
-                  "callers", "callees", "definition", "references", "implementations"}
+                  "callers", "callees", "definition", "references", "implementations", "repo_map"}
 
 
 def git_repo(root: Path, files: dict[str, str]) -> Path:

@@ -1,0 +1,110 @@
+"""Repository map: personalised PageRank over a real index's file graph, seeded by the query's names."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from jobs.cli import main
+from semantica.api import QueryError, SearchRequest
+from semantica.layout import UnknownRepoError
+from serving.mcp import SemanticaTools
+from serving.pipeline import SearchPipeline
+from serving.planning.repo_map import RepoMapService, ScopeMode
+
+
+def _variant(config, section: str, **values):
+    return dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **values)})
+
+
+def test_query_identifiers_seed_the_ranking(planning_repo):
+    service = RepoMapService(planning_repo.config)
+    seeded = service.run(planning_repo.name, "why does Ledger.record lose amounts", 400)
+    assert seeded["seeds"] == {"Ledger.record": ["app/models.py"]}
+    assert seeded["files"][0]["path"] == "app/models.py" and seeded["files"][0]["seeded"]
+    record = next(s for s in seeded["files"][0]["symbols"] if s["name"] == "Ledger.record")
+    assert record["signature"] == "def record(self, amount):" and record["line"] == 7 and record["seeded"]
+    assert "app/models.py:\n" in seeded["text"] and "7: (Ledger) def record(self, amount):" in seeded["text"]
+
+    other = service.run(planning_repo.name, "slugify", 400)
+    assert other["files"][0]["path"] in {"app/util.py", "app/text.py"}
+    assert other["seeds"] == {"slugify": ["app/text.py", "app/util.py"]}
+
+
+def test_without_a_query_the_depended_on_files_rank_first(planning_repo):
+    answer = RepoMapService(planning_repo.config).run(planning_repo.name)
+    paths = [f["path"] for f in answer["files"]]
+    assert answer["seeds"] == {}
+    assert paths[0] == "app/models.py"  # used by service and legacy
+    assert paths.index("app/service.py") < paths.index("app/util.py")  # used by api; util by nobody
+
+
+def test_the_token_budget_bounds_the_map(planning_repo):
+    service = RepoMapService(planning_repo.config)
+    wide, narrow = service.run(planning_repo.name, "checkout", 400), service.run(planning_repo.name, "checkout", 12)
+    assert wide["tokens"] <= 400 and narrow["tokens"] <= 12
+    assert len(narrow["files"]) < len(wide["files"]) == wide["total_files"]
+    for bad in (0, -3, planning_repo.config.repo_map.max_tokens + 1):
+        with pytest.raises(QueryError, match="tokens"):
+            service.run(planning_repo.name, "checkout", bad)
+    with pytest.raises(UnknownRepoError):
+        service.run("acme/nothing")
+    with pytest.raises(QueryError, match="repo is empty"):
+        service.run(" ")
+
+
+def test_cli_and_mcp_print_the_map(planning_repo, capsys):
+    config = planning_repo.config
+    code = main(["map", planning_repo.name, "--query", "handle_request", "--tokens", "200",
+                 "--index-root", config.paths.index_root, "--set", f"paths.cache_dir={config.paths.cache_dir}"])
+    out = capsys.readouterr().out
+    assert code == 0 and "seeds: handle_request -> 1 file(s)" in out and "def handle_request(body):" in out
+    assert main(["map", "acme/nothing", "--index-root", config.paths.index_root]) == 1
+    assert "acme/nothing" in capsys.readouterr().err
+
+    tools = SemanticaTools(config, SearchPipeline(config))
+    assert "repo_map" in [spec.name for spec in tools.specs()]
+    answer = tools.repo_map(planning_repo.name, "Ledger", 300)
+    assert answer.files[0]["path"] == "app/models.py" and answer.tokens <= 300
+
+
+def test_scope_selection_boosts_or_narrows_to_the_map_s_top_files(planning_repo):
+    query = "charge the cart and record the payment of Ledger"
+    request = dict(query=query, repos=[planning_repo.name], k=10, explain=True, late_interaction=False)
+    base = planning_repo.config
+    scoped = dict(scope_min_files=1, scope_min_query_words=3, scope_top_files=1)
+    boosted = SearchPipeline(_variant(base, "repo_map", scope_mode=ScopeMode.BOOST.value, **scoped))
+    hits = boosted.search(SearchRequest(**request)).hits
+    marked = [h for h in hits if "repo map: file rank 1" in (h.explanation or "")]
+    assert marked and {h.path for h in marked} == {"app/models.py"}
+
+    narrowed = SearchPipeline(_variant(base, "repo_map", scope_mode=ScopeMode.NARROW.value, **scoped))
+    hits = narrowed.search(SearchRequest(**{**request, "k": 1})).hits
+    assert [h.path for h in hits] == ["app/models.py"]
+
+    off = SearchPipeline(_variant(base, "repo_map", scope_mode="off", **scoped))
+    assert not any("repo map" in (h.explanation or "") for h in off.search(SearchRequest(**request)).hits)
+    with pytest.raises(ValueError, match="boost"):
+        _ = SearchPipeline(_variant(base, "repo_map", scope_mode="wide")).rerankers
+
+
+def test_http_map_route_answers_and_errors_are_json(planning_repo):
+    from tests.serving.local_ingress import client, local_stage_handles, make_core, run
+
+    core = make_core(planning_repo.config, local_stage_handles(planning_repo.config))
+
+    async def post(body):
+        async with client(core) as http:
+            return await http.post("/v1/map", json=body)
+
+    ok = run(post({"repos": [planning_repo.name], "query": "Ledger.record", "tokens": 200}))
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["files"][0]["path"] == "app/models.py" and ok.json()["tokens"] <= 200
+    only = run(post({"query": "checkout"}))  # no repos: the caller's only repository
+    assert only.status_code == 200 and only.json()["repo"] == planning_repo.name
+    for body, status in (({"repos": ["acme/nothing"]}, 404), ({"repos": [planning_repo.name], "tokens": "3"}, 422),
+                         ({"repos": [planning_repo.name], "tokens": 0}, 400), ({"repos": [], "depth": 2}, 422)):
+        answer = run(post(body))
+        assert answer.status_code == status, (body, answer.text)
+        assert answer.headers["content-type"].startswith("application/json") and answer.json()["message"]
