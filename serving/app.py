@@ -133,8 +133,8 @@ class FusionDeployment:
     def __init__(self, config: dict[str, Any]) -> None:
         self.stage = WeightedRRF(config_from_dict(config).fusion)
 
-    def fuse(self, lists: Any, intent: Any, meta: Any, k: int | None) -> Any:
-        return self.stage.fuse(lists, intent, meta, k)
+    def fuse(self, lists: Any, intent: Any, meta: Any, k: int | None, multipliers: Any = None) -> Any:  # planning
+        return self.stage.fuse(lists, intent, meta, k, multipliers)
 
     def ping(self) -> str:
         return "ok"

@@ -127,8 +127,10 @@ class WeightedRRF:
         c = self.config
         return consensus_factor(n_strategies, avg_rank, c.consensus_beta, c.consensus_cap, c.consensus_q0)
 
-    def weights(self, intent: IntentResult | None) -> dict[Strategy, float]:
-        """Normalised per-strategy weights for this intent (see the module docstring)."""
+    def weights(self, intent: IntentResult | None,
+                multipliers: Mapping[Strategy, float] | None = None) -> dict[Strategy, float]:
+        """Normalised per-strategy weights for this intent (see the module docstring); a search mode's
+        `multipliers` (serving/planning) scale the intent weights before they are normalised."""
         c = self.config
         intent = intent or IntentResult.pure(Intent.BALANCED)
         raw = {
@@ -138,6 +140,8 @@ class WeightedRRF:
             raw[Strategy.GRAPH] *= c.flow_boost
         if intent.dominant is Intent.SYMBOL and intent.p(Intent.SYMBOL) > c.symbol_boost_min_p:
             raw[Strategy.SYMBOL] *= c.symbol_boost
+        for s, factor in (multipliers or {}).items():
+            raw[s] *= factor
         total = sum(raw.values())
         if total <= 0:
             raise ValueError("fusion weights sum to 0: check fusion.profiles")
@@ -157,15 +161,17 @@ class WeightedRRF:
         intent: IntentResult | None = None,
         chunk_meta: Mapping[str, ChunkMeta | Chunk] | None = None,
         k: int | None = None,
+        multipliers: Mapping[Strategy, float] | None = None,
     ) -> list[Hit]:
-        """Fuse the strategies' ranked lists. `intent` None means a pure balanced intent.
+        """Fuse the strategies' ranked lists. `intent` None means a pure balanced intent; `multipliers`
+        (a search mode's, serving/planning) scale the intent weights.
 
         A chunk listed twice by one strategy keeps its best rank. Ranks must be integers >= 1.
         Chunks missing from `chunk_meta` get size/depth 0 and no expansion boost.
         """
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        weights = self.weights(intent)
+        weights = self.weights(intent, multipliers)
         matcher = ExpansionMatcher(intent.expansions if intent else Expansions())
         ranks_by_chunk: dict[str, dict[Strategy, int]] = {}
         for key, ranked in lists.items():

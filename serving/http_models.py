@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model, fiel
 
 from semantica.api import SearchRequest
 from semantica.hits import Strategy
+from serving.planning.modes import SearchMode
 from serving.security import check_repo_name
 
 KEEP_CONTROLS = {"\n", "\t"}
@@ -55,6 +56,16 @@ class _SearchChecks(BaseModel):
     @classmethod
     def _known_strategies(cls, names: list[str]) -> list[str]:
         return [Strategy.parse(n).value for n in names]  # ValueError lists the valid ones -> 422
+
+    @field_validator("mode", check_fields=False)
+    @classmethod
+    def _known_mode(cls, name: str | None) -> str | None:
+        return SearchMode.parse(name).value if name is not None else None  # ValueError lists the modes -> 422
+
+    @field_validator("primary_repo", check_fields=False)
+    @classmethod
+    def _valid_primary(cls, name: str | None) -> str | None:
+        return check_repo_name(name) if name is not None else None
 
     @field_validator("context_budget", check_fields=False)
     @classmethod

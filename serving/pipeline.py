@@ -37,6 +37,8 @@ from serving.intent import Intent, IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.localize import Localizer
 from serving.ltr import LtrReranker
+from serving.planning.passes import PipelinePass  # planning (issue 15)
+from serving.planning.planner import QueryPlanner  # planning (issue 15)
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
 from serving.rerankers import Reranker, RerankInput, build_rerankers
@@ -89,6 +91,7 @@ class SearchPipeline:
                                              thread_name_prefix="repo")
         self.query_encoder = QueryEncoder(self._encoder_factory, QUERY_ENCODING_ITEMS)  # one encoder pass per query
         self._prefetcher = Prefetcher()
+        self.planner = QueryPlanner(config)  # planning (issue 15): serving/planning/
 
     # -- lazily built optional stages ----------------------------------------------------------
 
@@ -149,6 +152,7 @@ class SearchPipeline:
         warnings: list[str] = []
         if not isinstance(request.query, str) or not request.query.strip():
             raise QueryError("query is empty: pass some text, an identifier or a question")
+        self.planner.validate(request)  # planning: mode, primary_repo, dynamic K for a request without k
         if request.k is None:
             request.k = self.config.query.default_k
         if isinstance(request.k, bool) or not isinstance(request.k, int) or request.k <= 0:
@@ -235,14 +239,19 @@ class SearchPipeline:
         intent = timer.run("intent", lambda: self.intent.classify(request.query))
         enabled = {Strategy.parse(s) for s in request.strategies} or set(Strategy)
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
+        plan = timer.run("planning", lambda: self.planner.begin(request))  # planning: mode, K (None when off)
+        multipliers = plan.multipliers if plan else None  # planning: the mode's fusion weights
         lists = self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded)
         chunks: dict[str, Chunk] = {}
         for snapshot in snapshots:
             chunks.update(snapshot.chunk_by_id)
         depth = max(request.k, self.config.query.file_rank_depth)
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for ranked in lists.values() for cid, _ in ranked if cid in chunks}
-        fused = timer.run("fusion", lambda: self.fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
+        fused = timer.run("fusion", lambda: self.fusion.fuse(lists, intent, meta, request.k,  # max(k, intent cutoff)
+                                                             multipliers=multipliers))
         hits = self._rerank(request, intent, [h for h in fused if h.chunk_id in chunks], chunks, timer, degraded)
+        hits = timer.run("planning", lambda: self.planner.finish(plan, PipelinePass(  # planning: retry, MMR, budgets
+            self, request, intent, enabled, filters, chunks, timer, degraded), hits, snapshots))
         routed = timer.run("graph_ops", lambda: self.graph_router.answer(request.query, snapshots, warnings)) \
             if self.config.graph_ops.route_queries else None
         if routed is not None:  # the exact answer first; no reranker touches its order
@@ -257,7 +266,8 @@ class SearchPipeline:
                     request.query, [self.retrievers(s).granular for s in snapshots], self.config.granular, filters))
             except Exception as exc:  # optional lists: localization falls back to the chunk lists
                 degraded.append(_degraded("granular", exc))
-        files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth, granular))
+        files, functions = timer.run("localize", lambda: self.localizer.localize(
+            lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None))  # planning
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
             top, chunks, self._file_lines(snapshots), request.context_budget))
@@ -270,6 +280,7 @@ class SearchPipeline:
             files=files, functions=functions, context=_context_dict(context), degraded=degraded,
             warnings=warnings, timings_ms=timer.ms, snapshots={s.repo: s.snapshot_id for s in snapshots},
             graph=routed.result.to_dict() if routed is not None else None,
+            plan=plan.to_dict() if plan else None,  # planning
         )
         if routed is not None:
             for view in response.hits:
@@ -277,8 +288,9 @@ class SearchPipeline:
         return response, lists
 
     def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: set[Strategy],
-                  filters: Filters, timer: StageTimer, degraded: list[dict[str, str]]) -> dict[Strategy, RankedList]:
-        k = self.config.retrieval.k_per_retriever
+                  filters: Filters, timer: StageTimer, degraded: list[dict[str, str]],
+                  k: int | None = None) -> dict[Strategy, RankedList]:
+        k = k or self.config.retrieval.k_per_retriever  # planning: a retry asks for more
         scored: dict[Strategy, list[ScoredList]] = {s: [] for s in enabled}
 
         def attempt(strategy: Strategy, fn: Callable[[], ScoredList]) -> ScoredList:
