@@ -456,7 +456,7 @@ PLANNING_STOP_WORDS = [
 @dataclass
 class PlanningAnalyzerConfig:
     """Query features -> search mode (serving/planning/analyzer.py). Rules, first match wins:
-    quoted code or a short all-identifier query -> exact_vector; stack-trace frames, file paths, an
+    quoted code in a short query, or a short all-identifier query -> exact_vector; stack-trace frames, file paths, an
     identifier share >= `lexical_identifier_share` or a stop-word-free keyword bag -> lexical_heavy;
     a breadth marker ("all", "examples of" ...) -> mmr_diverse; prose of >= `vector_min_words` words
     without identifiers -> vector_heavy; else hybrid."""
@@ -464,6 +464,7 @@ class PlanningAnalyzerConfig:
     enabled: bool = True  # off: every query is hybrid (multipliers 1) unless the request forces a mode
     max_chars: int = 4000  # only this many leading characters are analysed (caps the work)
     exact_max_words: int = 3
+    quoted_max_words: int = 30  # quoted code in an issue-length text is one clue among many, not the target
     min_trace_frames: int = 1
     min_paths: int = 1
     lexical_identifier_share: float = 0.5

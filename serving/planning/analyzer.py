@@ -132,7 +132,7 @@ class StrategySelector:
         ids = len(f.identifiers)
         if f.trace_frames >= a.min_trace_frames:
             return self._choice(SearchMode.LEXICAL_HEAVY, f"{f.trace_frames} stack-trace frame(s)", f)
-        if f.quoted_code:
+        if f.quoted_code and f.words <= a.quoted_max_words:
             return self._choice(SearchMode.EXACT_VECTOR, f"{f.quoted_code} quoted code span(s)", f)
         if ids and f.words <= a.exact_max_words and ids + len(f.paths) >= f.words:
             return self._choice(SearchMode.EXACT_VECTOR, f"{f.words} word(s), all identifiers: {f.identifiers}", f)
@@ -163,3 +163,19 @@ class StrategySelector:
         c = self.config
         wanted = int(c.modes.k_by_mode.get(mode.value, c.k_max))
         return max(c.k_min, min(c.k_max, wanted))
+
+
+class ModeWeights:
+    """query -> (mode, its fusion multipliers): what the planner applies, for offline replays
+    (`semantica eval localize` with planning.enabled and planning.modes.apply_to_localize)."""
+
+    def __init__(self, config: PlanningConfig) -> None:
+        from serving.planning.modes import mode_multipliers
+
+        self.analyzer = QueryAnalyzer(config)
+        self.selector = StrategySelector(config)
+        self.table = mode_multipliers(config.modes.multipliers)
+
+    def for_query(self, query: str) -> tuple[SearchMode, dict[Any, float]]:
+        choice = self.selector.select(query, self.analyzer.analyze(query))
+        return choice.mode, self.table[choice.mode]

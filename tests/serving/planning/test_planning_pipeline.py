@@ -55,9 +55,11 @@ def config(tmp_path_factory):
     from pipelines.indexer import Indexer
 
     root = tmp_path_factory.mktemp("planning")
-    config = make_config(root, "planning.enabled=true", "freshness.enabled=false")
+    config = make_config(root, "planning.enabled=true", "freshness.enabled=false", "token_vectors.enabled=false",
+                         "late_interaction.enabled=false")  # the planner is under test, not the rerankers
+    indexer = Indexer(config, progress=False)
     for name, files in (("t/shop", SHOP), ("t/bank", BANK)):
-        Indexer(config, progress=False).index(str(_git_repo(root / name.split("/")[1], files)), name)
+        indexer.index(str(_git_repo(root / name.split("/")[1], files)), name)
     return config
 
 
