@@ -490,11 +490,12 @@ class PlanningModesConfig:
         "mmr_diverse": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
         "exact_vector": {"vector": 1.3, "lexical": 1.0, "symbol": 1.6, "graph": 0.6},
     })
+    mmr_enabled: bool = False  # a selected mmr_diverse reorders by MMR (a request forcing it always does)
     mmr_lambda: float = 0.7  # relevance vs novelty (1 = plain relevance order)
     mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
     k_by_mode: dict[str, int] = field(default_factory=lambda: {
         "exact_vector": 3, "lexical_heavy": 5, "hybrid": 6, "vector_heavy": 6, "mmr_diverse": 8})
-    apply_to_localize: bool = False  # the mode's multipliers also weight file/function localization
+    apply_to_localize: bool = True  # the mode's multipliers also weight file/function localization
 
 
 @dataclass
@@ -502,7 +503,7 @@ class PlanningBudgetsConfig:
     """Result budgets across repositories (serving/planning/budgets.py): the primary repository gets
     `primary_share` of K, the others split the rest; merged primary first, deduplicated by content sha."""
 
-    enabled: bool = True
+    enabled: bool = False  # unmeasured: no multi-repository golden set yet (README "Query planning")
     primary_share: float = 0.6
 
 
@@ -511,7 +512,7 @@ class PlanningRetryConfig:
     """Graduated retry (serving/planning/retry.py): a rule-based evaluator judges the hits; weak ones climb
     relax (1) -> multi-query (2) -> adjacent scope (3) -> partial (4), up to planning.max_retry_level."""
 
-    enabled: bool = True
+    enabled: bool = False  # did not pay on the golden set (README "Query planning")
     min_top_fused: float = 0.008  # the best hit's fused score below this is weak
     consensus_top_n: int = 5  # ... and no hit among the first N found by >= consensus_min_strategies
     consensus_min_strategies: int = 2
@@ -533,8 +534,8 @@ class PlanningRetryConfig:
 class PlanningConfig:
     """The query planner (serving/planning/planner.py): each piece has its own switch and section."""
 
-    enabled: bool = False
-    dynamic_k: bool = True  # a request without k gets one from the analysis, in [k_min, k_max]
+    enabled: bool = True
+    dynamic_k: bool = False  # a request without k gets one from the analysis, in [k_min, k_max]
     k_min: int = 3
     k_max: int = 8
     max_retry_level: int = 3

@@ -29,6 +29,7 @@ _TRACE_FRAMES = (
 )
 _PATH = re.compile(r"[\w.-]{0,200}(?:/[\w.-]{1,200})+|[\w-]{1,200}\.[A-Za-z0-9]{1,8}\b")
 _PUNCT = ".,;:!?()[]{}'\"<>"
+FORCED = "forced by the request"
 MIN_BARE_PATH_PARTS = 3
 """A path without a file extension needs this many segments (`and/or`, `input/output` are words)."""
 
@@ -125,7 +126,7 @@ class StrategySelector:
 
     def select(self, query: str, f: QueryFeatures, forced: SearchMode | None = None) -> ModeChoice:
         if forced is not None:
-            return self._choice(forced, "forced by the request", f)
+            return self._choice(forced, FORCED, f)
         if not self.config.analyzer.enabled:
             return self._choice(SearchMode.HYBRID, "analyzer off (planning.analyzer.enabled)", f)
         a = self.config.analyzer

@@ -17,7 +17,7 @@ from semantica.hits import Hit, RankedList, Strategy
 from semantica.layout import normalize_repo_name
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
-from serving.planning.analyzer import ModeChoice, QueryAnalyzer, QueryFeatures, StrategySelector
+from serving.planning.analyzer import FORCED, ModeChoice, QueryAnalyzer, QueryFeatures, StrategySelector
 from serving.planning.budgets import BudgetPlan, RepoBudgets
 from serving.planning.mmr import StoredVectors, mmr_order
 from serving.planning.modes import RetryLevel, SearchMode, mode_multipliers
@@ -41,6 +41,10 @@ class Plan:
     partial_why: list[str] = field(default_factory=list)
     mmr: dict[str, Any] | None = None
     sub_queries: list[Any] = field(default_factory=list)  # filled by decomposition (decompose.py)
+
+    @property
+    def forced(self) -> bool:
+        return self.choice.why == FORCED
 
     @property
     def mode(self) -> SearchMode:
@@ -120,7 +124,7 @@ class QueryPlanner:
         p = self.config.planning
         if p.enabled and p.retry.enabled:
             hits = self._retry(plan, run, hits, snapshots)
-        if plan.mode is SearchMode.MMR_DIVERSE:
+        if plan.mode is SearchMode.MMR_DIVERSE and (p.modes.mmr_enabled or plan.forced):  # a forced mode gets MMR
             vectors = self.vectors.get([h.chunk_id for h in hits[: p.modes.mmr_top_n]], snapshots)
             hits = mmr_order(hits, vectors, p.modes.mmr_lambda, p.modes.mmr_top_n)
             plan.mmr = {"lambda": p.modes.mmr_lambda, "top_n": p.modes.mmr_top_n, "vectors": len(vectors)}

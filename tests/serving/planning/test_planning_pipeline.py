@@ -55,7 +55,9 @@ def config(tmp_path_factory):
     from pipelines.indexer import Indexer
 
     root = tmp_path_factory.mktemp("planning")
-    config = make_config(root, "planning.enabled=true", "freshness.enabled=false", "token_vectors.enabled=false",
+    config = make_config(root, "planning.enabled=true", "planning.dynamic_k=true", "planning.budgets.enabled=true",
+                         "planning.retry.enabled=true", "planning.modes.mmr_enabled=true",
+                         "freshness.enabled=false", "token_vectors.enabled=false",
                          "late_interaction.enabled=false")  # the planner is under test, not the rerankers
     indexer = Indexer(config, progress=False)
     for name, files in (("t/shop", SHOP), ("t/bank", BANK)):
