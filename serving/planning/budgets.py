@@ -39,7 +39,7 @@ class RepoBudgets:
         if not repos:
             return BudgetPlan("", "no repository", {})
         scores = dict(top_scores or {})
-        if requested:
+        if requested and requested in repos:
             primary, why = requested, "named by the request (primary_repo)"
         elif named and named[0] in repos:
             primary, why = named[0], "first repository named"

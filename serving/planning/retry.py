@@ -17,7 +17,7 @@ from semantica.config import ConfigError, PlanningRetryConfig
 from semantica.hits import Hit, RankedList, Strategy
 from semantica.schema import Chunk, EdgeType
 from semantica.snapshot import Snapshot
-from serving.planning.analyzer import QueryFeatures
+from serving.planning.analyzer import QueryFeatures, is_identifier
 
 FILE_NODE_PREFIX = "file:"
 _SPLIT_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -84,7 +84,7 @@ class QueryRewriter:
 
     def rewrites(self, query: str, features: QueryFeatures) -> list[str]:
         words = _WORDS.findall(query)
-        split = " ".join(" ".join(split_identifier(w)) if w in features.identifiers or "_" in w else w for w in words)
+        split = " ".join(" ".join(split_identifier(w)) if is_identifier(w) else w for w in words)
         content = " ".join(w for w in words if w.lower() not in self.stop_words)
         candidates = [split, content, " ".join(features.identifiers)]
         if self.config.llm_rewrites:

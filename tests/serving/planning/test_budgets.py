@@ -27,6 +27,7 @@ def test_primary_choice_and_share():
     plan = budgets.allocate(10, ["a", "b", "c"], named=["b", "a"], top_scores={"a": 9.0})
     assert plan.primary == "b" and plan.budgets == {"b": 6, "a": 2, "c": 2}
     assert budgets.allocate(10, ["a", "b"], requested="a", named=["b"]).primary == "a"
+    assert budgets.allocate(10, ["a", "b"], requested="zz", named=["b"]).primary == "b"  # not searched: ignored
     with pytest.raises(ValueError, match="primary_share"):
         RepoBudgets(PlanningBudgetsConfig(primary_share=0.0))
 
