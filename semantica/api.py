@@ -36,6 +36,11 @@ class SearchRequest:
                                          default=None)
     cross_encoder: bool | None = _doc("rerank with the cross-encoder (default: cross_encoder.enabled)", default=None)
     ltr: bool | None = _doc("rerank with the trained LTR model (default: ltr.enabled)", default=None)
+    mode: str | None = _doc("force a search mode: hybrid, vector_heavy, lexical_heavy, mmr_diverse, exact_vector "
+                            "(default: the query planner picks one when planning.enabled)", default=None)
+    primary_repo: str | None = _doc("the repository that gets planning.budgets.primary_share of k in a "
+                                    "multi-repository query (default: the first named, else the best scoring)",
+                                    default=None)
 
     def cache_key(self, snapshot_ids: tuple[str, ...]) -> tuple:
         """Every field (lists as sorted tuples) plus the snapshots answering: derived, never hand-listed."""

@@ -556,6 +556,106 @@ class DaemonConfig:
     start_timeout_s: float = 20.0  # how long a query waits for a starting daemon's socket before answering in-process
     request_timeout_s: float = 300.0
     run_dir: str = ""
+# -- query planning (issue 15; serving/planning/) ------------------------------------------------------
+
+PLANNING_STOP_WORDS = [
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "of", "to", "in", "on", "at", "for", "by", "with",
+    "from", "and", "or", "not", "it", "this", "that", "these", "those", "there", "do", "does", "did", "i", "we",
+    "you", "my", "our", "me", "can", "could", "should", "would", "will", "when", "where", "what", "which", "who",
+    "how", "why", "if", "then", "so", "as", "into", "about", "any", "some", "all", "get", "gets", "use", "used",
+]
+
+
+@dataclass
+class PlanningAnalyzerConfig:
+    """Query features -> search mode (serving/planning/analyzer.py). Rules, first match wins:
+    quoted code in a short query, or a short all-identifier query -> exact_vector; stack-trace frames, file paths, an
+    identifier share >= `lexical_identifier_share` or a stop-word-free keyword bag -> lexical_heavy;
+    a breadth marker ("all", "examples of" ...) -> mmr_diverse; prose of >= `vector_min_words` words
+    without identifiers -> vector_heavy; else hybrid."""
+
+    enabled: bool = True  # off: every query is hybrid (multipliers 1) unless the request forces a mode
+    max_chars: int = 4000  # only this many leading characters are analysed (caps the work)
+    exact_max_words: int = 3
+    quoted_max_words: int = 30  # quoted code in an issue-length text is one clue among many, not the target
+    min_trace_frames: int = 1
+    min_paths: int = 1
+    lexical_identifier_share: float = 0.5
+    keyword_bag_min_words: int = 2
+    keyword_bag_max_words: int = 6
+    keyword_bag_min_density: float = 1.0
+    vector_min_words: int = 6
+    diverse_max_words: int = 20  # a breadth marker in an issue-length text says nothing
+    diverse_markers: list[str] = field(default_factory=lambda: [
+        "all", "every", "each", "examples", "overview", "various", "different", "kinds of", "ways to", "list of"])
+    stop_words: list[str] = field(default_factory=lambda: list(PLANNING_STOP_WORDS))
+
+
+@dataclass
+class PlanningModesConfig:
+    """Per-mode multipliers on the intent weights of weighted RRF (serving/fusion.py), MMR for mmr_diverse,
+    and the dynamic K each mode asks for (clamped to [planning.k_min, planning.k_max])."""
+
+    multipliers: dict[str, dict[str, float]] = field(default_factory=lambda: {
+        "hybrid": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
+        "vector_heavy": {"vector": 1.6, "lexical": 0.7, "symbol": 0.7, "graph": 0.8},
+        "lexical_heavy": {"vector": 0.7, "lexical": 1.6, "symbol": 1.2, "graph": 0.8},
+        "mmr_diverse": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
+        "exact_vector": {"vector": 1.3, "lexical": 1.0, "symbol": 1.6, "graph": 0.6},
+    })
+    mmr_enabled: bool = False  # a selected mmr_diverse reorders by MMR (a request forcing it always does)
+    mmr_lambda: float = 0.7  # relevance vs novelty (1 = plain relevance order)
+    mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
+    k_by_mode: dict[str, int] = field(default_factory=lambda: {
+        "exact_vector": 3, "lexical_heavy": 5, "hybrid": 6, "vector_heavy": 6, "mmr_diverse": 8})
+    apply_to_localize: bool = True  # the mode's multipliers also weight file/function localization
+
+
+@dataclass
+class PlanningBudgetsConfig:
+    """Result budgets across repositories (serving/planning/budgets.py): the primary repository gets
+    `primary_share` of K, the others split the rest; merged primary first, deduplicated by content sha."""
+
+    enabled: bool = False  # unmeasured: no multi-repository golden set yet (README "Query planning")
+    primary_share: float = 0.6
+
+
+@dataclass
+class PlanningRetryConfig:
+    """Graduated retry (serving/planning/retry.py): a rule-based evaluator judges the hits; weak ones climb
+    relax (1) -> multi-query (2) -> adjacent scope (3) -> partial (4), up to planning.max_retry_level."""
+
+    enabled: bool = False  # did not pay on the golden set (README "Query planning")
+    min_top_fused: float = 0.008  # the best hit's fused score below this is weak
+    consensus_top_n: int = 5  # ... and no hit among the first N found by >= consensus_min_strategies
+    consensus_min_strategies: int = 2
+    identifier_top_n: int = 10  # a query identifier no hit among the first N holds (symbol or content)
+    max_identifiers: int = 4
+    min_reasons: int = 1  # weak when at least this many reasons hold
+    relax_k_factor: float = 3.0  # level 1: k_per_retriever x this, fusion cutoff x this
+    max_rewrites: int = 3  # level 2: rule-based rewrites (identifier splitting, stop words dropped)
+    llm_rewrites: bool = False  # level 2: also ask an LLM endpoint (a hook: off; on without a URL is an error)
+    llm_url: str = ""
+    llm_timeout_s: float = 5.0
+    adjacent_repos: bool = True  # level 3: other indexed repositories
+    adjacent_imports: bool = True  # level 3: files importing / imported by the first hits' files
+    adjacent_seed_hits: int = 5
+    merge_rrf_k: float = 60.0  # rank-merging one strategy's lists of several queries
+
+
+@dataclass
+class PlanningConfig:
+    """The query planner (serving/planning/planner.py): each piece has its own switch and section."""
+
+    enabled: bool = True
+    dynamic_k: bool = False  # a request without k gets one from the analysis, in [k_min, k_max]
+    k_min: int = 3
+    k_max: int = 8
+    max_retry_level: int = 3
+    analyzer: PlanningAnalyzerConfig = field(default_factory=PlanningAnalyzerConfig)
+    modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
+    budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
+    retry: PlanningRetryConfig = field(default_factory=PlanningRetryConfig)
 
 
 @dataclass
@@ -601,6 +701,7 @@ class Config:
     repo_map: RepoMapConfig = field(default_factory=RepoMapConfig)
     final_order: FinalOrderConfig = field(default_factory=FinalOrderConfig)
     feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
+    planning: PlanningConfig = field(default_factory=PlanningConfig)  # issue 15
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

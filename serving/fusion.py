@@ -130,9 +130,11 @@ class WeightedRRF:
         c = self.config
         return consensus_factor(n_strategies, avg_rank, c.consensus_beta, c.consensus_cap, c.consensus_q0)
 
-    def weights(self, intent: IntentResult | None, extra: Iterable[str] = ()) -> dict[Strategy | str, float]:
+    def weights(self, intent: IntentResult | None, extra: Iterable[str] = (),
+                multipliers: Mapping[Strategy, float] | None = None) -> dict[Strategy | str, float]:
         """Normalised per-strategy weights for this intent (see the module docstring). `extra` names
-        registered retrievers beyond the four strategies: their weight is `fusion.extra_weights[name]`."""
+        registered retrievers beyond the four strategies: their weight is `fusion.extra_weights[name]`.
+        A search mode's `multipliers` (serving/planning) scale the intent weights before normalising."""
         c = self.config
         intent = intent or IntentResult.pure(Intent.BALANCED)
         raw: dict[Strategy | str, float] = {
@@ -148,6 +150,8 @@ class WeightedRRF:
             raw[Strategy.GRAPH] *= c.flow_boost
         if intent.dominant is Intent.SYMBOL and intent.p(Intent.SYMBOL) > c.symbol_boost_min_p:
             raw[Strategy.SYMBOL] *= c.symbol_boost
+        for s, factor in (multipliers or {}).items():
+            raw[s] *= factor
         total = sum(raw.values())
         if total <= 0:
             raise ValueError("fusion weights sum to 0: check fusion.profiles")
@@ -167,8 +171,10 @@ class WeightedRRF:
         intent: IntentResult | None = None,
         chunk_meta: Mapping[str, ChunkMeta | Chunk] | None = None,
         k: int | None = None,
+        multipliers: Mapping[Strategy, float] | None = None,
     ) -> list[Hit]:
-        """Fuse the strategies' ranked lists. `intent` None means a pure balanced intent.
+        """Fuse the strategies' ranked lists. `intent` None means a pure balanced intent; `multipliers`
+        (a search mode's, serving/planning) scale the intent weights.
 
         A chunk listed twice by one strategy keeps its best rank. Ranks must be integers >= 1.
         Chunks missing from `chunk_meta` get size/depth 0 and no expansion boost.
@@ -176,7 +182,7 @@ class WeightedRRF:
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         names = {key: strategy_key(key) for key in lists}
-        weights = self.weights(intent, [n for n in names.values() if not isinstance(n, Strategy)])
+        weights = self.weights(intent, [n for n in names.values() if not isinstance(n, Strategy)], multipliers)
         matcher = ExpansionMatcher(intent.expansions if intent else Expansions())
         ranks_by_chunk: dict[str, dict[Strategy | str, int]] = {}
         for key, ranked in lists.items():

@@ -11,6 +11,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model, field_validator
 
 from semantica.api import SearchRequest
+from serving.planning.modes import SearchMode
 from serving.retrievers.registry import retriever_spec
 from serving.security import check_repo_name
 
@@ -55,6 +56,16 @@ class _SearchChecks(BaseModel):
     @classmethod
     def _known_strategies(cls, names: list[str]) -> list[str]:
         return [retriever_spec(n).name for n in names]  # ValueError lists the registered ones -> 422
+
+    @field_validator("mode", check_fields=False)
+    @classmethod
+    def _known_mode(cls, name: str | None) -> str | None:
+        return SearchMode.parse(name).value if name is not None else None  # ValueError lists the modes -> 422
+
+    @field_validator("primary_repo", check_fields=False)
+    @classmethod
+    def _valid_primary(cls, name: str | None) -> str | None:
+        return check_repo_name(name) if name is not None else None
 
     @field_validator("context_budget", check_fields=False)
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from semantica.config import GranularConfig, QueryConfig
@@ -49,9 +49,11 @@ class Localizer:
     def _rank(self, lists: dict[Strategy, RankedList], key_of: Callable[[str], str | None],
               intent: IntentResult, path_of: Callable[[str], str], depth: int,
               voters: set[Strategy] | None = None,
-              adjust: Callable[[dict[str, float]], dict[str, float]] | None = None) -> list[tuple[str, float]]:
+              adjust: Callable[[dict[str, float]], dict[str, float]] | None = None,
+              multipliers: Mapping[Strategy, float] | None = None) -> list[tuple[str, float]]:
         projected = {s: self._project(ranked, key_of) for s, ranked in lists.items() if voters is None or s in voters}
-        fused = self.fusion.fuse(projected, intent, None, k=sum(len(v) for v in projected.values()))
+        fused = self.fusion.fuse(projected, intent, None, k=sum(len(v) for v in projected.values()),
+                                 multipliers=multipliers)
         base = {hit.chunk_id: hit.score for hit in fused}
         if adjust is not None:  # granular BM25 lists and candidates (serving/granular_fusion.py)
             base = adjust(base)
@@ -68,7 +70,9 @@ class Localizer:
 
     def localize(self, lists: dict[Strategy, RankedList], chunks: dict[str, Chunk],
                  intent: IntentResult, depth: int,
-                 granular: GranularLists | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                 granular: GranularLists | None = None,
+                 multipliers: Mapping[Strategy, float] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """`multipliers`: a search mode's weights (serving/planning, planning.modes.apply_to_localize)."""
         def file_of(chunk_id: str) -> str | None:
             chunk = chunks.get(chunk_id)
             return f"{chunk.repo}\x00{chunk.path}" if chunk else None
@@ -87,10 +91,11 @@ class Localizer:
             voters = set(lists)  # an ablation without any of them: let what ran vote
         use_granular = granular is not None and self.granular.config.enabled
         files = self._rank(lists, file_of, intent, path_of, depth, voters,
-                           (lambda s: self.granular.files(s, granular)) if use_granular else None)
+                           (lambda s: self.granular.files(s, granular)) if use_granular else None, multipliers)
         ranked_files = [key for key, _ in files]
         functions = self._rank(lists, function_of, intent, path_of, depth, voters,
-                               (lambda s: self.granular.functions(s, granular, ranked_files)) if use_granular else None)
+                               (lambda s: self.granular.functions(s, granular, ranked_files)) if use_granular else None,
+                               multipliers)
         return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
                 [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
                  for k, v in functions])

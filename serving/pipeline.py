@@ -29,6 +29,7 @@ from semantica.snapshot import Snapshot, SnapshotSet
 from serving.context import Context
 from serving.intent import IntentResult
 from serving.localize import Localizer
+from serving.planning.passes import PipelinePass  # planning (issue 15)
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
 from serving.rerankers import Reranker, RerankInput
@@ -74,6 +75,7 @@ class SearchPipeline:
         self._repo_pool = ThreadPoolExecutor(max_workers=max(1, config.retrieval.repo_parallelism),
                                              thread_name_prefix="repo")
         self._prefetcher = Prefetcher()
+        self.planner = self.stages.planner  # planning (issue 15): serving/planning/
 
     # -- the stages (read through; built and owned by `self.stages`) ---------------------------
 
@@ -146,6 +148,7 @@ class SearchPipeline:
         warnings: list[str] = []
         if not isinstance(request.query, str) or not request.query.strip():
             raise QueryError("query is empty: pass some text, an identifier or a question")
+        self.planner.validate(request)  # planning: mode, primary_repo, dynamic K for a request without k
         if request.k is None:
             request.k = self.config.query.default_k
         if isinstance(request.k, bool) or not isinstance(request.k, int) or request.k <= 0:
@@ -232,6 +235,8 @@ class SearchPipeline:
         intent = timer.run("intent", lambda: self.intent.classify(request.query))
         enabled = [spec for spec in self.stages.retriever_specs if not request.strategies or spec.name in request.strategies]
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
+        plan = timer.run("planning", lambda: self.planner.begin(request))  # planning: mode, K (None when off)
+        multipliers = plan.multipliers if plan else None  # planning: the mode's fusion weights
         lists = self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded)
         chunks: dict[str, Chunk] = {}
         for snapshot in snapshots:
@@ -239,8 +244,11 @@ class SearchPipeline:
         depth = max(request.k, self.config.query.file_rank_depth)
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for ranked in lists.values() for cid, _ in ranked if cid in chunks}
         fusion = self.ranking_hooks.fusion(snapshots, self.fusion)  # issue 15: feedback-learned weights (A/B-gated)
-        fused = timer.run("fusion", lambda: fusion.fuse(lists, intent, meta, request.k))  # max(k, intent cutoff)
+        fused = timer.run("fusion", lambda: fusion.fuse(lists, intent, meta, request.k,  # max(k, intent cutoff)
+                                                        multipliers=multipliers))
         hits = self._rerank(request, intent, [h for h in fused if h.chunk_id in chunks], chunks, timer, degraded)
+        hits = timer.run("planning", lambda: self.planner.finish(plan, PipelinePass(  # planning: retry, MMR, budgets
+            self, request, intent, enabled, filters, chunks, timer, degraded), hits, snapshots))
         routed = timer.run("graph_ops", lambda: self.graph_router.answer(request.query, snapshots, warnings)) \
             if self.config.graph_ops.route_queries else None
         if routed is not None:  # the exact answer first; no reranker touches its order
@@ -255,7 +263,8 @@ class SearchPipeline:
                     request.query, [self.retrievers(s).granular for s in snapshots], self.config.granular, filters))
             except Exception as exc:  # optional lists: localization falls back to the chunk lists
                 degraded.append(_degraded("granular", exc))
-        files, functions = timer.run("localize", lambda: self.localizer.localize(lists, chunks, intent, depth, granular))
+        files, functions = timer.run("localize", lambda: self.localizer.localize(
+            lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None))  # planning
         files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
@@ -269,6 +278,7 @@ class SearchPipeline:
             files=files, functions=functions, context=_context_dict(context), degraded=degraded,
             warnings=warnings, timings_ms=timer.ms, snapshots={s.repo: s.snapshot_id for s in snapshots},
             graph=routed.result.to_dict() if routed is not None else None,
+            plan=plan.to_dict() if plan else None,  # planning
         )
         if routed is not None:
             for view in response.hits:
@@ -276,10 +286,11 @@ class SearchPipeline:
         return response, lists
 
     def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: list[RetrieverSpec],
-                  filters: Filters, timer: StageTimer, degraded: list[dict[str, str]]) -> dict[Strategy | str, RankedList]:
+                  filters: Filters, timer: StageTimer, degraded: list[dict[str, str]],
+                  k: int | None = None) -> dict[Strategy | str, RankedList]:
         """Every enabled retriever over every snapshot. Unseeded retrievers start at once; a seeded one
         (the graph walk) starts when its seed sources have answered, from their hits interleaved."""
-        k = self.config.retrieval.k_per_retriever
+        k = k or self.config.retrieval.k_per_retriever  # planning: a retry asks for more
         scored: dict[str, list[ScoredList]] = {spec.name: [] for spec in enabled}
 
         def attempt(name: str, fn: Callable[[], ScoredList]) -> ScoredList:

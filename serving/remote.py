@@ -79,8 +79,9 @@ class _RemoteIntent(_Remote):
 
 
 class _RemoteFusion(_Remote):
-    def fuse(self, lists: Any, intent: Any = None, chunk_meta: Any = None, k: int | None = None) -> Any:
-        return self.call("fuse", lists, intent, chunk_meta, k)
+    def fuse(self, lists: Any, intent: Any = None, chunk_meta: Any = None, k: int | None = None,
+             multipliers: Any = None) -> Any:  # planning: a search mode's weights
+        return self.call("fuse", lists, intent, chunk_meta, k, *([multipliers] if multipliers else []))
 
 
 class _RemoteReranker(_Remote):

@@ -27,6 +27,7 @@ from serving.intent import Intent, IntentClassifier
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.localize import Localizer
 from serving.ltr import LtrReranker
+from serving.planning.planner import QueryPlanner
 from serving.query_encoding import QueryEncoder
 from serving.rerankers import Reranker, build_rerankers
 from serving.retrievers.registry import RetrieverSpec, enabled_specs
@@ -59,6 +60,7 @@ class Stages:
         self.fusion = fusion or local_fusion
         self.localizer = Localizer(config.query, local_fusion, config.granular)  # cheap: always in the caller
         self.context_builder = context or ContextBuilder(config.context)
+        self.planner = QueryPlanner(config)  # issue 15: mode, dynamic K, budgets, retry (serving/planning/)
         self._late, self._cross = late, cross
         self._remote_retrievers = retrievers
         self._local_retrievers: dict[str, RepoRetrievers] = {}

@@ -17,7 +17,9 @@ files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name
 context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,
 timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
 freshness: {repo: {commit, built_at, source, path, ref, branch, stale, reason, current_commit,
-current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}}}"""
+current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}},
+plan: null, or {mode, why, features, k, k_source, weights, budgets: {primary, why, shares}, verdict: {weak,
+reasons}, retries: [{level, name, verdict, kept, ...}], partial, partial_why, mmr, sub_queries}}"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
     query.add_argument("--strategy", action="append", default=[], choices=["vector", "lexical", "symbol", "graph"],
                        help="use only these retrievers (repeatable; default: all four)")
-    query.add_argument("--explain", action="store_true", help="show why each hit ranked (ranks, RRF, consensus)")
+    query.add_argument("--explain", action="store_true",
+                       help="show why each hit ranked (ranks, RRF, consensus) and the query plan (mode, K, budgets, "
+                            "retries) when planning is on or --mode is given")
+    query.add_argument("--mode", choices=["hybrid", "vector_heavy", "lexical_heavy", "mmr_diverse", "exact_vector"],
+                       help="force a search mode (default: the planner picks one when planning.enabled)")
+    query.add_argument("--primary-repo", metavar="R", help="the repository that gets the larger result budget")
     query.add_argument("--context", action="store_true", help="print the packed, cited context block")
     query.add_argument("--json", action="store_true", help="print the response as JSON (schema below)")
     query.add_argument("--no-daemon", action="store_true",
@@ -49,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_query(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     fields = {"query": args.text, "repos": list(args.repo), "k": args.k, "path_globs": args.path,
-              "languages": args.language, "explain": args.explain, "strategies": args.strategy}
+              "languages": args.language, "explain": args.explain, "strategies": args.strategy,
+              "mode": args.mode, "primary_repo": args.primary_repo}
     answer = None
     if config.daemon.enabled and not args.no_daemon:  # the warm daemon (started on first use) answers
         from jobs.daemon_client import search_via_daemon
@@ -74,6 +82,8 @@ def run_query(args: argparse.Namespace) -> int:
         print(f"structural question: {response.graph['op']} of {response.graph['name']!r}, "
               f"{len(response.graph['answers'])} exact answer(s) first" + (f"; {response.graph['note']}" if response.graph["note"] else ""))
 
+    if args.explain and response.plan:
+        print(render_plan(response.plan))
     for repo, fresh in response.freshness.items():
         if fresh["stale"] is not False:
             print(f"{'stale' if fresh['stale'] else 'freshness unknown'}: {repo}: {fresh['reason']}")
@@ -116,3 +126,30 @@ def _search_in_process(config, fields: dict, branch: str | None):
     if names or not branch:  # (a branch nobody indexed is an error below: nothing to load)
         pipeline.prefetch(names)  # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn
     return search_for_cli(pipeline, fields, branch)
+
+
+def render_plan(plan: dict) -> str:
+    """The planner's decisions, one line each (`--explain`)."""
+    lines = [f"plan: mode {plan['mode']} ({plan['why']}); k {plan['k']} ({plan['k_source']})"]
+    features = plan["features"]
+    lines.append("  features: " + ", ".join(f"{k} {v}" for k, v in features.items() if v not in ([], 0, 0.0)))
+    if plan.get("weights"):
+        lines.append("  fusion multipliers: " + ", ".join(f"{s} x{m}" for s, m in plan["weights"].items()))
+    if plan.get("budgets"):
+        b = plan["budgets"]
+        lines.append(f"  budgets: primary {b['primary']} ({b['why']}); " +
+                     ", ".join(f"{r} {n}" for r, n in b["shares"].items()))
+    if plan.get("verdict"):
+        v = plan["verdict"]
+        lines.append(f"  verdict: {'weak' if v['weak'] else 'ok'}" + (f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""))
+    for step in plan.get("retries", []):
+        verdict = step.get("verdict", {})
+        lines.append(f"  retry {step['level']} {step['name']}: " + ("kept" if step.get("kept") else "not better") +
+                     (f"; still weak: {'; '.join(verdict.get('reasons', []))}" if verdict.get("weak") else ""))
+    if plan.get("partial"):
+        lines.append(f"  PARTIAL answer: {'; '.join(plan['partial_why'])}")
+    if plan.get("mmr"):
+        lines.append(f"  mmr: lambda {plan['mmr']['lambda']} over the first {plan['mmr']['top_n']} hits")
+    for sub in plan.get("sub_queries") or []:
+        lines.append(f"  sub-query: {sub}")
+    return "\n".join(lines)

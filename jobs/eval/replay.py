@@ -29,6 +29,7 @@ from serving.fusion import WeightedRRF
 from serving.granular_fusion import GranularLists, localizer_key
 from serving.intent import IntentClassifier
 from serving.localize import Localizer
+from serving.planning.analyzer import ModeWeights
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,18 @@ class LocalizationReplay:
                             f"{mined_dir}` (or `eval swebench --mine {mined_dir}`) first")
         self.intent = IntentClassifier(config.intent)
         self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular)
+        self._mode_weights = self.mode_weights
         self.mined_dir = Path(mined_dir)
         self._loaded: dict[str, Any] = {}
         self._granular_loaded: dict[str, GranularLists] = {}
         self._final_orders: dict[int, Any] = {}
+        self.modes_used: dict[str, int] = {}
+
+    @property
+    def mode_weights(self) -> ModeWeights | None:
+        """The planner's search-mode weights, when the pipeline would apply them to localization."""
+        p = self.config.planning
+        return ModeWeights(p) if p.enabled and p.analyzer.enabled and p.modes.apply_to_localize else None
 
     def _load(self, inst: Instance) -> tuple[dict[Strategy, list[tuple[str, int]]], dict[str, Any], Any] | None:
         """The instance's stored lists, chunk fields and intent, read once per replay object."""
@@ -81,8 +90,12 @@ class LocalizationReplay:
             return None
         lists, chunks, intent = loaded
         granular = self._granular(inst) if self.config.granular.enabled else None
+        multipliers = None
+        if self._mode_weights is not None:
+            mode, multipliers = self._mode_weights.for_query(inst.problem_statement)
+            self.modes_used[mode.value] = self.modes_used.get(mode.value, 0) + 1
         files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth),
-                                                   granular)
+                                                   granular, multipliers)
         files = self._final_order(inst, files)  # issue 15: trust (and freshness) on the file list; weights 0 = as is
         return Prediction([f["path"] for f in files][:TOP_N], [f["function"] for f in functions][:TOP_N])
 
@@ -102,6 +115,7 @@ class LocalizationReplay:
         """Replay again with other `query`/`fusion`/`granular` settings, keeping what was read."""
         self.config = config
         self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular)
+        self._mode_weights = self.mode_weights
 
     def _granular(self, inst: Instance) -> GranularLists:
         """The instance's stored whole-file/function BM25 lists (`mine granular`), in localizer keys."""
@@ -127,10 +141,14 @@ class LocalizationReplay:
     def run(self, instances: Sequence[Instance], function_metrics: Sequence[str] = FUNCTION_METRICS) -> dict[str, Any]:
         """LocAgent metrics over the mined instances (the count of unmined ones is in `missing`)."""
         predictions = {}
+        self.modes_used = {}
         for inst in instances:
             prediction = self.predict(inst)
             if prediction is not None:
                 predictions[inst.instance_id] = prediction
         if not predictions:
             raise MineError(f"none of the {len(instances)} instances has lists under {self.lists_dir}")
-        return evaluate(predictions, {i.instance_id: i.gold() for i in instances}, function_metrics=function_metrics)
+        result = evaluate(predictions, {i.instance_id: i.gold() for i in instances}, function_metrics=function_metrics)
+        if self.modes_used:
+            result["planning_modes"] = dict(self.modes_used)  # instances per search mode (planning)
+        return result

@@ -123,3 +123,11 @@ def test_errors_of_a_variant_config_are_still_json(setup):
     core = make_core(variant(config, "query.max_k=5"), handles)
     body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "k": 6})), 400)
     assert body["error"] == "QueryError" and "5" in body["message"]
+
+
+def test_unknown_search_mode_is_422_listing_the_modes(core):
+    body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "mode": "fastest"})), 422)
+    assert body["detail"][0]["field"] == "mode"
+    assert all(m in body["message"] for m in ("hybrid", "vector_heavy", "lexical_heavy", "mmr_diverse", "exact_vector"))
+    ok = run(_post(core, "/v1/search", json={"query": "price_of", "k": 2, "mode": "exact_vector"}))
+    assert ok.status_code == 200 and ok.json()["plan"]["mode"] == "exact_vector"

@@ -1,0 +1,94 @@
+"""Query planning, piece by piece, on the golden set over this repository (a benchmark, not a test).
+
+`python -m jobs.bench.planning --index-root DIR [--repo semantica/self]` runs the golden queries through
+the pipeline once per variant (planning off; each piece alone; everything), with one warm-up pass,
+and reports P@5 / R@10 / MRR / NDCG@10 plus p50 / p99 query latency. Requests carry no k, so the
+dynamic-K variants return what they choose (the metrics stay @10: a smaller K can only lose there).
+Results: bench/results/planning.json and a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from jobs.bench.__main__ import PERCENTILE_99, RESULTS_DIR, percentile
+from jobs.eval.golden import GOLDEN_K, _mean, load_golden_set, score_hits
+from semantica.api import SearchRequest
+from semantica.config import load_config
+from serving.pipeline import SearchPipeline
+
+GOLDEN_SET = Path(__file__).resolve().parents[2] / "conf" / "golden" / "semantica.jsonl"
+UNIT = "{vector: 1.0, lexical: 1.0, symbol: 1.0, graph: 1.0}"
+ALL_OFF = ["planning.dynamic_k=false", "planning.modes.mmr_enabled=false", "planning.analyzer.enabled=false",
+           "planning.retry.enabled=false",
+           "planning.budgets.enabled=false"]
+VARIANTS: dict[str, list[str]] = {
+    "planning off": ["planning.enabled=false"],
+    "modes only (weights + MMR)": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true",
+                                   "planning.modes.mmr_enabled=true"],
+    "mode weights only": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true"],
+    "dynamic K only": ["planning.enabled=true", *ALL_OFF, "planning.dynamic_k=true", "planning.analyzer.enabled=true",
+                       "planning.modes.multipliers={" + ", ".join(f"{m}: {UNIT}" for m in (
+                           "hybrid", "vector_heavy", "lexical_heavy", "mmr_diverse", "exact_vector")) + "}"],
+    "retry only, max level 1": ["planning.enabled=true", *ALL_OFF, "planning.retry.enabled=true",
+                                "planning.max_retry_level=1"],
+    "retry only, max level 3": ["planning.enabled=true", *ALL_OFF, "planning.retry.enabled=true"],
+    "all on": ["planning.enabled=true", "planning.dynamic_k=true", "planning.modes.mmr_enabled=true",
+               "planning.retry.enabled=true", "planning.budgets.enabled=true"],
+    "default (mode weights + localization)": [],
+}
+
+
+def run_variant(name: str, overrides: list[str], base: list[str], repo: str, queries: list,
+                mode: str | None = None) -> dict[str, Any]:
+    config = load_config(None, [*base, *overrides])
+    pipeline = SearchPipeline(config)
+    for q in queries[:3]:  # warm-up: encoder, JVM, FAISS, tables
+        pipeline.search(SearchRequest(query=q.query, repos=[repo]))
+    rows, latencies, planning_ms, modes, retried = [], [], [], {}, 0
+    for q in queries:
+        pipeline._cache.clear()  # every query answered, not served from the response cache
+        start = time.perf_counter()
+        response = pipeline.search(SearchRequest(query=q.query, repos=[repo], mode=mode))
+        latencies.append((time.perf_counter() - start) * 1000)
+        planning_ms.append(response.timings_ms.get("planning", 0.0))  # the planner's own stages
+        rows.append(score_hits([(h.path, h.symbol) for h in response.hits], q, GOLDEN_K))
+        if response.plan:
+            modes[response.plan["mode"]] = modes.get(response.plan["mode"], 0) + 1
+            retried += bool(response.plan["retries"])
+    return {"variant": name + (f", every query forced to {mode}" if mode else ""), "overrides": overrides,
+            **_mean(rows), "p50_ms": round(percentile(latencies, 0.5), 1),
+            "p99_ms": round(percentile(latencies, PERCENTILE_99), 1),
+            "planning_p50_ms": round(percentile(planning_ms, 0.5), 2),
+            "planning_p99_ms": round(percentile(planning_ms, PERCENTILE_99), 2), "modes": modes, "retried": retried,
+            "queries": len(queries)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index-root", required=True)
+    parser.add_argument("--repo", default="semantica/self")
+    parser.add_argument("--set", action="append", default=[], help="extra config overrides for every variant")
+    parser.add_argument("--variant", action="append", default=[], choices=list(VARIANTS))
+    parser.add_argument("--mode", help="force this search mode on every query (SearchRequest.mode)")
+    parser.add_argument("--out", default=str(RESULTS_DIR / "planning.json"))
+    args = parser.parse_args()
+    queries = load_golden_set(GOLDEN_SET)
+    base = [f"paths.index_root={args.index_root}", "freshness.enabled=false", *args.set]
+    results = [run_variant(n, VARIANTS[n], base, args.repo, queries, args.mode) for n in (args.variant or VARIANTS)]
+    Path(args.out).write_text(json.dumps({"repo": args.repo, "golden_set": str(GOLDEN_SET.name),
+                                          "results": results}, indent=2) + "\n")
+    print("| variant | P@5 | R@10 | MRR | NDCG@10 | p50 ms | p99 ms | planner p50 / p99 ms | retried |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['variant']} | {r['P@5']:.3f} | {r['R@10']:.3f} | {r['MRR']:.3f} | {r['NDCG@10']:.3f} | "
+              f"{r['p50_ms']} | {r['p99_ms']} | {r['planning_p50_ms']} / {r['planning_p99_ms']} | "
+              f"{r['retried']}/{r['queries']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Query analysis without an LLM: cheap features, then a rule-based choice of search mode and dynamic K.
+
+Bounded work: only `planning.analyzer.max_chars` leading characters are read and every pattern is
+linear (no nested quantifiers), so an issue-length query costs well under a millisecond.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from semantica.config import PlanningConfig
+from serving.intent import FILE_EXTENSIONS
+from serving.planning.modes import SearchMode
+
+_WORD = re.compile(r"\S+")
+_ALPHA_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+_TOKEN = re.compile(r"[A-Za-z_][\w.:/-]{0,255}")
+_SNAKE = re.compile(r"^_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*$|^__\w+__$|^_+[A-Za-z][A-Za-z0-9]*$")
+_CAMEL = re.compile(r"^_?[A-Za-z][a-z0-9]*(?:[A-Z]+[a-z0-9]*)+$")
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+$")
+_BACKTICKS = re.compile(r"`{1,3}([^`]{1,2000})`{1,3}")
+_TRACE_FRAMES = (
+    re.compile(r'File "[^"\n]{1,300}", line \d+'),  # Python
+    re.compile(r"\bat [\w.$<>]{1,300}\([\w.]{1,200}:\d+\)"),  # Java
+    re.compile(r"\bat [^\s()]{1,300} \([^()\n]{1,300}:\d+:\d+\)"),  # JavaScript
+    re.compile(r"^\s*\S{1,300}\.go:\d+", re.MULTILINE),  # Go
+)
+_PATH = re.compile(r"[\w.-]{0,200}(?:/[\w.-]{1,200})+|[\w-]{1,200}\.[A-Za-z0-9]{1,8}\b")
+_PUNCT = ".,;:!?()[]{}'\"<>"
+FORCED = "forced by the request"
+MIN_BARE_PATH_PARTS = 3
+"""A path without a file extension needs this many segments (`and/or`, `input/output` are words)."""
+
+
+@dataclass
+class QueryFeatures:
+    """What the analyzer saw (recorded in the plan's `why`)."""
+
+    chars: int
+    words: int
+    identifiers: list[str] = field(default_factory=list)
+    quoted_code: int = 0
+    trace_frames: int = 0
+    paths: list[str] = field(default_factory=list)
+    keyword_density: float = 0.0  # share of plain words that are not stop words
+
+    @property
+    def identifier_share(self) -> float:
+        return len(self.identifiers) / self.words if self.words else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["identifier_share"] = round(self.identifier_share, 3)
+        out["keyword_density"] = round(self.keyword_density, 3)
+        return out
+
+
+@dataclass
+class ModeChoice:
+    """The selected mode, the rule that decided it, and the dynamic K it asks for."""
+
+    mode: SearchMode
+    why: str
+    k: int
+    features: QueryFeatures
+
+
+class QueryAnalyzer:
+    """`analyze(query)` -> `QueryFeatures`."""
+
+    def __init__(self, config: PlanningConfig) -> None:
+        self.config = config.analyzer
+        self.stop_words = frozenset(w.lower() for w in self.config.stop_words)
+
+    def analyze(self, query: str) -> QueryFeatures:
+        text = query[: self.config.max_chars]
+        words = _WORD.findall(text)
+        identifiers: dict[str, None] = {}
+        paths: dict[str, None] = {}
+        for raw in words:
+            token = raw.strip(_PUNCT)
+            if is_path(token):
+                paths[token] = None
+            elif is_identifier(token):
+                identifiers[token] = None
+        for match in _PATH.finditer(text):
+            if is_path(match.group(0)):
+                paths.setdefault(match.group(0), None)
+        plain = [w.lower() for w in _ALPHA_WORD.findall(text)]
+        content = [w for w in plain if w not in self.stop_words]
+        return QueryFeatures(
+            chars=len(query), words=len(words), identifiers=list(identifiers),
+            quoted_code=sum(1 for m in _BACKTICKS.finditer(text) if m.group(1).strip()),
+            trace_frames=sum(len(p.findall(text)) for p in _TRACE_FRAMES),
+            paths=list(paths), keyword_density=len(content) / len(plain) if plain else 0.0,
+        )
+
+
+def is_identifier(token: str) -> bool:
+    """snake_case, camelCase / PascalCase with an inner capital, or dotted (`a.b`, `A::b`)."""
+    if not token or len(token) > 256:
+        return False
+    return bool(_SNAKE.match(token) or _CAMEL.match(token) or (_DOTTED.match(token) and not is_path(token)))
+
+
+def is_path(token: str) -> bool:
+    """A file path: has a `/` and a file-like last segment, or ends with a known file extension."""
+    if not token or len(token) > 512 or "://" in token:
+        return False
+    last = token.rsplit("/", 1)[-1]
+    suffix = last.rsplit(".", 1)[-1].lower() if "." in last else ""
+    if suffix in FILE_EXTENSIONS:
+        return True
+    parts = token.strip("/").split("/")
+    return len(parts) >= MIN_BARE_PATH_PARTS and all(parts)  # `a/b/c`; `and/or` is no path
+
+
+class StrategySelector:
+    """`select(features)` -> `ModeChoice` by the rules in `planning.analyzer` (first match wins)."""
+
+    def __init__(self, config: PlanningConfig) -> None:
+        self.config = config
+        self.markers = [m.lower() for m in config.analyzer.diverse_markers]
+
+    def select(self, query: str, f: QueryFeatures, forced: SearchMode | None = None) -> ModeChoice:
+        if forced is not None:
+            return self._choice(forced, FORCED, f)
+        if not self.config.analyzer.enabled:
+            return self._choice(SearchMode.HYBRID, "analyzer off (planning.analyzer.enabled)", f)
+        a = self.config.analyzer
+        ids = len(f.identifiers)
+        if f.trace_frames >= a.min_trace_frames:
+            return self._choice(SearchMode.LEXICAL_HEAVY, f"{f.trace_frames} stack-trace frame(s)", f)
+        if f.quoted_code and f.words <= a.quoted_max_words:
+            return self._choice(SearchMode.EXACT_VECTOR, f"{f.quoted_code} quoted code span(s)", f)
+        if ids and f.words <= a.exact_max_words and ids + len(f.paths) >= f.words:
+            return self._choice(SearchMode.EXACT_VECTOR, f"{f.words} word(s), all identifiers: {f.identifiers}", f)
+        if len(f.paths) >= a.min_paths:
+            return self._choice(SearchMode.LEXICAL_HEAVY, f"file path(s) {f.paths[:3]}", f)
+        if ids and f.identifier_share >= a.lexical_identifier_share:
+            return self._choice(SearchMode.LEXICAL_HEAVY,
+                                f"identifier share {f.identifier_share:.2f} >= {a.lexical_identifier_share}", f)
+        if (not ids and a.keyword_bag_min_words <= f.words <= a.keyword_bag_max_words
+                and f.keyword_density >= a.keyword_bag_min_density):
+            return self._choice(SearchMode.LEXICAL_HEAVY,
+                                f"keyword bag: {f.words} words, keyword density {f.keyword_density:.2f}", f)
+        marker = self._marker(query) if f.words <= a.diverse_max_words else ""
+        if marker:
+            return self._choice(SearchMode.MMR_DIVERSE, f"breadth marker {marker!r}", f)
+        if not ids and f.words >= a.vector_min_words:
+            return self._choice(SearchMode.VECTOR_HEAVY, f"prose: {f.words} words, no identifier", f)
+        return self._choice(SearchMode.HYBRID, "no rule matched", f)
+
+    def _marker(self, query: str) -> str:
+        text = f" {' '.join(_ALPHA_WORD.findall(query[: self.config.analyzer.max_chars].lower()))} "
+        return next((m for m in self.markers if f" {m} " in text), "")
+
+    def _choice(self, mode: SearchMode, why: str, f: QueryFeatures) -> ModeChoice:
+        return ModeChoice(mode, why, self.dynamic_k(mode), f)
+
+    def dynamic_k(self, mode: SearchMode) -> int:
+        c = self.config
+        wanted = int(c.modes.k_by_mode.get(mode.value, c.k_max))
+        return max(c.k_min, min(c.k_max, wanted))
+
+
+class ModeWeights:
+    """query -> (mode, its fusion multipliers): what the planner applies, for offline replays
+    (`semantica eval localize` with planning.enabled and planning.modes.apply_to_localize)."""
+
+    def __init__(self, config: PlanningConfig) -> None:
+        from serving.planning.modes import mode_multipliers
+
+        self.analyzer = QueryAnalyzer(config)
+        self.selector = StrategySelector(config)
+        self.table = mode_multipliers(config.modes.multipliers)
+
+    def for_query(self, query: str) -> tuple[SearchMode, dict[Any, float]]:
+        choice = self.selector.select(query, self.analyzer.analyze(query))
+        return choice.mode, self.table[choice.mode]

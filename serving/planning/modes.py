@@ -1,0 +1,62 @@
+"""The planner's enums: search modes and retry levels, each with a clear error for unknown values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import IntEnum
+
+from semantica.hits import STRATEGIES, Strategy
+from semantica.schema import ParsableEnum
+
+
+class SearchMode(ParsableEnum):
+    """How the retrievers' lists are weighted (planning.modes.multipliers) and ordered.
+
+    hybrid: the intent weights as they are; vector_heavy: prose, meaning over words; lexical_heavy:
+    stack traces, paths, identifier-dense queries; mmr_diverse: broad queries, MMR over the candidate
+    embeddings; exact_vector: one identifier or quoted code, exact symbol match beside the vector."""
+
+    HYBRID = "hybrid"
+    VECTOR_HEAVY = "vector_heavy"
+    LEXICAL_HEAVY = "lexical_heavy"
+    MMR_DIVERSE = "mmr_diverse"
+    EXACT_VECTOR = "exact_vector"
+
+
+class RetryLevel(IntEnum):
+    """Graduated retry, by cost: each level includes the ones below it."""
+
+    NONE = 0
+    RELAX = 1  # larger K per retriever, a deeper fusion cutoff
+    MULTI_QUERY = 2  # rule-based rewrites (and an LLM endpoint, only if configured)
+    ADJACENT_SCOPE = 3  # other indexed repositories, files importing / imported by the first hits
+    PARTIAL = 4  # give up: the answer is flagged partial, with why
+
+    @classmethod
+    def parse(cls, value: object) -> RetryLevel:
+        try:
+            return cls(int(value))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            known = ", ".join(f"{m.value} ({m.name.lower()})" for m in cls)
+            raise ValueError(f"unknown retry level {value!r}; known retry levels: {known}") from None
+
+
+def mode_multipliers(table: Mapping[str, Mapping[str, float]]) -> dict[SearchMode, dict[Strategy, float]]:
+    """planning.modes.multipliers checked: every mode, every strategy, no unknown names, no negative value."""
+    unknown = sorted(set(table) - {m.value for m in SearchMode})
+    if unknown:
+        raise ValueError(f"planning.modes.multipliers: unknown modes {unknown}; "
+                         f"known modes: {', '.join(m.value for m in SearchMode)}")
+    out: dict[SearchMode, dict[Strategy, float]] = {}
+    for mode in SearchMode:
+        row = table.get(mode.value)
+        if row is None:
+            raise ValueError(f"planning.modes.multipliers lacks mode {mode.value!r}")
+        bad = sorted(set(row) - {s.value for s in STRATEGIES})
+        if bad:
+            raise ValueError(f"planning.modes.multipliers.{mode.value}: unknown strategies {bad}")
+        values = {s: float(row.get(s.value, 1.0)) for s in STRATEGIES}
+        if any(v < 0 for v in values.values()) or not any(v > 0 for v in values.values()):
+            raise ValueError(f"planning.modes.multipliers.{mode.value}: values must be >= 0, one > 0")
+        out[mode] = values
+    return out

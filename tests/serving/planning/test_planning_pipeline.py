@@ -1,0 +1,169 @@
+"""The planner inside the real pipeline: two small git repositories indexed for real (tree-sitter, MiniLM,
+FAISS, Lucene), queried with planning on; `plan` says what was decided and the hits follow it."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from semantica.api import QueryError, SearchRequest
+from semantica.config import ConfigError
+from serving.http_models import SearchBody
+from serving.pipeline import SearchPipeline
+from tests.conftest import make_config
+
+pytestmark = pytest.mark.timeout(600)
+
+SHOP = {
+    "shop/__init__.py": "",
+    "shop/prices.py": 'PRICES = {"apple": 3, "pear": 4}\n\n\ndef price_of(sku):\n    """Unit price of a sku."""\n'
+                      '    return PRICES[sku]\n',
+    "shop/cart.py": 'from shop.prices import price_of\n\n\nclass Cart:\n    """A shopping cart."""\n\n'
+                    '    def __init__(self):\n        self.items = []\n\n    def add(self, sku, qty):\n'
+                    '        self.items.append((sku, qty))\n\n    def total(self):\n'
+                    '        return sum(price_of(s) * q for s, q in self.items)\n',
+    "shop/checkout.py": 'from shop.cart import Cart\n\n\ndef checkout(cart: Cart):\n    """Charge the cart total."""\n'
+                        '    return {"charged": cart.total()}\n',
+}
+BANK = {
+    "bank/__init__.py": "",
+    "bank/interest.py": 'def compound_interest(principal, rate, years):\n    """Interest compounded yearly."""\n'
+                        '    return principal * (1 + rate) ** years\n',
+    "bank/ledger.py": 'def post_entry(ledger, account, amount):\n    """Append one entry to the ledger."""\n'
+                      '    ledger.append((account, amount))\n\n\ndef reconcile_ledger(ledger):\n'
+                      '    return sum(amount for _, amount in ledger)\n',
+    "bank/shared.py": 'def price_of(sku):\n    """Unit price of a sku."""\n    return PRICES[sku]\n',
+}
+
+
+def _git_repo(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i"],
+                   check=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    from pipelines.indexer import Indexer
+
+    root = tmp_path_factory.mktemp("planning")
+    config = make_config(root, "planning.enabled=true", "planning.dynamic_k=true", "planning.budgets.enabled=true",
+                         "planning.retry.enabled=true", "planning.modes.mmr_enabled=true",
+                         "freshness.enabled=false", "token_vectors.enabled=false",
+                         "late_interaction.enabled=false")  # the planner is under test, not the rerankers
+    indexer = Indexer(config, progress=False)
+    for name, files in (("t/shop", SHOP), ("t/bank", BANK)):
+        indexer.index(str(_git_repo(root / name.split("/")[1], files)), name)
+    return config
+
+
+@pytest.fixture(scope="module")
+def pipeline(config) -> SearchPipeline:
+    return SearchPipeline(config)
+
+
+def _with(config, **planning):
+    return dataclasses.replace(config, planning=dataclasses.replace(config.planning, **planning))
+
+
+def test_mode_per_query_class_and_its_weights_reach_fusion(pipeline):
+    cases = {"price_of": "exact_vector", "where is `cart.total()` computed": "exact_vector",
+             'Traceback:\n  File "shop/cart.py", line 14, in total\nKeyError: kiwi': "lexical_heavy",
+             "cart checkout total": "lexical_heavy", "show all examples of ledger entries": "mmr_diverse",
+             "how much does a customer pay for everything in the basket": "vector_heavy"}
+    for query, mode in cases.items():
+        response = pipeline.search(SearchRequest(query=query, repos=["t/shop"], k=5, explain=True))
+        assert response.plan["mode"] == mode, (query, response.plan["why"])
+    hybrid = pipeline.search(SearchRequest(query="cart total", repos=["t/shop"], k=3, explain=True, mode="hybrid"))
+    lexical = pipeline.search(SearchRequest(query="cart total", repos=["t/shop"], k=3, explain=True,
+                                            mode="lexical_heavy"))
+    weight_lexical = 9  # features: 4 ranks, 4 rrf, then the 4 normalised weights (vector, lexical, ...)
+    assert lexical.hits[0].features[weight_lexical] > hybrid.hits[0].features[weight_lexical]
+
+
+def test_dynamic_k_within_bounds_and_off_without_planning(config, pipeline):
+    exact = pipeline.search(SearchRequest(query="price_of", repos=["t/shop"]))
+    assert exact.plan["k"] == 3 and exact.plan["k_source"] == "dynamic" and len(exact.hits) == 3
+    off = SearchPipeline(_with(config, enabled=False)).search(SearchRequest(query="price_of", repos=["t/shop"]))
+    assert off.plan is None and len(off.hits) == min(config.query.default_k, len(off.hits)) and len(off.hits) > 3
+
+
+def test_budgets_across_repositories_sum_to_k(pipeline):
+    response = pipeline.search(SearchRequest(query="price of a sku", repos=["t/bank", "t/shop"], k=5))
+    budgets = response.plan["budgets"]
+    assert budgets["primary"] == "t/bank" and sum(budgets["shares"].values()) == 5
+    assert budgets["shares"] == {"t/bank": 3, "t/shop": 2}
+    repos = [h.repo for h in response.hits]
+    assert repos[: repos.count("t/bank")] == ["t/bank"] * repos.count("t/bank")  # the primary's hits first
+    shas = [h.content for h in response.hits]
+    assert len(shas) == len(set(shas))  # price_of's identical copy in both repositories appears once
+    chosen = pipeline.search(SearchRequest(query="price of a sku", repos=["t/bank", "t/shop"], k=4,
+                                           primary_repo="t/shop"))
+    assert chosen.plan["budgets"]["primary"] == "t/shop" and sum(chosen.plan["budgets"]["shares"].values()) == 4
+
+
+@pytest.mark.parametrize("max_level", [0, 2, 4])
+def test_retry_stops_at_max_retry_level(config, max_level):
+    pipeline = SearchPipeline(_with(config, max_retry_level=max_level))
+    response = pipeline.search(SearchRequest(query="frobnicate_quux_widget", repos=["t/shop"], k=3))
+    plan = response.plan
+    assert plan["verdict"]["weak"] and any("frobnicate_quux_widget" in r for r in plan["verdict"]["reasons"])
+    assert [step["level"] for step in plan["retries"]] == list(range(1, max_level + 1))
+    assert plan["partial"] is (max_level == 4)
+    if max_level >= 2:
+        assert "frobnicate quux widget" in plan["retries"][1]["queries"]
+
+
+def test_adjacent_scope_finds_the_identifier_in_another_repository(pipeline):
+    response = pipeline.search(SearchRequest(query="compound_interest", repos=["t/shop"], k=3))
+    plan = response.plan
+    names = [step["name"] for step in plan["retries"]]
+    assert names[-1] == "adjacent_scope" and "t/bank" in plan["retries"][-1]["scope"]["repos"]
+    assert not plan["verdict"]["weak"] and "compound_interest" in [h.symbol for h in response.hits]
+    assert "t/bank" in response.snapshots  # the answer names the snapshot it now cites
+
+
+
+def test_adjacent_scope_follows_imports_of_the_first_hits(config):
+    one_seed = dataclasses.replace(config.planning.retry, adjacent_seed_hits=1, adjacent_repos=False)
+    pipeline = SearchPipeline(_with(config, retry=one_seed))
+    response = pipeline.search(SearchRequest(query="checkout_total_missing", repos=["t/shop"], k=3))
+    step = response.plan["retries"][-1]
+    seed = step["scope"]["seeds"][0]
+    neighbours = {"shop/cart.py": {"shop/prices.py", "shop/checkout.py"}, "shop/checkout.py": {"shop/cart.py"},
+                  "shop/prices.py": {"shop/cart.py"}}.get(seed.split(":", 1)[1], set())
+    assert {p.split(":", 1)[1] for p in step["scope"]["paths"]} == neighbours
+
+
+def test_mmr_diverse_reorders_with_stored_vectors(pipeline):
+    plain = pipeline.search(SearchRequest(query="ledger entries", repos=["t/bank"], k=4, mode="hybrid"))
+    diverse = pipeline.search(SearchRequest(query="ledger entries", repos=["t/bank"], k=4, mode="mmr_diverse"))
+    assert diverse.plan["mmr"]["vectors"] >= 2
+    assert {h.chunk_id for h in diverse.hits} <= {h.chunk_id for h in plain.hits} | {h.chunk_id for h in diverse.hits}
+
+
+def test_bad_mode_and_primary_are_query_errors(pipeline):
+    with pytest.raises(QueryError, match="hybrid, vector_heavy, lexical_heavy, mmr_diverse, exact_vector"):
+        pipeline.search(SearchRequest(query="cart", mode="fastest"))
+    with pytest.raises(QueryError, match="primary_repo"):
+        pipeline.search(SearchRequest(query="cart", repos=["t/shop"], primary_repo="t/bank"))
+
+
+def test_mode_is_in_the_http_body_and_the_cache_key():
+    assert "mode" in SearchBody.model_fields and "primary_repo" in SearchBody.model_fields
+    with pytest.raises(ValueError, match="known searchmodes|hybrid"):
+        SearchBody.model_validate({"query": "x", "mode": "fastest"})
+    assert SearchRequest("x", mode="hybrid").cache_key(()) != SearchRequest("x", mode="mmr_diverse").cache_key(())
+
+
+def test_llm_rewrites_without_url_is_a_config_error(config):
+    with pytest.raises(ConfigError, match="llm_url"):
+        SearchPipeline(_with(config, retry=dataclasses.replace(config.planning.retry, llm_rewrites=True)))
