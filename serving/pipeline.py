@@ -37,6 +37,7 @@ from serving.intent import Intent, IntentClassifier, IntentResult
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.localize import Localizer
 from serving.ltr import LtrReranker
+from serving.planning.expand import QueryExpansion
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
 from serving.rerankers import Reranker, RerankInput, build_rerankers
@@ -113,6 +114,10 @@ class SearchPipeline:
     @cached_property
     def graph_ops(self) -> GraphOps:
         return GraphOps()
+
+    @cached_property
+    def expansion(self) -> QueryExpansion:  # issue 15: decomposition + multi-hop (serving/planning/)
+        return QueryExpansion(self.config.planning, self.intent.classify, self.graph_ops.graph)
 
     @cached_property
     def graph_router(self) -> GraphRouter:
@@ -236,6 +241,10 @@ class SearchPipeline:
         enabled = {Strategy.parse(s) for s in request.strategies} or set(Strategy)
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
         lists = self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded)
+        lists, plan = timer.run("planning", lambda: self.expansion.expand(  # issue 15: decomposition + multi-hop
+            request.query, intent, snapshots, enabled, filters, lists,
+            lambda text, sub_intent, strategies: self._retrieve(text, sub_intent, snapshots, strategies, filters,
+                                                                StageTimer(), degraded)))
         chunks: dict[str, Chunk] = {}
         for snapshot in snapshots:
             chunks.update(snapshot.chunk_by_id)
@@ -271,6 +280,8 @@ class SearchPipeline:
             warnings=warnings, timings_ms=timer.ms, snapshots={s.repo: s.snapshot_id for s in snapshots},
             graph=routed.result.to_dict() if routed is not None else None,
         )
+        if plan:  # issue 15: what decomposition / multi-hop did
+            response.plan = {**(response.plan or {}), **plan}
         if routed is not None:
             for view in response.hits:
                 view.graph = routed.by_chunk.get(view.chunk_id)

@@ -20,6 +20,7 @@ import polars as pl
 from jobs.eval.granular_lists import INVENTORY, load_granular
 from jobs.eval.instances import Instance
 from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
+from jobs.eval.plan_lists import load_plan, merged_lists
 from jobs.eval.swebench import TOP_N
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import Config
@@ -29,6 +30,18 @@ from serving.fusion import WeightedRRF
 from serving.granular_fusion import GranularLists, localizer_key
 from serving.intent import IntentClassifier
 from serving.localize import Localizer
+from serving.planning.decompose import QueryDecomposer
+from serving.planning.merge import ListMerger, PlanTrace
+from serving.planning.multihop import MultiHop
+
+
+class ReplayPlanning:
+    """The planning pieces a replay needs (no retriever, no graph: their lists were mined)."""
+
+    def __init__(self, config: Config) -> None:
+        self.merger = ListMerger(config.planning)
+        self.decomposer = QueryDecomposer(config.planning.decompose)
+        self.multihop = MultiHop(config.planning.multihop)
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,8 @@ class LocalizationReplay:
         self.mined_dir = Path(mined_dir)
         self._loaded: dict[str, Any] = {}
         self._granular_loaded: dict[str, GranularLists] = {}
+        self._plans: dict[str, PlanTrace] = {}
+        self.planning = ReplayPlanning(config)
 
     def _load(self, inst: Instance) -> tuple[dict[Strategy, list[tuple[str, int]]], dict[str, Any], Any] | None:
         """The instance's stored lists, chunk fields and intent, read once per replay object."""
@@ -70,6 +85,12 @@ class LocalizationReplay:
                 "strategy", "rank", "chunk_id", "path", "symbol", "kind").iter_rows():
             lists.setdefault(Strategy.parse(strategy), []).append((chunk_id, rank))
             chunks[chunk_id] = ChunkRef(inst.repo, path, symbol, kind)
+        plan = load_plan(self.mined_dir, part_name(inst.instance_id))  # issue 15: sub-query and multi-hop lists
+        if plan is not None:
+            trace, fields = plan
+            for chunk_id, (path, symbol, kind) in fields.items():
+                chunks.setdefault(chunk_id, ChunkRef(inst.repo, path, symbol, kind))
+            self._plans[inst.instance_id] = trace
         loaded = self._loaded[inst.instance_id] = (lists, chunks, self.intent.classify(inst.problem_statement))
         return loaded
 
@@ -79,6 +100,9 @@ class LocalizationReplay:
         if loaded is None:
             return None
         lists, chunks, intent = loaded
+        if inst.instance_id in self._plans:
+            lists = merged_lists(self.planning.merger, self.planning.decomposer, self.planning.multihop, lists,
+                                 self._plans[inst.instance_id], inst.problem_statement, intent)
         granular = self._granular(inst) if self.config.granular.enabled else None
         files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth),
                                                    granular)
@@ -88,6 +112,7 @@ class LocalizationReplay:
         """Replay again with other `query`/`fusion`/`granular` settings, keeping what was read."""
         self.config = config
         self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular)
+        self.planning = ReplayPlanning(config)
 
     def _granular(self, inst: Instance) -> GranularLists:
         """The instance's stored whole-file/function BM25 lists (`mine granular`), in localizer keys."""
