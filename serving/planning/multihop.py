@@ -79,13 +79,12 @@ class MultiHop:
 
     def neighbours(self, graph: SnapshotGraph, seeds: list[str]) -> RankedList:
         symbols_of = self._symbols_of(graph)
-        seed_set = set(seeds)
         score: dict[str, float] = {}
         order: dict[str, int] = {}
         for position, chunk_id in enumerate(seeds[: self.config.seeds], 1):
             reached = self._walk(graph, symbols_of.get(chunk_id, []))
             for node_chunk, depth in reached[: self.config.max_per_seed]:
-                if node_chunk in seed_set:
+                if node_chunk == chunk_id:  # another seed may be reached: adjacency to a first hit counts
                     continue
                 score[node_chunk] = score.get(node_chunk, 0.0) + 1.0 / (position * depth)
                 order.setdefault(node_chunk, len(order))

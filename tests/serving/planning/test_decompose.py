@@ -153,3 +153,23 @@ def test_switch_off_answers_as_before(ledger_index):
     assert short_on.plan is None
     assert [h.chunk_id for h in short_on.hits] == [h.chunk_id for h in short_off.hits]
     assert short_on.files == short_off.files and short_on.functions == short_off.functions
+
+
+def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_path):
+    """`mine` keeps each sub-query's lists; `eval localize` replays decomposition on and off exactly."""
+    from jobs.eval.instances import Instance
+    from jobs.eval.replay import LocalizationReplay
+    from jobs.ltr.mine import HitMiner
+    from serving.pipeline import SearchPipeline
+
+    overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false")
+    config = make_config(ledger_index, *overrides)
+    HitMiner(config.ltr_train, tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
+                                               lambda path, symbol: int(path == "ledger/postings.py"))
+    inst = Instance("ledger-1", R, "HEAD", REPORT, ["ledger/postings.py"])
+    for switch in ("true", "false"):
+        planning = (f"planning.decompose.enabled={switch}", f"planning.multihop.enabled={switch}")
+        replayed = LocalizationReplay(make_config(ledger_index, *overrides, *planning), tmp_path).predict(inst)
+        answered = _search(ledger_index, REPORT, *planning)
+        assert replayed.files == [f["path"] for f in answered.files]
+        assert replayed.functions == [f["function"] for f in answered.functions]
