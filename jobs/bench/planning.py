@@ -36,8 +36,11 @@ FUNCTION_KEYS = ("Acc@5", "Acc@10")
 P99 = 0.99
 
 
+ISSUE_TRIGGERS = "planning.multihop.triggers=[flow, issue]"  # the dev split's queries are issues, not flow questions
+
+
 def _config(base: list[str], decompose: str, multihop: str, extra: tuple[str, ...] = ()) -> Config:
-    return load_config(None, [*base, f"planning.decompose.enabled={decompose}",
+    return load_config(None, [ISSUE_TRIGGERS, *base, f"planning.decompose.enabled={decompose}",
                               f"planning.multihop.enabled={multihop}", *extra])
 
 

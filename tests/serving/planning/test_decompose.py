@@ -163,12 +163,13 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
     from serving.pipeline import SearchPipeline
 
     overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false")
-    config = make_config(ledger_index, *overrides)
+    config = make_config(ledger_index, *overrides, "planning.multihop.enabled=true", "planning.multihop.triggers=[issue]")
     HitMiner(config.ltr_train, tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
                                                lambda path, symbol: int(path == "ledger/postings.py"))
     inst = Instance("ledger-1", R, "HEAD", REPORT, ["ledger/postings.py"])
     for switch in ("true", "false"):
-        planning = (f"planning.decompose.enabled={switch}", f"planning.multihop.enabled={switch}")
+        planning = (f"planning.decompose.enabled={switch}", f"planning.multihop.enabled={switch}",
+                    "planning.multihop.triggers=[issue]")
         replayed = LocalizationReplay(make_config(ledger_index, *overrides, *planning), tmp_path).predict(inst)
         answered = _search(ledger_index, REPORT, *planning)
         assert replayed.files == [f["path"] for f in answered.files]
