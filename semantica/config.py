@@ -556,6 +556,8 @@ class DaemonConfig:
     start_timeout_s: float = 20.0  # how long a query waits for a starting daemon's socket before answering in-process
     request_timeout_s: float = 300.0
     run_dir: str = ""
+
+
 # -- query planning (issue 15; serving/planning/) ------------------------------------------------------
 
 PLANNING_STOP_WORDS = [
@@ -644,6 +646,54 @@ class PlanningRetryConfig:
 
 
 @dataclass
+class DecomposeConfig:
+    """Issue-length queries split into sub-queries (serving/planning/decompose.py), fused per strategy.
+
+    A sub-query's list enters each strategy's list by weighted RRF: main rank r adds
+    `main_weight / (rrf_k + r)`, a sub-query of kind K at rank r adds `weights[K] / (rrf_k + r)`.
+    Frames and paths are looked up directly in the snapshot ("direct" lists) and fold into `direct_into`.
+    """
+
+    enabled: bool = True
+    min_query_chars: int = 300  # shorter queries are not split (unless they hold a traceback)
+    max_identifiers: int = 8  # identifiers in the identifiers sub-query
+    max_errors: int = 2  # exception lines, last first
+    max_frames: int = 8  # stack frames, innermost first
+    max_paths: int = 6
+    error_max_chars: int = 300
+    gist_max_chars: int = 1200
+    gist_min_words: int = 4  # a prose line has at least this many words
+    min_path_segments: int = 2  # a frame path matches an indexed file by at least this many trailing segments
+    rrf_k: float = 60.0
+    main_weight: float = 1.0
+    max_list: int = 150  # merged list length per strategy
+    weights: dict[str, float] = field(default_factory=lambda: {
+        "identifiers": 0.5, "error": 0.7, "frame": 1.0, "path": 0.7, "gist": 0.5})
+    strategies: dict[str, list[str]] = field(default_factory=lambda: {
+        "identifiers": ["lexical", "symbol"], "error": ["lexical", "vector"], "gist": ["vector", "lexical"]})
+    direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # frame/path lists fold here
+
+
+@dataclass
+class MultiHopConfig:
+    """Definitions -> uses over the code graph from the first hits (serving/planning/multihop.py).
+
+    Off by default: on the SWE-bench dev split it lowered function Acc@10 for issue-length queries
+    (README "Query planning"); when on, it runs for flow questions unless `triggers` says otherwise."""
+
+    enabled: bool = False
+    triggers: list[str] = field(default_factory=lambda: ["flow"])  # always | flow | issue
+    depth: int = 1
+    seeds: int = 5  # first hits followed
+    seed_from: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # lists the first hits come from
+    directions: list[str] = field(default_factory=lambda: ["uses", "definitions"])
+    max_per_seed: int = 10
+    max_nodes: int = 50
+    weight: float = 0.5
+    into: list[str] = field(default_factory=lambda: ["vector", "lexical"])
+
+
+@dataclass
 class PlanningConfig:
     """The query planner (serving/planning/planner.py): each piece has its own switch and section."""
 
@@ -656,6 +706,8 @@ class PlanningConfig:
     modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
     budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
     retry: PlanningRetryConfig = field(default_factory=PlanningRetryConfig)
+    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # sub-queries of issue-length queries
+    multihop: MultiHopConfig = field(default_factory=MultiHopConfig)  # definitions -> uses over the graph
 
 
 @dataclass

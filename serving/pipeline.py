@@ -98,6 +98,10 @@ class SearchPipeline:
     @property
     def query_encoder(self) -> QueryEncoder:
         return self.stages.query_encoder
+    @property
+    def expansion(self) -> Any:  # issue 15: decomposition + multi-hop (serving/planning/)
+        return self.stages.expansion
+
 
     @property
     def late(self) -> Any:
@@ -238,6 +242,13 @@ class SearchPipeline:
         plan = timer.run("planning", lambda: self.planner.begin(request))  # planning: mode, K (None when off)
         multipliers = plan.multipliers if plan else None  # planning: the mode's fusion weights
         lists = self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded)
+        expanded = None
+        if self.config.planning.enabled:  # issue 15: decomposition + multi-hop (each with its own switch too)
+            lists, expanded = timer.run("planning", lambda: self.expansion.expand(
+                request.query, intent, snapshots, {strategy_key(spec.name) for spec in enabled}, filters, lists,
+                lambda text, sub_intent, strategies: self._retrieve(
+                    text, sub_intent, snapshots, [spec for spec in enabled if spec.name in strategies], filters,
+                    StageTimer(), degraded)))
         chunks: dict[str, Chunk] = {}
         for snapshot in snapshots:
             chunks.update(snapshot.chunk_by_id)
@@ -280,6 +291,8 @@ class SearchPipeline:
             graph=routed.result.to_dict() if routed is not None else None,
             plan=plan.to_dict() if plan else None,  # planning
         )
+        if expanded:  # issue 15: what decomposition / multi-hop did
+            response.plan = {**(response.plan or {}), **expanded}
         if routed is not None:
             for view in response.hits:
                 view.graph = routed.by_chunk.get(view.chunk_id)

@@ -118,6 +118,12 @@ class Stages:
                            tuple(self.config.graph_ops.tier_scores))  # issue 12: routed answers' scores
 
     @cached_property
+    def expansion(self) -> Any:  # issue 15: decomposition + multi-hop (serving/planning/)
+        from serving.planning.expand import QueryExpansion
+
+        return QueryExpansion(self.config.planning, self.intent.classify, self.graph_ops.graph)
+
+    @cached_property
     def ranking_hooks(self) -> Any:  # issue 15: feedback-learned weights and the final file order
         from serving.planning.hooks import RankingHooks
 

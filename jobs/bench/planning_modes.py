@@ -1,10 +1,10 @@
 """Query planning, piece by piece, on the golden set over this repository (a benchmark, not a test).
 
-`python -m jobs.bench.planning --index-root DIR [--repo semantica/self]` runs the golden queries through
+`python -m jobs.bench.planning_modes --index-root DIR [--repo semantica/self]` runs the golden queries through
 the pipeline once per variant (planning off; each piece alone; everything), with one warm-up pass,
 and reports P@5 / R@10 / MRR / NDCG@10 plus p50 / p99 query latency. Requests carry no k, so the
 dynamic-K variants return what they choose (the metrics stay @10: a smaller K can only lose there).
-Results: bench/results/planning.json and a markdown table.
+Results: bench/results/planning_modes.json and a markdown table.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="extra config overrides for every variant")
     parser.add_argument("--variant", action="append", default=[], choices=list(VARIANTS))
     parser.add_argument("--mode", help="force this search mode on every query (SearchRequest.mode)")
-    parser.add_argument("--out", default=str(RESULTS_DIR / "planning.json"))
+    parser.add_argument("--out", default=str(RESULTS_DIR / "planning_modes.json"))
     args = parser.parse_args()
     queries = load_golden_set(GOLDEN_SET)
     base = [f"paths.index_root={args.index_root}", "freshness.enabled=false", *args.set]

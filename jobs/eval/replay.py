@@ -20,6 +20,7 @@ import polars as pl
 from jobs.eval.granular_lists import INVENTORY, load_granular
 from jobs.eval.instances import Instance
 from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
+from jobs.eval.plan_lists import load_plan, merged_lists
 from jobs.eval.swebench import TOP_N
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import Config
@@ -30,6 +31,18 @@ from serving.granular_fusion import GranularLists, localizer_key
 from serving.intent import IntentClassifier
 from serving.localize import Localizer
 from serving.planning.analyzer import ModeWeights
+from serving.planning.decompose import QueryDecomposer
+from serving.planning.merge import ListMerger, PlanTrace
+from serving.planning.multihop import MultiHop
+
+
+class ReplayPlanning:
+    """The planning pieces a replay needs (no retriever, no graph: their lists were mined)."""
+
+    def __init__(self, config: Config) -> None:
+        self.merger = ListMerger(config.planning)
+        self.decomposer = QueryDecomposer(config.planning.decompose)
+        self.multihop = MultiHop(config.planning.multihop)
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,8 @@ class LocalizationReplay:
         self._granular_loaded: dict[str, GranularLists] = {}
         self._final_orders: dict[int, Any] = {}
         self.modes_used: dict[str, int] = {}
+        self._plans: dict[str, PlanTrace] = {}
+        self.planning = ReplayPlanning(config)
 
     @property
     def mode_weights(self) -> ModeWeights | None:
@@ -80,6 +95,12 @@ class LocalizationReplay:
                 "strategy", "rank", "chunk_id", "path", "symbol", "kind").iter_rows():
             lists.setdefault(strategy_key(strategy), []).append((chunk_id, rank))
             chunks[chunk_id] = ChunkRef(inst.repo, path, symbol, kind)
+        plan = load_plan(self.mined_dir, part_name(inst.instance_id))  # issue 15: sub-query and multi-hop lists
+        if plan is not None:
+            trace, fields = plan
+            for chunk_id, (path, symbol, kind) in fields.items():
+                chunks.setdefault(chunk_id, ChunkRef(inst.repo, path, symbol, kind))
+            self._plans[inst.instance_id] = trace
         loaded = self._loaded[inst.instance_id] = (lists, chunks, self.intent.classify(inst.problem_statement))
         return loaded
 
@@ -89,6 +110,9 @@ class LocalizationReplay:
         if loaded is None:
             return None
         lists, chunks, intent = loaded
+        if self.config.planning.enabled and inst.instance_id in self._plans:
+            lists = merged_lists(self.planning.merger, self.planning.decomposer, self.planning.multihop, lists,
+                                 self._plans[inst.instance_id], inst.problem_statement, intent)
         granular = self._granular(inst) if self.config.granular.enabled else None
         multipliers = None
         if self._mode_weights is not None:
@@ -116,6 +140,7 @@ class LocalizationReplay:
         self.config = config
         self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular)
         self._mode_weights = self.mode_weights
+        self.planning = ReplayPlanning(config)
 
     def _granular(self, inst: Instance) -> GranularLists:
         """The instance's stored whole-file/function BM25 lists (`mine granular`), in localizer keys."""

@@ -111,8 +111,15 @@ class HitMiner:
             }
             row.update(zip(FEATURE_NAMES, (float(v) for v in hit.features or ())))
             rows.append(row)
+        chunk_by_id = pipeline.snapshots.get(repo).chunk_by_id
+        trace = getattr(lists, "trace", None)  # planning (issue 15): `lists/` keeps the main query's own lists
+        if trace is not None:
+            from jobs.eval.plan_lists import PLAN_LISTS_DIR, plan_frame
+
+            self._write(self.parts.parent / PLAN_LISTS_DIR, query_id, plan_frame(trace, chunk_by_id, query_id))
+            lists = trace.main
         self._write(self.parts, query_id, pl.DataFrame(rows, schema=mined_schema()))
-        self._write(self.lists, query_id, self._lists_frame(lists, pipeline.snapshots.get(repo).chunk_by_id, query_id))
+        self._write(self.lists, query_id, self._lists_frame(lists, chunk_by_id, query_id))
         return MinedQuery(query_id, len(rows), sum(1 for r in rows if r[LABEL_COLUMN] > 0))
 
     @staticmethod

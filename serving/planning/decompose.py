@@ -1,0 +1,192 @@
+"""Decomposition: an issue-length query (a bug report mixing prose, tracebacks, code and names) split
+into sub-queries, each aimed at one retriever's strength (issue 15).
+
+Rule-based and cheap (no LLM):
+
+- **frames**: stack-trace frames (`File "x.py", line N, in f`, pytest's `x.py:N: in f`, Java/JS `at f(x:N)`),
+  innermost first: the file and function the failure went through are the strongest signal a report holds;
+- **errors**: exception lines (`ValueError: ...`, pytest's `E   ValueError: ...`), last first: the message
+  text is often literally in the code that raises it;
+- **paths**: file paths named in the prose;
+- **identifiers**: the CamelCase / snake_case / dotted names (from the intent's expansions);
+- **gist**: the prose without code blocks and tracebacks, so the dense retriever's 256-token window
+  sees the words rather than the stack.
+
+Frames and paths are looked up in the snapshot directly (`serving/planning/direct.py`); the rest go
+through the retrievers. Thresholds live in `planning.decompose` (semantica/config.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from semantica.config import DecomposeConfig
+from semantica.schema import ParsableEnum
+from serving.intent import MAX_INTENT_CHARS, IntentResult
+
+
+class SubQueryKind(ParsableEnum):
+    """What part of the query a sub-query came from (its weight in `planning.decompose.weights`)."""
+
+    IDENTIFIERS = "identifiers"
+    ERROR = "error"
+    FRAME = "frame"
+    PATH = "path"
+    GIST = "gist"
+
+
+DIRECT_KINDS = frozenset({SubQueryKind.FRAME, SubQueryKind.PATH})
+"""Kinds resolved by lookup in the snapshot, not by a retriever."""
+
+MAX_SCAN_CHARS = 4 * MAX_INTENT_CHARS
+"""Only this many leading characters are scanned for frames and errors (caps the work on huge queries)."""
+
+_PY_FRAME = re.compile(r'File "(?P<path>[^"\n]{1,300})", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]{1,200}))?')
+_PYTEST_FRAME = re.compile(r"^\s*(?P<path>[\w./\\-]{1,300}\.py):(?P<line>\d{1,7}):(?: in (?P<func>[\w<>.]{1,200}))?",
+                           re.MULTILINE)
+_AT_FRAME = re.compile(r"\bat (?:(?P<func>[\w.$<>]{1,200}) \(|(?P<jfunc>[\w.$<>]{1,200})\()"
+                       r"(?P<path>[\w./\\-]{1,300}\.\w{1,5}):(?P<line>\d{1,7})(?::\d{1,7})?\)")
+_ERROR_LINE = re.compile(
+    r"^(?:E\s+|\s*)(?P<exc>(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception|Warning|Exit|Failure|Interrupt))"
+    r"(?::[ \t]*(?P<msg>[^\n]{0,1000}))?[ \t]*$", re.MULTILINE)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+_CODE_LINE = re.compile(r"^\s*(>>>|\.\.\.\s|\$ |#|@|def |class |import |from \S+ import |return |raise |E\s{2})"
+                        r"|[{};]\s*$|^\s+\S")
+_GENERIC_FUNCS = frozenset({"<module>", "<lambda>", "<listcomp>", "<dictcomp>", "<genexpr>", "main"})
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One stack frame: where the failure passed (path as written in the trace)."""
+
+    path: str
+    line: int
+    function: str = ""
+
+    def describe(self) -> str:
+        return f"{self.path}:{self.line}" + (f" in {self.function}" if self.function else "")
+
+
+@dataclass
+class SubQuery:
+    """One piece of the query: text for the retrievers, or a frame/path for direct lookup."""
+
+    kind: SubQueryKind
+    text: str
+    frames: list[Frame] = field(default_factory=list)  # FRAME: innermost first
+    paths: list[str] = field(default_factory=list)  # PATH
+
+    @property
+    def direct(self) -> bool:
+        return self.kind in DIRECT_KINDS
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"kind": self.kind.value, "text": self.text}
+        if self.frames:
+            out["frames"] = [f.describe() for f in self.frames]
+        if self.paths:
+            out["paths"] = list(self.paths)
+        return out
+
+
+class QueryDecomposer:
+    """`decompose(query, intent)` -> sub-queries; [] when the query is short and holds no traceback."""
+
+    def __init__(self, config: DecomposeConfig) -> None:
+        self.config = config
+        for kind in (*config.weights, *config.strategies):
+            SubQueryKind.parse(kind)  # a typo in conf fails here, listing the valid kinds
+
+    def is_issue(self, query: str) -> bool:
+        """Issue-length, or short but holding a stack trace (also multi-hop's `issue` trigger)."""
+        return len(query) >= self.config.min_query_chars or bool(self.frames(query[:MAX_SCAN_CHARS]))
+
+    def wanted(self, query: str) -> bool:
+        return self.config.enabled and self.is_issue(query)
+
+    def decompose(self, query: str, intent: IntentResult) -> list[SubQuery]:
+        if not self.wanted(query):
+            return []
+        c = self.config
+        text = query[:MAX_SCAN_CHARS]
+        out: list[SubQuery] = []
+        frames = self.frames(text)[: c.max_frames]
+        if frames:
+            out.append(SubQuery(SubQueryKind.FRAME, "; ".join(f.describe() for f in frames), frames=frames))
+        for error in self.errors(text)[: c.max_errors]:
+            out.append(SubQuery(SubQueryKind.ERROR, error))
+        frame_paths = {f.path for f in frames}
+        paths = [p for p in intent.expansions.paths if p not in frame_paths][: c.max_paths]
+        if paths:
+            out.append(SubQuery(SubQueryKind.PATH, " ".join(paths), paths=paths))
+        identifiers = intent.expansions.symbols[: c.max_identifiers]
+        if identifiers:
+            out.append(SubQuery(SubQueryKind.IDENTIFIERS, " ".join(identifiers)))
+        gist = self.gist(text)
+        if gist and gist.strip() != query.strip():
+            out.append(SubQuery(SubQueryKind.GIST, gist))
+        return [s for s in out if self.weight(s.kind) > 0]
+
+    def weight(self, kind: SubQueryKind) -> float:
+        return float(self.config.weights.get(kind.value, 0.0))
+
+    # -- the pieces (public: tests and `--explain` read them) -------------------------------------
+
+    @staticmethod
+    def frames(text: str) -> list[Frame]:
+        """Frames innermost first (a Python traceback lists the innermost last), deduplicated."""
+        found: list[tuple[int, Frame]] = []
+        for match in _PY_FRAME.finditer(text):
+            found.append((match.start(), _frame(match.group("path"), match.group("line"), match.group("func"))))
+        for match in _PYTEST_FRAME.finditer(text):
+            found.append((match.start(), _frame(match.group("path"), match.group("line"), match.group("func"))))
+        for match in _AT_FRAME.finditer(text):
+            func = match.group("func") or match.group("jfunc") or ""
+            found.append((-match.start(), _frame(match.group("path"), match.group("line"), func.rsplit(".", 1)[-1])))
+        # Python/pytest: innermost is last, so reverse; Java/JS (`at`): innermost is first (negated positions)
+        ordered = [f for _, f in sorted(found, key=lambda item: -item[0])]
+        return list(dict.fromkeys(ordered))
+
+    def errors(self, text: str) -> list[str]:
+        """Exception lines, last first (the one that surfaced), each cut at `error_max_chars`."""
+        lines = []
+        for match in _ERROR_LINE.finditer(text):
+            message = (match.group("msg") or "").strip()
+            line = f"{match.group('exc')}: {message}" if message else match.group("exc")
+            lines.append(line[: self.config.error_max_chars])
+        return list(dict.fromkeys(reversed(lines)))
+
+    def gist(self, text: str) -> str:
+        """The prose lines (outside code fences, tracebacks and code-looking lines), up to `gist_max_chars`."""
+        kept: list[str] = []
+        in_fence = False
+        in_trace = False
+        size = 0
+        for line in text.splitlines():
+            if _FENCE.match(line):
+                in_fence = not in_fence
+                continue
+            if "Traceback (most recent call last)" in line:
+                in_trace = True
+                continue
+            if in_trace:  # a traceback runs until its exception line
+                in_trace = not _ERROR_LINE.match(line)
+                continue
+            if in_fence or _CODE_LINE.search(line) or _PY_FRAME.search(line):
+                continue
+            if len(_WORD.findall(line)) < self.config.gist_min_words:
+                continue
+            kept.append(line.strip())
+            size += len(line)
+            if size >= self.config.gist_max_chars:
+                break
+        return " ".join(kept)[: self.config.gist_max_chars]
+
+
+def _frame(path: str, line: str, func: str | None) -> Frame:
+    function = func or ""
+    if function in _GENERIC_FUNCS:
+        function = ""
+    return Frame(path=path.replace("\\", "/"), line=int(line), function=function)

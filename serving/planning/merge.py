@@ -1,0 +1,120 @@
+"""Fusing the sub-query and multi-hop lists into each strategy's list (weighted RRF), a pure function.
+
+The pipeline and the offline replay (`semantica eval localize`) both call `ListMerger.merge`, so a
+replay over mined lists reproduces what the pipeline fused. The result keeps the shape every later
+stage expects (`{Strategy: RankedList}`): chunk fusion, localization and mining are unchanged.
+
+For strategy s, a chunk c scores
+
+    main_weight / (rrf_k + r_main,s(c))  +  sum over sub-queries q feeding s of  w_kind(q) / (rrf_k + r_q,s(c))
+    (+ multihop.weight / (rrf_k + r_hop(c)) when s is in multihop.into)
+
+where a direct list (frames, paths) feeds the strategies in `decompose.direct_into`. Ties keep the
+main list's order. A strategy no sub-query feeds keeps its list unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from semantica.config import PlanningConfig
+from semantica.hits import RankedList, Strategy
+from serving.planning.decompose import SubQueryKind
+
+DIRECT = "direct"
+"""The list key of a frame/path lookup (not a retriever)."""
+MAIN_SOURCE = "main"
+
+
+@dataclass
+class SubQueryLists:
+    """One sub-query's ranked lists: by strategy value, or `direct` for a frame/path lookup."""
+
+    kind: SubQueryKind
+    text: str
+    lists: dict[str, RankedList] = field(default_factory=dict)
+
+
+@dataclass
+class PlanTrace:
+    """Every list the planning stage saw, for mining and `--explain`: the main lists, each sub-query's,
+    and the multi-hop list (seeded from the main lists alone, and from the decomposed ones)."""
+
+    main: dict[Strategy, RankedList]
+    sub_queries: list[SubQueryLists] = field(default_factory=list)
+    hop_main: RankedList = field(default_factory=list)
+    hop_decomposed: RankedList = field(default_factory=list)
+
+
+class PlannedLists(dict):
+    """The merged `{Strategy: RankedList}` (a plain dict to every stage) carrying its `PlanTrace`."""
+
+    def __init__(self, merged: dict[Strategy, RankedList], trace: PlanTrace) -> None:
+        super().__init__(merged)
+        self.trace = trace
+
+
+class ListMerger:
+    """`merge(main, sub_queries, hop)` -> one list per strategy, by the weights in `planning`."""
+
+    def __init__(self, config: PlanningConfig) -> None:
+        self.config = config
+        d = config.decompose
+        self.direct_into = {Strategy.parse(s) for s in d.direct_into}
+        self.hop_into = {Strategy.parse(s) for s in config.multihop.into}
+        for kind, names in d.strategies.items():
+            SubQueryKind.parse(kind)
+            for name in names:
+                Strategy.parse(name)
+
+    def weight(self, kind: SubQueryKind) -> float:
+        return float(self.config.decompose.weights.get(kind.value, 0.0))
+
+    def merge(self, main: dict[Strategy, RankedList], sub_queries: list[SubQueryLists],
+              hop: RankedList | None = None) -> dict[Strategy, RankedList]:
+        d = self.config.decompose
+        feeds: dict[Strategy, list[tuple[float, RankedList]]] = {s: [] for s in main}
+        for sub in sub_queries:
+            w = self.weight(sub.kind)
+            if w <= 0:
+                continue
+            for key, ranked in sub.lists.items():
+                targets = self.direct_into if key == DIRECT else {Strategy.parse(key)}
+                for strategy in targets & set(main):
+                    feeds[strategy].append((w, ranked))
+        if hop and self.config.multihop.weight > 0:
+            for strategy in self.hop_into & set(main):
+                feeds[strategy].append((self.config.multihop.weight, hop))
+        merged: dict[Strategy, RankedList] = {}
+        for strategy, ranked in main.items():
+            extra = [(w, r) for w, r in feeds[strategy] if r]
+            merged[strategy] = self._fuse(ranked, extra, d.rrf_k, d.main_weight, max(d.max_list, len(ranked))) \
+                if extra else ranked
+        return merged
+
+    @staticmethod
+    def _fuse(main: RankedList, extra: list[tuple[float, RankedList]], k: float, main_weight: float,
+              limit: int) -> RankedList:
+        score: dict[str, float] = {}
+        order: dict[str, int] = {}
+        for chunk_id, rank in main:
+            score[chunk_id] = score.get(chunk_id, 0.0) + main_weight / (k + rank)
+            order.setdefault(chunk_id, len(order))
+        for weight, ranked in extra:
+            for chunk_id, rank in ranked:
+                score[chunk_id] = score.get(chunk_id, 0.0) + weight / (k + rank)
+                order.setdefault(chunk_id, len(order))
+        best = sorted(score, key=lambda c: (-score[c], order[c]))[:limit]
+        return [(chunk_id, rank) for rank, chunk_id in enumerate(best, 1)]
+
+    def seeds(self, lists: dict[Strategy, RankedList], n: int) -> list[str]:
+        """The first hits multi-hop starts from: plain RRF over the `multihop.seed_from` lists (cheap, no features)."""
+        k = self.config.decompose.rrf_k
+        wanted = {Strategy.parse(s) for s in self.config.multihop.seed_from}
+        score: dict[str, float] = {}
+        for strategy, ranked in lists.items():
+            if strategy not in wanted:
+                continue
+            for chunk_id, rank in ranked:
+                score[chunk_id] = score.get(chunk_id, 0.0) + 1.0 / (k + rank)
+        return sorted(score, key=lambda c: (-score[c], c))[:n]

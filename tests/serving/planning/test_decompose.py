@@ -1,0 +1,176 @@
+"""Decomposition (issue 15): sub-queries from a real bug-report-like text, and on a small real index the
+traceback frame's file ranks first; with decomposition off, the answer is as before."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from semantica.config import DecomposeConfig, PlanningConfig
+from semantica.hits import Strategy
+from serving.intent import IntentClassifier
+from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
+from serving.planning.direct import PathSuffixIndex
+from serving.planning.merge import DIRECT, ListMerger, SubQueryLists
+from tests.conftest import make_config
+
+R = "acme/ledger"
+
+REPORT = '''Posting a refund crashes with a KeyError when the account was archived
+
+When I post a refund for an account that was archived last month, the whole batch stops.
+I expected the refund to be skipped with a warning instead of a crash. This started after upgrading.
+
+```python
+from ledger.api import post_batch
+post_batch([{"account": "acme-17", "amount": -20}])
+```
+
+Traceback (most recent call last):
+  File "/home/me/jobs/nightly.py", line 12, in <module>
+    post_batch(rows)
+  File "/opt/venv/lib/python3.11/site-packages/ledger/api.py", line 9, in post_batch
+    return [apply_entry(row) for row in rows]
+  File "/opt/venv/lib/python3.11/site-packages/ledger/postings.py", line 5, in apply_entry
+    balance = BALANCES[row["account"]]
+KeyError: 'acme-17'
+
+The AccountRegistry still lists the account, so maybe the balances table is rebuilt wrongly (see docs/ledger.md).
+'''
+
+
+def _decompose(text: str, **overrides):
+    config = DecomposeConfig(**overrides)
+    return QueryDecomposer(config).decompose(text, IntentClassifier().classify(text))
+
+
+def test_bug_report_splits_into_frames_error_paths_identifiers_and_gist():
+    subs = {s.kind: s for s in _decompose(REPORT)}
+    assert set(subs) == set(SubQueryKind)
+    frames = subs[SubQueryKind.FRAME].frames
+    assert frames[0] == Frame("/opt/venv/lib/python3.11/site-packages/ledger/postings.py", 5, "apply_entry")  # innermost
+    assert [f.function for f in frames] == ["apply_entry", "post_batch", ""]  # <module> names no function
+    assert subs[SubQueryKind.ERROR].text == "KeyError: 'acme-17'"
+    assert subs[SubQueryKind.PATH].paths == ["docs/ledger.md"]
+    assert "AccountRegistry" in subs[SubQueryKind.IDENTIFIERS].text
+    gist = subs[SubQueryKind.GIST].text
+    assert gist.startswith("Posting a refund crashes") and "post_batch(rows)" not in gist and "BALANCES" not in gist
+
+
+def test_pytest_and_java_frames_and_short_queries():
+    pytest_style = "src/_pytest/main.py:123: in collect\n    raise Error\nE   ValueError: bad"
+    frames = QueryDecomposer.frames(pytest_style)
+    assert frames == [Frame("src/_pytest/main.py", 123, "collect")]
+    java = "at com.acme.Ledger.post(Ledger.java:42)\nat com.acme.Main.run(Main.java:7)"
+    assert [f.path for f in QueryDecomposer.frames(java)] == ["Ledger.java", "Main.java"]  # innermost first already
+    assert _decompose("refund crashes on archived accounts") == []  # short, no traceback: not split
+    assert [s.kind for s in _decompose(pytest_style)][:2] == [SubQueryKind.FRAME, SubQueryKind.ERROR]  # short but a trace
+    assert _decompose(REPORT, enabled=False) == []
+    with pytest.raises(ValueError, match="unknown subquerykind 'stack'"):
+        QueryDecomposer(DecomposeConfig(weights={"stack": 1.0}))
+
+
+def test_frame_paths_match_indexed_files_by_trailing_segments():
+    index = PathSuffixIndex(["ledger/postings.py", "ledger/api.py", "tools/api.py", "api.py"])
+    assert index.match("/opt/venv/site-packages/ledger/postings.py", 2) == ["ledger/postings.py"]
+    assert index.match("/usr/lib/python3.11/json/api.py", 2) == []  # one shared segment is not enough
+    assert index.match("api.py", 2) == ["api.py", "ledger/api.py", "tools/api.py"]  # a bare name: all (<= 3)
+
+
+def test_merge_folds_direct_lists_into_voters_and_keeps_untouched_strategies():
+    merger = ListMerger(PlanningConfig())
+    main = {Strategy.VECTOR: [("a", 1), ("b", 2)], Strategy.SYMBOL: [("s", 1)]}
+    frame = SubQueryLists(SubQueryKind.FRAME, "x.py:1", {DIRECT: [("b", 1), ("c", 2)]})
+    merged = merger.merge(main, [frame])
+    assert merged[Strategy.SYMBOL] == main[Strategy.SYMBOL]
+    assert [c for c, _ in merged[Strategy.VECTOR]] == ["b", "a", "c"]  # b: main 2 + frame 1 beats a: main 1
+    assert merger.merge(main, []) == main
+
+
+LEDGER = {
+    "ledger/__init__.py": "",
+    "ledger/api.py": "from ledger.postings import apply_entry\n\n\n"
+                     "def post_batch(rows):\n    \"\"\"Post every row of a batch.\"\"\"\n"
+                     "    return [apply_entry(row) for row in rows]\n",
+    "ledger/postings.py": "BALANCES = {}\n\n\n"
+                          "def apply_entry(row):\n    balance = BALANCES[row['account']]\n"
+                          "    return balance + row['amount']\n",
+    "ledger/accounts.py": "class AccountRegistry:\n    \"\"\"Accounts, archived or not: a refund is posted to an account.\"\"\"\n\n"
+                          "    def archived(self, account):\n        return account.endswith('-old')\n\n"
+                          "    def refund(self, account, amount):\n        \"\"\"Post a refund; archived accounts crash.\"\"\"\n"
+                          "        return -amount\n",
+    "ledger/report.py": "def batch_report(batch):\n    \"\"\"A refund batch crashed: print every refund of the batch.\"\"\"\n"
+                        "    return '\\n'.join(str(row) for row in batch)\n",
+}
+
+
+@pytest.fixture(scope="module")
+def ledger_index(tmp_path_factory):
+    from pipelines.indexer import Indexer
+
+    repo = tmp_path_factory.mktemp("ledger")
+    for path, text in LEDGER.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "ledger"], check=True)
+    root = tmp_path_factory.mktemp("ledger-index")
+    config = make_config(root, "token_vectors.enabled=false")
+    Indexer(config, progress=False).index(str(repo), R, "HEAD")
+    return root
+
+
+def _search(root: Path, query: str, *overrides: str):
+    from serving.pipeline import SearchPipeline, SearchRequest
+
+    config = make_config(root, "token_vectors.enabled=false", "late_interaction.enabled=false", *overrides)
+    return SearchPipeline(config).search(SearchRequest(query=query, k=5))
+
+
+def test_traceback_frame_file_ranks_first_and_plan_records_sub_queries(ledger_index):
+    on = _search(ledger_index, REPORT)
+    assert not on.degraded
+    assert on.files[0]["path"] == "ledger/postings.py"
+    assert on.functions[0]["function"] == "ledger/postings.py::apply_entry"
+    kinds = [s["kind"] for s in on.plan["sub_queries"]]
+    assert kinds[0] == "frame" and "gist" in kinds
+    frame = on.plan["sub_queries"][0]
+    assert frame["hits"] == {"direct": 2}  # postings.py and api.py; the user's nightly.py is not indexed
+    assert "planning" in on.timings_ms
+
+
+def test_switch_off_answers_as_before(ledger_index):
+    off = _search(ledger_index, REPORT, "planning.decompose.enabled=false", "planning.multihop.enabled=false")
+    assert off.plan is None
+    assert off.files[0]["path"] != "ledger/postings.py"  # without the frames the words point elsewhere
+    short_on = _search(ledger_index, "post a refund")  # short: planning does nothing
+    short_off = _search(ledger_index, "post a refund", "planning.decompose.enabled=false",
+                        "planning.multihop.enabled=false")
+    assert short_on.plan is None
+    assert [h.chunk_id for h in short_on.hits] == [h.chunk_id for h in short_off.hits]
+    assert short_on.files == short_off.files and short_on.functions == short_off.functions
+
+
+def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_path):
+    """`mine` keeps each sub-query's lists; `eval localize` replays decomposition on and off exactly."""
+    from jobs.eval.instances import Instance
+    from jobs.eval.replay import LocalizationReplay
+    from jobs.ltr.mine import HitMiner
+    from serving.pipeline import SearchPipeline
+
+    overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false")
+    config = make_config(ledger_index, *overrides, "planning.multihop.enabled=true", "planning.multihop.triggers=[issue]")
+    HitMiner(config.ltr_train, tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
+                                               lambda path, symbol: int(path == "ledger/postings.py"))
+    inst = Instance("ledger-1", R, "HEAD", REPORT, ["ledger/postings.py"])
+    for switch in ("true", "false"):
+        planning = (f"planning.decompose.enabled={switch}", f"planning.multihop.enabled={switch}",
+                    "planning.multihop.triggers=[issue]")
+        replayed = LocalizationReplay(make_config(ledger_index, *overrides, *planning), tmp_path).predict(inst)
+        answered = _search(ledger_index, REPORT, *planning)
+        assert replayed.files == [f["path"] for f in answered.files]
+        assert replayed.functions == [f["function"] for f in answered.functions]
