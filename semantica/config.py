@@ -668,7 +668,7 @@ class DecomposeConfig:
     main_weight: float = 1.0
     max_list: int = 150  # merged list length per strategy
     weights: dict[str, float] = field(default_factory=lambda: {
-        "identifiers": 0.5, "error": 0.7, "frame": 1.0, "path": 0.7, "gist": 0.5})
+        "identifiers": 0.5, "error": 0.7, "frame": 2.0, "path": 0.7, "gist": 0.5})
     strategies: dict[str, list[str]] = field(default_factory=lambda: {
         "identifiers": ["lexical", "symbol"], "error": ["lexical", "vector"], "gist": ["vector", "lexical"]})
     direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # frame/path lists fold here
