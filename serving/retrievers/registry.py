@@ -52,7 +52,7 @@ def retriever_spec(name: str) -> RetrieverSpec:
     _load_builtins()
     spec = RETRIEVERS.get(str(name).strip().lower())
     if spec is None:
-        raise ValueError(f"unknown strategy {name!r}; known strategies: {', '.join(sorted(RETRIEVERS))}")
+        raise ValueError(f"unknown strategy {name!r}; known strategies: {', '.join(RETRIEVERS)}")
     return spec
 
 

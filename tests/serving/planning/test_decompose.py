@@ -80,7 +80,9 @@ def test_frame_paths_match_indexed_files_by_trailing_segments():
 
 
 def test_merge_folds_direct_lists_into_voters_and_keeps_untouched_strategies():
-    merger = ListMerger(PlanningConfig())
+    config = PlanningConfig()
+    config.decompose.weights["frame"] = config.decompose.main_weight  # the mechanics at equal weights
+    merger = ListMerger(config)
     main = {Strategy.VECTOR: [("a", 1), ("b", 2)], Strategy.SYMBOL: [("s", 1)]}
     frame = SubQueryLists(SubQueryKind.FRAME, "x.py:1", {DIRECT: [("b", 1), ("c", 2)]})
     merged = merger.merge(main, [frame])
@@ -127,7 +129,10 @@ def ledger_index(tmp_path_factory):
 def _search(root: Path, query: str, *overrides: str):
     from serving.pipeline import SearchPipeline, SearchRequest
 
-    config = make_config(root, "token_vectors.enabled=false", "late_interaction.enabled=false", *overrides)
+    # decomposition alone: the planner's mode weights (lexical-heavy for a traceback) are measured elsewhere;
+    # on this four-file repository they tie the outer frame's file with the inner one
+    config = make_config(root, "token_vectors.enabled=false", "late_interaction.enabled=false",
+                         "planning.modes.apply_to_localize=false", *overrides)
     return SearchPipeline(config).search(SearchRequest(query=query, k=5))
 
 
@@ -145,12 +150,12 @@ def test_traceback_frame_file_ranks_first_and_plan_records_sub_queries(ledger_in
 
 def test_switch_off_answers_as_before(ledger_index):
     off = _search(ledger_index, REPORT, "planning.decompose.enabled=false", "planning.multihop.enabled=false")
-    assert off.plan is None
+    assert not (off.plan or {}).get("sub_queries")  # the planner's mode may be recorded; no sub-queries
     assert off.files[0]["path"] != "ledger/postings.py"  # without the frames the words point elsewhere
     short_on = _search(ledger_index, "post a refund")  # short: planning does nothing
     short_off = _search(ledger_index, "post a refund", "planning.decompose.enabled=false",
                         "planning.multihop.enabled=false")
-    assert short_on.plan is None
+    assert not (short_on.plan or {}).get("sub_queries")
     assert [h.chunk_id for h in short_on.hits] == [h.chunk_id for h in short_off.hits]
     assert short_on.files == short_off.files and short_on.functions == short_off.functions
 
@@ -162,7 +167,7 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
     from jobs.ltr.mine import HitMiner
     from serving.pipeline import SearchPipeline
 
-    overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false")
+    overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false", "planning.modes.apply_to_localize=false")
     config = make_config(ledger_index, *overrides, "planning.multihop.enabled=true", "planning.multihop.triggers=[issue]")
     HitMiner(config.ltr_train, tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
                                                lambda path, symbol: int(path == "ledger/postings.py"))

@@ -79,6 +79,6 @@ def test_two_step_question_moves_the_caller_up_and_off_is_as_before(http_index):
     assert IntentClassifier().classify(QUERY).dominant.value == "flow"
     off = _pipeline(http_index, "planning.multihop.enabled=false").search(SearchRequest(query=QUERY, k=5))
     on = _pipeline(http_index, "planning.multihop.enabled=true").search(SearchRequest(query=QUERY, k=5))
-    assert off.plan is None and on.plan["multihop"]["reached"] >= 1
+    assert "multihop" not in (off.plan or {}) and on.plan["multihop"]["reached"] >= 1
     assert on.functions[0]["function"] == "http/parser.py::parse_header_line"  # step one: the words
     assert function_rank(on) == 2 < function_rank(off)  # step two: its caller, only one edge away
