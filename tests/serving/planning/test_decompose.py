@@ -3,7 +3,6 @@ traceback frame's file ranks first; with decomposition off, the answer is as bef
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
 from serving.planning.merge import DIRECT, ListMerger, SubQueryLists
 from tests.conftest import make_config
+from tests.serving.test_late_stored import _git_repo
 
 R = "acme/ledger"
 
@@ -112,14 +112,7 @@ LEDGER = {
 def ledger_index(tmp_path_factory):
     from pipelines.indexer import Indexer
 
-    repo = tmp_path_factory.mktemp("ledger")
-    for path, text in LEDGER.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "ledger"], check=True)
+    repo = _git_repo(tmp_path_factory.mktemp("ledger") / "repo", LEDGER)
     root = tmp_path_factory.mktemp("ledger-index")
     config = make_config(root, "token_vectors.enabled=false")
     Indexer(config, progress=False).index(str(repo), R, "HEAD")

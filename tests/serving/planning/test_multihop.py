@@ -3,14 +3,13 @@ target no retriever ranks first on the words alone."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from semantica.config import MultiHopConfig
 from serving.intent import IntentClassifier
 from serving.planning.multihop import MultiHop
 from tests.conftest import make_config
+from tests.serving.test_late_stored import _git_repo
 
 R = "acme/http"
 FILES = {
@@ -32,14 +31,7 @@ QUERY = "which callers of the code that rejects a header line without a colon mu
 def http_index(tmp_path_factory):
     from pipelines.indexer import Indexer
 
-    repo = tmp_path_factory.mktemp("http")
-    for path, text in FILES.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "http"], check=True)
+    repo = _git_repo(tmp_path_factory.mktemp("http") / "repo", FILES)
     root = tmp_path_factory.mktemp("http-index")
     Indexer(make_config(root, "token_vectors.enabled=false"), progress=False).index(str(repo), R, "HEAD")
     return root
