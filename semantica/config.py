@@ -6,7 +6,7 @@ Values come from, in increasing priority: the dataclass defaults (the RFC's valu
 
 Why one file over 400 lines: it is a catalogue of ~30 small, independent dataclasses (one per concern,
 each a screenful) plus the one loader; keeping every default in one place is the point, and each
-section mirrors a block of conf/default.yaml.
+section mirrors a block of conf/default.yaml. The query-planning sections live in `semantica.config_planning`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from semantica.config_planning import (  # noqa: F401 (the planning sections of `Config`)
+    DecomposeConfig,
+    FeedbackWeightsConfig,
+    FinalOrderConfig,
+    MultiHopConfig,
+    PlanningAnalyzerConfig,
+    PlanningBudgetsConfig,
+    PlanningConfig,
+    PlanningModesConfig,
+    PlanningRetryConfig,
+    RepoMapConfig,
+)
 
 ENV_PREFIX = "SEMANTICA__"
 PACKAGE_CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -450,82 +463,6 @@ class WatchConfig:
                                                            ".pytest_cache", ".mypy_cache", ".ruff_cache"])
 
 
-# -- query planning: repository map, final order, learned weights (issue 15; serving/planning/) --------------
-
-
-@dataclass
-class RepoMapConfig:
-    """Repository map (`semantica map`, /v1/map, MCP `repo_map`): files ranked by personalised PageRank over the
-    file graph, seeded with the query's identifiers resolved through the symbol table (Aider's repo map).
-
-    Scope selection (`scope_mode`): for a broad query (>= `scope_min_query_words` words) over a large repository
-    (>= `scope_min_files` files), the map's top `scope_top_files` files boost (or narrow to) the search hits."""
-
-    damping: float = 0.85
-    edge_weights: dict[str, float] = field(default_factory=lambda: {
-        "CALLS": 1.0, "INHERITS": 1.0, "REFERENCES": 0.5, "IMPORTS": 0.5, "OVERRIDES": 0.5, "TESTS": 0.2})
-    reverse_weight: float = 0.5  # each edge also links the defining file back to the user, at this fraction
-    code_identifier_weight: float = 1.0  # snake_case / CamelCase / dotted names in the query
-    plain_word_weight: float = 0.2  # a plain word that is exactly a symbol's name (e.g. `search`)
-    min_plain_word_chars: int = 4
-    path_weight: float = 3.0  # a file path (or its tail) named in the query
-    max_seed_definitions: int = 20  # a name defined in more places than this is too common to seed
-    symbols_per_file: int = 6
-    signature_max_chars: int = 160
-    default_tokens: int = 1024
-    max_tokens: int = 32768
-    scope_mode: str = "off"  # off | boost | narrow (serving.planning.repo_map.ScopeMode)
-    scope_min_files: int = 300
-    scope_min_query_words: int = 12
-    scope_top_files: int = 30
-    scope_boost: float = 0.3  # boost mode: a hit in the map's top files gets score * (1 + scope_boost)
-
-
-@dataclass
-class FinalOrderConfig:
-    """The final-order stage (`final_order` in rerank.order): score = fused + alpha*trust + beta*freshness
-    + gamma*diversity, on the current score scaled to [0, 1]. A weight of 0 turns its term off.
-
-    trust: the first matching glob of `trust_rules` (+ pinned, - generated/vendored/deprecated), else 0.
-    freshness: 2 ** (-age / half_life) of the file's last commit before the snapshot's commit (git log,
-    once per snapshot, cached on disk; files untouched within `freshness_horizon_days` get 0).
-    diversity: MMR, minus the highest cosine similarity to a hit already placed (chunk embeddings)."""
-
-    alpha: float = 0.0
-    beta: float = 0.0
-    gamma: float = 0.0
-    top_n: int = 50
-    trust_rules: dict[str, float] = field(default_factory=lambda: {
-        "*_pb2.py": -1.0, "*.min.js": -1.0, "*/generated/*": -1.0, "*/vendor/*": -1.0, "*/third_party/*": -1.0,
-        "*/_vendor/*": -1.0, "*deprecated*": -0.5, "*/migrations/*": -0.5})
-    freshness_half_life_days: float = 180.0
-    freshness_horizon_days: float = 730.0
-    git_timeout_s: float = 60.0
-    apply_to_files: bool = True  # also reorder the localized file list by trust and freshness
-
-
-@dataclass
-class FeedbackWeightsConfig:
-    """Per-repository, per-intent strategy weights learned from /v1/feedback (`semantica weights`).
-
-    Each feedback record moves the EMA of its intent's strategy shares toward the strategies that ranked the
-    selected hit; the multiplier on the conf profile is clipped to [min_multiplier, max_multiplier]. Below
-    `min_count` records the defaults are used; above, the learned multiplier is blended in with confidence
-    n / (n + confidence_k). Learned weights are used only after the offline A/B (`weights --ab`) says they win."""
-
-    enabled: bool = True
-    ema_rate: float = 0.1
-    min_multiplier: float = 0.5
-    max_multiplier: float = 2.0
-    min_count: int = 20
-    confidence_k: float = 20.0
-    holdout_fraction: float = 0.3
-    min_holdout: int = 10
-    min_gain: float = 0.0  # learned wins when its mean reciprocal rank on held-back feedback beats default by more
-    weights_file: str = "feedback-weights.json"  # under paths.index_root/<repo>/
-    seed: int = 13
-
-
 @dataclass
 class ShardsConfig:
     """Incremental shard writes: chunks are partitioned by a hash of their path, and a new snapshot
@@ -556,158 +493,6 @@ class DaemonConfig:
     start_timeout_s: float = 20.0  # how long a query waits for a starting daemon's socket before answering in-process
     request_timeout_s: float = 300.0
     run_dir: str = ""
-
-
-# -- query planning (issue 15; serving/planning/) ------------------------------------------------------
-
-PLANNING_STOP_WORDS = [
-    "a", "an", "the", "is", "are", "was", "were", "be", "been", "of", "to", "in", "on", "at", "for", "by", "with",
-    "from", "and", "or", "not", "it", "this", "that", "these", "those", "there", "do", "does", "did", "i", "we",
-    "you", "my", "our", "me", "can", "could", "should", "would", "will", "when", "where", "what", "which", "who",
-    "how", "why", "if", "then", "so", "as", "into", "about", "any", "some", "all", "get", "gets", "use", "used",
-]
-
-
-@dataclass
-class PlanningAnalyzerConfig:
-    """Query features -> search mode (serving/planning/analyzer.py). Rules, first match wins:
-    quoted code in a short query, or a short all-identifier query -> exact_vector; stack-trace frames, file paths, an
-    identifier share >= `lexical_identifier_share` or a stop-word-free keyword bag -> lexical_heavy;
-    a breadth marker ("all", "examples of" ...) -> mmr_diverse; prose of >= `vector_min_words` words
-    without identifiers -> vector_heavy; else hybrid."""
-
-    enabled: bool = True  # off: every query is hybrid (multipliers 1) unless the request forces a mode
-    max_chars: int = 4000  # only this many leading characters are analysed (caps the work)
-    exact_max_words: int = 3
-    quoted_max_words: int = 30  # quoted code in an issue-length text is one clue among many, not the target
-    min_trace_frames: int = 1
-    min_paths: int = 1
-    lexical_identifier_share: float = 0.5
-    keyword_bag_min_words: int = 2
-    keyword_bag_max_words: int = 6
-    keyword_bag_min_density: float = 1.0
-    vector_min_words: int = 6
-    diverse_max_words: int = 20  # a breadth marker in an issue-length text says nothing
-    diverse_markers: list[str] = field(default_factory=lambda: [
-        "all", "every", "each", "examples", "overview", "various", "different", "kinds of", "ways to", "list of"])
-    stop_words: list[str] = field(default_factory=lambda: list(PLANNING_STOP_WORDS))
-
-
-@dataclass
-class PlanningModesConfig:
-    """Per-mode multipliers on the intent weights of weighted RRF (serving/fusion.py), MMR for mmr_diverse,
-    and the dynamic K each mode asks for (clamped to [planning.k_min, planning.k_max])."""
-
-    multipliers: dict[str, dict[str, float]] = field(default_factory=lambda: {
-        "hybrid": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
-        "vector_heavy": {"vector": 1.6, "lexical": 0.7, "symbol": 0.7, "graph": 0.8},
-        "lexical_heavy": {"vector": 0.7, "lexical": 1.6, "symbol": 1.2, "graph": 0.8},
-        "mmr_diverse": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
-        "exact_vector": {"vector": 1.3, "lexical": 1.0, "symbol": 1.6, "graph": 0.6},
-    })
-    mmr_enabled: bool = False  # a selected mmr_diverse reorders by MMR (a request forcing it always does)
-    mmr_lambda: float = 0.7  # relevance vs novelty (1 = plain relevance order)
-    mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
-    k_by_mode: dict[str, int] = field(default_factory=lambda: {
-        "exact_vector": 3, "lexical_heavy": 5, "hybrid": 6, "vector_heavy": 6, "mmr_diverse": 8})
-    apply_to_localize: bool = True  # the mode's multipliers also weight file/function localization
-
-
-@dataclass
-class PlanningBudgetsConfig:
-    """Result budgets across repositories (serving/planning/budgets.py): the primary repository gets
-    `primary_share` of K, the others split the rest; merged primary first, deduplicated by content sha."""
-
-    enabled: bool = False  # unmeasured: no multi-repository golden set yet (README "Query planning")
-    primary_share: float = 0.6
-
-
-@dataclass
-class PlanningRetryConfig:
-    """Graduated retry (serving/planning/retry.py): a rule-based evaluator judges the hits; weak ones climb
-    relax (1) -> multi-query (2) -> adjacent scope (3) -> partial (4), up to planning.max_retry_level."""
-
-    enabled: bool = False  # did not pay on the golden set (README "Query planning")
-    min_top_fused: float = 0.008  # the best hit's fused score below this is weak
-    consensus_top_n: int = 5  # ... and no hit among the first N found by >= consensus_min_strategies
-    consensus_min_strategies: int = 2
-    identifier_top_n: int = 10  # a query identifier no hit among the first N holds (symbol or content)
-    max_identifiers: int = 4
-    min_reasons: int = 1  # weak when at least this many reasons hold
-    relax_k_factor: float = 3.0  # level 1: k_per_retriever x this, fusion cutoff x this
-    max_rewrites: int = 3  # level 2: rule-based rewrites (identifier splitting, stop words dropped)
-    llm_rewrites: bool = False  # level 2: also ask an LLM endpoint (a hook: off; on without a URL is an error)
-    llm_url: str = ""
-    llm_timeout_s: float = 5.0
-    adjacent_repos: bool = True  # level 3: other indexed repositories
-    adjacent_imports: bool = True  # level 3: files importing / imported by the first hits' files
-    adjacent_seed_hits: int = 5
-    merge_rrf_k: float = 60.0  # rank-merging one strategy's lists of several queries
-
-
-@dataclass
-class DecomposeConfig:
-    """Issue-length queries split into sub-queries (serving/planning/decompose.py), fused per strategy.
-
-    A sub-query's list enters each strategy's list by weighted RRF: main rank r adds
-    `main_weight / (rrf_k + r)`, a sub-query of kind K at rank r adds `weights[K] / (rrf_k + r)`.
-    Frames and paths are looked up directly in the snapshot ("direct" lists) and fold into `direct_into`.
-    """
-
-    enabled: bool = True
-    min_query_chars: int = 300  # shorter queries are not split (unless they hold a traceback)
-    max_identifiers: int = 8  # identifiers in the identifiers sub-query
-    max_errors: int = 2  # exception lines, last first
-    max_frames: int = 8  # stack frames, innermost first
-    max_paths: int = 6
-    error_max_chars: int = 300
-    gist_max_chars: int = 1200
-    gist_min_words: int = 4  # a prose line has at least this many words
-    min_path_segments: int = 2  # a frame path matches an indexed file by at least this many trailing segments
-    rrf_k: float = 60.0
-    main_weight: float = 1.0
-    max_list: int = 150  # merged list length per strategy
-    weights: dict[str, float] = field(default_factory=lambda: {
-        "identifiers": 0.5, "error": 0.7, "frame": 2.0, "path": 0.7, "gist": 0.5})
-    strategies: dict[str, list[str]] = field(default_factory=lambda: {
-        "identifiers": ["lexical", "symbol"], "error": ["lexical", "vector"], "gist": ["vector", "lexical"]})
-    direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # frame/path lists fold here
-
-
-@dataclass
-class MultiHopConfig:
-    """Definitions -> uses over the code graph from the first hits (serving/planning/multihop.py).
-
-    Off by default: on the SWE-bench dev split it lowered function Acc@10 for issue-length queries
-    (README "Query planning"); when on, it runs for flow questions unless `triggers` says otherwise."""
-
-    enabled: bool = False
-    triggers: list[str] = field(default_factory=lambda: ["flow"])  # always | flow | issue
-    depth: int = 1
-    seeds: int = 5  # first hits followed
-    seed_from: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # lists the first hits come from
-    directions: list[str] = field(default_factory=lambda: ["uses", "definitions"])
-    max_per_seed: int = 10
-    max_nodes: int = 50
-    weight: float = 0.5
-    into: list[str] = field(default_factory=lambda: ["vector", "lexical"])
-
-
-@dataclass
-class PlanningConfig:
-    """The query planner (serving/planning/planner.py): each piece has its own switch and section."""
-
-    enabled: bool = True
-    dynamic_k: bool = False  # a request without k gets one from the analysis, in [k_min, k_max]
-    k_min: int = 3
-    k_max: int = 8
-    max_retry_level: int = 3
-    analyzer: PlanningAnalyzerConfig = field(default_factory=PlanningAnalyzerConfig)
-    modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
-    budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
-    retry: PlanningRetryConfig = field(default_factory=PlanningRetryConfig)
-    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # sub-queries of issue-length queries
-    multihop: MultiHopConfig = field(default_factory=MultiHopConfig)  # definitions -> uses over the graph
 
 
 @dataclass

@@ -3,9 +3,7 @@ callbacks: one small real git repository, parsed from its commit like an index b
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -13,6 +11,7 @@ from pipelines.discover import RepoSource, SourceFile
 from pipelines.parse import FileParser, GraphResolver
 from semantica.config import ChunkConfig, DiscoverConfig
 from semantica.schema import Edge, EdgeType
+from tests.serving.test_late_stored import _git_repo
 
 REPO = "test/infer"
 FILES = {
@@ -186,21 +185,10 @@ FILES = {
 M = "app/model.py::"
 
 
-def _git_repo(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True)
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text).lstrip("\n"))
-    env = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), *env, "commit", "-qm", "init"], check=True)
-    return root
-
-
 @pytest.fixture(scope="module")
 def edges(tmp_path_factory: pytest.TempPathFactory) -> list[Edge]:
-    root = _git_repo(tmp_path_factory.mktemp("infer") / "repo", FILES)
+    root = _git_repo(tmp_path_factory.mktemp("infer") / "repo",
+                     {name: textwrap.dedent(text).lstrip("\n") for name, text in FILES.items()})
     src = RepoSource(str(root), "HEAD", DiscoverConfig())
     entries, _ = src.entries()
     parser = FileParser(ChunkConfig())
