@@ -42,6 +42,7 @@ from serving.mcp_models import (
     freshness_list,
 )
 from serving.pipeline import SearchPipeline
+from serving.planning.modes import SearchMode
 
 Syncer = Callable[..., dict[str, Any]]  # (repo, path, ref, force) -> pipelines.sync.SyncResult.to_dict()
 USER_ERRORS = (ValueError, LookupError, LayoutError, GitError, OSError)
@@ -59,6 +60,10 @@ Languages = Annotated[list[str], Field(description="only these languages, e.g. [
 Branch = Annotated[str | None, Field(description="search this branch's snapshots (indexed with `index --ref`); "
                                                  "default: the default branch")]
 Name = Annotated[str, Field(min_length=1, description="a bare, dotted (Class.method, module.func) or path::Qual.name")]
+Mode = Annotated[str | None, Field(description="force a search mode: " + ", ".join(m.value for m in SearchMode)
+                                               + " (default: the query planner picks one)")]
+PrimaryRepo = Annotated[str | None, Field(description="the repository that gets most of k when `repos` names several "
+                                                      "(default: the first named, else the best-scoring)")]
 Depth = Annotated[int | None, Field(ge=1, description="transitive hops (default from conf; a maximum applies)")]
 GRAPH_TOOLS = {
     "callers": "Functions whose bodies call NAME, each cited at the call line: 'who calls X / where is X used'.",
@@ -129,10 +134,12 @@ class SemanticaTools:
     # -- tools ----------------------------------------------------------------------------------
 
     def search(self, query: Query, repos: Repos = [], k: K = None, paths: Paths = [],  # noqa: B006 (schema defaults)
-               languages: Languages = [], branch: Branch = None) -> SearchOut:  # noqa: B006
+               languages: Languages = [], branch: Branch = None, mode: Mode = None,  # noqa: B006
+               primary_repo: PrimaryRepo = None) -> SearchOut:
         response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
                                               k=k or self.config.query.default_k,
-                                              path_globs=list(paths), languages=list(languages)))
+                                              path_globs=list(paths), languages=list(languages),
+                                              mode=mode, primary_repo=primary_repo))
         lines = self.config.mcp.snippet_lines
         return SearchOut(
             query=response.query, intent=response.intent["dominant"],
@@ -141,7 +148,7 @@ class SemanticaTools:
                          content="\n".join(h.content.split("\n")[:lines])) for h in response.hits],
             files=[FileOut(**f) for f in response.files[: len(response.hits) or 1]],
             degraded=response.degraded, warnings=response.warnings,
-            freshness=freshness_list(response.freshness), timings_ms=response.timings_ms,
+            freshness=freshness_list(response.freshness), timings_ms=response.timings_ms, plan=response.plan,
         )
 
     def get_context(self, query: Query, repos: Repos = [], k: K = None,  # noqa: B006

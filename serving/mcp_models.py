@@ -56,6 +56,8 @@ class SearchOut(BaseModel):
     warnings: list[str]
     freshness: list[FreshnessOut]
     timings_ms: dict[str, float]
+    plan: dict[str, Any] | None = Field(default=None, description="what the query planner decided (mode, k, budgets, "
+                                                                   "retries, sub-queries); null when planning is off")
 
 
 class ContextBlockOut(BaseModel):

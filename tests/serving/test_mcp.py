@@ -95,6 +95,8 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
         out["first_sync"] = structured(await session.call_tool("sync", {"path": str(repo), "repo": "acme/ledger"}))
         out["repos"] = structured(await session.call_tool("list_repos", {}))
         out["search"] = structured(await session.call_tool("search", {"query": "Ledger record", "k": 5}))
+        out["forced_mode"] = structured(await session.call_tool(
+            "search", {"query": "Ledger record", "k": 5, "mode": "vector_heavy"}))
         out["callers"] = structured(await session.call_tool("callers", {"name": "total"}))
         out["callees"] = structured(await session.call_tool("callees", {"name": "Ledger.record"}))
         out["filtered"] = structured(await session.call_tool(
@@ -114,6 +116,7 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
             "k_zero": error_text(await session.call_tool("search", {"query": "x", "k": 0})),
             "k_huge": error_text(await session.call_tool("search", {"query": "x", "k": 10_000})),
             "wrong_type": error_text(await session.call_tool("search", {"query": "x", "repos": "acme/ledger"})),
+            "unknown_mode": error_text(await session.call_tool("search", {"query": "x", "mode": "fastest"})),
             "unknown_repo": error_text(await session.call_tool("search", {"query": "x", "repos": ["nope/nope"]})),
             "budget": error_text(await session.call_tool("get_context", {"query": "x", "token_budget": 10**9})),
             "sync_nothing": error_text(await session.call_tool("sync", {})),
@@ -152,6 +155,8 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
     fresh = out["search"]["freshness"][0]
     assert fresh["repo"] == "acme/ledger" and fresh["stale"] is False and fresh["commit"] and fresh["built_at"]
     assert {h["path"] for h in out["filtered"]["hits"]} == {"ledger/calc.py"}
+    assert out["search"]["plan"]["mode"] == "lexical_heavy"  # a stop-word-free keyword bag: the planner's pick
+    assert out["forced_mode"]["plan"]["mode"] == "vector_heavy"  # a forced mode is what the plan records
 
     context = out["context"]
     assert context["blocks"] and context["tokens_used"] <= 300 and context["budget"] == 300
@@ -180,6 +185,7 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
     assert "greater than or equal to 1" in errors["k_zero"]
     assert "above the maximum" in errors["k_huge"]
     assert "valid list" in errors["wrong_type"]
+    assert "fastest" in errors["unknown_mode"] and "mmr_diverse" in errors["unknown_mode"]
     assert "nope/nope" in errors["unknown_repo"] and "acme/ledger" in errors["unknown_repo"]
     assert "above the maximum" in errors["budget"]
     assert "repo" in errors["sync_nothing"] and "path" in errors["sync_nothing"]
