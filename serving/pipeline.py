@@ -212,8 +212,11 @@ class SearchPipeline:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
                 return SearchResponse(**{**cached.__dict__, "cached": True, "freshness": self.freshness(snapshots)})
+        asked = len(snapshots)
         response, _ = self._search(request, snapshots, timer, warnings, degraded)
-        if not response.degraded:
+        # an answer widened to other repositories (retry's adjacent scope) is not cached: its key names
+        # only the asked snapshots, so a re-index of the others would not invalidate it
+        if not response.degraded and len(snapshots) == asked:
             with self._lock:
                 self._cache[key] = response
                 while len(self._cache) > self.config.query.query_cache_items:

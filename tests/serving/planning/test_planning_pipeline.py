@@ -129,6 +129,10 @@ def test_adjacent_scope_finds_the_identifier_in_another_repository(pipeline):
     assert names[-1] == "adjacent_scope" and "t/bank" in plan["retries"][-1]["scope"]["repos"]
     assert not plan["verdict"]["weak"] and "compound_interest" in [h.symbol for h in response.hits]
     assert "t/bank" in response.snapshots  # the answer names the snapshot it now cites
+    again = pipeline.search(SearchRequest(query="compound_interest", repos=["t/shop"], k=3))
+    assert not again.cached  # its cache key would name t/shop's snapshot only: never cached
+    in_scope = SearchRequest(query="cart total", repos=["t/shop"], k=2)  # answered by t/shop alone
+    assert not pipeline.search(in_scope).cached and pipeline.search(in_scope).cached
 
 
 
