@@ -181,6 +181,7 @@ class DecomposeConfig:
     enabled: bool = True
     min_query_chars: int = 300  # shorter queries are not split (unless they hold a traceback)
     max_identifiers: int = 8  # identifiers in the identifiers sub-query
+    max_calls: int = 8  # names the report's code calls, in the calls sub-query
     max_errors: int = 2  # exception lines, last first
     max_frames: int = 8  # stack frames, innermost first
     max_paths: int = 6
@@ -192,9 +193,10 @@ class DecomposeConfig:
     main_weight: float = 1.0
     max_list: int = 150  # merged list length per strategy
     weights: dict[str, float] = field(default_factory=lambda: {
-        "identifiers": 0.5, "error": 0.7, "frame": 2.0, "path": 0.7, "gist": 0.5})
+        "identifiers": 0.5, "calls": 0.5, "error": 0.7, "frame": 2.0, "path": 0.7, "gist": 0.5})
     strategies: dict[str, list[str]] = field(default_factory=lambda: {
-        "identifiers": ["lexical", "symbol"], "error": ["lexical", "vector"], "gist": ["vector", "lexical"]})
+        "identifiers": ["lexical", "symbol"], "calls": ["symbol", "lexical"], "error": ["lexical", "vector"],
+        "gist": ["vector", "lexical"]})
     direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # frame/path lists fold here
 
 

@@ -9,6 +9,9 @@ Rule-based and cheap (no LLM):
   text is often literally in the code that raises it;
 - **paths**: file paths named in the prose;
 - **identifiers**: the CamelCase / snake_case / dotted names (from the intent's expansions);
+- **calls**: the functions and methods the report's own code calls (fenced blocks, `>>>` / `In [n]:`
+  prompts), builtins and the snippet's own definitions dropped: a reproduction calls the API that broke,
+  and plain lowercase names (`latex`, `trigsimp`) are not identifiers to the intent's expansions;
 - **gist**: the prose without code blocks and tracebacks, so the dense retriever's 256-token window
   sees the words rather than the stack.
 
@@ -18,6 +21,8 @@ through the retrievers. Thresholds live in `planning.decompose` (semantica/confi
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import re
 from dataclasses import dataclass, field
 
@@ -30,6 +35,7 @@ class SubQueryKind(ParsableEnum):
     """What part of the query a sub-query came from (its weight in `planning.decompose.weights`)."""
 
     IDENTIFIERS = "identifiers"
+    CALLS = "calls"
     ERROR = "error"
     FRAME = "frame"
     PATH = "path"
@@ -54,6 +60,10 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _CODE_LINE = re.compile(r"^\s*(>>>|\.\.\.\s|\$ |#|@|def |class |import |from \S+ import |return |raise |E\s{2})"
                         r"|[{};]\s*$|^\s+\S")
+_PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.(?=\s)|In \[\d{1,5}\]:)\s?")
+_CALL = re.compile(r"(?<![\w])(?P<dot>\.)?(?P<name>[A-Za-z_]\w{1,60})\s*\(")
+_DEFINED = re.compile(r"^\s*(?:def|class)\s+(?P<name>[A-Za-z_]\w*)|^\s*(?P<var>[A-Za-z_]\w*)\s*=(?!=)", re.MULTILINE)
+_NOT_CALLS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls", "super", "main"}
 _GENERIC_FUNCS = frozenset({"<module>", "<lambda>", "<listcomp>", "<dictcomp>", "<genexpr>", "main"})
 
 
@@ -124,6 +134,9 @@ class QueryDecomposer:
         identifiers = intent.expansions.symbols[: c.max_identifiers]
         if identifiers:
             out.append(SubQuery(SubQueryKind.IDENTIFIERS, " ".join(identifiers)))
+        calls = self.calls(text)[: c.max_calls]
+        if calls:
+            out.append(SubQuery(SubQueryKind.CALLS, " ".join(calls)))
         gist = self.gist(text)
         if gist and gist.strip() != query.strip():
             out.append(SubQuery(SubQueryKind.GIST, gist))
@@ -157,6 +170,36 @@ class QueryDecomposer:
             line = f"{match.group('exc')}: {message}" if message else match.group("exc")
             lines.append(line[: self.config.error_max_chars])
         return list(dict.fromkeys(reversed(lines)))
+
+    @staticmethod
+    def code_lines(text: str) -> list[str]:
+        """The report's code: REPL prompt lines anywhere (prompt stripped), and every line of a fenced
+        block without prompts (in a block with prompts, the other lines are the interpreter's output)."""
+        code: list[str] = []
+        block: list[str] | None = None
+        for line in text.splitlines():
+            if _FENCE.match(line):
+                if block is not None:
+                    prompted = [_PROMPT.sub("", b, count=1) for b in block if _PROMPT.match(b)]
+                    code.extend(prompted or block)
+                block = None if block is not None else []
+                continue
+            if block is not None:
+                block.append(line)
+            elif _PROMPT.match(line):
+                code.append(_PROMPT.sub("", line, count=1))
+        if block:  # an unclosed fence
+            code.extend([_PROMPT.sub("", b, count=1) for b in block if _PROMPT.match(b)] or block)
+        return code
+
+    @staticmethod
+    def calls(text: str) -> list[str]:
+        """Names the report's code calls, in order of first call: builtins, keywords and the names the
+        snippet defines or assigns itself are dropped (they are the reporter's, not the library's)."""
+        code = "\n".join(QueryDecomposer.code_lines(text))
+        own = {m.group("name") or m.group("var") for m in _DEFINED.finditer(code)}
+        names = [m.group("name") for m in _CALL.finditer(code)]
+        return list(dict.fromkeys(n for n in names if n not in _NOT_CALLS and n not in own))
 
     def gist(self, text: str) -> str:
         """The prose lines (outside code fences, tracebacks and code-looking lines), up to `gist_max_chars`."""

@@ -59,6 +59,20 @@ def test_bug_report_splits_into_frames_error_paths_identifiers_and_gist():
     assert gist.startswith("Posting a refund crashes") and "post_batch(rows)" not in gist and "BALANCES" not in gist
 
 
+def test_calls_are_what_the_reports_code_calls_not_its_output_builtins_or_own_names():
+    assert _decompose(REPORT)[4].kind is SubQueryKind.CALLS  # after the frames, error, path and identifiers
+    assert {s.kind: s.text for s in _decompose(REPORT)}[SubQueryKind.CALLS] == "post_batch"
+    repl = ("The LaTeX printer disagrees with pretty printing for this product of functions here:\n\n"
+            "```\nIn [9]: var('x', positive=True)\nOut[9]: x\n\nIn [10]: latex(exp(-x)*log(x))\n"
+            "Out[10]: '\\\\frac{1}{e^{x}} \\\\log{\\\\left (x \\\\right )}'\n```\n\n"
+            ">>> print(pretty(exp(-x)*log(x)))\n"
+            "```python\ndef helper(expr):\n    return expr.rewrite(sin)\nf = helper(x)\nf(2)\n```\n"
+            "Both should read the same, shouldn't they? It looks like a plain bug in latex().")
+    assert QueryDecomposer.calls(repl) == ["var", "latex", "exp", "log", "pretty", "rewrite"]
+    assert {s.kind: s.text for s in _decompose(repl, max_calls=2)}[SubQueryKind.CALLS] == "var latex"  # capped
+    assert QueryDecomposer.code_lines("Out[3]: frac(x)\nprose with call(x) in it") == []  # neither code nor prompt
+
+
 def test_pytest_and_java_frames_and_short_queries():
     pytest_style = "src/_pytest/main.py:123: in collect\n    raise Error\nE   ValueError: bad"
     frames = QueryDecomposer.frames(pytest_style)
