@@ -198,6 +198,8 @@ class DecomposeConfig:
         "identifiers": ["lexical", "symbol"], "calls": ["symbol", "lexical"], "error": ["lexical", "vector"],
         "gist": ["vector", "lexical"]})
     direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # frame/path lists fold here
+    # "kind.strategy" -> the strategies that sub-query list feeds instead of its own (default: its own)
+    routes: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass

@@ -9,8 +9,10 @@ For strategy s, a chunk c scores
     main_weight / (rrf_k + r_main,s(c))  +  sum over sub-queries q feeding s of  w_kind(q) / (rrf_k + r_q,s(c))
     (+ multihop.weight / (rrf_k + r_hop(c)) when s is in multihop.into)
 
-where a direct list (frames, paths) feeds the strategies in `decompose.direct_into`. Ties keep the
-main list's order. A strategy no sub-query feeds keeps its list unchanged.
+where a direct list (frames, paths) feeds the strategies in `decompose.direct_into`, and a sub-query's
+list of strategy t feeds t, or the strategies `decompose.routes["kind.t"]` names instead (so that, e.g.,
+the calls sub-query's symbol hits can vote in localization, which reads only the vector and lexical
+lists). Ties keep the main list's order. A strategy no sub-query feeds keeps its list unchanged.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ class ListMerger:
         d = config.decompose
         self.direct_into = {Strategy.parse(s) for s in d.direct_into}
         self.hop_into = {Strategy.parse(s) for s in config.multihop.into}
+        self.routes = {route: {Strategy.parse(s) for s in targets} for route, targets in d.routes.items()}
+        for route in d.routes:
+            kind, _, strategy = route.partition(".")
+            SubQueryKind.parse(kind)
+            Strategy.parse(strategy)  # "kind.strategy", both known, or a clear error
         for kind, names in d.strategies.items():
             SubQueryKind.parse(kind)
             for name in names:
@@ -79,7 +86,8 @@ class ListMerger:
             if w <= 0:
                 continue
             for key, ranked in sub.lists.items():
-                targets = self.direct_into if key == DIRECT else {Strategy.parse(key)}
+                targets = self.direct_into if key == DIRECT else \
+                    self.routes.get(f"{sub.kind.value}.{key}", {Strategy.parse(key)})
                 for strategy in targets & set(main):
                     feeds[strategy].append((w, ranked))
         if hop and self.config.multihop.weight > 0:

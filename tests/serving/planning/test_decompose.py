@@ -105,6 +105,20 @@ def test_merge_folds_direct_lists_into_voters_and_keeps_untouched_strategies():
     assert merger.merge(main, []) == main
 
 
+def test_routes_send_a_sub_query_list_to_other_strategies_and_reject_unknown_names():
+    main = {Strategy.LEXICAL: [("a", 1), ("b", 2)], Strategy.SYMBOL: [("s", 1)]}
+    calls = SubQueryLists(SubQueryKind.CALLS, "latex", {"symbol": [("b", 1)]})
+    plain = ListMerger(PlanningConfig())
+    assert plain.merge(main, [calls])[Strategy.LEXICAL] == main[Strategy.LEXICAL]  # its own strategy only
+    assert plain.merge(main, [calls])[Strategy.SYMBOL] != main[Strategy.SYMBOL]
+    config = PlanningConfig(decompose=DecomposeConfig(routes={"calls.symbol": ["lexical"]}, main_weight=0.5))
+    routed = ListMerger(config).merge(main, [calls])
+    assert [c for c, _ in routed[Strategy.LEXICAL]] == ["b", "a"] and routed[Strategy.SYMBOL] == main[Strategy.SYMBOL]
+    for bad, said in (("calls.symbl", "symbl"), ("call.symbol", "call"), ("calls", "''")):
+        with pytest.raises(ValueError, match=said):
+            ListMerger(PlanningConfig(decompose=DecomposeConfig(routes={bad: ["lexical"]})))
+
+
 LEDGER = {
     "ledger/__init__.py": "",
     "ledger/api.py": "from ledger.postings import apply_entry\n\n\n"
