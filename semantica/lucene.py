@@ -21,6 +21,11 @@ _INCUBATOR_MODULE = "jdk.incubator.vector"
 LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2.xml"
 _JVM_LOCK = threading.Lock()
 _JVM_STARTED = False
+JNI_CALLS = threading.RLock()
+"""Held around every call into Lucene, across all searcher and writer instances: pyjnius binds a Java
+method to its instance by mutating one object shared by the whole class (kivy/pyjnius#563), so two
+threads calling the same method on two instances (two repositories' searchers) can swap instances:
+NullPointerExceptions or another index's hits. A per-instance lock does not cover that."""
 
 
 class LuceneError(RuntimeError):
@@ -98,11 +103,13 @@ class LuceneShardWriter:
     def add_raw(self, batch: list[str]) -> None:
         """Documents already in `raw_document` form (callers that cache them by content)."""
         if batch:
-            self._indexer.add_batch_raw(batch)
+            with JNI_CALLS:
+                self._indexer.add_batch_raw(batch)
             self.count += len(batch)
 
     def close(self) -> None:
-        self._indexer.close()
+        with JNI_CALLS:
+            self._indexer.close()
         lock = self.directory / "write.lock"
         if lock.exists():
             lock.unlink()
@@ -116,13 +123,13 @@ class LuceneShardSearcher:
         from jnius import autoclass
 
         self.config = config
-        searcher_class = autoclass("io.anserini.search.SimpleSearcher")
-        analyzer_class = autoclass("org.apache.lucene.analysis.core.WhitespaceAnalyzer")
-        index_searcher = autoclass("org.apache.lucene.search.IndexSearcher")
-        index_searcher.setMaxClauseCount(max(config.max_clause_count, config.max_query_terms))
-        self._searcher = searcher_class(str(directory))
-        self._searcher.set_analyzer(analyzer_class())
-        self._lock = threading.Lock()
+        with JNI_CALLS:  # opening calls into the JVM too (repositories open in parallel)
+            searcher_class = autoclass("io.anserini.search.SimpleSearcher")
+            analyzer_class = autoclass("org.apache.lucene.analysis.core.WhitespaceAnalyzer")
+            index_searcher = autoclass("org.apache.lucene.search.IndexSearcher")
+            index_searcher.setMaxClauseCount(max(config.max_clause_count, config.max_query_terms))
+            self._searcher = searcher_class(str(directory))
+            self._searcher.set_analyzer(analyzer_class())
 
     def sanitise(self, query: str, keep_repeats: bool = False) -> str:
         """Code-aware terms, lone surrogates dropped, capped at `max_query_terms` distinct terms.
@@ -141,11 +148,12 @@ class LuceneShardSearcher:
         if not terms or k <= 0:
             return []
         try:
-            with self._lock:
+            with JNI_CALLS:
                 hits = self._searcher.search(terms, int(k))
-            return [(hit.docid, float(hit.score)) for hit in hits]
+                return [(hit.docid, float(hit.score)) for hit in hits]
         except Exception as exc:  # a Java exception must not reach the caller raw
             raise LuceneError(f"lexical search failed: {exc}") from exc
 
     def close(self) -> None:
-        self._searcher.close()
+        with JNI_CALLS:
+            self._searcher.close()

@@ -10,12 +10,11 @@ k1=0.9 b=0.4), so one shard through either class gives the same scores.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from semantica.config import LuceneConfig
-from semantica.lucene import LuceneError, start_jvm
+from semantica.lucene import JNI_CALLS, LuceneError, start_jvm
 from semantica.tokenizer import tokenize, unique_terms
 
 CONTENTS_FIELD = "contents"
@@ -32,9 +31,13 @@ class LuceneMultiShardSearcher:
         if not directories:
             raise LuceneError("no Lucene shard to search")
         start_jvm(config)
+        self.config = config
+        with JNI_CALLS:  # opening readers calls into the JVM too (repositories open in parallel)
+            self._open(directories, config)
+
+    def _open(self, directories: Sequence[Path], config: LuceneConfig) -> None:
         from jnius import autoclass, cast
 
-        self.config = config
         file_class = autoclass("java.io.File")
         fs_directory = autoclass("org.apache.lucene.store.FSDirectory")
         directory_reader = autoclass("org.apache.lucene.index.DirectoryReader")
@@ -56,7 +59,6 @@ class LuceneMultiShardSearcher:
         string_type = autoclass("org.apache.lucene.search.SortField$Type").STRING_VAL
         self._sort = autoclass("org.apache.lucene.search.Sort")(
             sort_field.FIELD_SCORE, sort_field(ID_FIELD, string_type))  # ties by id, as Anserini breaks them
-        self._lock = threading.Lock()
 
     def sanitise(self, query: str) -> str:
         clean = query.encode("utf-8", "ignore").decode("utf-8", "ignore")
@@ -67,7 +69,7 @@ class LuceneMultiShardSearcher:
         if not terms or k <= 0:
             return []
         try:
-            with self._lock:
+            with JNI_CALLS:  # one lock for every instance (see semantica.lucene.JNI_CALLS)
                 builder = self._builder()
                 for term in terms:
                     builder.add(self._term_query(self._term(CONTENTS_FIELD, term)), self._should)
@@ -80,4 +82,5 @@ class LuceneMultiShardSearcher:
         return sorted(((cid, round(score, SCORE_DECIMALS)) for cid, score in hits), key=lambda hit: (-hit[1], hit[0]))
 
     def close(self) -> None:
-        self._reader.close()
+        with JNI_CALLS:
+            self._reader.close()
