@@ -193,7 +193,7 @@ class DecomposeConfig:
     main_weight: float = 1.0
     max_list: int = 150  # merged list length per strategy
     weights: dict[str, float] = field(default_factory=lambda: {
-        "identifiers": 0.5, "calls": 0.5, "error": 0.7, "frame": 2.0, "path": 0.7, "gist": 0.5})
+        "identifiers": 0.0, "calls": 0.0, "error": 0.0, "frame": 2.0, "path": 0.0, "gist": 0.0})  # frames only
     strategies: dict[str, list[str]] = field(default_factory=lambda: {
         "identifiers": ["lexical", "symbol"], "calls": ["symbol", "lexical"], "error": ["lexical", "vector"],
         "gist": ["vector", "lexical"]})

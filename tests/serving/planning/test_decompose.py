@@ -41,8 +41,12 @@ The AccountRegistry still lists the account, so maybe the balances table is rebu
 '''
 
 
+EVERY_KIND = {kind.value: 0.5 for kind in SubQueryKind}  # the default weighs frames only; these tests split all
+EVERY_KIND_SET = "planning.decompose.weights={" + ", ".join(f"{k}: 0.5" for k in EVERY_KIND) + "}"
+
+
 def _decompose(text: str, **overrides):
-    config = DecomposeConfig(**overrides)
+    config = DecomposeConfig(**{"weights": dict(EVERY_KIND), **overrides})
     return QueryDecomposer(config).decompose(text, IntentClassifier().classify(text))
 
 
@@ -82,6 +86,8 @@ def test_pytest_and_java_frames_and_short_queries():
     assert _decompose("refund crashes on archived accounts") == []  # short, no traceback: not split
     assert [s.kind for s in _decompose(pytest_style)][:2] == [SubQueryKind.FRAME, SubQueryKind.ERROR]  # short but a trace
     assert _decompose(REPORT, enabled=False) == []
+    assert [s.kind for s in QueryDecomposer(DecomposeConfig()).decompose(REPORT, IntentClassifier().classify(REPORT))] \
+        == [SubQueryKind.FRAME]  # the default: frames only (a zero weight drops a kind before it runs)
     with pytest.raises(ValueError, match="unknown subquerykind 'stack'"):
         QueryDecomposer(DecomposeConfig(weights={"stack": 1.0}))
 
@@ -108,10 +114,11 @@ def test_merge_folds_direct_lists_into_voters_and_keeps_untouched_strategies():
 def test_routes_send_a_sub_query_list_to_other_strategies_and_reject_unknown_names():
     main = {Strategy.LEXICAL: [("a", 1), ("b", 2)], Strategy.SYMBOL: [("s", 1)]}
     calls = SubQueryLists(SubQueryKind.CALLS, "latex", {"symbol": [("b", 1)]})
-    plain = ListMerger(PlanningConfig())
+    plain = ListMerger(PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND))))
     assert plain.merge(main, [calls])[Strategy.LEXICAL] == main[Strategy.LEXICAL]  # its own strategy only
     assert plain.merge(main, [calls])[Strategy.SYMBOL] != main[Strategy.SYMBOL]
-    config = PlanningConfig(decompose=DecomposeConfig(routes={"calls.symbol": ["lexical"]}, main_weight=0.5))
+    config = PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND), routes={"calls.symbol": ["lexical"]},
+                                                      main_weight=0.5))
     routed = ListMerger(config).merge(main, [calls])
     assert [c for c, _ in routed[Strategy.LEXICAL]] == ["b", "a"] and routed[Strategy.SYMBOL] == main[Strategy.SYMBOL]
     for bad, said in (("calls.symbl", "symbl"), ("call.symbol", "call"), ("calls", "''")):
@@ -158,7 +165,8 @@ def _search(root: Path, query: str, *overrides: str):
 
 
 def test_traceback_frame_file_ranks_first_and_plan_records_sub_queries(ledger_index):
-    on = _search(ledger_index, REPORT)
+    assert [s["kind"] for s in _search(ledger_index, REPORT).plan["sub_queries"]] == ["frame"]  # the default
+    on = _search(ledger_index, REPORT, EVERY_KIND_SET)
     assert not on.degraded
     assert on.files[0]["path"] == "ledger/postings.py"
     assert on.functions[0]["function"] == "ledger/postings.py::apply_entry"
@@ -189,6 +197,7 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
     from serving.pipeline import SearchPipeline
 
     overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false", "planning.modes.apply_to_localize=false")
+    overrides = (*overrides, EVERY_KIND_SET)  # every kind's retriever lists are mined and replayed
     config = make_config(ledger_index, *overrides, "planning.multihop.enabled=true", "planning.multihop.triggers=[issue]")
     HitMiner(config.ltr_train, tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
                                                lambda path, symbol: int(path == "ledger/postings.py"))
