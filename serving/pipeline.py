@@ -212,10 +212,8 @@ class SearchPipeline:
                 self._cache.move_to_end(key)
                 cached = self._cache[key]
                 return SearchResponse(**{**cached.__dict__, "cached": True, "freshness": self.freshness(snapshots)})
-        asked = len(snapshots)
+        asked = len(snapshots)  # retry's adjacent scope may add repositories the key does not name: not cached
         response, _ = self._search(request, snapshots, timer, warnings, degraded)
-        # an answer widened to other repositories (retry's adjacent scope) is not cached: its key names
-        # only the asked snapshots, so a re-index of the others would not invalidate it
         if not response.degraded and len(snapshots) == asked:
             with self._lock:
                 self._cache[key] = response

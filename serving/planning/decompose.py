@@ -61,7 +61,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _CODE_LINE = re.compile(r"^\s*(>>>|\.\.\.\s|\$ |#|@|def |class |import |from \S+ import |return |raise |E\s{2})"
                         r"|[{};]\s*$|^\s+\S")
 _PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.(?=\s)|In \[\d{1,5}\]:)\s?")
-_CALL = re.compile(r"(?<![\w])(?P<dot>\.)?(?P<name>[A-Za-z_]\w{1,60})\s*\(")
+_CALL = re.compile(r"(?<![\w])(?P<name>[A-Za-z_]\w{1,60})\s*\(")  # also `.method(`: a dot is not \w
 _DEFINED = re.compile(r"^\s*(?:def|class)\s+(?P<name>[A-Za-z_]\w*)|^\s*(?P<var>[A-Za-z_]\w*)\s*=(?!=)", re.MULTILINE)
 _NOT_CALLS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls", "super", "main"}
 _GENERIC_FUNCS = frozenset({"<module>", "<lambda>", "<listcomp>", "<dictcomp>", "<genexpr>", "main"})
@@ -180,17 +180,14 @@ class QueryDecomposer:
         for line in text.splitlines():
             if _FENCE.match(line):
                 if block is not None:
-                    prompted = [_PROMPT.sub("", b, count=1) for b in block if _PROMPT.match(b)]
-                    code.extend(prompted or block)
+                    code.extend(_block_code(block))
                 block = None if block is not None else []
                 continue
             if block is not None:
                 block.append(line)
             elif _PROMPT.match(line):
                 code.append(_PROMPT.sub("", line, count=1))
-        if block:  # an unclosed fence
-            code.extend([_PROMPT.sub("", b, count=1) for b in block if _PROMPT.match(b)] or block)
-        return code
+        return code + _block_code(block or [])  # an unclosed fence still counts
 
     @staticmethod
     def calls(text: str) -> list[str]:
@@ -226,6 +223,12 @@ class QueryDecomposer:
             if size >= self.config.gist_max_chars:
                 break
         return " ".join(kept)[: self.config.gist_max_chars]
+
+
+def _block_code(block: list[str]) -> list[str]:
+    """A fenced block's code: its prompt lines (prompt stripped) if it has any, else every line."""
+    prompted = [_PROMPT.sub("", line, count=1) for line in block if _PROMPT.match(line)]
+    return prompted or block
 
 
 def _frame(path: str, line: str, func: str | None) -> Frame:
