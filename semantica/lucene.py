@@ -94,7 +94,8 @@ class LuceneShardWriter:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         args = ["-index", str(directory), "-pretokenized", "-storeRaw"]
-        self._indexer = LuceneIndexer(str(directory), args=args, threads=config.threads)
+        with JNI_CALLS:  # a writer may open while another thread searches (watch, daemon)
+            self._indexer = LuceneIndexer(str(directory), args=args, threads=config.threads)
         self.count = 0
 
     def add(self, docs: Iterable[LuceneDoc]) -> None:
