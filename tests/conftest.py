@@ -30,7 +30,12 @@ def shared_cache_dir() -> Path:
     if not _SHARED_CACHE:
         import tempfile
 
-        _SHARED_CACHE.append(Path(tempfile.mkdtemp(prefix="semantica-test-cache-")))
+        # SEMANTICA_TEST_CACHE keeps the content-addressed caches across sessions (parallel worktrees,
+        # repeated runs); the default is a fresh directory so a clean run proves a cold build works.
+        persistent = os.environ.get("SEMANTICA_TEST_CACHE")
+        if persistent:
+            Path(persistent).mkdir(parents=True, exist_ok=True)
+        _SHARED_CACHE.append(Path(persistent) if persistent else Path(tempfile.mkdtemp(prefix="semantica-test-cache-")))
     return _SHARED_CACHE[0]
 
 
