@@ -113,6 +113,7 @@ class KnowledgeStore:
         self._lock = threading.RLock()
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, no fsync per use count
             self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
@@ -142,10 +143,12 @@ class KnowledgeStore:
             raise KnowledgeInputError(f"cannot edit {unknown}; editable fields: {', '.join(EDITABLE)}")
         return self.update(entry_id, actor or "edit", why, lambda e: self._apply(e, changes), bump=True)
 
-    def update(self, entry_id: str, actor: str, why: str, change: Callable[[Entry], None], bump: bool = False) -> Entry:
+    def update(self, entry_id: str, actor: str, why: str, change: Callable[[Entry], None], bump: bool = False,
+               revise: bool = True) -> Entry:
         """Apply `change` to the entry; `bump` makes it a new version (the old one goes to `versions`).
-        Curator and feedback updates (trust, votes, status) are recorded in `versions` too when they bump."""
-        with self._write():
+        Curator and feedback updates (trust, votes, status) are recorded in `versions` too when they bump.
+        `revise=False` leaves the store's revision (a use count must not empty the query cache)."""
+        with self._write(revise):
             entry = self.get(entry_id)
             before = json.dumps(entry.to_dict(), ensure_ascii=False)
             change(entry)
@@ -191,56 +194,61 @@ class KnowledgeStore:
                          (entry.id, entry.title, entry.text, entry_terms(entry)))
 
     class _Tx:
-        def __init__(self, store: KnowledgeStore) -> None:
-            self.store = store
+        """One transaction under the store's lock; a nested one (an `update` inside `edit`) joins the outer."""
+
+        def __init__(self, store: KnowledgeStore, revise: bool) -> None:
+            self.store, self.revise, self.outer = store, revise, False
 
         def __enter__(self) -> None:
             self.store._lock.acquire()
-            self.store._db.execute("BEGIN IMMEDIATE")
+            self.outer = not self.store._db.in_transaction
+            if self.outer:
+                self.store._db.execute("BEGIN IMMEDIATE")
 
         def __exit__(self, kind: Any, *_: Any) -> None:
             try:
-                if kind is None:
+                if not self.outer:
+                    return
+                if kind is None and self.revise:
                     self.store._db.execute("INSERT INTO meta VALUES ('revision', '1') ON CONFLICT(key) DO UPDATE "
                                            "SET value = CAST(value AS INTEGER) + 1")
-                    self.store._db.execute("COMMIT")
-                else:
-                    self.store._db.execute("ROLLBACK")
+                self.store._db.execute("COMMIT" if kind is None else "ROLLBACK")
             finally:
                 self.store._lock.release()
 
-    def _write(self) -> KnowledgeStore._Tx:
-        """One transaction (nested calls join the outer one: `update` inside `edit`)."""
-        if self._db.in_transaction:
-            return _Joined()  # type: ignore[return-value]
-        return KnowledgeStore._Tx(self)
+    def _write(self, revise: bool = True) -> KnowledgeStore._Tx:
+        return KnowledgeStore._Tx(self, revise)
+
+    def _read(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
 
     # -- reads --------------------------------------------------------------------------------------
 
     def revision(self) -> int:
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
-        return int(row[0]) if row else 0
+        rows = self._read("SELECT value FROM meta WHERE key = 'revision'")
+        return int(rows[0][0]) if rows else 0
 
     def get(self, entry_id: str) -> Entry:
-        row = self._db.execute("SELECT * FROM entries WHERE id = ?", (entry_id,)).fetchone()
-        if row is None:
+        rows = self._read("SELECT * FROM entries WHERE id = ?", (entry_id,))
+        if not rows:
             raise UnknownEntryError(f"no knowledge entry {entry_id!r}")
-        return Entry.from_row(dict(row))
+        return Entry.from_row(dict(rows[0]))
 
     def has(self, entry_id: str) -> bool:
-        return self._db.execute("SELECT 1 FROM entries WHERE id = ?", (entry_id,)).fetchone() is not None
+        return bool(self._read("SELECT 1 FROM entries WHERE id = ?", (entry_id,)))
 
     def history(self, entry_id: str) -> list[dict[str, Any]]:
-        rows = self._db.execute("SELECT * FROM versions WHERE id = ? ORDER BY version", (entry_id,)).fetchall()
+        rows = self._read("SELECT * FROM versions WHERE id = ? ORDER BY version", (entry_id,))
         return [{**dict(r), "entry": json.loads(r["entry"])} for r in rows]
 
     def entries(self, statuses: tuple[Status, ...] = ()) -> list[Entry]:
         if statuses:
             marks = ", ".join("?" * len(statuses))
-            rows = self._db.execute(f"SELECT * FROM entries WHERE status IN ({marks}) ORDER BY trust DESC, id",
-                                    [s.value for s in statuses]).fetchall()
+            rows = self._read(f"SELECT * FROM entries WHERE status IN ({marks}) ORDER BY trust DESC, id",
+                              [s.value for s in statuses])
         else:
-            rows = self._db.execute("SELECT * FROM entries ORDER BY trust DESC, id").fetchall()
+            rows = self._read("SELECT * FROM entries ORDER BY trust DESC, id")
         return [Entry.from_row(dict(r)) for r in rows]
 
     def search(self, text: str, limit: int, statuses: tuple[Status, ...] = (Status.ACTIVE,)) -> list[Entry]:
@@ -250,19 +258,11 @@ class KnowledgeStore:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         marks = ", ".join("?" * len(statuses))
-        rows = self._db.execute(
+        rows = self._read(
             f"SELECT e.* FROM entries_fts f JOIN entries e ON e.id = f.id WHERE entries_fts MATCH ? "
             f"AND e.status IN ({marks}) ORDER BY bm25(entries_fts) LIMIT ?",
-            [match, *[s.value for s in statuses], limit]).fetchall()
+            [match, *[s.value for s in statuses], limit])
         return [Entry.from_row(dict(r)) for r in rows]
-
-
-class _Joined:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *_: Any) -> None:
-        return None
 
 
 def _parse(enum: Any, value: Any) -> str:

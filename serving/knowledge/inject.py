@@ -1,0 +1,176 @@
+"""`KnowledgeInjector`: the query-time use of knowledge entries (docs/knowledge.md).
+
+lookup   FTS5 over the asked repositories' stores and the global one; an entry counts when it shares at
+         least `min_matched_terms` terms with the query (fewer for a shorter query) and its trust now is at
+         or above `threshold`; the best `max_entries` by (shared terms, trust).
+boost    a hit whose file or symbol is in an entry's scope: score x (1 + hit_boost x trust), then re-sorted.
+dedupe   a code hit of the very document an entry came from, or whose text holds the entry's claim, is dropped:
+         the entry already says it.
+render   entries as cited blocks (`# knowledge:<id> trust=... source=... verified=...`) within
+         `max_context_share` of the context budget, put before the code blocks.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from semantica.config import Config
+from semantica.hits import Hit
+from semantica.knowledge.entry import GLOBAL, Entry, iso
+from semantica.knowledge.service import KnowledgeService
+from semantica.knowledge.store import entry_terms, query_terms
+from semantica.schema import Chunk
+from semantica.snapshot import Snapshot
+from semantica.tokenizer import count_tokens
+
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass
+class UsedEntry:
+    entry: Entry
+    trust: float
+    matched: int
+
+    def header(self) -> str:
+        e = self.entry
+        source = f"{e.source_kind}" + (f":{e.source_ref}" if e.source_ref else "")
+        scope = ", ".join([*e.paths, *e.symbols]) or (e.repo or "global")
+        return (f"# {e.citation()} [{e.kind}] trust={self.trust:.2f} source={source} "
+                f"verified={e.last_verified or 'never'} ({e.verification}) scope={scope}")
+
+    def render(self) -> str:
+        return f"{self.header()}\n{self.entry.title}\n{self.entry.text}"
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.entry
+        return {"id": e.id, "repo": e.repo, "title": e.title, "text": e.text, "kind": e.kind, "trust": round(self.trust, 4),
+                "source": {"kind": e.source_kind, "ref": e.source_ref}, "last_verified": e.last_verified,
+                "verification": e.verification, "paths": e.paths, "symbols": e.symbols, "citation": e.citation()}
+
+
+@dataclass
+class InjectedKnowledge:
+    entries: list[UsedEntry]
+    text: str = ""
+    tokens: int = 0
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [u.to_dict() for u in self.entries]
+
+
+class KnowledgeInjector:
+    def __init__(self, config: Config, service: KnowledgeService | None = None) -> None:
+        self.config = config
+        self.settings = config.knowledge
+        self._service = service
+
+    @property
+    def service(self) -> KnowledgeService:
+        if self._service is None:
+            self._service = KnowledgeService(self.config)
+        return self._service
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.enabled
+
+    def cache_tag(self, snapshots: list[Snapshot]) -> tuple[int, ...]:
+        """Part of the response cache key: a new, edited or re-scored entry must not serve an old answer."""
+        return self.service.base.revision([s.repo for s in snapshots]) if self.enabled else ()
+
+    def lookup(self, query: str, repos: list[str]) -> list[UsedEntry]:
+        if not self.enabled:
+            return []
+        terms = set(query_terms(query))
+        if not terms:
+            return []
+        need = min(self.settings.min_matched_terms, len(terms))
+        now = self.service.clock()
+        found: list[UsedEntry] = []
+        for store in self.service.base.stores(repos):
+            for entry in store.search(query, self.settings.lookup_candidates):
+                matched = len(terms & set(entry_terms(entry).split()))
+                trust = store.scorer.score(entry, now)
+                if matched >= need and trust >= self.settings.threshold:
+                    found.append(UsedEntry(entry, trust, matched))
+        found.sort(key=lambda u: (-u.matched, -u.trust, u.entry.id))
+        return found[: self.settings.max_entries]
+
+    def boost(self, hits: list[Hit], used: list[UsedEntry], chunks: dict[str, Chunk]) -> list[Hit]:
+        """Hits in an entry's scope move up by at most `hit_boost` x trust of their score (stable otherwise)."""
+        if not used or self.settings.hit_boost <= 0:
+            return hits
+        for hit in hits:
+            chunk = chunks.get(hit.chunk_id) or hit.chunk
+            if chunk is None:
+                continue
+            trust = max((u.trust for u in used if _about(u.entry, chunk)), default=0.0)
+            if trust:
+                hit.score *= 1.0 + self.settings.hit_boost * trust
+                hit.explanation = (hit.explanation + f" knowledge boost x{1.0 + self.settings.hit_boost * trust:.3f}").strip()
+        return sorted(hits, key=lambda h: -h.score)
+
+    def dedupe(self, hits: list[Hit], used: list[UsedEntry], chunks: dict[str, Chunk]) -> list[Hit]:
+        """Drop code hits that repeat an injected entry: the document it came from, or a chunk holding its text."""
+        if not used:
+            return hits
+        sources = {(u.entry.repo, u.entry.source_ref) for u in used if u.entry.source_ref}
+        claims = [_norm(u.entry.text) for u in used if len(u.entry.text) >= 20]
+        kept = []
+        for hit in hits:
+            chunk = chunks.get(hit.chunk_id) or hit.chunk
+            if chunk is not None and ((chunk.repo, chunk.path) in sources
+                                      or any(claim in _norm(chunk.content) for claim in claims)):
+                continue
+            kept.append(hit)
+        return kept
+
+    def render(self, used: list[UsedEntry], budget: int) -> InjectedKnowledge:
+        """The entries that fit in `max_context_share` x budget, best first."""
+        limit = int(budget * self.settings.max_context_share)
+        out = InjectedKnowledge([])
+        blocks = []
+        for u in used:
+            text = u.render()
+            tokens = count_tokens(text)
+            if out.tokens + tokens > limit:
+                continue
+            out.entries.append(u)
+            blocks.append(text)
+            out.tokens += tokens
+        out.text = "\n\n".join(blocks)
+        return out
+
+    def mark_used(self, injected: InjectedKnowledge) -> None:
+        """Uses count as references and keep an entry fresh; they do not empty the query cache."""
+        now = iso(self.service.clock())
+        for u in injected.entries:
+            store = self.service.base.store(u.entry.repo or GLOBAL)
+
+            def use(e: Entry) -> None:
+                e.uses += 1
+                e.last_used = now
+
+            store.update(u.entry.id, "query", "used", use, revise=False)
+
+    def feedback(self, entry_ids: list[str], rating: float | None, repos: list[str] | None) -> list[str]:
+        return self.service.feedback(entry_ids, rating, repos)
+
+
+def _about(entry: Entry, chunk: Chunk) -> bool:
+    if entry.repo not in (GLOBAL, chunk.repo):
+        return False
+    for pattern in entry.paths:
+        if fnmatch.fnmatchcase(chunk.path, pattern) or chunk.path == pattern or chunk.path.startswith(pattern.rstrip("/") + "/"):
+            return True
+    symbol = chunk.symbol or ""
+    return any(symbol and (symbol == s.removesuffix("()") or symbol.endswith("." + s.removesuffix("()")))
+               for s in entry.symbols)
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().lower()
