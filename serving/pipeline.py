@@ -77,7 +77,7 @@ class SearchPipeline:
                                              thread_name_prefix="repo")
         self._prefetcher = Prefetcher()
         self.planner = self.stages.planner  # planning (issue 15): serving/planning/
-        self.knowledge = KnowledgeInjector(self.config)  # entries first in the context (serving/knowledge/)
+        self.knowledge = KnowledgeInjector(self.config, snapshots=self.snapshots)  # serving/knowledge/
 
     # -- the stages (read through; built and owned by `self.stages`) ---------------------------
 

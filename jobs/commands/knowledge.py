@@ -120,8 +120,7 @@ def run_knowledge(args: argparse.Namespace) -> int:
             for change in report.changes:
                 print(f"{change.id} {change.change:<11} {change.trust_before:.3f} -> {change.trust_after:.3f}  "
                       f"{change.title}: {change.why}")
-            print(f"curated {len(report.repos) - 1} store(s) in {report.seconds * 1000:.0f} ms; report "
-                  f"{report.repos['(files)']['report']}")
+            print(f"curated {len(report.repos)} store(s) in {report.seconds * 1000:.0f} ms; report {report.path}")
             return 0
     else:  # feedback
         out = {"moved": service.feedback(args.ids, args.rating)}

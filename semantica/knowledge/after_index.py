@@ -22,5 +22,5 @@ def after_index(config: Config, repo: str, service: KnowledgeService | None = No
     candidates = ingest_candidates(service, service.snapshots.get(repo))
     report = Curator(service).run([repo], knowledge_dir(config) / REPORTS_DIR)
     return {"candidates": candidates, "changes": [c.to_dict() for c in report.changes],
-            "report": report.repos.get("(files)", {}).get("report", ""),
+            "report": report.path,
             "ms": round((time.perf_counter() - started) * 1000, 1)}

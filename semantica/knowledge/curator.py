@@ -43,13 +43,14 @@ class CurateReport:
     now: str
     repos: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: float = 0.0
+    path: str = ""  # where the JSON report was written ("" = not written)
 
     @property
     def changes(self) -> list[Change]:
         return [c for r in self.repos.values() for c in r["changes"]]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"now": self.now, "seconds": round(self.seconds, 4),
+        return {"now": self.now, "seconds": round(self.seconds, 4), "report": self.path,
                 "repos": {name: {**r, "changes": [c.to_dict() for c in r["changes"]]} for name, r in self.repos.items()}}
 
 
@@ -68,8 +69,8 @@ class Curator:
         if report_dir is not None:
             report_dir.mkdir(parents=True, exist_ok=True)
             path = report_dir / f"curate-{now.strftime('%Y%m%dT%H%M%S')}.json"
+            report.path = str(path)
             path.write_text(json.dumps(report.to_dict(), indent=1, ensure_ascii=False))
-            report.repos.setdefault("(files)", {"changes": [], "report": str(path)})
         return report
 
     def _curate(self, store: KnowledgeStore) -> dict[str, Any]:
@@ -96,7 +97,7 @@ class Curator:
     def _reverify(self, store: KnowledgeStore, entry: Entry, index: Any) -> list[Change]:
         result = self.service.verifier.verify(entry, index)
         after = store.update(entry.id, "curator", "re-verified",
-                             lambda e: self.service._verified(e, result.state, result.notes))
+                             lambda e: self.service.record_verification(e, result.state, result.notes))
         if result.state.value == entry.verification:
             return []
         if result.state is Verification.FAILED:

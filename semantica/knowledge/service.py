@@ -59,12 +59,12 @@ class KnowledgeService:
         if index is not None:
             result = self.verifier.verify(entry, index)
             warnings = result.warnings
-            entry = store.update(entry.id, actor, "verified at add", lambda e: self._verified(e, result.state, result.notes))
+            entry = store.update(entry.id, actor, "verified at add", lambda e: self.record_verification(e, result.state, result.notes))
         elif entry.paths or entry.symbols:
             warnings.append("no snapshot of this repository to check the scope against: verification pending")
         return AddResult(entry, warnings, self.check_conflicts(store, entry.id, actor))
 
-    def _verified(self, entry: Entry, state: Verification, notes: list[str]) -> None:
+    def record_verification(self, entry: Entry, state: Verification, notes: list[str]) -> None:
         entry.verification, entry.verify_notes, entry.last_verified = state.value, notes, iso(self.clock())
 
     def check_conflicts(self, store: KnowledgeStore, entry_id: str, actor: str = "") -> list[str]:
@@ -95,7 +95,7 @@ class KnowledgeService:
         if index is not None and {"paths", "symbols"} & set(changes):
             result = self.verifier.verify(entry, index)
             warnings = result.warnings
-            entry = store.update(entry_id, actor, "verified at edit", lambda e: self._verified(e, result.state, result.notes))
+            entry = store.update(entry_id, actor, "verified at edit", lambda e: self.record_verification(e, result.state, result.notes))
         return AddResult(entry, warnings, self.check_conflicts(store, entry_id, actor))
 
     def pin(self, entry_id: str, pinned: bool, repos: list[str] | None = None, actor: str = "") -> Entry:

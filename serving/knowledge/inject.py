@@ -23,7 +23,7 @@ from semantica.knowledge.entry import GLOBAL, Entry, iso
 from semantica.knowledge.service import KnowledgeService
 from semantica.knowledge.store import entry_terms, query_terms
 from semantica.schema import Chunk
-from semantica.snapshot import Snapshot
+from semantica.snapshot import Snapshot, SnapshotSet
 from semantica.tokenizer import count_tokens
 
 _SPACE = re.compile(r"\s+")
@@ -63,15 +63,17 @@ class InjectedKnowledge:
 
 
 class KnowledgeInjector:
-    def __init__(self, config: Config, service: KnowledgeService | None = None) -> None:
+    def __init__(self, config: Config, service: KnowledgeService | None = None,
+                 snapshots: SnapshotSet | None = None) -> None:
         self.config = config
         self.settings = config.knowledge
         self._service = service
+        self._snapshots = snapshots  # the pipeline's own: verifying an added entry reuses its loaded tables
 
     @property
     def service(self) -> KnowledgeService:
         if self._service is None:
-            self._service = KnowledgeService(self.config)
+            self._service = KnowledgeService(self.config, snapshots=self._snapshots)
         return self._service
 
     @property

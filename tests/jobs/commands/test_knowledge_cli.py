@@ -45,7 +45,7 @@ def test_knowledge_cli_lifecycle(tmp_path, capsys):
     retired = _json(capsys, root, "retire", rule["id"], "--reason", "moved to the design doc")
     assert retired["status"] == "retired" and retired["retire_reason"] == "moved to the design doc"
     report = _json(capsys, root, "curate")
-    assert report["repos"]["(files)"]["report"].endswith(".json")
+    assert report["report"].endswith(".json") and json.loads(open(report["report"]).read())["repos"]["(global)"]
     code, out, _ = _run(capsys, root, "list")
     assert code == 0 and "retired" in out
 
