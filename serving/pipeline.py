@@ -281,8 +281,7 @@ class SearchPipeline:
         files, functions = timer.run("localize", lambda: self.localizer.localize(
             lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None))  # planning
         files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
-        used = timer.run("knowledge", lambda: self.knowledge.lookup(request.query, [s.repo for s in snapshots])) \
-            if self.knowledge.enabled else []
+        used = self._knowledge(request.query, snapshots, timer, degraded)
         hits = self.knowledge.boost(hits, used, chunks)
         budget = self.config.context.token_budget if request.context_budget is None else request.context_budget
         injected = self.knowledge.render(used, budget)
@@ -306,9 +305,19 @@ class SearchPipeline:
         if routed is not None:
             for view in response.hits:
                 view.graph = routed.by_chunk.get(view.chunk_id)
-        if injected.entries:
-            timer.run("knowledge", lambda: self.knowledge.mark_used(injected))
+        self.knowledge.mark_used(injected)
         return response, lists
+
+    def _knowledge(self, query: str, snapshots: list[Snapshot], timer: StageTimer,
+                   degraded: list[dict[str, str]]) -> list[Any]:
+        """Trusted relevant entries (serving/knowledge/); an unreadable store degrades the answer, never fails it."""
+        if not self.knowledge.enabled:
+            return []
+        try:
+            return timer.run("knowledge", lambda: self.knowledge.lookup(query, [s.repo for s in snapshots]))
+        except Exception as exc:
+            degraded.append(_degraded("knowledge", exc))
+            return []
 
     def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: list[RetrieverSpec],
                   filters: Filters, timer: StageTimer, degraded: list[dict[str, str]],

@@ -48,7 +48,7 @@ def run_index(args: argparse.Namespace) -> int:
         base = args.name or repo_name_from_path(args.repo)
         summaries = [indexer.index(args.repo, branch_key(base, ref), ref) for ref in args.ref]
         for summary in summaries:
-            _knowledge(config, summary, args.json)
+            curate_after_index(config, summary, args.json)
         if args.json:
             print_json([s.to_dict() for s in summaries])
             return 0
@@ -56,7 +56,7 @@ def run_index(args: argparse.Namespace) -> int:
             print_summary(summary)
         return 0
     summary = indexer.index(args.repo, args.name, args.commit)
-    _knowledge(config, summary, args.json)
+    curate_after_index(config, summary, args.json)
     if args.json:
         print_json(summary.to_dict())
         return 0
@@ -64,7 +64,7 @@ def run_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _knowledge(config, summary, quiet: bool) -> None:  # noqa: ANN001 (Config, IndexSummary)
+def curate_after_index(config, summary, quiet: bool) -> None:  # noqa: ANN001 (Config, IndexSummary)
     """Candidates from the new snapshot's ADRs/docs and a curator pass (docs/knowledge.md); a knowledge
     failure never fails the index: the snapshot is published already."""
     from semantica.knowledge.after_index import after_index

@@ -43,12 +43,13 @@ def summarize(path: str, text: str, limit: int) -> tuple[str, str]:
 def ingest_candidates(service: KnowledgeService, snapshot: Snapshot) -> list[str]:
     """Candidates for every matching file of `snapshot`; the ids added or edited."""
     config = service.config.knowledge
+    paths = [p for p in sorted(snapshot.chunks_by_path) if any(fnmatch.fnmatchcase(p, g) for g in config.candidate_globs)]
+    if not paths:
+        return []  # no store file is created for a repository without documents or entries
     store = service.base.store(snapshot.repo)
     by_source = {e.source_ref: e for e in store.entries() if e.source_kind in (SourceKind.ADR.value, SourceKind.DOC.value)}
     touched: list[str] = []
-    for path in sorted(snapshot.chunks_by_path):
-        if not any(fnmatch.fnmatchcase(path, glob) for glob in config.candidate_globs):
-            continue
+    for path in paths:
         title, text = summarize(path, "\n".join(snapshot.file_lines(path)), config.max_text_chars)
         known = by_source.get(path)
         if known is None:

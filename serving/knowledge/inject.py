@@ -3,7 +3,8 @@
 lookup   FTS5 over the asked repositories' stores and the global one; an entry counts when it shares at
          least `min_matched_terms` terms with the query (fewer for a shorter query) and its trust now is at
          or above `threshold`; the best `max_entries` by (shared terms, trust).
-boost    a hit whose file or symbol is in an entry's scope: score x (1 + hit_boost x trust), then re-sorted.
+boost    a hit whose symbol, or whose exact file, an entry names: score x (1 + hit_boost x trust), then re-sorted
+         (directory and glob scopes are verified but boost nothing: "all of serving/" is no ranking signal).
 dedupe   a code hit of the very document an entry came from, or whose text holds the entry's claim, is dropped:
          the entry already says it.
 render   entries as cited blocks (`# knowledge:<id> trust=... source=... verified=...`) within
@@ -12,8 +13,11 @@ render   entries as cited blocks (`# knowledge:<id> trust=... source=... verifie
 
 from __future__ import annotations
 
-import fnmatch
+import logging
 import re
+import sqlite3
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +31,8 @@ from semantica.snapshot import Snapshot, SnapshotSet
 from semantica.tokenizer import count_tokens
 
 _SPACE = re.compile(r"\s+")
+UNREADABLE = (-1,)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -69,6 +75,9 @@ class KnowledgeInjector:
         self.settings = config.knowledge
         self._service = service
         self._snapshots = snapshots  # the pipeline's own: verifying an added entry reuses its loaded tables
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge-uses")
+        self._pending: list[Future[None]] = []
+        self._pending_lock = threading.Lock()
 
     @property
     def service(self) -> KnowledgeService:
@@ -82,7 +91,12 @@ class KnowledgeInjector:
 
     def cache_tag(self, snapshots: list[Snapshot]) -> tuple[int, ...]:
         """Part of the response cache key: a new, edited or re-scored entry must not serve an old answer."""
-        return self.service.base.revision([s.repo for s in snapshots]) if self.enabled else ()
+        if not self.enabled:
+            return ()
+        try:
+            return self.service.base.revision([s.repo for s in snapshots])
+        except sqlite3.Error:  # the lookup reports it (degraded); such an answer is not cached
+            return UNREADABLE
 
     def lookup(self, query: str, repos: list[str]) -> list[UsedEntry]:
         if not self.enabled:
@@ -103,18 +117,27 @@ class KnowledgeInjector:
         return found[: self.settings.max_entries]
 
     def boost(self, hits: list[Hit], used: list[UsedEntry], chunks: dict[str, Chunk]) -> list[Hit]:
-        """Hits in an entry's scope move up by at most `hit_boost` x trust of their score (stable otherwise)."""
+        """A hit an entry names gets score x (1 + hit_boost x trust) and moves up past the unboosted hits just
+        above it that it now outscores. Nothing else moves: the order that came in is not always by score
+        (exact graph answers lead, planning may diversify), so it is never re-sorted as a whole."""
         if not used or self.settings.hit_boost <= 0:
             return hits
-        for hit in hits:
+        out = list(hits)
+        boosted: set[str] = set()
+        for i, hit in enumerate(hits):
             chunk = chunks.get(hit.chunk_id) or hit.chunk
-            if chunk is None:
+            trust = max((u.trust for u in used if chunk is not None and _about(u.entry, chunk)), default=0.0)
+            if not trust:
                 continue
-            trust = max((u.trust for u in used if _about(u.entry, chunk)), default=0.0)
-            if trust:
-                hit.score *= 1.0 + self.settings.hit_boost * trust
-                hit.explanation = (hit.explanation + f" knowledge boost x{1.0 + self.settings.hit_boost * trust:.3f}").strip()
-        return sorted(hits, key=lambda h: -h.score)
+            factor = 1.0 + self.settings.hit_boost * trust
+            hit.score *= factor
+            hit.explanation = f"{hit.explanation} knowledge boost x{factor:.3f}".strip()
+            boosted.add(hit.chunk_id)
+            j = i  # earlier moves only swap positions below i: hit i is still at i
+            while j > 0 and out[j - 1].chunk_id not in boosted and out[j - 1].score < hit.score:
+                out[j - 1], out[j] = out[j], out[j - 1]
+                j -= 1
+        return out
 
     def dedupe(self, hits: list[Hit], used: list[UsedEntry], chunks: dict[str, Chunk]) -> list[Hit]:
         """Drop code hits that repeat an injected entry: the document it came from, or a chunk holding its text."""
@@ -148,16 +171,32 @@ class KnowledgeInjector:
         return out
 
     def mark_used(self, injected: InjectedKnowledge) -> None:
-        """Uses count as references and keep an entry fresh; they do not empty the query cache."""
+        """Uses count as references and keep an entry fresh; they do not empty the query cache. Written by a
+        background thread: a query never waits for a store another process is writing (`flush` waits)."""
+        if not injected.entries:
+            return
         now = iso(self.service.clock())
-        for u in injected.entries:
-            store = self.service.base.store(u.entry.repo or GLOBAL)
+        with self._pending_lock:
+            self._pending = [f for f in self._pending if not f.done()]
+            self._pending.append(self._writer.submit(self._record_uses, [u.entry for u in injected.entries], now))
 
-            def use(e: Entry) -> None:
-                e.uses += 1
-                e.last_used = now
+    def _record_uses(self, entries: list[Entry], now: str) -> None:
+        def use(e: Entry) -> None:
+            e.uses += 1
+            e.last_used = now
 
-            store.update(u.entry.id, "query", "used", use, revise=False)
+        for entry in entries:
+            try:
+                self.service.base.store(entry.repo or GLOBAL).update(entry.id, "query", "used", use, revise=False)
+            except (sqlite3.Error, LookupError) as exc:  # a use is a hint; losing one is harmless
+                log.warning("knowledge entry %s: use not recorded: %s", entry.id, exc)
+
+    def flush(self) -> None:
+        """Wait for the recorded uses (tests, benchmarks, shutdown)."""
+        with self._pending_lock:
+            pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
 
     def feedback(self, entry_ids: list[str], rating: float | None, repos: list[str] | None) -> list[str]:
         return self.service.feedback(entry_ids, rating, repos)
@@ -166,9 +205,8 @@ class KnowledgeInjector:
 def _about(entry: Entry, chunk: Chunk) -> bool:
     if entry.repo not in (GLOBAL, chunk.repo):
         return False
-    for pattern in entry.paths:
-        if fnmatch.fnmatchcase(chunk.path, pattern) or chunk.path == pattern or chunk.path.startswith(pattern.rstrip("/") + "/"):
-            return True
+    if chunk.path in entry.paths:
+        return True
     symbol = chunk.symbol or ""
     return any(symbol and (symbol == s.removesuffix("()") or symbol.endswith("." + s.removesuffix("()")))
                for s in entry.symbols)

@@ -119,9 +119,17 @@ def test_lifecycle_on_a_real_index(world):
     assert "source=person" in context["text"] and "(green)" in context["text"]
     assert not any(b["path"] == "docs/adr/0001-money-in-cents.md" for b in context["blocks"])
     assert context["tokens_used"] <= context["budget"]
+    pipeline.knowledge.flush()
+    from semantica.api import SearchRequest
+
+    explained = pipeline.search(SearchRequest(query=QUESTION + " explained", repos=[REPO], k=5, explain=True)).hits
+    boosted = [h for h in explained if "knowledge boost" in (h.explanation or "")]
+    paths = {h.path for h in boosted}  # the files and symbols the entries name, nothing else
+    assert "shop/prices.py" in paths and paths <= {"shop/prices.py", "docs/adr/0001-money-in-cents.md"}
+    pipeline.knowledge.flush()
     off = _context(_pipeline(config, service, ("enabled", False)))
     assert off["knowledge"] == [] and not off["text"].startswith("# knowledge:")
-    assert service.base.find(rule.id).get(rule.id).uses == 1
+    assert service.base.find(rule.id).get(rule.id).uses == 2
 
     # feedback moves trust, both ways
     before = service.base.find(rule.id).get(rule.id).trust
@@ -174,3 +182,18 @@ def test_a_conflict_goes_to_review_and_is_not_injected(world):
     assert kept.status == Status.ACTIVE.value
     lost = service.base.find(clash.entry.id).get(clash.entry.id)
     assert lost.status == Status.RETIRED.value and keep.id in lost.retire_reason
+
+
+def test_an_unreadable_store_degrades_the_answer(world, tmp_path):
+    from dataclasses import replace
+
+    from semantica.api import SearchRequest
+
+    config, _, _, _ = world
+    broken = tmp_path / "knowledge"
+    broken.mkdir()
+    (broken / "tiny+ledger.sqlite").write_bytes(b"this is not a database" * 100)
+    pipeline = SearchPipeline(replace(config, knowledge=replace(config.knowledge, directory=str(broken))))
+    response = pipeline.search(SearchRequest(query=QUESTION, repos=[REPO], k=5))
+    assert response.hits and response.context["knowledge"] == []
+    assert [d["stage"] for d in response.degraded] == ["knowledge"]
