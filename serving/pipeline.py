@@ -282,7 +282,7 @@ class SearchPipeline:
             lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None))  # planning
         files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
         used = self._knowledge(request.query, snapshots, timer, degraded)
-        hits = self.knowledge.boost(hits, used, chunks)
+        hits = self.knowledge.boost(hits, used, chunks, request.k)
         budget = self.config.context.token_budget if request.context_budget is None else request.context_budget
         injected = self.knowledge.render(used, budget)
         top = hits[: request.k]

@@ -153,7 +153,8 @@ class KnowledgeService:
                 store = self.base.find(entry_id, repos)
             except LookupError:
                 continue
-            store.update(entry_id, "feedback", f"vote {step:+g}", lambda e: setattr(e, "votes", e.votes + step))
+            store.update(entry_id, "feedback", f"vote {step:+g}", lambda e: setattr(e, "votes", e.votes + step),
+                         searchable=False)
             moved.append(entry_id)
         return moved
 

@@ -144,10 +144,11 @@ class KnowledgeStore:
         return self.update(entry_id, actor or "edit", why, lambda e: self._apply(e, changes), bump=True)
 
     def update(self, entry_id: str, actor: str, why: str, change: Callable[[Entry], None], bump: bool = False,
-               revise: bool = True) -> Entry:
+               revise: bool = True, searchable: bool = True) -> Entry:
         """Apply `change` to the entry; `bump` makes it a new version (the old one goes to `versions`).
         Curator and feedback updates (trust, votes, status) are recorded in `versions` too when they bump.
-        `revise=False` leaves the store's revision (a use count must not empty the query cache)."""
+        `revise=False` leaves the store's revision (a use count must not empty the query cache);
+        `searchable=False` skips re-indexing the text (counters and dates only: it did not change)."""
         with self._write(revise):
             entry = self.get(entry_id)
             before = json.dumps(entry.to_dict(), ensure_ascii=False)
@@ -162,8 +163,9 @@ class KnowledgeStore:
             row = entry.to_row()
             self._db.execute(f"UPDATE entries SET {', '.join(f'{c} = ?' for c in _COLUMNS if c != 'id')} WHERE id = ?",
                              [row[c] for c in _COLUMNS if c != "id"] + [entry.id])
-            self._db.execute("DELETE FROM entries_fts WHERE id = ?", (entry.id,))
-            self._index(entry)
+            if searchable:
+                self._db.execute("DELETE FROM entries_fts WHERE id = ?", (entry.id,))
+                self._index(entry)
             return entry
 
     def set_status(self, entry_id: str, status: Status, actor: str, why: str) -> Entry:

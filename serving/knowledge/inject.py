@@ -3,8 +3,9 @@
 lookup   FTS5 over the asked repositories' stores and the global one; an entry counts when it shares at
          least `min_matched_terms` terms with the query (fewer for a shorter query) and its trust now is at
          or above `threshold`; the best `max_entries` by (shared terms, trust).
-boost    a hit whose symbol, or whose exact file, an entry names: score x (1 + hit_boost x trust), then re-sorted
-         (directory and glob scopes are verified but boost nothing: "all of serving/" is no ranking signal).
+boost    a hit of the answer (the first k) whose symbol, or whose exact file, an entry names: score x
+         (1 + hit_boost x trust), moved up past the lower-scored hits just above it (directory and glob scopes
+         are verified but boost nothing: "all of serving/" is no ranking signal).
 dedupe   a code hit of the very document an entry came from, or whose text holds the entry's claim, is dropped:
          the entry already says it.
 render   entries as cited blocks (`# knowledge:<id> trust=... source=... verified=...`) within
@@ -116,15 +117,16 @@ class KnowledgeInjector:
         found.sort(key=lambda u: (-u.matched, -u.trust, u.entry.id))
         return found[: self.settings.max_entries]
 
-    def boost(self, hits: list[Hit], used: list[UsedEntry], chunks: dict[str, Chunk]) -> list[Hit]:
-        """A hit an entry names gets score x (1 + hit_boost x trust) and moves up past the unboosted hits just
-        above it that it now outscores. Nothing else moves: the order that came in is not always by score
-        (exact graph answers lead, planning may diversify), so it is never re-sorted as a whole."""
+    def boost(self, hits: list[Hit], used: list[UsedEntry], chunks: dict[str, Chunk], k: int) -> list[Hit]:
+        """A hit among the first `k` that an entry names gets score x (1 + hit_boost x trust) and moves up past
+        the unboosted hits just above it that it now outscores. Nothing else moves: the order that came in is
+        not always by score (exact graph answers lead, planning may diversify), so it is never re-sorted as a
+        whole, and a hit below `k` is never pulled in: knowledge orders the answer, retrieval chooses it."""
         if not used or self.settings.hit_boost <= 0:
             return hits
         out = list(hits)
         boosted: set[str] = set()
-        for i, hit in enumerate(hits):
+        for i, hit in enumerate(hits[:k]):
             chunk = chunks.get(hit.chunk_id) or hit.chunk
             trust = max((u.trust for u in used if chunk is not None and _about(u.entry, chunk)), default=0.0)
             if not trust:
@@ -187,7 +189,8 @@ class KnowledgeInjector:
 
         for entry in entries:
             try:
-                self.service.base.store(entry.repo or GLOBAL).update(entry.id, "query", "used", use, revise=False)
+                self.service.base.store(entry.repo or GLOBAL).update(entry.id, "query", "used", use, revise=False,
+                                                                     searchable=False)
             except (sqlite3.Error, LookupError) as exc:  # a use is a hint; losing one is harmless
                 log.warning("knowledge entry %s: use not recorded: %s", entry.id, exc)
 

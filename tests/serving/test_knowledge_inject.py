@@ -27,10 +27,11 @@ def _setup():
 def test_boost_moves_only_the_named_hit_and_only_past_what_it_outscores():
     chunks, hits, used = _setup()
     injector = KnowledgeInjector(load_config(None, [], environ={}))
-    order = [chunks[h.chunk_id].symbol for h in injector.boost(list(hits), used, chunks)]
+    assert injector.boost(list(hits), used, chunks, 3) == hits  # price_of is not in the answer's first 3: it stays out
+    order = [chunks[h.chunk_id].symbol for h in injector.boost(list(hits), used, chunks, 5)]
     assert order == ["exact_answer", "first", "price_of", "second", ""]  # 0.039 x 1.12 > 0.04, < 0.05
     assert "knowledge boost x1.120" in hits[3].explanation
-    assert injector.boost(list(hits), [], chunks) == hits
+    assert injector.boost(list(hits), [], chunks, 5) == hits
 
 
 def test_dedupe_and_render():
