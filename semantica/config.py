@@ -496,6 +496,51 @@ class DaemonConfig:
 
 
 @dataclass
+class KnowledgeTrustConfig:
+    """Weights of the trust score (docs/knowledge.md): trust = clamp(sum of weighted signals in [0, 1]) with
+    freshness halving every `half_life_days` since the entry was last verified or used; a pin adds `pin`."""
+
+    source: float = 0.30  # x source reliability (knowledge.source_reliability by source kind)
+    verification: float = 0.25  # x 1 when the scope checked green against the newest snapshot, 0.5 unchecked, 0 failed
+    evidence: float = 0.15  # x min(1, evidence items / evidence_saturation)
+    references: float = 0.10  # x clamp((uses + votes) / references_saturation, -1, 1): bad feedback lowers trust
+    freshness: float = 0.20  # x 0.5 ** (days since last used, edited or created / half_life_days)
+    pin: float = 0.30  # added once for a pinned entry (still capped at 1)
+    failed_factor: float = 0.5  # the whole score x this while verification fails (a demoted entry)
+    half_life_days: float = 90.0
+    evidence_saturation: int = 3
+    references_saturation: int = 10
+
+
+@dataclass
+class KnowledgeConfig:
+    """Knowledge entries (decisions, rules, facts, how-tos) injected first into the context; curated by trust."""
+
+    enabled: bool = True  # false: search and get_context neither look entries up nor boost hits
+    directory: str = ""  # "" = <paths.index_root>/.knowledge (one SQLite file per repository + global.sqlite)
+    threshold: float = 0.5  # only entries at or above this trust are injected
+    floor: float = 0.2  # the curator retires active entries below this trust after `grace_days`
+    grace_days: float = 14.0
+    max_entries: int = 3  # entries injected into one answer
+    max_context_share: float = 0.25  # of the context budget, at most this much goes to entries
+    lookup_candidates: int = 20  # FTS5 matches read per store before trust filtering
+    hit_boost: float = 0.15  # a hit in an injected entry's scope: score x (1 + hit_boost x trust)
+    feedback_step: float = 1.0  # one vote per feedback on an answer that used the entry (sign of the rating)
+    min_matched_terms: int = 2  # an entry is relevant to a query sharing this many terms (fewer when the query has fewer)
+    verify_top: int = 50  # the curator re-verifies this many most trusted entries per repository
+    auto_promote: bool = True  # the curator makes a verified candidate above the threshold active
+    conflict_similarity: float = 0.6  # word overlap (of the shorter text) at which opposite claims conflict
+    max_text_chars: int = 8000  # longer text: HTTP 413 / CLI error
+    max_title_chars: int = 200
+    candidate_globs: list[str] = field(default_factory=lambda: [
+        "docs/adr/*.md", "doc/adr/*.md", "docs/decisions/*.md", "ARCHITECTURE.md", "CONTRIBUTING.md"])
+    curate_after_index: bool = True  # `semantica index` ingests candidates and curates that repository
+    source_reliability: dict[str, float] = field(default_factory=lambda: {
+        "person": 0.8, "adr": 0.9, "doc": 0.7, "agent": 0.4})
+    trust: KnowledgeTrustConfig = field(default_factory=KnowledgeTrustConfig)
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -539,6 +584,7 @@ class Config:
     final_order: FinalOrderConfig = field(default_factory=FinalOrderConfig)
     feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
     planning: PlanningConfig = field(default_factory=PlanningConfig)  # issue 15
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)  # semantica/knowledge, serving/knowledge
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

@@ -191,15 +191,18 @@ class IngressCore:
 
     def feedback(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         body = FeedbackBody.model_validate(payload)
-        if not body.chunk_ids and not body.hits:
-            raise QueryError("feedback needs at least one selected chunk id (chunk_ids) or hit (hits)")
+        if not body.chunk_ids and not body.hits and not body.knowledge_ids:
+            raise QueryError("feedback needs at least one selected chunk id (chunk_ids), hit (hits) or knowledge "
+                             "entry (knowledge_ids)")
         record = body.model_dump()
         record["repos"] = self._scope(principal, record["repos"])
         for hit in record["hits"]:
             if "repo" in hit:
                 self._scope(principal, [str(hit["repo"])])
         path = self.feedback_log.append(record)
-        return {"stored": True, "file": path.name}
+        moved = self.pipeline.knowledge.feedback(body.knowledge_ids, body.rating,
+                                                 None if principal.unrestricted else record["repos"])
+        return {"stored": True, "file": path.name, "knowledge_moved": moved}
 
     def repo_status(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
         """One row per visible repository (`IndexLayout.listing`): its snapshot and age, or the error that

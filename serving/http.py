@@ -10,18 +10,19 @@ in-process tests, so both run exactly this app. The core is `serving.app.Ingress
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from serving.admission import AdmissionMiddleware
 from serving.guards import AccessGuard, BodyGuard, principal_of
 from serving.http_errors import Forbidden, NotFound, install_error_handlers
 from serving.http_models import FeedbackBody, GraphBody, MapBody, SearchBody
+from serving.knowledge.http import KnowledgeApi, KnowledgeBody
 from serving.metrics import CONTENT_TYPE, MetricsMiddleware
 
-ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map")
+ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map", "/v1/knowledge")
 UNHEALTHY = ("unavailable", "draining")
 ADMISSION_EXEMPT = ("/healthz", "/metrics", "/docs", "/openapi.json")
 """Never shed: a platform's probes must see an overloaded server as alive and busy."""
@@ -54,6 +55,22 @@ def build_http_app(core: Any, known_errors: tuple[type[Exception], ...], status_
     @api.post("/v1/feedback", status_code=201)
     def http_feedback(body: FeedbackBody, request: Request) -> JSONResponse:
         return JSONResponse(core.feedback(body.model_dump(), principal(request)), status_code=201)
+
+    knowledge = KnowledgeApi(core.pipeline.knowledge.service)  # serving/knowledge/http.py (docs/knowledge.md)
+
+    @api.get("/v1/knowledge")
+    def http_knowledge_list(request: Request, repo: str | None = None, query: str = "",
+                            status: Annotated[list[str], Query()] = [],  # noqa: B006 (FastAPI copies defaults)
+                            limit: Annotated[int, Query(ge=1, le=500)] = 50) -> JSONResponse:
+        return JSONResponse(knowledge.list(principal(request), repo, query, status, limit))
+
+    @api.get("/v1/knowledge/{entry_id}")
+    def http_knowledge_get(entry_id: str, request: Request) -> JSONResponse:
+        return JSONResponse(knowledge.get(principal(request), entry_id))
+
+    @api.post("/v1/knowledge", status_code=201)
+    def http_knowledge_add(body: KnowledgeBody, request: Request) -> JSONResponse:
+        return JSONResponse(knowledge.add(principal(request), body), status_code=201)
 
     @api.get("/v1/repos")
     def http_repos(request: Request) -> JSONResponse:

@@ -120,13 +120,15 @@ class FeedbackBody(BaseModel):
     snapshots: dict[str, str] = Field(default_factory=dict)
     rating: float | None = Field(default=None, allow_inf_nan=False)
     comment: str | None = None
+    knowledge_ids: list[str] = Field(default_factory=list, description="knowledge entries the answer used "
+                                     "(context.knowledge[].id): one vote each, down when rating <= 0")
 
     @field_validator("repos")
     @classmethod
     def _valid_repos(cls, names: list[str]) -> list[str]:
         return _repo_names(names)
 
-    @field_validator("query", "comment", "chunk_ids", "hits", "snapshots", mode="before")
+    @field_validator("query", "comment", "chunk_ids", "hits", "snapshots", "knowledge_ids", mode="before")
     @classmethod
     def _clean(cls, value: Any) -> Any:
         return clean_json(value)

@@ -33,7 +33,9 @@ from serving.mcp_models import (
     FreshnessOut,
     GraphOut,
     HitOut,
+    KnowledgeOut,
     MapOut,
+    ProposedOut,
     RepoOut,
     ReposOut,
     SearchOut,
@@ -122,6 +124,16 @@ class SemanticaTools:
                               "A compact map of one repository for orienting yourself: its files ranked by personalised "
                               "PageRank over the code graph, seeded with the identifiers and paths in `query`, each "
                               "with its top symbols (line and signature), within a token budget."))
+        specs += [
+            ToolSpec("knowledge_search", self.knowledge_search,
+                     "Search the team's knowledge entries (decisions, rules, facts, how-tos) with their trust score, "
+                     "source and last verification. Trusted relevant entries already lead `get_context`; use this to "
+                     "check a rule before changing code it is about."),
+            ToolSpec("knowledge_propose", self.knowledge_propose,
+                     "Propose a knowledge entry you learned (an agent's answer that proved right, a rule the code "
+                     "implies). It starts as a candidate: checked against the code, scored, and used only once "
+                     "trusted. Scope it with the paths and symbols it is about.", read_only=False),
+        ]
         if self.syncer is not None:
             specs.append(ToolSpec(
                 "sync", self.sync,
@@ -166,7 +178,7 @@ class SemanticaTools:
             blocks=[ContextBlockOut(citation=b["citation"], repo=b["repo"], path=b["path"], start_line=b["start_line"],
                                     end_line=b["end_line"], tokens=b["tokens"]) for b in context["blocks"]],
             tokens_used=context["tokens_used"], budget=context["budget"], truncated=context["truncated"],
-            freshness=freshness_list(response.freshness),
+            freshness=freshness_list(response.freshness), knowledge=context.get("knowledge", []),
         )
 
     def repo_map(self, repo: Annotated[str, Field(min_length=1, description="a repository name from list_repos")],
@@ -219,6 +231,30 @@ class SemanticaTools:
 
     def implementations(self, name: Name, repos: Repos = []) -> GraphOut:  # noqa: B006
         return self._graph("impls", name, repos, None)
+
+    def knowledge_search(self, query: Annotated[str, Field(description="words to find; empty = the most trusted")] = "",
+                         repos: Repos = [],  # noqa: B006
+                         status: Annotated[list[str], Field(description="active (default), candidate, review, retired")] = [],  # noqa: B006
+                         limit: Annotated[int, Field(ge=1, le=200)] = 20) -> KnowledgeOut:
+        from semantica.knowledge.entry import Status
+
+        service = self.pipeline.knowledge.service
+        statuses = self._guard(lambda: tuple(Status.parse(s) for s in status)) or (Status.ACTIVE,)
+        entries = self._guard(lambda: service.list(list(repos) or None, statuses, query, limit))
+        return KnowledgeOut(entries=[e.to_dict() for e in entries], threshold=self.config.knowledge.threshold)
+
+    def knowledge_propose(self, title: Annotated[str, Field(min_length=1)], text: Annotated[str, Field(min_length=1)],
+                          repo: Annotated[str, Field(description="the repository it is about; '' = global")] = "",
+                          kind: Annotated[str, Field(description="decision | rule | fact | how-to")] = "fact",
+                          paths: Paths = [], symbols: Annotated[list[str], Field(description="symbols it is about")] = [],  # noqa: B006
+                          evidence: Annotated[list[str], Field(description="commits, tests, files that back it")] = [],  # noqa: B006
+                          source_ref: Annotated[str, Field(description="who you are / the question you answered")] = "",
+                          ) -> ProposedOut:
+        service = self.pipeline.knowledge.service
+        result = self._guard(lambda: service.add(repo, {
+            "title": title, "text": text, "kind": kind, "paths": list(paths), "symbols": list(symbols),
+            "evidence": list(evidence), "source_kind": "agent", "source_ref": source_ref}, actor="mcp"))
+        return ProposedOut(**result.to_dict())
 
     # -- helpers --------------------------------------------------------------------------------
 

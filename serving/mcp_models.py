@@ -77,6 +77,8 @@ class ContextOut(BaseModel):
     budget: int
     truncated: bool = Field(description="some selected code did not fit in the budget")
     freshness: list[FreshnessOut]
+    knowledge: list[dict[str, Any]] = Field(default_factory=list, description="trusted knowledge entries leading "
+                                            "`text` (id, trust, source, last_verified); cite them by `knowledge:<id>`")
 
 
 class RepoOut(BaseModel):
@@ -170,3 +172,14 @@ class MapOut(BaseModel):
     tokens: int
     budget: int
     total_files: int
+
+
+class KnowledgeOut(BaseModel):
+    entries: list[dict[str, Any]] = Field(description="entries with trust, source, verification, scope, status")
+    threshold: float = Field(description="entries at or above this trust are injected into contexts")
+
+
+class ProposedOut(BaseModel):
+    entry: dict[str, Any] = Field(description="the stored entry (status candidate until trusted)")
+    warnings: list[str] = Field(description="e.g. a symbol of the scope that the code does not define")
+    conflicts: list[str] = Field(description="ids of entries it contradicts: both wait for review")

@@ -28,6 +28,7 @@ from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.context import Context
 from serving.intent import IntentResult
+from serving.knowledge.inject import InjectedKnowledge, KnowledgeInjector
 from serving.localize import Localizer
 from serving.planning.passes import PipelinePass  # planning (issue 15)
 from serving.prefetch import Prefetcher
@@ -76,6 +77,7 @@ class SearchPipeline:
                                              thread_name_prefix="repo")
         self._prefetcher = Prefetcher()
         self.planner = self.stages.planner  # planning (issue 15): serving/planning/
+        self.knowledge = KnowledgeInjector(self.config, snapshots=self.snapshots)  # serving/knowledge/
 
     # -- the stages (read through; built and owned by `self.stages`) ---------------------------
 
@@ -206,7 +208,8 @@ class SearchPipeline:
         warnings = timer.run("validate", lambda: self.validate(request))
         degraded: list[dict[str, str]] = []
         snapshots = self._repos(request, degraded)
-        key = request.cache_key(tuple(s.snapshot_id for s in snapshots) + self.ranking_hooks.cache_tag(snapshots))  # 15
+        key = request.cache_key(tuple(s.snapshot_id for s in snapshots) + self.ranking_hooks.cache_tag(snapshots)  # 15
+                                + self.knowledge.cache_tag(snapshots))
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -278,16 +281,21 @@ class SearchPipeline:
         files, functions = timer.run("localize", lambda: self.localizer.localize(
             lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None))  # planning
         files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
+        used = self._knowledge(request.query, snapshots, timer, degraded)
+        hits = self.knowledge.boost(hits, used, chunks, request.k)
+        budget = self.config.context.token_budget if request.context_budget is None else request.context_budget
+        injected = self.knowledge.render(used, budget)
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
-            top, chunks, self._file_lines(snapshots), request.context_budget))
+            self.knowledge.dedupe(top, injected.entries, chunks), chunks, self._file_lines(snapshots),
+            budget - injected.tokens))
         response = SearchResponse(
             query=request.query,
             intent={"dominant": intent.dominant.value,
                     "probabilities": {i.value: round(p, 4) for i, p in intent.probabilities.items()},
                     "expansions": asdict(intent.expansions)},
             hits=[self._view(rank, hit, chunks[hit.chunk_id], request.explain) for rank, hit in enumerate(top, 1)],
-            files=files, functions=functions, context=_context_dict(context), degraded=degraded,
+            files=files, functions=functions, context=_context_dict(context, injected), degraded=degraded,
             warnings=warnings, timings_ms=timer.ms, snapshots={s.repo: s.snapshot_id for s in snapshots},
             graph=routed.result.to_dict() if routed is not None else None,
             plan=plan.to_dict() if plan else None,  # planning
@@ -297,7 +305,19 @@ class SearchPipeline:
         if routed is not None:
             for view in response.hits:
                 view.graph = routed.by_chunk.get(view.chunk_id)
+        self.knowledge.mark_used(injected)
         return response, lists
+
+    def _knowledge(self, query: str, snapshots: list[Snapshot], timer: StageTimer,
+                   degraded: list[dict[str, str]]) -> list[Any]:
+        """Trusted relevant entries (serving/knowledge/); an unreadable store degrades the answer, never fails it."""
+        if not self.knowledge.enabled:
+            return []
+        try:
+            return timer.run("knowledge", lambda: self.knowledge.lookup(query, [s.repo for s in snapshots]))
+        except Exception as exc:
+            degraded.append(_degraded("knowledge", exc))
+            return []
 
     def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: list[RetrieverSpec],
                   filters: Filters, timer: StageTimer, degraded: list[dict[str, str]],
@@ -395,6 +415,9 @@ def _interleave(*sources: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _context_dict(context: Context) -> dict[str, Any]:
-    return {"blocks": [asdict(b) for b in context.blocks], "tokens_used": context.tokens_used,
-            "budget": context.budget, "truncated": context.truncated, "text": context.render()}
+def _context_dict(context: Context, knowledge: InjectedKnowledge) -> dict[str, Any]:
+    """The code blocks, after the knowledge entries (first in `text`, listed in `knowledge`)."""
+    text = "\n\n".join(t for t in (knowledge.text, context.render()) if t)
+    return {"blocks": [asdict(b) for b in context.blocks], "tokens_used": context.tokens_used + knowledge.tokens,
+            "budget": context.budget + knowledge.tokens, "truncated": context.truncated, "text": text,
+            "knowledge": knowledge.to_list()}

@@ -47,6 +47,8 @@ def run_index(args: argparse.Namespace) -> int:
             raise ValueError("pass either --commit or --ref, not both")
         base = args.name or repo_name_from_path(args.repo)
         summaries = [indexer.index(args.repo, branch_key(base, ref), ref) for ref in args.ref]
+        for summary in summaries:
+            curate_after_index(config, summary, args.json)
         if args.json:
             print_json([s.to_dict() for s in summaries])
             return 0
@@ -54,11 +56,27 @@ def run_index(args: argparse.Namespace) -> int:
             print_summary(summary)
         return 0
     summary = indexer.index(args.repo, args.name, args.commit)
+    curate_after_index(config, summary, args.json)
     if args.json:
         print_json(summary.to_dict())
         return 0
     print_summary(summary)
     return 0
+
+
+def curate_after_index(config, summary, quiet: bool) -> None:  # noqa: ANN001 (Config, IndexSummary)
+    """Candidates from the new snapshot's ADRs/docs and a curator pass (docs/knowledge.md); a knowledge
+    failure never fails the index: the snapshot is published already."""
+    from semantica.knowledge.after_index import after_index
+
+    try:
+        done = after_index(config, summary.repo)
+    except Exception as exc:  # the index is published; say what went wrong and go on
+        print(f"knowledge: curation after index failed: {exc}", file=sys.stderr)
+        return
+    if done and not quiet:
+        print(f"  knowledge: {len(done['candidates'])} candidate(s) added/updated, {len(done['changes'])} change(s) "
+              f"in {done['ms']:.0f} ms")
 
 
 def print_summary(summary) -> None:  # noqa: ANN001 (pipelines.indexer.IndexSummary, imported lazily)

@@ -36,11 +36,18 @@ def run_watch(args: argparse.Namespace) -> int:
     from pipelines.watch import RepoWatcher
 
     config = config_from_args(args)
+    from jobs.commands.index import curate_after_index
+
+    def synced(result) -> None:  # noqa: ANN001 (pipelines.sync.SyncResult)
+        print(describe(result), flush=True)
+        if result.reindexed:  # the new snapshot: candidates + a curator pass (docs/knowledge.md)
+            curate_after_index(config, result, quiet=False)
+
     watcher = RepoWatcher(config, args.path, args.name,
-                          on_sync=lambda result: print(describe(result), flush=True),
+                          on_sync=synced,
                           on_error=lambda exc: print(f"sync failed (previous snapshot stays current): {exc}",
                                                      file=sys.stderr, flush=True))
-    print(describe(watcher.sync_now()), flush=True)
+    synced(watcher.sync_now())
     watcher.start()
     print(f"watching {watcher.root} (Ctrl-C to stop)", flush=True)
     try:

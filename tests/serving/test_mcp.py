@@ -30,7 +30,8 @@ FILES = {
     "README.md": "# Ledger\n\nA tiny ledger that records amounts.\n",
 }
 EXPECTED_TOOLS = {"search", "get_context", "list_repos", "index_status", "sync",
-                  "callers", "callees", "definition", "references", "implementations", "repo_map"}
+                  "callers", "callees", "definition", "references", "implementations", "repo_map",
+                  "knowledge_search", "knowledge_propose"}
 
 
 def git_repo(root: Path, files: dict[str, str]) -> Path:
