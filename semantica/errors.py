@@ -118,6 +118,22 @@ def local_kind_of(exc: BaseException) -> ErrorKind | None:
     return next((k for base, k in LOCAL_KINDS if isinstance(exc, base)), None)
 
 
+def declared_error_types() -> list[type[BaseException]]:
+    """Every loaded exception class that declares its own `error_kind` (a web framework registers one
+    handler per class: a handler for `Exception` itself is its last resort, which logs a traceback)."""
+    found: list[type[BaseException]] = []
+    seen: set[type] = set()
+    stack: list[type] = [BaseException]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                stack.append(sub)
+                if isinstance(sub.__dict__.get("error_kind"), ErrorKind):
+                    found.append(sub)
+    return found
+
+
 RepoFilter = Callable[[str], bool]
 
 

@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from semantica.errors import ErrorKind, RepoFilter, describe, scrub
+from semantica.errors import ErrorKind, RepoFilter, declared_error_types, describe, scrub
 
 log = logging.getLogger("semantica.http")
 
@@ -120,13 +120,16 @@ def install_error_handlers(api: FastAPI) -> None:
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return json_error(exc.status_code, "HTTPError", str(exc.detail), dict(exc.headers or {}))
 
-    async def any_error(request: Request, exc: Exception) -> JSONResponse:
+    async def declared(request: Request, exc: Exception) -> JSONResponse:
         principal = request.scope.get("state", {}).get("principal")
         return error_response(exc, None if principal is None or principal.unrestricted else principal.may_read)
 
     api.add_exception_handler(RequestValidationError, validation)
     api.add_exception_handler(StarletteHTTPException, http_error)
-    api.add_exception_handler(Exception, any_error)
+    for kind in declared_error_types():
+        if issubclass(kind, Exception):
+            api.add_exception_handler(kind, declared)
+    api.add_exception_handler(Exception, declared)  # the last resort: a bug, a 500 (Starlette logs it)
 
 
 def unknown_error_response(exc: BaseException, where: str) -> JSONResponse:
