@@ -154,7 +154,8 @@ class QueryDaemon:
                     self.requests += 1
                 response = search_for_cli(self._pipeline, dict(message.get("request") or {}), message.get("branch"))
                 return {"ok": True, "response": response.to_dict()}
-            return {"ok": False, "error": "ValueError", "message": f"unknown op {op!r}; known: search, status, stop"}
+            return {"ok": False, "error": "ValueError", "kind": ErrorKind.INVALID.slug,
+                    "message": f"unknown op {op!r}; known: search, status, stop"}
         except Exception as exc:  # the client prints it as one line; the daemon keeps serving
             log.warning("daemon request failed", exc_info=True)
             kind = local_kind_of(exc) or ErrorKind.INTERNAL

@@ -45,10 +45,17 @@ ADMISSION_EXEMPT = ("/healthz", "/metrics", "/docs", "/openapi.json")
 def build_http_app(core: Any) -> FastAPI:
     api = FastAPI(title="Semantica", version="1", description="Hybrid code search: dense + BM25 + symbols + code "
                   "graph, fused, reranked, with a cited context. Errors are JSON {error, message}.")
-    install_error_handlers(api)
-
     def principal(request: Request) -> Any:
         return principal_of(request.scope)
+
+    def readable(request: Request) -> Any:
+        """What an error message may name for this caller: None (everything) unless its token is scoped."""
+        caller = principal(request)
+        if caller is None:  # an unauthenticated probe of a public path: no repository
+            return lambda name: False
+        return None if caller.unrestricted else caller.may_read
+
+    install_error_handlers(api, readable)
 
     @api.post("/v1/search", responses=error_responses(BODY_ROUTE_ERRORS))
     def http_search(body: SearchBody, request: Request) -> JSONResponse:

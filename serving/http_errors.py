@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -109,9 +110,9 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str
     return summary, details
 
 
-def install_error_handlers(api: FastAPI) -> None:
+def install_error_handlers(api: FastAPI, readable: Callable[[Request], RepoFilter | None]) -> None:
     """Validation errors -> 422 with the fields, every other exception -> the status its kind maps to
-    (`error_response`); an unknown repository's message lists only what the caller may read."""
+    (`error_response`); an unknown repository's message lists only what `readable(request)` accepts."""
 
     async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         message, details = _validation_message(exc)
@@ -121,8 +122,7 @@ def install_error_handlers(api: FastAPI) -> None:
         return json_error(exc.status_code, "HTTPError", str(exc.detail), dict(exc.headers or {}))
 
     async def declared(request: Request, exc: Exception) -> JSONResponse:
-        principal = request.scope.get("state", {}).get("principal")
-        return error_response(exc, None if principal is None or principal.unrestricted else principal.may_read)
+        return error_response(exc, readable(request))
 
     api.add_exception_handler(RequestValidationError, validation)
     api.add_exception_handler(StarletteHTTPException, http_error)

@@ -181,3 +181,13 @@ def test_what_the_schema_allows_the_server_accepts(core, document, path, body):
     answer = run(_post(core, path, json=body))
     assert answer.status_code in (200, 201), answer.text
 
+
+
+def test_everything_that_parses_as_http_gets_a_json_error(core):
+    async def calls():
+        async with client(core) as http:
+            return [await http.get("/no/such/route"), await http.delete("/v1/search"), await http.get("/v1/search")]
+
+    for answer, status in zip(run(calls()), (404, 405, 405)):
+        assert answer.status_code == status and answer.headers["content-type"].startswith("application/json")
+        assert answer.json()["error"] == "HTTPError", answer.text
