@@ -34,7 +34,11 @@ from serving.metrics import CONTENT_TYPE, MetricsMiddleware
 
 ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map")
 UNHEALTHY = ("unavailable", "draining")
+
+
 class PrometheusText(Response):
+    """`/metrics`: Prometheus' text exposition format (its content type is what the document declares)."""
+
     media_type = CONTENT_TYPE
 
 
@@ -45,6 +49,7 @@ ADMISSION_EXEMPT = ("/healthz", "/metrics", "/docs", "/openapi.json")
 def build_http_app(core: Any) -> FastAPI:
     api = FastAPI(title="Semantica", version="1", description="Hybrid code search: dense + BM25 + symbols + code "
                   "graph, fused, reranked, with a cited context. Errors are JSON {error, message}.")
+
     def principal(request: Request) -> Any:
         return principal_of(request.scope)
 
@@ -102,6 +107,7 @@ def build_http_app(core: Any) -> FastAPI:
         return apply_request_limits(published(), core.config)
 
     api.openapi = openapi  # type: ignore[method-assign]
+
     # add_middleware wraps: the last added runs first
     api.add_middleware(AdmissionMiddleware, controller=core.admission, exempt=ADMISSION_EXEMPT,
                        on_shed=lambda reason: core.metrics.shed.labels(reason).inc())
