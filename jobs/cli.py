@@ -9,18 +9,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sqlite3  # a full disk surfaces from the parse cache as sqlite3.OperationalError
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from semantica.config import Config, ConfigError, load_config
+from semantica.config import Config, load_config
+from semantica.errors import CLI_INTERRUPTED_EXIT, CLI_USAGE_EXIT, ErrorKind, local_kind_of
 
 COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
                    "pairs", "daemon", "planning", "knowledge")  # modules of jobs/commands/
 LIGHT_COMMANDS = ("query", "daemon")  # parsed without importing the other commands' modules (a warm query is ~0.3 s)
-EXIT_USAGE = 2
-EXIT_FAILED = 1
+EXIT_USAGE = CLI_USAGE_EXIT
+EXIT_FAILED = ErrorKind.INTERNAL.cli_exit
 
 
 class CliError(RuntimeError):
@@ -68,10 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
-    except (CliError, ConfigError, ValueError, LookupError, RuntimeError, OSError, sqlite3.Error) as exc:
+        return CLI_INTERRUPTED_EXIT
+    except Exception as exc:
+        kind = local_kind_of(exc)  # the one table (semantica.errors); None: a bug, shown with its traceback
+        if kind is None:
+            raise
         print(f"semantica {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return kind.cli_exit
 
 
 if __name__ == "__main__":

@@ -10,9 +10,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from semantica.errors import ErrorKind
+
 
 class QueryError(ValueError):
-    """The request itself is wrong (HTTP 400/422); the message says how to fix it."""
+    """The request itself is wrong (HTTP 400); the message says how to fix it."""
+
+    error_kind = ErrorKind.BAD_REQUEST
 
 
 def _doc(text: str, **kwargs: Any) -> Any:

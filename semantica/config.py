@@ -32,6 +32,7 @@ from semantica.config_planning import (  # noqa: F401 (the planning sections of 
     PlanningRetryConfig,
     RepoMapConfig,
 )
+from semantica.errors import ErrorKind
 
 ENV_PREFIX = "SEMANTICA__"
 PACKAGE_CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -40,6 +41,8 @@ DEFAULT_CONFIG_FILE = PACKAGE_CONF_DIR / "default.yaml"
 
 class ConfigError(ValueError):
     """A configuration value or key is wrong; the message says which and what to do."""
+
+    error_kind = ErrorKind.INVALID
 
 
 @dataclass

@@ -38,7 +38,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -46,7 +46,7 @@ from typing import Any
 
 from semantica.build_lock import BuildLock, exclusive
 from semantica.config import IndexConfig
-from semantica.errors import path_exists, public_message
+from semantica.errors import ErrorKind, path_exists, public_message
 from semantica.repo_names import (  # noqa: F401 (re-exported: the layout is where callers look for names)
     RepoNameError,
     legacy_repo_dir_name,
@@ -77,9 +77,28 @@ log = logging.getLogger(__name__)
 class LayoutError(RuntimeError):
     """The index directory is missing something or is inconsistent."""
 
+    error_kind = ErrorKind.UNAVAILABLE
+
 
 class UnknownRepoError(LayoutError):
-    """No published snapshot exists for the asked repository."""
+    """No published snapshot exists for the asked repository. The message lists the indexed ones, but
+    `message_for` lists only those a caller may read: a scoped token never learns the others' names."""
+
+    error_kind = ErrorKind.NOT_FOUND
+
+    def __init__(self, repo: str, indexed: Sequence[str] | None = None, detail: str = "") -> None:
+        self.repo, self.indexed, self.detail = repo, None if indexed is None else list(indexed), detail
+        super().__init__(self.message_for(None))
+
+    def message_for(self, may_read: Callable[[str], bool] | None) -> str:
+        if self.indexed is None:  # the detail may name another repository: only for a caller who reads all
+            return self.detail if self.detail and may_read is None else f"repository {self.repo!r} has no published snapshot"
+        known = ", ".join(n for n in self.indexed if may_read is None or may_read(n)) or "none"
+        return (f"repository {self.repo!r} has no published snapshot (indexed: {known}); "
+                f"run `semantica index --repo PATH --name {self.repo}`")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # crosses Ray (a retriever deployment raises it)
+        return type(self), (self.repo, self.indexed, self.detail)
 
 
 class BrokenSnapshotError(LayoutError):
@@ -356,11 +375,7 @@ class IndexLayout:
         except (OSError, ValueError, LayoutError) as exc:
             log.warning("cannot resolve the snapshot of %r", name, exc_info=True)
             raise BrokenSnapshotError(f"repository {name!r}: {public_message(exc)}") from exc
-        known = ", ".join(self.repos()) or "none"
-        raise UnknownRepoError(
-            f"repository {name!r} has no published snapshot (indexed: {known}); "
-            f"run `semantica index --repo PATH --name {name}`"
-        )
+        raise UnknownRepoError(name, self.repos())
 
     def current_id(self, repo: str) -> str:
         return self.current(repo).root.name

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import unicodedata
 
+from semantica.errors import ErrorKind
+
 
 class RepoNameError(ValueError):
     """A repository name that cannot name an index directory (HTTP 422); the message says why."""
+
+    error_kind = ErrorKind.INVALID
 
 
 _NAME_SEPARATOR = "/"

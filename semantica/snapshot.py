@@ -226,8 +226,8 @@ class SnapshotSet:
                     raise BrokenSnapshotError(f"repository {name!r}: {public_message(exc)}") from exc
                 if normalize_repo_name(snapshot.repo) != name:  # an old-layout directory of another repository
                     raise UnknownRepoError(
-                        f"repository {name!r} has no published snapshot: its directory holds {snapshot.repo!r} "
-                        f"(old name mapping); run `semantica index --repo PATH --name {name}`")
+                        name, detail=f"repository {name!r} has no published snapshot: its directory holds "
+                        f"{snapshot.repo!r} (old name mapping); run `semantica index --repo PATH --name {name}`")
                 self._open[name] = snapshot
             return snapshot
 
@@ -261,19 +261,21 @@ class SnapshotSet:
         return snapshots, failures
 
     def health(self) -> list[RepoHealth]:
-        """Per-repository status for /healthz: the listing plus a cheap check that each snapshot's
-        files are there and readable (tables' footers parsed, shards present); no checksum pass."""
-        out: list[RepoHealth] = []
-        for entry in self.layout.listing():
-            health = RepoHealth.of(entry)
-            if health.ok and entry.manifest is not None:
+        """Per-repository status for /healthz: `checked_listing` as health rows."""
+        return [RepoHealth.of(entry) for entry in self.checked_listing()]
+
+    def checked_listing(self) -> list[RepoEntry]:
+        """The listing plus a cheap check that each snapshot's files are there and readable (tables'
+        footers parsed, shards present; no checksum pass): /healthz and /v1/repos agree on what is broken."""
+        entries = self.layout.listing()
+        for entry in entries:
+            if entry.state is RepoState.OK and entry.manifest is not None:
                 try:
                     check_files(SnapshotPaths(self.layout.root / entry.directory / entry.snapshot_id), entry.manifest)
                 except Exception as exc:
                     log.warning("snapshot of %r failed its health check", entry.repo, exc_info=True)
-                    health.status, health.error = RepoState.BROKEN, public_message(exc)
-            out.append(health)
-        return out
+                    entry.state, entry.error = RepoState.BROKEN, public_message(exc)
+        return entries
 
 
 def check_files(paths: SnapshotPaths, manifest: Manifest) -> None:

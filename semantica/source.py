@@ -19,6 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from semantica.errors import ErrorKind
+
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's sha of the empty tree (diff base of a repo with no commits)
 READ_BLOCK = 1 << 16
 FILES_ARROW_SCHEMA = pa.schema([("path", pa.string()), ("blob_sha", pa.string()), ("skipped", pa.bool_())])
@@ -41,6 +43,8 @@ class SourceKind(enum.Enum):
 
 class GitError(RuntimeError):
     """git could not answer (not a repository, unknown ref, timeout)."""
+
+    error_kind = ErrorKind.INVALID
 
 
 @dataclass

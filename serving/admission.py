@@ -113,7 +113,7 @@ class AdmissionMiddleware:
         try:
             await self.controller.acquire(deadline)
         except Overloaded as exc:
-            self.on_shed(exc.extra.get("reason", ShedReason.QUEUE_FULL))
+            self.on_shed(exc.error_fields.get("reason", ShedReason.QUEUE_FULL))
             await api_error_response(exc)(scope, receive, send)
             return
         state = {"started": False, "abandoned": False}

@@ -12,8 +12,9 @@ same `build_stages(config)`, so no query logic lives here; a registered retrieve
 `<Name>Retriever` deployment. Each deployment takes its replicas / autoscaling / `ray_actor_options` from
 conf/serve.yaml.
 
-Errors are JSON: 422 (FastAPI validation, bad JSON), 400 (`QueryError`), 404 (unknown repository),
-503 (a mandatory stage - intent, fusion, context, cross-encoder when asked for - is down or timed out).
+Errors are JSON with the status of their kind (`semantica.errors.ErrorKind`, docs/errors.md): 422
+(validation), 400 (`QueryError`), 404 (unknown repository), 503 (a mandatory stage - intent, fusion,
+context, cross-encoder when asked for - is down or timed out).
 A failing retriever or late-interaction stage gives a partial answer listing it in `degraded`.
 New snapshots are picked up without restart (`SnapshotSet` re-resolves CURRENT on every request).
 
@@ -32,18 +33,24 @@ from ray.serve.handle import DeploymentHandle
 from semantica.api import QueryError, SearchRequest
 from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
-from semantica.errors import public_message
-from semantica.layout import BrokenSnapshotError, IndexLayout, RepoNameError, UnknownRepoError
+from semantica.errors import describe, kind_of, public_message
+from semantica.layout import IndexLayout
 from serving.admission import AdmissionController
 from serving.feedback import FeedbackLog
-from serving.graph_ops import UnknownNameError
-from serving.graph_service import GraphRequest, GraphRequestError, GraphService
+from serving.graph_service import GraphRequest, GraphService
 from serving.http import ROUTES, build_http_app
 from serving.http_errors import NotFound
 from serving.http_models import FeedbackBody, GraphBody, SearchBody
 from serving.metrics import HttpMetrics
 from serving.pipeline import SearchPipeline
-from serving.remote import CORE_DEPLOYMENTS, MANDATORY, StageUnavailable, _unwrap, remote_stages, stage_deployments
+from serving.remote import (  # noqa: F401 (StageUnavailable: re-exported, callers import it from here)
+    CORE_DEPLOYMENTS,
+    MANDATORY,
+    StageUnavailable,
+    _unwrap,
+    remote_stages,
+    stage_deployments,
+)
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
 from serving.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, auth_required
 from serving.stages import build_stages
@@ -53,25 +60,13 @@ DEFAULT_SERVE_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "serve.
 
 
 def error_status(exc: BaseException) -> int:
-    """HTTP status of an exception raised while answering (the one mapping, used by the handlers)."""
-    if isinstance(exc, QueryError):
-        return 400
-    if isinstance(exc, (GraphRequestError, RepoNameError)):
-        return 422
-    if isinstance(exc, BrokenSnapshotError):
-        return 503
-    if isinstance(exc, (UnknownRepoError, UnknownNameError)):
-        return 404
-    if isinstance(exc, StageUnavailable):
-        return 503
-    return 500
+    """HTTP status of an exception raised while answering: its kind's (`semantica.errors.ErrorKind`)."""
+    return kind_of(exc).http_status
 
 
 def error_body(exc: BaseException) -> dict[str, Any]:
-    body: dict[str, Any] = {"error": type(exc).__name__, "message": str(exc).splitlines()[0] if str(exc) else ""}
-    if isinstance(exc, StageUnavailable):
-        body["stage"] = exc.stage
-    return body
+    """The JSON error body of `exc` for a caller who may read every repository."""
+    return describe(exc).body()
 
 
 # -- the stage deployment (one generic class; each deployment serves one stage) ------------------
@@ -199,6 +194,7 @@ class IngressCore:
         for hit in record["hits"]:
             if "repo" in hit:
                 self._scope(principal, [str(hit["repo"])])
+        self._scope(principal, list(record["snapshots"]))  # repository -> snapshot id: the same scope
         path = self.feedback_log.append(record)
         moved = self.pipeline.knowledge.feedback(body.knowledge_ids, body.rating,
                                                  None if principal.unrestricted else record["repos"])
@@ -209,7 +205,7 @@ class IngressCore:
         keeps it from opening (status "broken"); one broken snapshot is never fatal to the listing."""
         now = dt.datetime.now(dt.UTC)
         rows: list[dict[str, Any]] = []
-        for entry in self.layout.listing():
+        for entry in self.pipeline.snapshots.checked_listing():
             if not principal.may_read(entry.repo):
                 continue
             row = entry.to_dict()
@@ -311,9 +307,7 @@ def build_graph(config: Config, options: dict[str, dict[str, Any]] | None = None
 
 def ingress_app(core: IngressCore) -> Any:
     """The FastAPI app over one ingress core (what every Serve ingress replica serves)."""
-    return build_http_app(core, (QueryError, StageUnavailable, GraphRequestError, UnknownNameError, RepoNameError,
-                                 BrokenSnapshotError), error_status,
-                          error_body)
+    return build_http_app(core)
 
 
 def build_app(args: dict[str, Any] | None = None) -> serve.Application:

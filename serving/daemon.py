@@ -24,7 +24,7 @@ from typing import Any
 from semantica.api import SearchRequest, SearchResponse
 from semantica.config import Config
 from semantica.daemon_protocol import PRIVATE_FILE_MODE, DaemonProtocolError, receive, send
-from semantica.errors import public_message
+from semantica.errors import ErrorKind, local_kind_of, public_message
 
 log = logging.getLogger(__name__)
 IDLE_CHECKS_PER_TIMEOUT = 4
@@ -34,6 +34,8 @@ REQUEST_FIELDS = {f.name for f in fields(SearchRequest)}
 
 class BranchNotIndexed(LookupError):
     """`--branch` names a branch no repository was indexed at."""
+
+    error_kind = ErrorKind.NOT_FOUND
 
 
 def search_for_cli(pipeline: Any, request_fields: dict[str, Any], branch: str | None) -> SearchResponse:
@@ -152,10 +154,12 @@ class QueryDaemon:
                     self.requests += 1
                 response = search_for_cli(self._pipeline, dict(message.get("request") or {}), message.get("branch"))
                 return {"ok": True, "response": response.to_dict()}
-            return {"ok": False, "error": "ValueError", "message": f"unknown op {op!r}; known: search, status, stop"}
+            return {"ok": False, "error": "ValueError", "kind": ErrorKind.INVALID.slug,
+                    "message": f"unknown op {op!r}; known: search, status, stop"}
         except Exception as exc:  # the client prints it as one line; the daemon keeps serving
             log.warning("daemon request failed", exc_info=True)
-            return {"ok": False, "error": type(exc).__name__, "message": str(exc) or public_message(exc)}
+            kind = local_kind_of(exc) or ErrorKind.INTERNAL
+            return {"ok": False, "error": type(exc).__name__, "kind": kind.slug, "message": str(exc) or public_message(exc)}
 
     def status(self) -> dict[str, Any]:
         idle = time.monotonic() - self._last_activity

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 FEEDBACK_FILE = "feedback-{date}.jsonl"
+FILE_MODE = 0o600  # queries and comments are the users': readable by the server's account only
+DIRECTORY_MODE = 0o700
 
 
 class FeedbackLog:
@@ -21,14 +23,15 @@ class FeedbackLog:
         self._lock = threading.Lock()
 
     def append(self, record: dict[str, Any]) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(parents=True, exist_ok=True, mode=DIRECTORY_MODE)
         now = dt.datetime.now(dt.UTC)
         path = self.directory / FEEDBACK_FILE.format(date=now.strftime("%Y%m%d"))
         line = (json.dumps({"id": uuid.uuid4().hex, "ts": now.isoformat(timespec="milliseconds"), **record},
                            ensure_ascii=False, default=str, allow_nan=False) + "\n").encode()  # strict JSON
         with self._lock:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
             try:
+                os.fchmod(fd, FILE_MODE)  # a file an older version created world-readable is narrowed too
                 os.write(fd, line)  # one write on an O_APPEND fd: replicas never interleave records
                 os.fsync(fd)
             finally:

@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from semantica.errors import ErrorKind
 from semantica.schema import Chunk, Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, module_of
 from semantica.snapshot import Snapshot
 from serving.structural import GraphOp
@@ -25,6 +26,8 @@ _USE_TYPES = (EdgeType.CALLS.value, EdgeType.REFERENCES.value, EdgeType.INHERITS
 
 class UnknownNameError(LookupError):
     """No symbol (or module) of that name in the searched snapshots (HTTP 404)."""
+
+    error_kind = ErrorKind.NOT_FOUND
 
 
 @dataclass

@@ -5,20 +5,27 @@ Validates the request (op, name, depth, repos), answers from the current snapsho
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from semantica.config import Config
-from semantica.snapshot import SnapshotSet
-from serving.graph_ops import GraphOps
+from semantica.errors import ErrorKind, public_message
+from semantica.layout import BrokenSnapshotError, RepoState
+from semantica.snapshot import RepoHealth, Snapshot, SnapshotSet
+from serving.graph_ops import GraphOps, SnapshotGraph
 from serving.structural import GraphOp
 
 _NAME_MAX_CHARS = 1000
+SNAPSHOT_STAGE = "snapshot"  # the `degraded` entry of a skipped repository, as in a search answer
+log = logging.getLogger(__name__)
 
 
 class GraphRequestError(ValueError):
     """The graph request itself is wrong (HTTP 422); the message lists what is valid."""
+
+    error_kind = ErrorKind.INVALID
 
 
 @dataclass
@@ -55,17 +62,36 @@ class GraphService:
             raise GraphRequestError("repos must be a list of repository names")
         return op, depth
 
+    def _graphs(self, names: list[str] | None) -> tuple[list[Snapshot], list[SnapshotGraph], list[RepoHealth]]:
+        """The snapshots that can answer and their graphs; a broken one is skipped and reported, as search
+        does (UnknownRepoError for a named repository that does not exist)."""
+        opened, broken = self.snapshots.resolve(names)
+        snapshots: list[Snapshot] = []
+        graphs: list[SnapshotGraph] = []
+        for snapshot in opened:
+            try:
+                graphs.append(self.ops.graph(snapshot))
+                snapshots.append(snapshot)
+            except Exception as exc:  # one unreadable table never fails the others' answer
+                log.warning("graph of %r cannot be read", snapshot.repo, exc_info=True)
+                broken.append(RepoHealth(snapshot.repo, RepoState.BROKEN, snapshot.snapshot_id,
+                                         error=public_message(exc)))
+        if graphs:
+            return snapshots, graphs, broken
+        if broken:
+            raise BrokenSnapshotError("no asked repository can answer: " +
+                                      "; ".join(f"{h.repo!r}: {h.error}" for h in broken))
+        raise GraphRequestError("no repository is indexed yet: run `semantica index --repo PATH` first")
+
     def run(self, request: GraphRequest) -> dict[str, Any]:
         """The answer as a dict; UnknownNameError (a LookupError) when the name means nothing there."""
         op, depth = self.validate(request)
-        names = request.repos or self.snapshots.repos()
-        if not names:
-            raise GraphRequestError("no repository is indexed yet: run `semantica index --repo PATH` first")
-        snapshots = [self.snapshots.get(name) for name in names]  # UnknownRepoError for an unknown one
+        snapshots, graphs, broken = self._graphs(request.repos or None)
         start = time.perf_counter()
-        result = self.ops.run(op, request.name.strip().strip("`").removesuffix("()"), snapshots, depth)
+        result = self.ops.run_graphs(op, request.name.strip().strip("`").removesuffix("()"), graphs, depth)
         answer = result.to_dict()
         answer["depth"] = depth
         answer["snapshots"] = {s.repo: s.snapshot_id for s in snapshots}
+        answer["degraded"] = [{"stage": SNAPSHOT_STAGE, "repo": h.repo, "error": h.error} for h in broken]
         answer["took_ms"] = round((time.perf_counter() - start) * 1000, 3)
         return answer

@@ -13,6 +13,7 @@ from semantica.config import LimitsConfig
 from serving.http_errors import (
     ApiError,
     BadRequest,
+    ClientClosed,
     PayloadTooLarge,
     Unauthorized,
     Unprocessable,
@@ -104,7 +105,7 @@ class BodyGuard:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise BadRequest("the client went away before sending the whole body")
+                raise ClientClosed("the client went away before sending the whole body")
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
@@ -121,6 +122,8 @@ class BodyGuard:
             value = json.loads(body, parse_constant=_reject_constant)
         except Unprocessable:
             raise
+        except RecursionError:  # deeper than the parser's stack: far past limits.max_json_depth
+            raise PayloadTooLarge(f"body: nested deeper than limits.max_json_depth={self.limits.max_json_depth}") from None
         except ValueError:
             return body  # not JSON: the route's validation answers 422 with the parser's message
         self._check_sizes(value, "body", 0)

@@ -1,14 +1,16 @@
 """Every HTTP error is JSON `{error, message}` with the right status; nothing leaks a stack trace or a path.
 
-`ApiError` subclasses carry their status (the middlewares raise them before a route runs); the known
-pipeline exceptions are mapped by `error_status`; anything else is a generic 500 whose detail stays in the
-server log under a request id the client can quote.
+Every exception declares its kind (`semantica.errors.ErrorKind`, the one table of statuses): `ApiError`
+subclasses are raised by the middlewares before a route runs, the pipeline's own errors by the pipeline;
+anything undeclared is a generic 500 whose detail stays in the server log under a request id the client
+can quote.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -16,58 +18,68 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from semantica.errors import scrub
-from semantica.layout import LayoutError, UnknownRepoError
+from semantica.errors import ErrorKind, RepoFilter, declared_error_types, describe, scrub
 
 log = logging.getLogger("semantica.http")
 
 class ApiError(Exception):
-    """An error with its HTTP status and, optionally, extra response headers."""
+    """An error the HTTP layer raises itself, with its kind (`semantica.errors.ErrorKind`: the status) and,
+    optionally, extra response headers and body fields."""
 
-    status = 400
-    name = ""  # the `error` field; the class name when empty
+    error_kind = ErrorKind.BAD_REQUEST
+    error_name = ""  # the `error` field; the class name when empty
 
     def __init__(self, message: str, headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(message)
         self.headers = headers or {}
-        self.extra = extra
+        self.error_fields = extra
+
+    @property
+    def status(self) -> int:
+        return self.error_kind.http_status
 
 
 class BadRequest(ApiError):
-    status = 400
+    error_kind = ErrorKind.BAD_REQUEST
 
 
 class Unauthorized(ApiError):
-    status = 401
+    error_kind = ErrorKind.UNAUTHORIZED
 
 
 class Forbidden(ApiError):
-    status = 403
+    error_kind = ErrorKind.FORBIDDEN
 
 
 class NotFound(ApiError):
-    status = 404
+    error_kind = ErrorKind.NOT_FOUND
 
 
 class PayloadTooLarge(ApiError):
-    status = 413
+    error_kind = ErrorKind.PAYLOAD_TOO_LARGE
 
 
 class Unprocessable(ApiError):
-    status = 422
-    name = "ValidationError"  # the same name as a request-model validation error
+    error_kind = ErrorKind.INVALID
+    error_name = "ValidationError"  # the same name as a request-model validation error
+
+
+class ClientClosed(ApiError):
+    """The client hung up before its request was read: nobody reads the answer, /metrics counts a 499."""
+
+    error_kind = ErrorKind.CLIENT_CLOSED
 
 
 class Overloaded(ApiError):
     """The admission queue is full, or the server is draining (503 + Retry-After)."""
 
-    status = 503
+    error_kind = ErrorKind.UNAVAILABLE
 
 
 class DeadlineExceeded(ApiError):
     """The request outlived `admission.deadline_s` (504)."""
 
-    status = 504
+    error_kind = ErrorKind.DEADLINE_EXCEEDED
 
 
 def json_error(status: int, error: str, message: str, headers: dict[str, str] | None = None,
@@ -76,7 +88,17 @@ def json_error(status: int, error: str, message: str, headers: dict[str, str] | 
 
 
 def api_error_response(exc: ApiError) -> JSONResponse:
-    return json_error(exc.status, exc.name or type(exc).__name__, str(exc), exc.headers, **exc.extra)
+    return error_response(exc)
+
+
+def error_response(exc: BaseException, may_read: RepoFilter | None = None) -> JSONResponse:
+    """`exc` as the JSON answer its kind maps to (`semantica.errors.ErrorKind`); an undeclared one (a bug)
+    is a generic 500 whose detail stays in the server log under a reference the client can quote."""
+    report = describe(exc, may_read)
+    if report.kind is ErrorKind.INTERNAL:
+        return unknown_error_response(exc, "a route")
+    return json_error(report.kind.http_status, report.error, report.message, getattr(exc, "headers", None) or None,
+                      **report.fields)
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
@@ -88,43 +110,30 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str
     return summary, details
 
 
-def install_error_handlers(api: FastAPI, known_kinds: tuple[type[Exception], ...], status_of: Any,
-                           body_of: Any) -> None:
-    """Validation errors -> 422, `ApiError` -> its status, known pipeline errors -> `status_of(exc)`,
-    anything else -> a JSON 500 with a request id (the traceback goes to the server log)."""
+def install_error_handlers(api: FastAPI, readable: Callable[[Request], RepoFilter | None]) -> None:
+    """Validation errors -> 422 with the fields, every other exception -> the status its kind maps to
+    (`error_response`); an unknown repository's message lists only what `readable(request)` accepts."""
 
     async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         message, details = _validation_message(exc)
-        return json_error(422, "ValidationError", message, detail=details)
-
-    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return api_error_response(exc)
+        return json_error(ErrorKind.INVALID.http_status, "ValidationError", message, detail=details)
 
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return json_error(exc.status_code, "HTTPError", str(exc.detail), dict(exc.headers or {}))
 
-    async def known(_: Request, exc: Exception) -> JSONResponse:
-        status = status_of(exc)
-        if status >= 500 and status != 503:
-            return await unknown(_, exc)
-        return JSONResponse({**body_of(exc), "message": scrub(body_of(exc).get("message", ""))}, status_code=status)
-
-    async def unknown(request: Request, exc: Exception) -> JSONResponse:
-        ref = uuid.uuid4().hex[:12]
-        log.error("unhandled error %s on %s %s", ref, request.method, request.url.path, exc_info=exc)
-        return json_error(500, "InternalError", f"internal error (reference {ref}); the server log has the detail",
-                          reference=ref)
+    async def declared(request: Request, exc: Exception) -> JSONResponse:
+        return error_response(exc, readable(request))
 
     api.add_exception_handler(RequestValidationError, validation)
-    api.add_exception_handler(ApiError, api_error)
     api.add_exception_handler(StarletteHTTPException, http_error)
-    for kind in (LayoutError, UnknownRepoError, *known_kinds):
-        api.add_exception_handler(kind, known)
-    api.add_exception_handler(Exception, unknown)
+    for kind in declared_error_types():
+        if issubclass(kind, Exception):
+            api.add_exception_handler(kind, declared)
+    api.add_exception_handler(Exception, declared)  # the last resort: a bug, a 500 (Starlette logs it)
 
 
 def unknown_error_response(exc: BaseException, where: str) -> JSONResponse:
-    """For ASGI middlewares outside FastAPI's handlers: the same generic 500."""
+    """For ASGI middlewares outside FastAPI's handlers too: the generic 500."""
     ref = uuid.uuid4().hex[:12]
     log.error("unhandled error %s in %s", ref, where, exc_info=exc)
     return json_error(500, "InternalError", f"internal error (reference {ref}); the server log has the detail",

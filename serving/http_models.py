@@ -128,6 +128,11 @@ class FeedbackBody(BaseModel):
     def _valid_repos(cls, names: list[str]) -> list[str]:
         return _repo_names(names)
 
+    @field_validator("snapshots")
+    @classmethod
+    def _valid_snapshot_repos(cls, ids: dict[str, str]) -> dict[str, str]:
+        return {check_repo_name(repo): snapshot for repo, snapshot in ids.items()}
+
     @field_validator("query", "comment", "chunk_ids", "hits", "snapshots", "knowledge_ids", mode="before")
     @classmethod
     def _clean(cls, value: Any) -> Any:

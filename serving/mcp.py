@@ -23,8 +23,7 @@ from pydantic import Field
 
 from semantica.api import SearchRequest
 from semantica.config import Config
-from semantica.layout import LayoutError
-from semantica.source import GitError
+from semantica.errors import ErrorKind, local_kind_of
 from serving.graph_service import GraphRequest, GraphService
 from serving.mcp_models import (
     ContextBlockOut,
@@ -47,7 +46,14 @@ from serving.pipeline import SearchPipeline
 from serving.planning.modes import SearchMode
 
 Syncer = Callable[..., dict[str, Any]]  # (repo, path, ref, force) -> pipelines.sync.SyncResult.to_dict()
-USER_ERRORS = (ValueError, LookupError, LayoutError, GitError, OSError)
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """A mistake the agent can act on (its kind in `semantica.errors`' table, not a bug): a tool error."""
+    kind = local_kind_of(exc)
+    return kind is not None and kind is not ErrorKind.INTERNAL
+
+
 INSTRUCTIONS = (
     "Semantica searches indexed git repositories (hybrid: embeddings + BM25 + symbols + code graph). "
     "Start with `search` to find code, `get_context` to get cited code for an answer, `list_repos` to see "
@@ -279,7 +285,9 @@ class SemanticaTools:
             return fn()
         except ToolError:
             raise
-        except USER_ERRORS as exc:
+        except Exception as exc:
+            if not is_user_error(exc):
+                raise
             raise ToolError(str(exc)) from exc
 
 

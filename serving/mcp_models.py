@@ -159,6 +159,8 @@ class GraphOut(BaseModel):
     depth: int
     snapshots: dict[str, str]
     took_ms: float
+    degraded: list[dict[str, str]] = Field(default_factory=list,
+                                           description="repositories skipped because their snapshot is unreadable")
 
 
 class MapOut(BaseModel):

@@ -7,6 +7,7 @@ by `semantica index` / `index-batch` in `metrics.build_stats_file` (see `semanti
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from semantica.config import MetricsConfig
+from semantica.errors import ErrorKind
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 OTHER_ROUTE = "other"
@@ -59,8 +61,8 @@ class HttpMetrics:
         buckets = tuple(config.latency_buckets_s)
         self.requests = Counter("semantica_http_requests", "HTTP requests by route and status",
                                 ["route", "status"], registry=self.registry)
-        self.errors = Counter("semantica_http_errors", "HTTP error answers (4xx/5xx) by status", ["status"],
-                              registry=self.registry)
+        self.errors = Counter("semantica_http_errors", "HTTP error answers (4xx/5xx) by status; 499: the client "
+                              "hung up first", ["status"], registry=self.registry)
         self.shed = Counter("semantica_http_shed", "Requests refused or cut by admission control, by reason",
                             ["reason"], registry=self.registry)
         self.latency = Histogram("semantica_http_request_seconds", "HTTP request latency", ["route"],
@@ -103,16 +105,33 @@ class MetricsMiddleware:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
-        status = [500]
+        status: list[int | None] = [None]
+        gone = [False]
 
         async def record(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
             await send(message)
 
+        async def watch(message_source: Any = receive) -> dict[str, Any]:
+            message = await message_source()
+            gone[0] = gone[0] or message["type"] == "http.disconnect"
+            return message
+
         self.metrics.in_flight.inc()
         try:
-            await self.app(scope, receive, record)
+            await self.app(scope, watch, record)
+        except asyncio.CancelledError:  # Serve cancels the request of a client that hung up
+            gone[0] = True
+            raise
         finally:
             self.metrics.in_flight.dec()
-            self.metrics.observe_request(scope["path"], status[0], time.perf_counter() - start)
+            self.metrics.observe_request(scope["path"], _final_status(status[0], gone[0]), time.perf_counter() - start)
+
+
+def _final_status(sent: int | None, client_gone: bool) -> int:
+    """What the request counts as: the status sent, else 499 when the client hung up first (an impatient
+    client is not a server error), else 500 (the app ended without an answer)."""
+    if sent is not None:
+        return sent
+    return ErrorKind.CLIENT_CLOSED.http_status if client_gone else ErrorKind.INTERNAL.http_status

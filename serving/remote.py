@@ -13,9 +13,8 @@ from typing import Any
 
 from ray.serve.handle import DeploymentHandle
 
-from semantica.api import QueryError
 from semantica.config import Config
-from semantica.layout import UnknownRepoError
+from semantica.errors import ErrorKind, kind_of
 from semantica.snapshot import Snapshot
 from serving.cross_encoder import should_run as cross_should_run
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
@@ -41,9 +40,14 @@ def stage_deployments(config: Config) -> dict[str, str]:
 class StageUnavailable(RuntimeError):
     """A mandatory stage is down, overloaded or timed out (HTTP 503)."""
 
+    error_kind = ErrorKind.UNAVAILABLE
+
     def __init__(self, stage: str, detail: str) -> None:
         super().__init__(f"stage {stage} is unavailable: {detail}")
         self.stage = stage
+
+    def error_fields(self) -> dict[str, str]:
+        return {"stage": self.stage}
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -66,7 +70,7 @@ class _Remote:
             return getattr(self.handle, endpoint).remote(*args).result(timeout_s=self.timeout_s)
         except Exception as exc:
             inner = _unwrap(exc)
-            if isinstance(inner, (QueryError, UnknownRepoError)):
+            if kind_of(inner).caller_error:  # the request's fault (bad query, unknown repository): as it is
                 raise inner from None
             if self.mandatory:
                 raise StageUnavailable(self.stage, f"{type(inner).__name__}: {str(inner).splitlines()[0] if str(inner) else ''}") from None

@@ -12,6 +12,7 @@ import fnmatch
 import hmac
 import ipaddress
 import os
+import re
 import secrets
 from dataclasses import dataclass, field
 from enum import Enum
@@ -159,12 +160,32 @@ class HostAllowlist:
     def allows(self, host_header: str) -> bool:
         if "*" in self.hosts:
             return True
-        host = host_header.strip().lower()
-        if host.startswith("["):
-            name = host[: host.find("]") + 1] if "]" in host else host
-        else:
-            name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        name = host_name(host_header)
         return bool(name) and name in self.hosts
+
+
+_HOST = re.compile(r"(?:(?P<v6>\[[0-9a-f:.]+\])|(?P<name>[^\[\]:/@\s]+))(?::[0-9]{1,5})?")
+
+
+def host_name(header: str) -> str:
+    """The host of a Host header, lowercased, without its port: `name[:port]`, `v4[:port]` or a bracketed
+    IPv6 address `[v6][:port]`; "" for anything else (`[::1]evil.example` is not a Host header)."""
+    value = header.strip().lower()
+    if value.count(":") > 1 and not value.startswith("["):  # a bare IPv6 address (no port possible)
+        return value if _is_ip(value) else ""
+    match = _HOST.fullmatch(value)
+    if match is None:
+        return ""
+    v6 = match.group("v6")
+    return ("" if not _is_ip(v6[1:-1]) else v6) if v6 else match.group("name")
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def check_repo_name(name: str) -> str:

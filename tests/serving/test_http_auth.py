@@ -91,7 +91,9 @@ def test_loopback_default_needs_no_token_but_other_binds_do(setup, tmp_path):
         make_core(variant(config, "auth.mode=off"), handles)
 
 
-@pytest.mark.parametrize("host", ["evil.example", "attacker.test:8000", "127.0.0.1.evil.example", ""])
+@pytest.mark.parametrize("host", ["evil.example", "attacker.test:8000", "127.0.0.1.evil.example", "",
+                                  "[::1]evil.example", "[::1]:8000evil", "localhost:80:80", "[::1", "[evil]:80",
+                                  "localhost@evil.example", "127.0.0.1:"])
 def test_unknown_host_header_is_refused(setup, host):
     config, handles, token = setup
     core = make_core(config, handles)
@@ -161,3 +163,36 @@ def test_serve_run_builder_takes_auth_from_the_bind_address_in_serve_yaml(tmp_pa
                      "overrides": [f"auth.token_file={tmp_path / 'no-token'}"]})
     ingress_config = app._bound_deployment.init_args[0]
     assert ingress_config["serve"]["host"] == "0.0.0.0"  # so IngressCore requires a token (and fails closed)
+
+
+def test_an_unknown_repository_error_names_only_what_the_token_may_read(setup):
+    config, handles, token = setup
+    core = make_core(config, handles)
+    for path, body in (("/v1/search", {"query": "cart", "repos": ["tiny/nonexistent"]}),
+                       ("/v1/graph", {"op": "defs", "name": "price_of", "repos": ["tiny/nonexistent"]})):
+        scoped = run(_post(core, path, body, _bearer(SCOPED_TOKEN)))
+        assert scoped.status_code == 404, scoped.text
+        assert SECRET_REPO not in scoped.text and REPO_NAME in scoped.json()["message"], scoped.text
+        full = run(_post(core, path, body, _bearer(token)))
+        assert full.status_code == 404 and SECRET_REPO in full.json()["message"]  # a token that reads all sees all
+
+
+def test_feedback_snapshots_outside_the_scope_are_refused_and_not_stored(setup):
+    config, handles, _ = setup
+    core = make_core(config, handles)
+    before = _stored_feedback(config)
+    body = {"query": "q", "chunk_ids": ["x"], "snapshots": {SECRET_REPO: "20260101T000000-abc"}}
+    refused = run(_post(core, "/v1/feedback", body, _bearer(SCOPED_TOKEN)))
+    assert refused.status_code == 404 and refused.json()["error"] == "NotFound", refused.text
+    assert _stored_feedback(config) == before
+    bad_name = run(_post(core, "/v1/feedback", {**body, "snapshots": {"../x": "s"}}, _bearer(SCOPED_TOKEN)))
+    assert bad_name.status_code == 422
+    mine = run(_post(core, "/v1/feedback", {**body, "snapshots": {REPO_NAME: "s"}}, _bearer(SCOPED_TOKEN)))
+    assert mine.status_code == 201
+    stored = Path(config.serve.feedback_dir) / mine.json()["file"]
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600  # queries and comments: not world-readable
+    assert stat.S_IMODE(stored.parent.stat().st_mode) & 0o077 == 0
+
+
+def _stored_feedback(config) -> list[str]:
+    return [line for f in sorted(Path(config.serve.feedback_dir).glob("*.jsonl")) for line in f.read_text().splitlines()]

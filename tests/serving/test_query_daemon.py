@@ -36,8 +36,10 @@ def test_daemon_answers_then_exits_when_idle(config, tmp_path) -> None:
     thread = _serve(daemon)
     answer = ask(path, {"op": "search", "request": {"query": QUERY, "k": 3}}, 120)
     assert answer["ok"] and answer["response"]["hits"][0]["path"] == "net/retry.py"
-    assert ask(path, {"op": "nope"}, 5) == {"ok": False, "error": "ValueError",
+    assert ask(path, {"op": "nope"}, 5) == {"ok": False, "error": "ValueError", "kind": "invalid",
                                            "message": "unknown op 'nope'; known: search, status, stop"}
+    unknown = ask(path, {"op": "search", "request": {"query": QUERY, "repos": ["no/such"]}}, 30)
+    assert unknown["kind"] == "not_found" and "(indexed: t/thread)" in unknown["message"]  # the owner sees all
     bad = ask(path, {"op": "search", "request": {"query": QUERY, "bogus": 1}}, 5)
     assert not bad["ok"] and "bogus" in bad["message"]
     with socket.socket(socket.AF_UNIX) as raw:  # not JSON: the connection is closed, the daemon lives on
@@ -45,7 +47,7 @@ def test_daemon_answers_then_exits_when_idle(config, tmp_path) -> None:
         raw.sendall(b"not json\n")
         with pytest.raises(Exception, match="closed the connection"):
             receive(raw)
-    assert ask(path, {"op": "status"}, 5)["status"]["requests"] == 2
+    assert ask(path, {"op": "status"}, 5)["status"]["requests"] == 3
     thread.join(timeout=30)  # idle_timeout_s=1
     assert not thread.is_alive() and not path.exists()
 
