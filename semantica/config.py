@@ -67,6 +67,7 @@ class DiscoverConfig:
     )
     max_line_chars: int = 5000
     include_globs: list[str] = field(default_factory=list)  # [] = every file; e.g. ["*.py"] (eval)
+    ignore_file: str = ".semanticaignore"  # gitignore syntax, any level: index-only exclusions ("" = off)
 
 
 @dataclass
