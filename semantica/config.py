@@ -497,6 +497,27 @@ class DaemonConfig:
 
 
 @dataclass
+class PlanConfig:
+    """`semantica plan`: the dry run's estimates and warnings. The rates come from
+    `python -m jobs.bench.plan_rates` on this machine (docs/plan.md)."""
+
+    chunks_per_kib: dict[str, float] = field(default_factory=lambda: {"default": 1.0})  # by language
+    embed_chunks_per_s: float = 50.0  # cold encoder throughput, no cache
+    index_bytes_per_chunk: int = 12000  # snapshot bytes on disk per chunk, all shards
+    top_dirs: int = 10
+    dir_depth: int = 2  # directories are reported at most this deep
+    examples_per_reason: int = 5
+    lockfile_names: list[str] = field(default_factory=lambda: [
+        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock", "Cargo.lock",
+        "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "pdm.lock"])
+    artifact_dirs: list[str] = field(default_factory=lambda: [
+        "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "gen", "obj", "bin"])
+    data_suffixes: list[str] = field(default_factory=lambda: [
+        ".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log"])
+    data_dump_bytes: int = 200_000  # an included data file at least this big is flagged
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -540,6 +561,7 @@ class Config:
     final_order: FinalOrderConfig = field(default_factory=FinalOrderConfig)
     feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
     planning: PlanningConfig = field(default_factory=PlanningConfig)  # issue 15
+    plan: PlanConfig = field(default_factory=PlanConfig)  # `semantica plan`, the dry run
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
