@@ -443,6 +443,7 @@ class McpConfig:
     context_budget: int = 4000  # get_context's default token budget
     max_context_budget: int = 32000
     snippet_lines: int = 40  # lines of a hit's content returned by `search`
+    stateless_http: bool = True  # streamable HTTP without sessions: replicas behind one load balancer
 
 
 @dataclass
@@ -518,6 +519,17 @@ class PlanConfig:
 
 
 @dataclass
+class ObservabilityConfig:
+    """Traces and structured logs (semantica/observability.py): all off by default."""
+
+    tracing: bool = False  # OpenTelemetry spans per query stage (kept in process unless otlp_endpoint is set)
+    otlp_endpoint: str = ""  # e.g. http://otel-collector:4318/v1/traces: export spans over OTLP/HTTP (turns tracing on)
+    service_name: str = "semantica"
+    json_logs: bool = False  # one JSON object per log record, with the request id
+    log_level: str = "INFO"
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -562,6 +574,7 @@ class Config:
     feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
     planning: PlanningConfig = field(default_factory=PlanningConfig)  # issue 15
     plan: PlanConfig = field(default_factory=PlanConfig)  # `semantica plan`, the dry run
+    observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

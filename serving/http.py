@@ -15,6 +15,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from semantica import observability
+from semantica.observability import RequestContextMiddleware
 from serving.admission import AdmissionMiddleware
 from serving.guards import AccessGuard, BodyGuard, principal_of
 from serving.http_errors import Forbidden, NotFound, install_error_handlers
@@ -31,6 +33,7 @@ def build_http_app(core: Any, known_errors: tuple[type[Exception], ...], status_
     api = FastAPI(title="Semantica", version="1", description="Hybrid code search: dense + BM25 + symbols + code "
                   "graph, fused, reranked, with a cited context. Errors are JSON {error, message}.")
     install_error_handlers(api, known_errors, status_of, body_of)
+    observability.configure(core.config.observability)  # traces / JSON logs when conf turns them on
 
     def principal(request: Request) -> Any:
         return principal_of(request.scope)
@@ -79,4 +82,5 @@ def build_http_app(core: Any, known_errors: tuple[type[Exception], ...], status_
     api.add_middleware(AccessGuard, hosts=core.hosts, tokens=core.tokens,
                        public_paths=tuple(core.config.auth.public_paths))
     api.add_middleware(MetricsMiddleware, metrics=core.metrics)
+    api.add_middleware(RequestContextMiddleware)  # outermost: request id and root span for everything below
     return api
