@@ -121,3 +121,20 @@ def test_plan_of_this_repository_matches_its_index(indexed_self) -> None:  # noq
     plan = IndexPlanner(indexed_self.config).plan(RepoSpec(name=indexed_self.name, path=str(REPO_ROOT)))
     assert set(plan.included) == indexed_files(indexed_self.config, indexed_self.name)
     assert plan.files > 100 and "python" in plan.languages
+
+
+def test_plan_mcp_tool(tricky_repo: Path, tmp_path: Path) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from jobs.commands.mcp import plan_tool
+
+    spec = plan_tool(make_config(tmp_path, *OVERRIDES))
+    assert spec.name == "plan" and spec.read_only
+    answer = spec.fn(path=str(tricky_repo), files=True)
+    [repo] = answer.repos
+    assert "pkg/good.py" in repo["included"] and repo["skipped"]["binary"]["files"] == 1
+    assert spec.fn(path=str(tricky_repo)).repos[0]["included"] == []
+    with pytest.raises(ToolError, match="exactly one"):
+        spec.fn()
+    with pytest.raises(ToolError, match="does not exist"):
+        spec.fn(path=str(tmp_path / "missing"))
