@@ -443,7 +443,7 @@ class McpConfig:
     context_budget: int = 4000  # get_context's default token budget
     max_context_budget: int = 32000
     snippet_lines: int = 40  # lines of a hit's content returned by `search`
-    stateless_http: bool = True  # streamable HTTP without sessions: replicas behind one load balancer
+    stateless_http: bool = False  # true: streamable HTTP without sessions (replicas behind one load balancer)
 
 
 @dataclass
@@ -512,7 +512,7 @@ class PlanConfig:
         "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock", "Cargo.lock",
         "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "pdm.lock"])
     artifact_dirs: list[str] = field(default_factory=lambda: [
-        "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "gen", "obj", "bin"])
+        "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "obj"])
     data_suffixes: list[str] = field(default_factory=lambda: [
         ".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log"])
     data_dump_bytes: int = 200_000  # an included data file at least this big is flagged

@@ -53,45 +53,9 @@ def build(config, allow_sync: bool = True):  # noqa: ANN001, ANN201 (imports sta
         def syncer(**kwargs):  # noqa: ANN003, ANN202
             return repo_syncer.sync(**kwargs).to_dict()
 
+    from jobs.mcp_plan import plan_tool
+
     return build_server(SemanticaTools(config, SearchPipeline(config), syncer), [plan_tool(config)])
-
-
-def plan_tool(config):  # noqa: ANN001, ANN201 (serving.mcp.ToolSpec; serving never imports pipelines)
-    """`plan`: the dry run of `semantica plan` for an agent (a checkout, a url or an index-batch manifest)."""
-    from typing import Annotated
-
-    from mcp.server.mcpserver.exceptions import ToolError
-    from pydantic import Field
-
-    from pipelines.discover import DiscoveryError, repo_name_from_path
-    from pipelines.manifest import ManifestError, RepoSpec, load_manifest
-    from pipelines.plan import IndexPlanner
-    from serving.mcp import ToolSpec
-    from serving.mcp_models import PlanOut
-
-    planner = IndexPlanner(config)
-
-    def plan(path: Annotated[str | None, Field(description="a git checkout on the server's machine")] = None,
-             manifest: Annotated[str | None, Field(description="an index-batch manifest file on the server")] = None,
-             commit: Annotated[str | None, Field(description="plan this commit of `path` (default: working tree)")] = None,
-             files: Annotated[bool, Field(description="also list every file that would be indexed")] = False,
-             ) -> PlanOut:
-        if bool(path) == bool(manifest):
-            raise ToolError("pass exactly one of `path` (a checkout) or `manifest` (an index-batch manifest)")
-        try:
-            specs = load_manifest(manifest) if manifest else [
-                RepoSpec(name=repo_name_from_path(path), path=path, commit=commit or "")]
-            plans = [p.to_dict() for p in planner.plan_many(specs)]
-        except (DiscoveryError, ManifestError, OSError, RuntimeError, ValueError) as exc:
-            raise ToolError(str(exc)) from exc
-        for answer in plans:
-            answer["included"] = answer["included"] if files else []
-        return PlanOut(repos=plans)
-
-    return ToolSpec("plan", plan, "Dry run before indexing: what `sync`/`index` would read and skip (and why: ignored "
-                    "with the rule, vendored, generated, binary, huge), files and bytes by language, estimated chunks, "
-                    "embedding time and index size, and warnings for lockfiles, build artifacts and data dumps. Loads "
-                    "no model. Use it before syncing a new or large repository.")
 
 
 def run_mcp(args: argparse.Namespace) -> int:

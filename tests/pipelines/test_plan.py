@@ -106,6 +106,9 @@ def test_plan_cli_json_and_manifest(tricky_repo: Path, tmp_path: Path, capsys: p
     assert main(["plan", str(tricky_repo), *common]) == 0
     text = capsys.readouterr().out
     assert "would index" in text and "would skip" in text and "warning:" in text
+    assert main(["plan", "--repo", f"file://{tricky_repo}", "--json", *common]) == 0  # cloned bare, then HEAD
+    [cloned] = json.loads(capsys.readouterr().out)
+    assert cloned["commit"] != "worktree" and "pkg/good.py" in cloned["included"] and "pkg/new.py" not in cloned["included"]
 
 
 def test_plan_bad_arguments_are_one_line_errors(tricky_repo: Path, tmp_path: Path,
@@ -124,12 +127,14 @@ def test_plan_of_this_repository_matches_its_index(indexed_self) -> None:  # noq
 
 
 def test_plan_mcp_tool(tricky_repo: Path, tmp_path: Path) -> None:
+    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from jobs.commands.mcp import plan_tool
+    from jobs.mcp_plan import plan_tool
 
     spec = plan_tool(make_config(tmp_path, *OVERRIDES))
     assert spec.name == "plan" and spec.read_only
+    MCPServer("t").add_tool(spec.fn, name=spec.name, structured_output=True)  # the SDK can read its signature
     answer = spec.fn(path=str(tricky_repo), files=True)
     [repo] = answer.repos
     assert "pkg/good.py" in repo["included"] and repo["skipped"]["binary"]["files"] == 1
@@ -138,3 +143,12 @@ def test_plan_mcp_tool(tricky_repo: Path, tmp_path: Path) -> None:
         spec.fn()
     with pytest.raises(ToolError, match="does not exist"):
         spec.fn(path=str(tmp_path / "missing"))
+
+
+@pytest.mark.slow
+def test_plan_of_requests_matches_its_index(requests_clone: Path, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    plan = IndexPlanner(config).plan(RepoSpec(name="psf/requests", path=str(requests_clone), commit="HEAD"))
+    Indexer(config, progress=False).index(str(requests_clone), "psf/requests", "HEAD")
+    assert set(plan.included) == indexed_files(config, "psf/requests")
+    assert plan.skipped["symlink"].files >= 1 and plan.files > 50
