@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.ignore import IgnoreMatch, NestedIgnore, directory_of, git_ignored
 from semantica.config import DiscoverConfig
 from semantica.errors import path_exists
 from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX, language_of  # noqa: F401 (re-exported)
@@ -27,6 +28,20 @@ GIT_MODE_SUBMODULE = "160000"
 READ_CHUNK_BYTES = 1 << 16
 # https://host/owner/name(.git), ssh://git@host/owner/name, git@host:owner/name (not local paths).
 _REMOTE_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
+
+# A skip reason's kind, by how discovery words it (first match wins): what `semantica plan` groups by.
+SKIP_KINDS = (
+    ("ignored by ", "ignored"), ("vendored directory", "vendored"), ("generated", "generated"),
+    ("oversized", "huge"), ("symlink", "symlink"), ("binary", "binary"), ("not valid UTF-8", "not-utf8"),
+    ("unknown file type", "unknown-type"), ("submodule", "submodule"), ("excluded by", "excluded"),
+    ("missing from", "missing"),
+)
+
+
+def skip_kind(reason: str) -> str:
+    """The kind of a discovery skip reason (`other` for one no kind describes)."""
+    return next((kind for prefix, kind in SKIP_KINDS if reason.startswith(prefix)), "other")
+
 
 class DiscoveryError(ValueError):
     """The repository or commit cannot be read; the message says what is wrong and what to do."""
@@ -50,6 +65,16 @@ class SourceFile:
     blob_sha: str
     language: str
     text: str
+
+
+@dataclass
+class Discovery:
+    """Everything discovery decided about a snapshot: files to read, files skipped (with why), and paths
+    ignored by git's rules or `.semanticaignore` (a wholly ignored directory is one path ending in "/")."""
+
+    entries: list[FileEntry]
+    errors: list[FileError]
+    ignored: list[FileError]
 
 
 def git_blob_sha(data: bytes) -> str:
@@ -144,11 +169,39 @@ class RepoSource:
 
     def entries(self) -> tuple[list[FileEntry], list[FileError]]:
         """Files to index and files skipped (with why), sorted by path."""
+        found = self._listing()
+        return found.entries, found.errors
+
+    def discover(self) -> Discovery:
+        """`entries()` plus every ignored path with the rule that ignored it (what `semantica plan` shows)."""
+        found = self._listing()
+        if self.commit is None and not self.empty:
+            found.ignored.extend(self._error(path, reason) for path, reason in git_ignored(self.repo_path))
+            found.ignored.sort(key=lambda e: e.path)
+        return found
+
+    def _listing(self) -> Discovery:
         if self.empty:
-            return [], []
+            return Discovery([], [], [])
         if self.commit is not None:
             return self._tree_entries()
         return self._worktree_entries()
+
+    def _ignored_by_rules(self, paths: list[str], files: dict[str, str]) -> dict[str, IgnoreMatch]:
+        """Which `paths` the `.semanticaignore` files (path -> blob sha, or "" for the work tree) exclude."""
+        texts: dict[str, bytes] = {}
+        for path, sha in files.items():
+            if sha:
+                texts[directory_of(path)] = _run_git(self.repo_path, "cat-file", "blob", sha).stdout
+                continue
+            try:
+                texts[directory_of(path)] = (Path(self.repo_path) / path).read_bytes()
+            except OSError:
+                continue
+        return NestedIgnore(self.config.ignore_file, texts).match_all(paths)
+
+    def _is_ignore_file(self, path: str) -> bool:
+        return bool(self.config.ignore_file) and path.rsplit("/", 1)[-1] == self.config.ignore_file
 
     def _error(self, path: str, reason: str) -> FileError:
         return FileError(repo=self.repo, path=path, stage=STAGE, reason=reason)
@@ -179,7 +232,7 @@ class RepoSource:
             return f"oversized ({size} bytes > max_file_bytes {self.config.max_file_bytes})"
         return ""
 
-    def _tree_entries(self) -> tuple[list[FileEntry], list[FileError]]:
+    def _tree_entries(self) -> Discovery:
         assert self.commit is not None
         listing = _run_git(self.repo_path, "ls-tree", "-r", "-l", "-z", "--full-tree", self.commit)
         if listing.returncode != 0:
@@ -189,14 +242,22 @@ class RepoSource:
             )
         keep: list[FileEntry] = []
         errors: list[FileError] = []
+        ignored: list[FileError] = []
+        records = []
         for record in listing.stdout.split(b"\0"):
-            if not record:
-                continue
-            meta, _, raw_path = record.partition(b"\t")
-            path = raw_path.decode("utf-8", "surrogateescape")
+            if record:
+                meta, _, raw_path = record.partition(b"\t")
+                records.append((meta.decode().split(), raw_path.decode("utf-8", "surrogateescape")))
+        rules = self._ignored_by_rules([path for _, path in records],
+                                       {path: meta[2] for meta, path in records
+                                        if self._is_ignore_file(path) and meta[0] != GIT_MODE_SYMLINK})
+        for (mode, kind, sha, size_text), path in records:
             if not self._included(path):
                 continue
-            mode, kind, sha, size_text = meta.decode().split()
+            rule = rules.get(path)
+            if rule is not None:
+                ignored.append(self._error(path, rule.reason()))
+                continue
             if mode == GIT_MODE_SUBMODULE or kind == "commit":
                 errors.append(self._error(path, "submodule"))
                 continue
@@ -209,9 +270,9 @@ class RepoSource:
                 continue
             keep.append(FileEntry(path=path, blob_sha=sha, size=int(size_text), language=language_of(path)))
         keep.sort(key=lambda e: e.path)
-        return keep, errors
+        return Discovery(keep, errors, ignored)
 
-    def _worktree_entries(self) -> tuple[list[FileEntry], list[FileError]]:
+    def _worktree_entries(self) -> Discovery:
         listing = _run_git(self.repo_path, "ls-files", "-co", "--exclude-standard", "-z")
         if listing.returncode != 0:
             raise DiscoveryError(
@@ -220,12 +281,19 @@ class RepoSource:
         root = Path(self.repo_path)
         keep: list[FileEntry] = []
         errors: list[FileError] = []
+        ignored: list[FileError] = []
         seen: set[str] = set()
-        for raw_path in listing.stdout.split(b"\0"):
-            path = raw_path.decode("utf-8", "surrogateescape")
-            if not path or path in seen or not self._included(path):
+        paths = [p.decode("utf-8", "surrogateescape") for p in listing.stdout.split(b"\0") if p]
+        rules = self._ignored_by_rules(paths, {p: "" for p in paths
+                                               if self._is_ignore_file(p) and not (root / p).is_symlink()})
+        for path in paths:
+            if path in seen or not self._included(path):
                 continue
             seen.add(path)
+            rule = rules.get(path)
+            if rule is not None:
+                ignored.append(self._error(path, rule.reason()))
+                continue
             full = root / path
             reason = self._path_reason(path)
             if reason:
@@ -250,7 +318,7 @@ class RepoSource:
                 FileEntry(path=path, blob_sha=self._hash_file(full), size=stat.st_size, language=language_of(path))
             )
         keep.sort(key=lambda e: e.path)
-        return keep, errors
+        return Discovery(keep, errors, ignored)
 
     def _symlink_reason(self, full: Path) -> str:
         """Symlinks are never followed; say what kind it was."""

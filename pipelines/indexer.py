@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
-from pipelines.manifest import RepoSpec, excluded, resolve_repo_path
+from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
 from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
@@ -177,17 +177,14 @@ class Indexer:
     def _discover(self, work: _RepoWork) -> None:
         spec, result = work.spec, work.result
         with _timed(result, "discover"):
-            path = resolve_repo_path(spec, self.cache_dir, self.config.ray.clone_timeout_s)
-            work.include = list(spec.include) or list(self.config.discover.include_globs)
-            discover = dataclasses.replace(self.config.discover, include_globs=work.include)
-            source = RepoSource(path, spec.commit or spec.branch or None, discover)
-            # before discovery hashes the files (see semantica.freshness)
-            work.source_record = record_source(source, spec.commit or spec.branch or None, self.config).to_dict()
-            entries, errors = source.entries()
-        work.source = source
-        work.entries = [e for e in entries if not excluded(e.path, spec.exclude)]
-        work.excluded = [e.path for e in entries if excluded(e.path, spec.exclude)]
-        work.errors = [dataclasses.replace(e, repo=spec.name) for e in errors]
+            def remember(source: RepoSource) -> None:  # before discovery hashes the files (see semantica.freshness)
+                work.source_record = record_source(source, spec.commit or spec.branch or None, self.config).to_dict()
+
+            opened = open_spec(spec, self.config.discover, self.cache_dir, self.config.ray.clone_timeout_s,
+                               before_listing=remember)
+        source = work.source = opened.source
+        work.include, work.entries, work.excluded = opened.include, opened.entries, opened.excluded
+        work.errors = [dataclasses.replace(e, repo=spec.name) for e in opened.found.errors]
         result.commit = source.commit or "worktree"
         work.snapshot_id, work.paths = self.layout.begin(spec.name, source.commit or "")
         result.snapshot_id = work.snapshot_id

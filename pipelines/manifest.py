@@ -15,13 +15,15 @@ import fnmatch
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from pipelines.discover import repo_name_from_path
+from pipelines.discover import Discovery, FileEntry, RepoSource, repo_name_from_path
+from semantica.config import DiscoverConfig
 from semantica.layout import LayoutError, RepoNameError, branch_key, normalize_repo_name, split_branch_key
 
 CLONES_DIR = "clones"
@@ -128,6 +130,32 @@ def resolve_repo_path(spec: RepoSpec, cache_dir: Path, timeout_s: float) -> str:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise RuntimeError(f"cannot clone {spec.url}: {detail[-1] if detail else 'git failed'}")
     return str(target)
+
+
+@dataclass
+class SpecSource:
+    """A manifest entry opened for discovery: what `index` and `plan` both start from (one code path)."""
+
+    source: RepoSource
+    include: list[str]  # the entry's include globs, else discover.include_globs
+    entries: list[FileEntry]  # after discovery and the entry's exclude globs
+    excluded: list[str]  # paths the entry's exclude globs dropped
+    found: Discovery
+
+
+def open_spec(spec: RepoSpec, discover: DiscoverConfig, cache_dir: Path, timeout_s: float,
+              with_ignored: bool = False, before_listing: Callable[[RepoSource], None] | None = None) -> SpecSource:
+    """Resolve, open and discover one entry; `with_ignored` also lists the ignored paths (for `plan`);
+    `before_listing` sees the opened source before its files are listed and hashed."""
+    path = resolve_repo_path(spec, cache_dir, timeout_s)
+    include = list(spec.include) or list(discover.include_globs)
+    source = RepoSource(path, spec.commit or spec.branch or None, dataclasses.replace(discover, include_globs=include))
+    if before_listing is not None:
+        before_listing(source)
+    found = source.discover() if with_ignored else Discovery(*source.entries(), [])
+    kept = [e for e in found.entries if not excluded(e.path, spec.exclude)]
+    dropped = [e.path for e in found.entries if excluded(e.path, spec.exclude)]
+    return SpecSource(source, include, kept, dropped, found)
 
 
 def excluded(path: str, globs: list[str]) -> bool:

@@ -70,6 +70,7 @@ class DiscoverConfig:
     )
     max_line_chars: int = 5000
     include_globs: list[str] = field(default_factory=list)  # [] = every file; e.g. ["*.py"] (eval)
+    ignore_file: str = ".semanticaignore"  # gitignore syntax, any level: index-only exclusions ("" = off)
 
 
 @dataclass
@@ -445,6 +446,7 @@ class McpConfig:
     context_budget: int = 4000  # get_context's default token budget
     max_context_budget: int = 32000
     snippet_lines: int = 40  # lines of a hit's content returned by `search`
+    stateless_http: bool = False  # true: streamable HTTP without sessions (replicas behind one load balancer)
 
 
 @dataclass
@@ -544,6 +546,38 @@ class KnowledgeConfig:
 
 
 @dataclass
+class PlanConfig:
+    """`semantica plan`: the dry run's estimates and warnings. The rates come from
+    `python -m jobs.bench.plan_rates` on this machine (docs/plan.md)."""
+
+    chunks_per_kib: dict[str, float] = field(default_factory=lambda: {"default": 1.0})  # by language
+    embed_chunks_per_s: float = 50.0  # cold encoder throughput, no cache
+    index_bytes_per_chunk: int = 12000  # snapshot bytes on disk per chunk, all shards
+    top_dirs: int = 10
+    dir_depth: int = 2  # directories are reported at most this deep
+    examples_per_reason: int = 5
+    lockfile_names: list[str] = field(default_factory=lambda: [
+        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock", "Cargo.lock",
+        "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "pdm.lock"])
+    artifact_dirs: list[str] = field(default_factory=lambda: [
+        "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "obj"])
+    data_suffixes: list[str] = field(default_factory=lambda: [
+        ".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log"])
+    data_dump_bytes: int = 200_000  # an included data file at least this big is flagged
+
+
+@dataclass
+class ObservabilityConfig:
+    """Traces and structured logs (semantica/observability.py): all off by default."""
+
+    tracing: bool = False  # OpenTelemetry spans per query stage (kept in process unless otlp_endpoint is set)
+    otlp_endpoint: str = ""  # e.g. http://otel-collector:4318/v1/traces: export spans over OTLP/HTTP (turns tracing on)
+    service_name: str = "semantica"
+    json_logs: bool = False  # one JSON object per log record, with the request id
+    log_level: str = "INFO"
+
+
+@dataclass
 class Config:
     """Everything, composed."""
 
@@ -588,6 +622,8 @@ class Config:
     feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
     planning: PlanningConfig = field(default_factory=PlanningConfig)  # issue 15
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)  # semantica/knowledge, serving/knowledge
+    plan: PlanConfig = field(default_factory=PlanConfig)  # `semantica plan`, the dry run
+    observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

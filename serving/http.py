@@ -15,7 +15,9 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from semantica import observability
 from semantica.errors import ErrorKind
+from semantica.observability import RequestContextMiddleware
 from serving.admission import AdmissionMiddleware
 from serving.guards import AccessGuard, BodyGuard, principal_of
 from serving.http_contract import (
@@ -52,6 +54,7 @@ ADMISSION_EXEMPT = ("/healthz", "/metrics", "/docs", "/openapi.json")
 def build_http_app(core: Any) -> FastAPI:
     api = FastAPI(title="Semantica", version="1", description="Hybrid code search: dense + BM25 + symbols + code "
                   "graph, fused, reranked, with a cited context. Errors are JSON {error, message}.")
+    observability.configure(core.config.observability)  # traces / JSON logs when conf turns them on
 
     def principal(request: Request) -> Any:
         return principal_of(request.scope)
@@ -136,4 +139,5 @@ def build_http_app(core: Any) -> FastAPI:
     api.add_middleware(AccessGuard, hosts=core.hosts, tokens=core.tokens,
                        public_paths=tuple(core.config.auth.public_paths))
     api.add_middleware(MetricsMiddleware, metrics=core.metrics)
+    api.add_middleware(RequestContextMiddleware)  # outermost: request id and root span for everything below
     return api

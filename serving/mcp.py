@@ -16,15 +16,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
-from pydantic import Field
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, ToolAnnotations
+from pydantic import BaseModel, Field
+from pydantic_core import to_json
 
+from semantica import observability
 from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.errors import ErrorKind, local_kind_of
 from serving.graph_service import GraphRequest, GraphService
+from serving.mcp_budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter
 from serving.mcp_models import (
     ContextBlockOut,
     ContextOut,
@@ -84,6 +89,10 @@ SyncRepo = Annotated[str | None, Field(description="an indexed repository name (
 SyncPath = Annotated[str | None, Field(description="a git checkout on the server's machine (index it, or re-index from it)")]
 SyncRef = Annotated[str | None, Field(description="a branch or commit to index from git objects instead of the working tree")]
 SyncForce = Annotated[bool, Field(description="re-index even when the snapshot is fresh")]
+BudgetTokens = Annotated[int | None, Field(ge=1, description="hard cap on this answer's size in tokens (the encoder's "
+                                                             "WordPiece tokenizer over the whole JSON answer): items are "
+                                                             "packed in rank order and `next_cursor` fetches the rest")]
+Cursor = Annotated[str | None, Field(description="`next_cursor` of an earlier answer to the same call: continue it")]
 
 
 @dataclass
@@ -94,6 +103,8 @@ class ToolSpec:
     fn: Callable[..., Any]
     description: str
     read_only: bool = True
+    idempotent: bool = True  # the same call twice leaves the same state (sync: the second finds it fresh)
+    destructive: bool = False  # sync replaces a snapshot, but keeps the previous one: additive, not destructive
 
 
 class SemanticaTools:
@@ -103,6 +114,8 @@ class SemanticaTools:
         self.config = config
         self.pipeline = pipeline
         self.syncer = syncer
+        self.cursors = CursorCodec()
+        self.packer = BudgetPacker(TokenCounter(config.encoder.model_path), self.cursors)
 
     def specs(self) -> list[ToolSpec]:
         specs = [
@@ -153,13 +166,16 @@ class SemanticaTools:
 
     def search(self, query: Query, repos: Repos = [], k: K = None, paths: Paths = [],  # noqa: B006 (schema defaults)
                languages: Languages = [], branch: Branch = None, mode: Mode = None,  # noqa: B006
-               primary_repo: PrimaryRepo = None) -> SearchOut:
+               primary_repo: PrimaryRepo = None, budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> SearchOut:
+        key = self.cursors.key({"query": query, "repos": repos, "k": k, "paths": paths, "languages": languages,
+                                "branch": branch, "mode": mode, "primary_repo": primary_repo})
+        offset = self._offset("search", key, cursor)
         response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
                                               k=k or self.config.query.default_k,
                                               path_globs=list(paths), languages=list(languages),
                                               mode=mode, primary_repo=primary_repo))
         lines = self.config.mcp.snippet_lines
-        return SearchOut(
+        full = SearchOut(
             query=response.query, intent=response.intent["dominant"],
             hits=[HitOut(rank=h.rank, repo=h.repo, path=h.path, start_line=h.start_line, end_line=h.end_line,
                          citation=h.citation, symbol=h.symbol, kind=h.kind, score=h.score,
@@ -168,34 +184,71 @@ class SemanticaTools:
             degraded=response.degraded, warnings=response.warnings,
             freshness=freshness_list(response.freshness), timings_ms=response.timings_ms, plan=response.plan,
         )
+        if budget_tokens is None and offset == 0:
+            return full
+
+        def answer(hits: list[dict[str, Any]], next_cursor: str | None) -> SearchOut:
+            shown = {(h["repo"], h["path"]) for h in hits}
+            return full.model_copy(update={
+                "hits": [HitOut(**h) for h in hits], "files": [f for f in full.files if (f.repo, f.path) in shown],
+                "next_cursor": next_cursor, "budget_tokens": budget_tokens})
+
+        return self._pack("search", key, offset, budget_tokens, [h.model_dump() for h in full.hits], answer, "content")
 
     def get_context(self, query: Query, repos: Repos = [], k: K = None,  # noqa: B006
                     token_budget: Annotated[int | None, Field(ge=1, description="max tokens of code (default from conf)")] = None,
-                    paths: Paths = [], languages: Languages = [], branch: Branch = None) -> ContextOut:  # noqa: B006
+                    paths: Paths = [], languages: Languages = [], branch: Branch = None,  # noqa: B006
+                    budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> ContextOut:
+        key = self.cursors.key({"query": query, "repos": repos, "k": k, "token_budget": token_budget, "paths": paths,
+                                "languages": languages, "branch": branch})
+        offset = self._offset("get_context", key, cursor)
         budget = token_budget or self.config.mcp.context_budget
         if budget > self.config.mcp.max_context_budget:
             raise ToolError(f"token_budget={budget} is above the maximum {self.config.mcp.max_context_budget}")
         response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
                                               k=k or self.config.query.default_k, path_globs=list(paths),
-                                              languages=list(languages), context_budget=budget))
+                                              languages=list(languages), context_budget=budget), "get_context")
         context = response.context
-        return ContextOut(
+        full = ContextOut(
             query=response.query, text=context["text"],
             blocks=[ContextBlockOut(citation=b["citation"], repo=b["repo"], path=b["path"], start_line=b["start_line"],
                                     end_line=b["end_line"], tokens=b["tokens"]) for b in context["blocks"]],
             tokens_used=context["tokens_used"], budget=context["budget"], truncated=context["truncated"],
             freshness=freshness_list(response.freshness), knowledge=context.get("knowledge", []),
         )
+        if budget_tokens is None and offset == 0:
+            return full
+
+        def answer(blocks: list[dict[str, Any]], next_cursor: str | None) -> ContextOut:
+            return full.model_copy(update={
+                "text": "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in blocks),
+                "blocks": [ContextBlockOut(**{f: b[f] for f in ContextBlockOut.model_fields}) for b in blocks],
+                "tokens_used": sum(b["tokens"] for b in blocks), "next_cursor": next_cursor,
+                "truncated": full.truncated or next_cursor is not None, "budget_tokens": budget_tokens})
+
+        return self._pack("get_context", key, offset, budget_tokens, [dict(b) for b in context["blocks"]], answer, "text")
 
     def repo_map(self, repo: Annotated[str, Field(min_length=1, description="a repository name from list_repos")],
                  query: Annotated[str, Field(description="what you are looking for (seeds the ranking)")] = "",
                  tokens: Annotated[int | None, Field(ge=1, description="token budget (default from conf)")] = None,
-                 ) -> MapOut:
+                 budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> MapOut:
         from serving.planning.repo_map import RepoMapService
 
+        key = self.cursors.key({"repo": repo, "query": query, "tokens": tokens})
+        offset = self._offset("repo_map", key, cursor)
         service = RepoMapService(self.config, self.pipeline.snapshots, self.pipeline.ranking_hooks.mapper)
-        answer = self._guard(lambda: service.run(repo, query, tokens))
-        return MapOut(**{k: answer[k] for k in MapOut.model_fields})
+        result = self._guard(lambda: service.run(repo, query, tokens))
+        full = MapOut(**{k: result[k] for k in MapOut.model_fields if k in result})
+        if budget_tokens is None and offset == 0:
+            return full
+        sections = _map_sections(full.text)
+
+        def answer(files: list[dict[str, Any]], next_cursor: str | None) -> MapOut:
+            return full.model_copy(update={
+                "files": files, "text": "\n".join(_map_section(sections, f) for f in files),
+                "next_cursor": next_cursor, "budget_tokens": budget_tokens})
+
+        return self._pack("repo_map", key, offset, budget_tokens, list(full.files), answer, "symbols")
 
     def list_repos(self) -> ReposOut:
         out = []
@@ -216,12 +269,21 @@ class SemanticaTools:
         return StatusOut(repos=[FreshnessOut(**self._guard(lambda n=n: self.pipeline.snapshots.get(n).freshness()).to_dict())
                                 for n in names])
 
-    def sync(self, repo: SyncRepo = None, path: SyncPath = None, ref: SyncRef = None, force: SyncForce = False) -> SyncOut:
-        if self.syncer is None:
+    async def sync(self, repo: SyncRepo = None, path: SyncPath = None, ref: SyncRef = None, force: SyncForce = False,
+                   ctx: Context | None = None) -> SyncOut:
+        """Progress notifications (when the client sent a progress token): 0/1 when indexing starts, 1/1 at the end."""
+        syncer = self.syncer
+        if syncer is None:
             raise ToolError("sync is not available on this server")
         if not repo and not path:
             raise ToolError("pass `repo` (an indexed repository) or `path` (a git checkout) to sync")
-        return SyncOut(**self._guard(lambda: self.syncer(repo=repo, path=path, ref=ref, force=force)))
+        if ctx is not None:
+            await ctx.report_progress(0, 1, f"syncing {repo or path}")
+        out = await anyio.to_thread.run_sync(
+            lambda: SyncOut(**self._guard(lambda: syncer(repo=repo, path=path, ref=ref, force=force))))
+        if ctx is not None:
+            await ctx.report_progress(1, 1, out.reason)
+        return out
 
     def callers(self, name: Name, repos: Repos = [], depth: Depth = None) -> GraphOut:  # noqa: B006
         return self._graph("callers", name, repos, depth)
@@ -264,6 +326,28 @@ class SemanticaTools:
 
     # -- helpers --------------------------------------------------------------------------------
 
+    def _offset(self, tool: str, key: str, cursor: str | None) -> int:
+        """Where a continuation starts; a cursor not issued for this call is a JSON-RPC invalid-params error."""
+        if cursor is None:
+            return 0
+        try:
+            return self.cursors.decode(cursor, tool, key)
+        except InvalidCursor as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+
+    def _pack(self, tool: str, key: str, offset: int, budget: int | None, items: list[dict[str, Any]],
+              answer: Callable[[list[dict[str, Any]], str | None], BaseModel], trim_field: str) -> Any:
+        """`answer` over the rank-order prefix of `items[offset:]` that fits `budget` tokens, with a cursor."""
+        try:
+            packed = self.packer.pack(items, offset, budget, lambda kept, c: to_json(answer(kept, c), indent=2).decode(),
+                                      lambda at: self.cursors.encode(tool, key, at), trim_field)
+        except InvalidCursor as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+        except BudgetTooSmall as exc:
+            raise ToolError(str(exc)) from None
+        following = packed.next_offset
+        return answer(packed.items, self.cursors.encode(tool, key, following) if following is not None else None)
+
     def _graph(self, op: str, name: str, repos: list[str], depth: int | None) -> GraphOut:
         service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
         return GraphOut(**self._guard(lambda: service.run(GraphRequest(op, name, list(repos), depth))))
@@ -275,8 +359,9 @@ class SemanticaTools:
                             f"{branch}` (list_repos shows the branches)")
         return names
 
-    def _search(self, request: SearchRequest) -> Any:
-        return self._guard(lambda: self.pipeline.search(request))
+    def _search(self, request: SearchRequest, tool: str = "search") -> Any:
+        with observability.span(f"mcp {tool}"):  # the request span the stage spans nest under
+            return self._guard(lambda: self.pipeline.search(request))
 
     @staticmethod
     def _guard(fn: Callable[[], Any]) -> Any:
@@ -291,10 +376,30 @@ class SemanticaTools:
             raise ToolError(str(exc)) from exc
 
 
+def _map_sections(text: str) -> dict[str, str]:
+    """A repo map's text by file: each section starts at its unindented `path:` line."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in text.split("\n"):
+        if line and not line.startswith(" ") and line.endswith(":"):
+            current = sections.setdefault(line[:-1], [])
+        current.append(line)
+    return {path: "\n".join(lines) for path, lines in sections.items()}
+
+
+def _map_section(sections: dict[str, str], file: dict[str, Any]) -> str:
+    """A file's section, cut to the symbols `file` keeps (a trimmed file keeps its first symbols)."""
+    lines = sections.get(file["path"], f"{file['path']}:").split("\n")
+    return "\n".join(lines[: 1 + len(file.get("symbols") or [])])
+
+
 def build_server(tools: SemanticaTools, extra: Sequence[ToolSpec] = ()) -> MCPServer:
     """An MCP server exposing `tools.specs()` plus `extra` (e.g. the graph ops)."""
+    observability.configure(tools.config.observability)  # traces / JSON logs when conf turns them on
     server = MCPServer(tools.config.mcp.name, instructions=INSTRUCTIONS)
     for spec in [*tools.specs(), *extra]:
         server.add_tool(spec.fn, name=spec.name, description=spec.description, structured_output=True,
-                        annotations=ToolAnnotations(read_only_hint=spec.read_only, open_world_hint=False))
+                        annotations=ToolAnnotations(title=spec.name.replace("_", " "), read_only_hint=spec.read_only,
+                                                    destructive_hint=spec.destructive, idempotent_hint=spec.idempotent,
+                                                    open_world_hint=False))
     return server

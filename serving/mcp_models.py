@@ -58,6 +58,10 @@ class SearchOut(BaseModel):
     timings_ms: dict[str, float]
     plan: dict[str, Any] | None = Field(default=None, description="what the query planner decided (mode, k, budgets, "
                                                                    "retries, sub-queries); null when planning is off")
+    next_cursor: str | None = Field(default=None, description="more items did not fit in budget_tokens: pass this as "
+                                                              "`cursor` with the same arguments to get the rest")
+    budget_tokens: int | None = Field(default=None, description="the budget this answer was packed into (encoder "
+                                                                "tokenizer tokens of the whole JSON answer)")
 
 
 class ContextBlockOut(BaseModel):
@@ -79,6 +83,10 @@ class ContextOut(BaseModel):
     freshness: list[FreshnessOut]
     knowledge: list[dict[str, Any]] = Field(default_factory=list, description="trusted knowledge entries leading "
                                             "`text` (id, trust, source, last_verified); cite them by `knowledge:<id>`")
+    next_cursor: str | None = Field(default=None, description="more items did not fit in budget_tokens: pass this as "
+                                                              "`cursor` with the same arguments to get the rest")
+    budget_tokens: int | None = Field(default=None, description="the budget this answer was packed into (encoder "
+                                                                "tokenizer tokens of the whole JSON answer)")
 
 
 class RepoOut(BaseModel):
@@ -174,6 +182,18 @@ class MapOut(BaseModel):
     tokens: int
     budget: int
     total_files: int
+    next_cursor: str | None = Field(default=None, description="more items did not fit in budget_tokens: pass this as "
+                                                              "`cursor` with the same arguments to get the rest")
+    budget_tokens: int | None = Field(default=None, description="the budget this answer was packed into (encoder "
+                                                                "tokenizer tokens of the whole JSON answer)")
+
+
+class PlanOut(BaseModel):
+    """`plan`: the dry run of indexing (pipelines/plan.py `RepoPlan.to_dict()` per repository)."""
+
+    repos: list[dict[str, Any]] = Field(description="per repository: files, bytes, languages, skipped (by kind, with "
+                                                    "reasons), top_included_dirs, top_excluded_dirs, estimate, warnings, "
+                                                    "included (only with files=true)")
 
 
 class KnowledgeOut(BaseModel):

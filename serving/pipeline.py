@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
+from semantica import observability
 from semantica.api import HitView, QueryError, SearchRequest, SearchResponse
 from semantica.config import Config
 from semantica.encoder import Encoder
@@ -49,11 +50,13 @@ class StageTimer:
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
         self._lock = threading.Lock()  # repositories run their stages in parallel
+        self._trace = observability.current_context()  # stages run in worker threads nest under the request
 
     def run(self, stage: str, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
         try:
-            return fn()
+            with observability.span(stage, self._trace):  # one span per stage, named as in --explain
+                return fn()
         finally:
             with self._lock:
                 self.ms[stage] = round(self.ms.get(stage, 0.0) + (time.perf_counter() - start) * 1000, 3)
@@ -204,6 +207,10 @@ class SearchPipeline:
     # -- the work ------------------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> SearchResponse:
+        with observability.span("search", **{"semantica.k": request.k}):  # the stages' parent span
+            return self._search_cached(request)
+
+    def _search_cached(self, request: SearchRequest) -> SearchResponse:
         timer = StageTimer()
         warnings = timer.run("validate", lambda: self.validate(request))
         degraded: list[dict[str, str]] = []

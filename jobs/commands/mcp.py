@@ -53,7 +53,9 @@ def build(config, allow_sync: bool = True):  # noqa: ANN001, ANN201 (imports sta
         def syncer(**kwargs):  # noqa: ANN003, ANN202
             return repo_syncer.sync(**kwargs).to_dict()
 
-    return build_server(SemanticaTools(config, SearchPipeline(config), syncer))
+    from jobs.mcp_plan import plan_tool
+
+    return build_server(SemanticaTools(config, SearchPipeline(config), syncer), [plan_tool(config)])
 
 
 def run_mcp(args: argparse.Namespace) -> int:
@@ -64,7 +66,7 @@ def run_mcp(args: argparse.Namespace) -> int:
         server.run("stdio")
     else:
         server.run("streamable-http", host=args.host or config.mcp.host, port=args.port or config.mcp.port,
-                   streamable_http_path=config.mcp.path)
+                   streamable_http_path=config.mcp.path, stateless_http=config.mcp.stateless_http)
     # The session is over and every snapshot is immutable: leave without interpreter teardown, where the
     # JVM (Lucene) and torch's thread pools have aborted the process ("corrupted double-linked list").
     sys.stdout.flush()

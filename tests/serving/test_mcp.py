@@ -29,7 +29,7 @@ FILES = {
                       '    def record(self, amount):\n        self.amounts.append(amount)\n        return total(self.amounts)\n',
     "README.md": "# Ledger\n\nA tiny ledger that records amounts.\n",
 }
-EXPECTED_TOOLS = {"search", "get_context", "list_repos", "index_status", "sync",
+EXPECTED_TOOLS = {"search", "get_context", "list_repos", "index_status", "sync", "plan",
                   "callers", "callees", "definition", "references", "implementations", "repo_map",
                   "knowledge_search", "knowledge_propose"}
 

@@ -1,0 +1,181 @@
+"""The dry run before indexing (`semantica plan`): what `index` would read, skip and spend.
+
+It runs the indexer's own discovery (`pipelines.manifest.open_spec`, then `RepoSource.read`'s checks for
+binary, non-UTF-8 and minified files), so the files it lists are the files `index` then indexes; it
+loads no model and starts no JVM. Chunks, embedding time and index size are estimates from rates
+measured on this machine (`plan:` in conf/default.yaml, made by `python -m jobs.bench.plan_rates`).
+Only a file the parser rejects after reading can differ, and the parser accepts any UTF-8 text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipelines.discover import STAGE, SourceFile, skip_kind
+from pipelines.manifest import RepoSpec, open_spec
+from semantica.config import Config, PlanConfig
+from semantica.schema import FileError
+
+KIB = 1024
+EXCLUDED_REASON = "excluded by the manifest's exclude globs"
+DEFAULT_RATE = "default"
+
+
+@dataclass
+class Tally:
+    files: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class LanguageTally(Tally):
+    chunks: int = 0  # estimated
+
+
+@dataclass
+class SkipTally(Tally):
+    examples: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class DirTally(Tally):
+    path: str = ""
+
+
+@dataclass
+class Estimate:
+    """Cold-build estimates (nothing in the embedding cache) and the rates they came from."""
+
+    chunks: int
+    embed_seconds: float
+    index_bytes: int
+    rates: dict[str, Any]
+
+
+@dataclass
+class RepoPlan:
+    """One repository's dry run."""
+
+    repo: str
+    path: str
+    commit: str
+    files: int
+    bytes: int
+    languages: dict[str, LanguageTally]
+    skipped: dict[str, SkipTally]
+    top_included_dirs: list[DirTally]
+    top_excluded_dirs: list[DirTally]
+    estimate: Estimate
+    warnings: list[str]
+    included: list[str]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class IndexPlanner:
+    """Plans manifest entries (a path, a url or a `conf/repos.yaml` list) without indexing them."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.settings: PlanConfig = config.plan
+
+    def plan(self, spec: RepoSpec) -> RepoPlan:
+        start = time.perf_counter()
+        opened = open_spec(spec, self.config.discover, Path(self.config.paths.cache_dir),
+                           self.config.ray.clone_timeout_s, with_ignored=True)
+        source = opened.source
+        sizes = {e.path: e.size for e in opened.entries}
+        skipped: list[FileError] = list(opened.found.ignored) + list(opened.found.errors)
+        skipped += [FileError(source.repo, path, STAGE, EXCLUDED_REASON) for path in opened.excluded]
+        included: list[SourceFile] = []
+        for item in source.read(opened.entries):
+            (included if isinstance(item, SourceFile) else skipped).append(item)
+        languages: dict[str, LanguageTally] = defaultdict(LanguageTally)
+        for file in included:
+            tally = languages[file.language]
+            tally.files += 1
+            tally.bytes += sizes[file.path]
+        for name, tally in languages.items():
+            tally.chunks = max(1, round(tally.bytes / KIB * self._chunk_rate(name))) if tally.files else 0
+        paths = [f.path for f in included]
+        total_bytes = sum(t.bytes for t in languages.values())
+        return RepoPlan(
+            repo=source.repo if not spec.name else spec.name, path=source.repo_path,
+            commit=source.commit or "worktree", files=len(included), bytes=total_bytes,
+            languages=dict(sorted(languages.items(), key=lambda kv: -kv[1].bytes)),
+            skipped=self._skips(skipped, source.repo_path, source.commit),
+            top_included_dirs=self._top_dirs({p: sizes[p] for p in paths}),
+            top_excluded_dirs=self._top_dirs({e.path: 0 for e in skipped}),
+            estimate=self._estimate(sum(t.chunks for t in languages.values())),
+            warnings=self._warnings(paths, sizes),
+            included=paths, seconds=round(time.perf_counter() - start, 3),
+        )
+
+    def plan_many(self, specs: list[RepoSpec]) -> list[RepoPlan]:
+        return [self.plan(spec) for spec in specs]
+
+    def _chunk_rate(self, language: str) -> float:
+        rates = self.settings.chunks_per_kib
+        return rates.get(language, rates.get(DEFAULT_RATE, 1.0))
+
+    def _estimate(self, chunks: int) -> Estimate:
+        rate = self.settings.embed_chunks_per_s
+        return Estimate(chunks=chunks, embed_seconds=round(chunks / rate, 1) if rate > 0 else 0.0,
+                        index_bytes=chunks * self.settings.index_bytes_per_chunk,
+                        rates={"chunks_per_kib": dict(self.settings.chunks_per_kib), "embed_chunks_per_s": rate,
+                               "index_bytes_per_chunk": self.settings.index_bytes_per_chunk,
+                               "measured_by": "python -m jobs.bench.plan_rates (docs/plan.md)"})
+
+    def _skips(self, skipped: list[FileError], repo_path: str, commit: str | None) -> dict[str, SkipTally]:
+        tallies: dict[str, SkipTally] = defaultdict(SkipTally)
+        root = Path(repo_path)
+        for error in sorted(skipped, key=lambda e: e.path):
+            tally = tallies[skip_kind(error.reason)]
+            tally.files += 1
+            if commit is None and not error.path.endswith("/"):
+                try:
+                    tally.bytes += (root / error.path).lstat().st_size
+                except OSError:
+                    pass
+            if len(tally.examples) < self.settings.examples_per_reason:
+                tally.examples.append({"path": error.path, "reason": error.reason})
+        return dict(sorted(tallies.items(), key=lambda kv: -kv[1].files))
+
+    def _top_dirs(self, sizes: dict[str, int]) -> list[DirTally]:
+        """Directories (at most `dir_depth` deep) by file count; "." holds the root's own files."""
+        counts: Counter[str] = Counter()
+        volume: Counter[str] = Counter()
+        for path, size in sizes.items():
+            parts = path.rstrip("/").split("/")[:-1][: self.settings.dir_depth]
+            directory = "/".join(parts) or "."
+            counts[directory] += 1
+            volume[directory] += size
+        return [DirTally(files=n, bytes=volume[d], path=d) for d, n in counts.most_common(self.settings.top_dirs)]
+
+    def _warnings(self, paths: list[str], sizes: dict[str, int]) -> list[str]:
+        """Included files that are probably not worth embedding: lockfiles, build artifacts, data dumps."""
+        settings = self.settings
+        locks = set(settings.lockfile_names)
+        artifact_dirs = set(settings.artifact_dirs)
+        notes: dict[str, list[str]] = defaultdict(list)
+        for path in paths:
+            parts = path.split("/")
+            if parts[-1] in locks:
+                notes["lockfile"].append(path)
+            if artifact_dirs & set(parts[:-1]):
+                notes["build artifact directory"].append(path)
+            if sizes[path] >= settings.data_dump_bytes and path.lower().endswith(tuple(settings.data_suffixes)):
+                notes["data dump"].append(path)
+        warnings = []
+        for kind, found in notes.items():
+            shown = ", ".join(found[: settings.examples_per_reason])
+            more = f" and {len(found) - settings.examples_per_reason} more" if len(found) > settings.examples_per_reason else ""
+            warnings.append(f"{len(found)} likely {kind} file(s) would be indexed: {shown}{more} "
+                            f"(add them to .semanticaignore to skip)")
+        return warnings

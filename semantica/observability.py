@@ -1,0 +1,175 @@
+"""Traces and structured logs for the query path, off by default and free when off.
+
+Tracing: every query stage (`serving.pipeline.StageTimer.run`: intent, each retriever, fusion, each
+reranker, localize, context, ...) becomes an OpenTelemetry span named like its `--explain` timing,
+nested under the request's span (HTTP or MCP). Nothing of OpenTelemetry is imported until tracing is
+turned on (`observability.tracing: true`, or an `otlp_endpoint`), so the CLI query path stays light.
+Spans go to OTLP over HTTP when `otlp_endpoint` is set (needs `opentelemetry-exporter-otlp-proto-http`),
+else nowhere but the in-process provider (tests read it with the SDK's InMemorySpanExporter).
+
+Logs: `json_logs: true` formats every log record as one JSON object carrying the request id of the
+request being served (`X-Request-ID`, taken from the client or made here), and the trace id when
+tracing is on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from semantica.config import ObservabilityConfig
+
+REQUEST_ID_HEADER = "x-request-id"
+MAX_REQUEST_ID_CHARS = 128
+TRACER_NAME = "semantica"
+request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("semantica_request_id", default="")
+_state: dict[str, Any] = {"tracer": None, "provider": None}
+
+
+class ObservabilityError(RuntimeError):
+    """Tracing was configured but cannot start (e.g. the OTLP exporter is not installed)."""
+
+
+def configure(config: ObservabilityConfig) -> None:
+    """Turn tracing and JSON logs on as `config` says (idempotent; a no-op when both are off)."""
+    if config.json_logs:
+        install_json_logs(config.log_level)
+    if not (config.tracing or config.otlp_endpoint) or _state["tracer"] is not None:
+        return
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": config.service_name}))
+    if config.otlp_endpoint:
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError:
+            raise ObservabilityError("observability.otlp_endpoint is set but opentelemetry-exporter-otlp-proto-http "
+                                     "is not installed (pip install opentelemetry-exporter-otlp-proto-http)") from None
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=config.otlp_endpoint)))
+    enable(provider)
+
+
+def enable(provider: Any) -> None:
+    """Trace with this TracerProvider (tests pass one with an InMemorySpanExporter)."""
+    _state["provider"] = provider
+    _state["tracer"] = provider.get_tracer(TRACER_NAME)
+
+
+def disable() -> None:
+    _state["provider"] = _state["tracer"] = None
+
+
+def enabled() -> bool:
+    return _state["tracer"] is not None
+
+
+def current_context() -> Any:
+    """The active trace context (to parent spans started in worker threads), or None when tracing is off."""
+    if _state["tracer"] is None:
+        return None
+    from opentelemetry import context
+
+    return context.get_current()
+
+
+@contextlib.contextmanager
+def span(name: str, parent: Any = None, **attributes: Any) -> Iterator[None]:
+    """A span named `name` under the current span, else under `parent` (a context from another thread)."""
+    tracer = _state["tracer"]
+    if tracer is None:
+        yield
+        return
+    from opentelemetry import trace
+
+    here = trace.get_current_span().get_span_context()
+    context = None if here.is_valid or parent is None else parent
+    with tracer.start_as_current_span(name, context=context, attributes=_attributes(attributes)):
+        yield
+
+
+def _attributes(values: dict[str, Any]) -> dict[str, Any]:
+    request_id = request_id_var.get()
+    out = {k: v for k, v in values.items() if isinstance(v, str | int | float | bool)}
+    return {**out, "semantica.request_id": request_id} if request_id else out
+
+
+def new_request_id(given: str | None) -> str:
+    """The client's request id when it is a sane token, else a fresh one."""
+    if given and len(given) <= MAX_REQUEST_ID_CHARS and given.isprintable() and " " not in given:
+        return given
+    return uuid.uuid4().hex
+
+
+class RequestContextMiddleware:
+    """ASGI: one request id per HTTP request (`X-Request-ID` in and out, in every log record) and, with
+    tracing on, the request's root span `HTTP METHOD /path` that the stage spans nest under."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        request_id = new_request_id(headers.get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1"))
+        token = request_id_var.set(request_id)
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (REQUEST_ID_HEADER.encode(), request_id.encode())]}
+            await send(message)
+
+        try:
+            with span(f"HTTP {scope.get('method', '')} {scope.get('path', '')}", **{"http.route": scope.get("path", "")}):
+                await self.app(scope, receive, send_with_id)
+        finally:
+            request_id_var.reset(token)
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, request id, trace id, exception."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname, "logger": record.name, "message": record.getMessage(),
+        }
+        request_id = request_id_var.get()
+        if request_id:
+            entry["request_id"] = request_id
+        trace_id = _trace_id()
+        if trace_id:
+            entry["trace_id"] = trace_id
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def _trace_id() -> str:
+    if _state["tracer"] is None:
+        return ""
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    return f"{context.trace_id:032x}" if context.is_valid else ""
+
+
+def install_json_logs(level: str = "INFO") -> logging.Handler:
+    """Route the root logger to stderr as JSON lines (replacing its handlers)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLogFormatter())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(level.upper())
+    return handler

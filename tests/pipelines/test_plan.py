@@ -1,0 +1,154 @@
+"""`semantica plan` lists exactly the files `index` then indexes, says why the rest are skipped, and warns
+about lockfiles, build artifacts and data dumps, on a generated repository and on this one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from jobs.cli import main
+from pipelines.indexer import Indexer
+from pipelines.manifest import RepoSpec
+from pipelines.plan import IndexPlanner
+from semantica.layout import IndexLayout
+from semantica.source import FileBlobs
+from tests.conftest import REPO_ROOT, make_config
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main",
+                    "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def indexed_files(config, name: str) -> set[str]:  # noqa: ANN001
+    """What the published snapshot indexed: its files minus the files it recorded as errors."""
+    paths = IndexLayout(config.paths.index_root).current(name)
+    errors = set(pq.read_table(paths.errors, columns=["path"]).to_pydict()["path"]) if paths.errors.exists() else set()
+    return set(FileBlobs.read(paths.files).blobs) - errors
+
+
+@pytest.fixture(scope="module")
+def tricky_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("plan") / "repo"
+    files = {
+        "pkg/good.py": "def hello():\n    return 'hi'\n",
+        "pkg/more.py": "class A:\n    def f(self):\n        return 1\n",
+        "README.md": "# Title\n\nSome text.\n",
+        "node_modules/x.js": "module.exports = 1;\n",
+        "app.min.js": "var a=1;\n",
+        "package-lock.json": '{"lockfileVersion": 3}\n',
+        "target/out.py": "x = 1\n",
+        "fixtures/dump.json": "[" + ",".join(['{"k": 1}'] * 400) + "]\n",
+        "logs/run.log": "x\n",
+        "data/table.py": "y = 2\n",
+        ".gitignore": "logs/\n*.tmp\n",
+        ".semanticaignore": "data/\n",
+        "big.py": "x = 1\n" * 2000,
+    }
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    (repo / "blob.py").write_bytes(b"x = 1\n\x00\x01binary")
+    (repo / "latin1.py").write_bytes(b"name = '\xe9t\xe9'\n")
+    os.symlink("pkg/good.py", repo / "link.py")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "tricky")
+    (repo / "scratch.tmp").write_text("ignored, untracked\n")
+    (repo / "pkg" / "new.py").write_text("def untracked():\n    pass\n")
+    return repo
+
+
+OVERRIDES = ("discover.max_file_bytes=5000", "plan.data_dump_bytes=1000")
+
+
+@pytest.mark.parametrize("commit", [None, "HEAD"])
+def test_plan_lists_what_index_indexes(tricky_repo: Path, tmp_path: Path, commit: str | None) -> None:
+    config = make_config(tmp_path, *OVERRIDES)
+    plan = IndexPlanner(config).plan(RepoSpec(name="t/tricky", path=str(tricky_repo), commit=commit or ""))
+    Indexer(config, progress=False).index(str(tricky_repo), "t/tricky", commit)
+    assert set(plan.included) == indexed_files(config, "t/tricky")
+    expected = {"pkg/good.py", "pkg/more.py", "README.md", "package-lock.json", "target/out.py", "fixtures/dump.json"}
+    assert set(plan.included) == expected | ({"pkg/new.py"} if commit is None else set())
+    kinds = {kind: {e["path"] for e in tally.examples} for kind, tally in plan.skipped.items()}
+    assert kinds["ignored"] >= {"data/table.py"} | ({"logs/", "scratch.tmp"} if commit is None else set())
+    assert kinds["vendored"] == {"node_modules/x.js"}
+    assert kinds["generated"] == {"app.min.js"}
+    assert kinds["binary"] == {"blob.py"}
+    assert kinds["not-utf8"] == {"latin1.py"}
+    assert kinds["huge"] == {"big.py"}
+    assert kinds["symlink"] == {"link.py"}
+    assert plan.files == len(plan.included) and plan.languages["python"].files == len(expected & {
+        "pkg/good.py", "pkg/more.py", "target/out.py"}) + (commit is None)
+    assert plan.estimate.chunks > 0 and plan.estimate.embed_seconds > 0 and plan.estimate.index_bytes > 0
+    warnings = " ".join(plan.warnings)
+    assert "lockfile" in warnings and "package-lock.json" in warnings
+    assert "build artifact" in warnings and "target/out.py" in warnings
+    assert "data dump" in warnings and "fixtures/dump.json" in warnings
+
+
+def test_plan_cli_json_and_manifest(tricky_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = tmp_path / "repos.yaml"
+    manifest.write_text(f"- name: t/one\n  path: {tricky_repo}\n  exclude: ['fixtures/*']\n"
+                        f"- name: t/two\n  path: {tricky_repo}\n  commit: HEAD\n  include: ['*.py']\n")
+    common = ["--index-root", str(tmp_path / "index"), "--set", f"paths.cache_dir={tmp_path / 'cache'}"]
+    assert main(["plan", "--manifest", str(manifest), "--json", *common]) == 0
+    one, two = json.loads(capsys.readouterr().out)
+    assert one["repo"] == "t/one" and "fixtures/dump.json" not in one["included"]
+    assert one["skipped"]["excluded"]["examples"] == [
+        {"path": "fixtures/dump.json", "reason": "excluded by the manifest's exclude globs"}]
+    assert two["commit"] != "worktree" and all(p.endswith(".py") for p in two["included"])
+    assert main(["plan", str(tricky_repo), *common]) == 0
+    text = capsys.readouterr().out
+    assert "would index" in text and "would skip" in text and "warning:" in text
+    assert main(["plan", "--repo", f"file://{tricky_repo}", "--json", *common]) == 0  # cloned bare, then HEAD
+    [cloned] = json.loads(capsys.readouterr().out)
+    assert cloned["commit"] != "worktree" and "pkg/good.py" in cloned["included"] and "pkg/new.py" not in cloned["included"]
+
+
+def test_plan_bad_arguments_are_one_line_errors(tricky_repo: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan"]) == 1
+    assert "exactly one of PATH" in capsys.readouterr().err
+    assert main(["plan", str(tricky_repo), "--manifest", "x.yaml"]) == 1
+    assert main(["plan", str(tmp_path / "missing")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_plan_of_this_repository_matches_its_index(indexed_self) -> None:  # noqa: ANN001
+    plan = IndexPlanner(indexed_self.config).plan(RepoSpec(name=indexed_self.name, path=str(REPO_ROOT)))
+    assert set(plan.included) == indexed_files(indexed_self.config, indexed_self.name)
+    assert plan.files > 100 and "python" in plan.languages
+
+
+def test_plan_mcp_tool(tricky_repo: Path, tmp_path: Path) -> None:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from jobs.mcp_plan import plan_tool
+
+    spec = plan_tool(make_config(tmp_path, *OVERRIDES))
+    assert spec.name == "plan" and spec.read_only
+    MCPServer("t").add_tool(spec.fn, name=spec.name, structured_output=True)  # the SDK can read its signature
+    answer = spec.fn(path=str(tricky_repo), files=True)
+    [repo] = answer.repos
+    assert "pkg/good.py" in repo["included"] and repo["skipped"]["binary"]["files"] == 1
+    assert spec.fn(path=str(tricky_repo)).repos[0]["included"] == []
+    with pytest.raises(ToolError, match="exactly one"):
+        spec.fn()
+    with pytest.raises(ToolError, match="does not exist"):
+        spec.fn(path=str(tmp_path / "missing"))
+
+
+@pytest.mark.slow
+def test_plan_of_requests_matches_its_index(requests_clone: Path, tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    plan = IndexPlanner(config).plan(RepoSpec(name="psf/requests", path=str(requests_clone), commit="HEAD"))
+    Indexer(config, progress=False).index(str(requests_clone), "psf/requests", "HEAD")
+    assert set(plan.included) == indexed_files(config, "psf/requests")
+    assert plan.skipped["symlink"].files >= 1 and plan.files > 50
