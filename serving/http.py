@@ -45,7 +45,7 @@ def build_http_app(core: Any, known_errors: tuple[type[Exception], ...], status_
     def http_graph(body: GraphBody, request: Request) -> JSONResponse:
         return JSONResponse(core.graph(body.model_dump(exclude_unset=True), principal(request)))
 
-    @api.post("/v1/map")  # issue 15: the repository map (serving/planning/repo_map.py)
+    @api.post("/v1/map")  # the repository map (serving/planning/repo_map.py)
     def http_map(body: MapBody, request: Request) -> JSONResponse:
         from serving.planning.repo_map import map_answer
 

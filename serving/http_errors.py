@@ -121,11 +121,3 @@ def install_error_handlers(api: FastAPI, known_kinds: tuple[type[Exception], ...
     for kind in (LayoutError, UnknownRepoError, *known_kinds):
         api.add_exception_handler(kind, known)
     api.add_exception_handler(Exception, unknown)
-
-
-def unknown_error_response(exc: BaseException, where: str) -> JSONResponse:
-    """For ASGI middlewares outside FastAPI's handlers: the same generic 500."""
-    ref = uuid.uuid4().hex[:12]
-    log.error("unhandled error %s in %s", ref, where, exc_info=exc)
-    return json_error(500, "InternalError", f"internal error (reference {ref}); the server log has the detail",
-                      reference=ref)

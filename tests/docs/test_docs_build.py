@@ -40,3 +40,12 @@ def test_no_history_in_doc_headings() -> None:
         for line in page.read_text(encoding="utf-8").splitlines():
             if line.startswith("#"):
                 assert not re.search(r"\bissue \d+", line, re.IGNORECASE), f"{page.name}: {line}"
+
+
+def test_no_issue_numbers_in_product_code() -> None:
+    """History belongs in commit messages: no "issue N" in the product's comments and docstrings."""
+    found = [f"{path.relative_to(ROOT)}:{n}" for package in ("semantica", "pipelines", "serving", "jobs")
+             for path in sorted((ROOT / package).rglob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\bissues? #?\d+", line, re.IGNORECASE)]
+    assert not found, found
