@@ -36,6 +36,7 @@ from pipelines.manifest import load_manifest
 from pipelines.parse import FileParser
 from pipelines.runner import FileOutcome, FileTask, embed_outcomes, embedding_cache, parse_tasks
 from semantica.config import Config, config_from_dict, config_to_dict
+from semantica.encoder import encoder_identity
 from semantica.ray_runtime import run_in_fresh_process, start_ray
 from semantica.schema import FileError
 
@@ -57,17 +58,6 @@ def parse_batch(batch: Any, config_dict: dict[str, Any]) -> Any:
     return pd.DataFrame(out)
 
 
-def encoder_identity(config: Config) -> tuple[str, int]:
-    """(model id, dim) without loading the weights: names the embedding cache directory."""
-    from transformers import AutoConfig
-
-    from semantica.encoder import resolve_model_path
-
-    path = resolve_model_path(config.encoder.model_path)
-    dim = int(AutoConfig.from_pretrained(str(path)).hidden_size)
-    return config.encoder.model_id or path.name, dim
-
-
 class EmbedActor:
     """Ray Data actor: one encoder per actor (GPU when given one); cache misses only reach it."""
 
@@ -76,7 +66,7 @@ class EmbedActor:
         from semantica.encoder import shared_encoder
 
         self.config = config_from_dict(config_dict)
-        self.model_id, self.dim = encoder_identity(self.config)
+        self.model_id, self.dim = encoder_identity(self.config.encoder)
         self._encoder: Any = None
         self._shared = shared_encoder
         self.embedder = ChunkEmbedder(self._encode, self.dim, embedding_cache(self.config, self.model_id, self.dim),
@@ -171,7 +161,7 @@ class RayRunner:
         self.address = address if address is not None else config.ray.address
 
     def identity(self) -> tuple[str, int]:
-        return encoder_identity(self.config)
+        return encoder_identity(self.config.encoder)
 
     def run(self, tasks: list[FileTask], tokens: TokenSink | None = None) -> list[FileOutcome]:
         """Token vectors are not collected remotely: the indexer fills them from its own encoder."""
