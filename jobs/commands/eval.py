@@ -249,11 +249,12 @@ def run_flow(args: argparse.Namespace) -> int:
         raise CliError("no flow golden set: pass --flow-set FILE (built with python -m jobs.eval.flow_gold)")
     rows = load_rows(paths)
     clones = mirrors_dir()
-    mirrors = {r["repo"]: (find_clone(clones, r["repo"]) if clones else None) or Path("-") for r in rows}
+    found = {r["repo"]: find_clone(clones, r["repo"]) if clones else None for r in rows}
+    mirrors = {name: path for name, path in found.items() if path is not None}
     for item in args.mirror:
         name, _, path = item.partition("=")
         mirrors[name] = Path(path)
-    missing = sorted({r for r, p in mirrors.items() if not (p / "HEAD").exists()})
+    missing = sorted({r["repo"] for r in rows} - {r for r, p in mirrors.items() if (p / "HEAD").exists()})
     if missing:
         print(f"SKIPPED (no mirror): {', '.join(missing)}", file=sys.stderr)
         rows = [r for r in rows if r["repo"] not in missing]
