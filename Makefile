@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test bench lint clean
+.PHONY: install demo test bench lint docs clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ bench: install
 lint: install
 	$(PY) -m pip install -q ruff
 	$(PY) -m ruff check semantica pipelines serving jobs tests
+	$(PY) -m mkdocs build --strict --quiet -d $$(mktemp -d)
+
+# the documentation (docs/, mkdocs.yml) into site/; fails on a broken link or a page missing from the nav
+docs: install
+	$(PY) -m mkdocs build --strict -d site
 
 clean:
-	rm -rf $(VENV) .semantica
+	rm -rf $(VENV) .semantica site

@@ -23,6 +23,12 @@ from semantica.schema import Chunk
 SEGMENT_GLOB = "seg-*.npz"
 
 
+def unread_segments(directory: Path, pattern: str, seen: set[str]) -> list[Path]:
+    """The append-only segments under `directory` not read yet, oldest name first; a segment still being
+    written (`.tmp`) is not one. The caller adds a name to `seen` once it has read that segment."""
+    return [p for p in sorted(directory.glob(pattern)) if p.name not in seen and not p.name.endswith(".tmp")]
+
+
 class EmbeddingCache:
     """Content-addressed vector store: sha -> float32 vector, loaded lazily, appended in segments."""
 
@@ -46,9 +52,7 @@ class EmbeddingCache:
         assert self._rows is not None
         blocks: list[np.ndarray] = []
         total = len(self._matrix)
-        for segment in sorted(self.directory.glob(SEGMENT_GLOB)):
-            if segment.name in self._seen:
-                continue
+        for segment in unread_segments(self.directory, SEGMENT_GLOB, self._seen):
             self._seen.add(segment.name)
             try:
                 with np.load(segment, allow_pickle=False) as data:

@@ -38,7 +38,7 @@ from pipelines.summary import (  # noqa: F401 (re-exported: callers import the s
     RepoResult,
     peak_rss_mb,
 )
-from pipelines.token_cache import TokenVectorBuilder
+from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from pipelines.write import SnapshotContent, SnapshotWriter
 from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
@@ -50,7 +50,6 @@ from semantica.schema import FileError
 from semantica.source import IndexableRule, SourceKind, SourceRecord, git_status
 
 PARSE_CACHE_FILE = "parsed.sqlite"
-TOKEN_VECTORS_DIR = "token_vectors"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
 CACHEABLE_ERROR_STAGE = "discover"  # verdicts decided by a blob's bytes alone
 ERROR_SAMPLES = 20
@@ -273,6 +272,7 @@ class Indexer:
         work.parsed[outcome.path] = outcome.parsed
         work.vectors[outcome.path] = outcome.vectors
         work.result.chunks_embedded += outcome.embedded
+        work.result.chunks_token_encoded += outcome.tokens_encoded  # on a Ray worker, in the embedding pass
 
     @staticmethod
     def _follow(work: _RepoWork, outcome: FileOutcome) -> None:
@@ -309,11 +309,12 @@ class Indexer:
                                 for e in work.errors[:ERROR_SAMPLES]]
         if self.tokens is not None:  # chunks whose sentence vector was cached but whose tokens were not
             with _timed(result, "tokens"):
-                encoder, length = self._encoder_factory(), self.config.late_interaction.doc_max_length
-                self.tokens.fill(chunks, lambda texts: encoder.encode_tokens(texts, length),
+                length = self.config.late_interaction.doc_max_length  # the encoder loads only if one is missing
+                self.tokens.fill(chunks, lambda texts: self._encoder_factory().encode_tokens(texts, length),
                                  self.config.encoder.group_texts)
             # encoded in this run (the runner's shared pass included), counted against the first repository published
-            result.chunks_token_encoded, self._tokens_counted = self.tokens.encoded - self._tokens_counted, self.tokens.encoded
+            result.chunks_token_encoded += self.tokens.encoded - self._tokens_counted
+            self._tokens_counted = self.tokens.encoded
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
@@ -345,16 +346,14 @@ class Indexer:
             return None
 
     def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
-        """Stored token vectors for late interaction, unless turned off or a separate late model is set
-        (its token space is not the bi-encoder's; that reranker then encodes candidates itself)."""
-        if not self.config.token_vectors.enabled or self.config.late_interaction.model_path:
-            return None
+        """Stored token vectors for late interaction (`new_token_builder`); one kept builder (and its loaded
+        cache index) serves the next run of the same model."""
         kept = self.tokens
-        if kept is not None and kept.codec is not None and (kept.model_id, kept.source_dim) == (model_id, dim):
-            kept.encoded = 0  # the same builder (and its loaded cache index) serves the next run
+        if kept is not None and kept.codec is not None and (kept.model_id, kept.source_dim) == (model_id, dim) \
+                and self.config.token_vectors.enabled and not self.config.late_interaction.model_path:
+            kept.encoded = 0
             return kept
-        return TokenVectorBuilder(self.cache_dir / TOKEN_VECTORS_DIR, model_id,
-                                  self.config.late_interaction.doc_max_length, dim, self.config.token_vectors)
+        return new_token_builder(self.config, model_id, dim)
 
     def _graph_db_loader(self) -> Any:
         """A Memgraph loader when `graph.store: memgraph`; the embedded store reads the snapshot itself."""

@@ -35,7 +35,9 @@ from pipelines.indexer import BatchSummary, Indexer
 from pipelines.manifest import load_manifest
 from pipelines.parse import FileParser
 from pipelines.runner import FileOutcome, FileTask, embed_outcomes, embedding_cache, parse_tasks
+from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from semantica.config import Config, config_from_dict, config_to_dict
+from semantica.encoder import encoder_identity
 from semantica.ray_runtime import run_in_fresh_process, start_ray
 from semantica.schema import FileError
 
@@ -57,44 +59,69 @@ def parse_batch(batch: Any, config_dict: dict[str, Any]) -> Any:
     return pd.DataFrame(out)
 
 
-def encoder_identity(config: Config) -> tuple[str, int]:
-    """(model id, dim) without loading the weights: names the embedding cache directory."""
-    from transformers import AutoConfig
-
-    from semantica.encoder import resolve_model_path
-
-    path = resolve_model_path(config.encoder.model_path)
-    dim = int(AutoConfig.from_pretrained(str(path)).hidden_size)
-    return config.encoder.model_id or path.name, dim
-
-
 class EmbedActor:
-    """Ray Data actor: one encoder per actor (GPU when given one); cache misses only reach it."""
+    """Ray Data actor: one encoder per actor (GPU when given one); cache misses only reach it.
 
-    def __init__(self, config_dict: dict[str, Any]) -> None:
+    With `make_tokens` it also makes the chunks' token vectors (late interaction), from the same forward pass
+    when they are stored at the embedding's length, compresses them with the codec the driver fitted and
+    writes them into the shared token cache, where the driver's builder finds them: the head node encodes
+    nothing."""
+
+    def __init__(self, config_dict: dict[str, Any], make_tokens: bool = False) -> None:
         from pipelines.embed import ChunkEmbedder
         from semantica.encoder import shared_encoder
 
         self.config = config_from_dict(config_dict)
-        self.model_id, self.dim = encoder_identity(self.config)
+        self.model_id, self.dim = encoder_identity(self.config.encoder)
         self._encoder: Any = None
         self._shared = shared_encoder
+        tokens = new_token_builder(self.config, self.model_id, self.dim) if make_tokens else None
+        self.tokens = tokens if tokens is not None and tokens.codec is not None else None  # no codec: the driver fills
+        shared_pass = self.tokens is not None and \
+            self.config.late_interaction.doc_max_length == self.config.encoder.max_length
         self.embedder = ChunkEmbedder(self._encode, self.dim, embedding_cache(self.config, self.model_id, self.dim),
-                                      self.config.encoder.group_texts, self.config.encoder.cache_segment_vectors)
+                                      self.config.encoder.group_texts, self.config.encoder.cache_segment_vectors,
+                                      encode_with_tokens=self._encode_with_tokens if shared_pass else None,
+                                      token_sink=self.tokens if shared_pass else None)
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def _loaded(self) -> Any:
         if self._encoder is None:  # loaded on the first cache miss only
             self._encoder = self._shared(self.config.encoder)
-        return self._encoder.encode(texts)
+        return self._encoder
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return self._loaded().encode(texts)
+
+    def _encode_with_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self._loaded().encode_with_tokens(texts)
+
+    def _encode_tokens(self, texts: list[str]) -> list[np.ndarray]:
+        return self._loaded().encode_tokens(texts, self.config.late_interaction.doc_max_length)
 
     def __call__(self, batch: Any) -> Any:
         outcomes = [FileOutcome(r, p, k, parsed=pickle.loads(b) if len(b) else None)
                     for r, p, k, b in zip(batch["repo"], batch["path"], batch["key"], batch["parsed"])]
+        new_tokens = self._tokens_missing(outcomes)
         embed_outcomes(outcomes, self.embedder)
+        if self.tokens is not None:  # chunks whose sentence vector was cached but whose tokens were not
+            self.tokens.fill([c for o in outcomes if o.parsed is not None for c in o.parsed.chunks],
+                             self._encode_tokens, self.config.encoder.group_texts)
+            self.tokens.flush()  # one segment in the shared cache per batch
         batch = batch.copy()
         batch["vectors"] = [o.vectors.astype(np.float32).tobytes() for o in outcomes]
         batch["embedded"] = [o.embedded for o in outcomes]
+        batch["tokens_encoded"] = new_tokens
         return batch
+
+    def _tokens_missing(self, outcomes: list[FileOutcome]) -> list[int]:
+        """Per file, how many of its chunks this batch makes token vectors for (each content counted once)."""
+        counts, counted = [], set()
+        for outcome in outcomes:
+            shas = {c.content_sha for c in outcome.parsed.chunks} if outcome.parsed is not None else set()
+            new = {s for s in shas - counted if self.tokens is not None and not self.tokens.has(s)}
+            counted |= new
+            counts.append(len(new))
+        return counts
 
 
 def _outcome(row: dict[str, Any]) -> FileOutcome:
@@ -108,10 +135,11 @@ def _outcome(row: dict[str, Any]) -> FileOutcome:
     outcome.vectors = np.frombuffer(blob, dtype=np.float32).reshape(n, (len(blob) // 4) // n) if n \
         else np.zeros((0, 0), dtype=np.float32)
     outcome.embedded = int(row["embedded"])
+    outcome.tokens_encoded = int(row.get("tokens_encoded", 0))
     return outcome
 
 
-def _pipeline(ray: Any, config: Config, rows: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _pipeline(ray: Any, config: Config, rows: list[dict[str, Any]], make_tokens: bool) -> Iterator[dict[str, Any]]:
     rc = config.ray
     resources = ray.cluster_resources()
     if resources.get("CPU", 0) < rc.actor_num_cpus:
@@ -125,14 +153,16 @@ def _pipeline(ray: Any, config: Config, rows: list[dict[str, Any]]) -> Iterator[
     ds = ds.map_batches(parse_batch, fn_kwargs={"config_dict": config_dict}, batch_format="pandas",
                         batch_size=rc.parse_batch_size, num_cpus=rc.actor_num_cpus)
     embed_options: dict[str, Any] = {"num_gpus": 1} if gpus else {"num_cpus": rc.actor_num_cpus}
-    ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"config_dict": config_dict}, batch_format="pandas",
+    ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"config_dict": config_dict, "make_tokens": make_tokens},
+                        batch_format="pandas",
                         batch_size=rc.embed_batch_size,
                         compute=ray.data.ActorPoolStrategy(size=max(1, rc.embed_actors)), **embed_options)
     for row in ds.iter_rows():
         yield dict(row)
 
 
-def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, Any]],
+               make_tokens: bool = False) -> list[dict[str, Any]]:
     """The Ray driver (runs in its own process): start Ray, run the dataset with a deadline, stop Ray."""
     import ray
 
@@ -143,7 +173,7 @@ def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, A
 
         def target() -> None:
             try:
-                box["rows"] = list(_pipeline(ray, config, rows))
+                box["rows"] = list(_pipeline(ray, config, rows, make_tokens))
             except BaseException as exc:  # noqa: BLE001 - re-raised below
                 box["error"] = exc
 
@@ -156,7 +186,7 @@ def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, A
         if "error" in box:
             raise box["error"]
         return [{k: v for k, v in row.items() if k in ("repo", "path", "key", "parsed", "error", "vectors",
-                                                          "embedded")} for row in box["rows"]]
+                                                          "embedded", "tokens_encoded")} for row in box["rows"]]
     finally:
         ray.shutdown()
 
@@ -171,17 +201,41 @@ class RayRunner:
         self.address = address if address is not None else config.ray.address
 
     def identity(self) -> tuple[str, int]:
-        return encoder_identity(self.config)
+        return encoder_identity(self.config.encoder)
 
     def run(self, tasks: list[FileTask], tokens: TokenSink | None = None) -> list[FileOutcome]:
-        """Token vectors are not collected remotely: the indexer fills them from its own encoder."""
+        """The workers make the token vectors too when `tokens` is the indexer's `TokenVectorBuilder`: its codec
+        is fitted here first when the cache has none yet, the workers compress with it into the shared cache,
+        and the builder reads what they wrote."""
+        builder = tokens if isinstance(tokens, TokenVectorBuilder) else None
+        if builder is not None and builder.codec is None:
+            self._fit_codec(tasks, builder)
         rows = [{f: getattr(t, f) for f in _TASK_FIELDS} for t in tasks]
         for row in rows:  # Ray Data columns must be uniform: globs travel as one string
             row["include"] = json.dumps(row["include"])
         timeout = self.config.ray.job_timeout_s + self.config.ray.startup_timeout_s
-        out = run_in_fresh_process(ray_driver, config_to_dict(self.config), self.address or "", rows,
+        make_tokens = builder is not None and builder.codec is not None
+        out = run_in_fresh_process(ray_driver, config_to_dict(self.config), self.address or "", rows, make_tokens,
                                    timeout_s=timeout)
+        if builder is not None:
+            builder.refresh()
         return [_outcome(row) for row in out]
+
+    def _fit_codec(self, tasks: list[FileTask], builder: TokenVectorBuilder) -> None:
+        """A token codec from the first files' chunks (parsed and encoded here, a sample only): once per model
+        and codec setting in a cache, then every worker compresses with it."""
+        from semantica.encoder import shared_encoder
+
+        parser, encoder = FileParser(self.config.chunk), shared_encoder(self.config.encoder)
+        length, step = self.config.late_interaction.doc_max_length, max(1, self.config.ray.parse_batch_size)
+        for start in range(0, len(tasks), step):
+            parsed = [o.parsed for o in parse_tasks(tasks[start : start + step], self.config, parser)
+                      if o.parsed is not None]
+            builder.sample_for_codec([c for p in parsed for c in p.chunks],
+                                     lambda texts: encoder.encode_tokens(texts, length), self.config.encoder.group_texts)
+            if builder.codec is not None:
+                break
+        builder.fit_now()
 
 
 def run_batch(config: Config, manifest: str | Path, ray_address: str | None = None,

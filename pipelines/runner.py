@@ -61,6 +61,7 @@ class FileOutcome:
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     embedded: int = 0
     parsed_now: bool = True
+    tokens_encoded: int = 0  # chunks whose token vectors a remote worker computed and cached
 
 
 class Runner(Protocol):

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from semantica.config import TokenVectorsConfig
+from pipelines.embed import unread_segments
+from semantica.config import Config, TokenVectorsConfig
 from semantica.encoder import safe_name
 from semantica.schema import Chunk
 from semantica.token_vectors import (
@@ -40,6 +41,19 @@ SHAS, OFFSETS, CODES, SCALES = "shas.npy", "offsets.npy", "codes.npy", "scales.n
 Codes = tuple[np.ndarray, np.ndarray]
 
 
+TOKEN_VECTORS_DIR = "token_vectors"
+
+
+def new_token_builder(config: Config, model_id: str, dim: int) -> TokenVectorBuilder | None:
+    """The token-vector builder of an indexing run (the driver's or a Ray worker's, both over the shared
+    `<cache_dir>/token_vectors/`), unless token vectors are turned off or a separate late-interaction model is
+    set (its token space is not the bi-encoder's; that reranker then encodes candidates itself)."""
+    if not config.token_vectors.enabled or config.late_interaction.model_path:
+        return None
+    return TokenVectorBuilder(Path(config.paths.cache_dir) / TOKEN_VECTORS_DIR, model_id,
+                              config.late_interaction.doc_max_length, dim, config.token_vectors)
+
+
 class TokenCodeCache:
     """sha -> (codes, scales) for one projection; append-only segments, read memory-mapped."""
 
@@ -47,27 +61,36 @@ class TokenCodeCache:
         self.directory = directory
         self._index: dict[str, tuple[int, int]] | None = None
         self._segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._seen: set[str] = set()  # segment directories already read
         self._lock = threading.Lock()
 
     def _load(self) -> dict[str, tuple[int, int]]:
-        if self._index is not None:
-            return self._index
-        index: dict[str, tuple[int, int]] = {}
-        for segment in sorted(self.directory.glob(f"{SEGMENT_PREFIX}*")):
-            if segment.name.endswith(".tmp"):
-                continue
+        if self._index is None:
+            self._index = {}
+            self._read_new_segments()
+        return self._index
+
+    def _read_new_segments(self) -> None:
+        """Index the segments not read yet (all on first use; later, those other processes wrote)."""
+        assert self._index is not None
+        for segment in unread_segments(self.directory, f"{SEGMENT_PREFIX}*", self._seen):
             try:
                 shas = np.load(segment / SHAS).tolist()
                 parts = (np.load(segment / OFFSETS), np.load(segment / CODES, mmap_mode="r"),
                          np.load(segment / SCALES, mmap_mode="r"))
             except (OSError, ValueError):
                 continue  # a torn segment: its chunks are encoded again
+            self._seen.add(segment.name)
             number = len(self._segments)
             self._segments.append(parts)
             for row, sha in enumerate(shas):
-                index.setdefault(sha, (number, row))
-        self._index = index
-        return index
+                self._index.setdefault(sha, (number, row))
+
+    def refresh(self) -> None:
+        """Pick up segments written since this cache was loaded (by Ray embedding workers, say)."""
+        with self._lock:
+            if self._index is not None:
+                self._read_new_segments()
 
     def __contains__(self, sha: str) -> bool:
         with self._lock:
@@ -104,6 +127,7 @@ class TokenCodeCache:
             raise
         with self._lock:
             index = self._load()
+            self._seen.add(name)
             number = len(self._segments)
             self._segments.append((offsets, np.load(self.directory / name / CODES, mmap_mode="r"),
                                    np.load(self.directory / name / SCALES, mmap_mode="r")))
@@ -157,6 +181,30 @@ class TokenVectorBuilder:
         raw, self._raw, self._raw_tokens = self._raw, {}, 0
         for sha, array in raw.items():
             self._pending[sha] = codec.encode(array)
+
+    def refresh(self) -> None:
+        """See the codes other processes (Ray embedding workers) wrote into the shared cache since."""
+        if self.codec is not None:
+            self.cache.refresh()
+
+    def sample_for_codec(self, chunks: Sequence[Chunk], encode_tokens: Callable[[list[str]], list[np.ndarray]],
+                         batch_size: int) -> None:
+        """Encode `chunks` in order until the codec is fitted (`fit_sample_tokens` reached): a sample that lets
+        the codec exist before the Ray workers start, since they compress with it from the shared cache."""
+        for start in range(0, len(chunks), batch_size):
+            if self.codec is not None:
+                return
+            batch = [c for c in chunks[start : start + batch_size] if not self.has(c.content_sha)]
+            if batch:
+                self.add([c.content_sha for c in batch], encode_tokens([c.embedding_text() for c in batch]))
+
+    def fit_now(self) -> None:
+        """Fit the codec on what was sampled (fewer tokens than `fit_sample_tokens`: a small corpus), and write
+        the sampled codes into the shared cache so that nobody encodes those chunks again."""
+        if self.codec is None and self._raw:
+            self._fit()
+        if self.codec is not None:
+            self.flush()
 
     def has(self, sha: str) -> bool:
         return sha in self._raw or sha in self._pending or (self.codec is not None and sha in self.cache)

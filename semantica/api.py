@@ -100,7 +100,7 @@ class SearchResponse:
     cached: bool = False
     graph: dict[str, Any] | None = None  # structural question: {op, name, candidates, ambiguous, note, answers}
     freshness: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> semantica.freshness.Freshness
-    # what the query planner decided (issue 15): {mode, k, budgets, retries, sub_queries, ...}; None when it is off
+    # what the query planner decided: {mode, k, budgets, retries, sub_queries, ...}; None when it is off
     plan: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -98,7 +98,7 @@ class EncoderConfig:
     cache_segment_vectors: int = 4096
     batch_tokens: int = 8192  # padded tokens per forward pass: short texts batch wide (0 = fixed batch_size)
     group_texts: int = 1024  # texts handed to the encoder at once; it sorts them by length and batches by tokens
-    quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; README)
+    quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; docs/architecture.md)
 
 
 @dataclass
@@ -616,11 +616,11 @@ class Config:
     shards: ShardsConfig = field(default_factory=ShardsConfig)
     branches: BranchesConfig = field(default_factory=BranchesConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
-    # query planning (issue 15): serving/planning/{repo_map,final_order,feedback_weights}.py
+    # query planning: serving/planning/{repo_map,final_order,feedback_weights}.py
     repo_map: RepoMapConfig = field(default_factory=RepoMapConfig)
     final_order: FinalOrderConfig = field(default_factory=FinalOrderConfig)
     feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
-    planning: PlanningConfig = field(default_factory=PlanningConfig)  # issue 15
+    planning: PlanningConfig = field(default_factory=PlanningConfig)  # serving/planning/
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)  # semantica/knowledge, serving/knowledge
     plan: PlanConfig = field(default_factory=PlanConfig)  # `semantica plan`, the dry run
     observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)

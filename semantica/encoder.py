@@ -33,6 +33,22 @@ def split_runtime(model_id: str) -> tuple[str, bool]:
     return model_id, False
 
 
+def runtime_model_id(config: EncoderConfig, model_path: Path) -> str:
+    """The model id an encoder built from `config` files its vectors under (caches, manifests): the configured
+    id or the checkpoint directory's name, plus `INT8_SUFFIX` for the int8 runtime, whose vectors differ."""
+    model_id = config.model_id or model_path.name
+    return split_runtime(model_id)[0] + INT8_SUFFIX if config.quantize_int8 else model_id
+
+
+def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
+    """(model id, dim) of the encoder `config` builds, without loading its weights: what a process that never
+    encodes (the Ray driver) files the vectors of its workers under. Equal to a loaded `Encoder`'s."""
+    from transformers import AutoConfig
+
+    path = resolve_model_path(config.model_path)
+    return runtime_model_id(config, path), int(AutoConfig.from_pretrained(str(path)).hidden_size)
+
+
 class EncoderLoadError(RuntimeError):
     """The model could not be found or loaded; the message says where it looked."""
 
@@ -88,7 +104,7 @@ class Encoder:
         except Exception as exc:  # transformers raises many types; all mean "cannot load"
             raise EncoderLoadError(f"cannot load encoder from {self.model_path}: {exc}") from exc
         self.dim = int(self.model.config.hidden_size)
-        self.model_id = config.model_id or self.model_path.name
+        self.model_id = runtime_model_id(config, self.model_path)
         if config.quantize_int8:
             if self.device != "cpu":
                 raise EncoderLoadError(f"encoder.quantize_int8 is a CPU runtime; encoder.device is {self.device!r}")
@@ -96,8 +112,6 @@ class Encoder:
 
             # per output channel: cosine to fp32 0.978 (per-tensor: 0.932), same speed (jobs.bench.encoder_runtime)
             self.model = quantize_dynamic(self.model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
-            # other vectors than the float model's: caches and snapshots keep them apart
-            self.model_id = split_runtime(self.model_id)[0] + INT8_SUFFIX
         self._lock = threading.Lock()
 
     def _forward(self, texts: Sequence[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:

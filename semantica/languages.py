@@ -1,7 +1,9 @@
-"""The language table: file suffix or name -> language (what discovery indexes, what a query may filter on)."""
+"""The language table: file suffix or name -> language (what discovery indexes, what a query may filter on),
+and the test-path rule (which files are tests: damped by the graph walk and localization, an LTR feature)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 LANGUAGE_BY_SUFFIX: dict[str, str] = {
@@ -20,6 +22,9 @@ LANGUAGE_BY_NAME: dict[str, str] = {
     "Makefile": "make", "Dockerfile": "dockerfile", "README": "text",
 }
 
+# test directories, test_*.py / *_test.<ext> files, conftest.py (Python, Go, Rust and most others)
+TEST_PATH = re.compile(r"(^|/)(tests?|testing|mocks?)(/|_)|(^|/)test_[^/]*$|_test\.[a-z]+$|(^|/)conftest\.py$")
+
 KNOWN_LANGUAGES: frozenset[str] = frozenset(LANGUAGE_BY_SUFFIX.values()) | frozenset(LANGUAGE_BY_NAME.values())
 
 
@@ -31,3 +36,8 @@ def language_of(path: str) -> str:
     lower = name.lower()
     dot = lower.rfind(".")
     return LANGUAGE_BY_SUFFIX.get(lower[dot:], "") if dot > 0 else ""
+
+
+def is_test_path(path: str) -> bool:
+    """Whether `path` (repository-relative, `/`-separated) is test code."""
+    return bool(TEST_PATH.search(path))

@@ -12,7 +12,7 @@ Why an environment switch for loopback: Ray's own servers (GCS, raylet, workers,
 to the node IP, which Ray resolves to the machine's external address; with
 `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` it resolves to 127.0.0.1 and every one of them listens on
 loopback only. A cluster address (`ray.address`) leaves Ray's networking alone: securing a cluster is
-Ray's auth token plus network isolation (see the README).
+Ray's auth token plus network isolation (see docs/operations.md).
 """
 
 from __future__ import annotations

@@ -150,19 +150,6 @@ def diff_paths(path: str, old: str, new: str, timeout_s: float) -> list[str]:
     return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
 
-def tree_blobs(path: str, commit: str, paths: list[str], timeout_s: float) -> dict[str, str]:
-    """Blob sha of `paths` at `commit` (missing paths are absent)."""
-    if not paths or not commit:
-        return {}
-    out = run_git(path, ["ls-tree", "-z", "--full-tree", commit, "--", *paths], timeout_s)
-    blobs: dict[str, str] = {}
-    for record in out.split(b"\0"):
-        if record:
-            meta, _, name = record.partition(b"\t")
-            blobs[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
-    return blobs
-
-
 def worktree_blob(full: Path) -> str | None:
     """git's blob sha of a file on disk (None when it is gone or not a regular file)."""
     try:

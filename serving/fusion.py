@@ -92,11 +92,6 @@ class ExpansionMatcher:
         return ""
 
 
-def expansion_match(meta: ChunkMeta, expansions: Expansions) -> str:
-    """`ExpansionMatcher(expansions).match(meta)`."""
-    return ExpansionMatcher(expansions).match(meta)
-
-
 class WeightedRRF:
     """`fuse(lists, intent, chunk_meta, k)` -> hits sorted by fused score, with features."""
 

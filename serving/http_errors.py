@@ -132,6 +132,7 @@ def install_error_handlers(api: FastAPI, readable: Callable[[Request], RepoFilte
     api.add_exception_handler(Exception, declared)  # the last resort: a bug, a 500 (Starlette logs it)
 
 
+
 def unknown_error_response(exc: BaseException, where: str) -> JSONResponse:
     """For ASGI middlewares outside FastAPI's handlers too: the generic 500."""
     ref = uuid.uuid4().hex[:12]

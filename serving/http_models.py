@@ -140,7 +140,7 @@ class FeedbackBody(BaseModel):
 
 
 class MapBody(BaseModel):
-    """`POST /v1/map` (issue 15): a repository map. `repos` names one repository (empty: the caller's only one)."""
+    """`POST /v1/map`: a repository map. `repos` names one repository (empty: the caller's only one)."""
 
     model_config = ConfigDict(extra="forbid")
     repos: list[str] = Field(default_factory=list, description="the one repository to map")

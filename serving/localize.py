@@ -7,11 +7,11 @@ from typing import Any
 
 from semantica.config import GranularConfig, QueryConfig
 from semantica.hits import ChunkMeta, RankedList, Strategy
+from semantica.languages import is_test_path
 from semantica.schema import Chunk
 from serving.fusion import ExpansionMatcher, WeightedRRF
 from serving.granular_fusion import GranularFusion, GranularLists
 from serving.intent import IntentResult
-from serving.retrievers.graph import is_test_path
 
 FUNCTION_KINDS = frozenset({"function", "method"})
 PATH_MATCH = "path"

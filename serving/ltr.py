@@ -30,10 +30,10 @@ import numpy as np
 
 from semantica.config import LtrConfig
 from semantica.hits import FEATURE_NAMES, ChunkMeta, Hit
+from semantica.languages import is_test_path
 from semantica.schema import Chunk, ChunkKind
 from serving.fusion import ExpansionMatcher
 from serving.intent import INTENTS, IntentResult
-from serving.retrievers.graph import is_test_path
 
 CONTEXT_FEATURE_NAMES: tuple[str, ...] = (
     "is_test",                                   # 1 for a test file

@@ -139,7 +139,7 @@ class SemanticaTools:
                            "each answer cited at `path:line` and marked with how it was resolved; `depth` > 1 "
                            "follows the edges transitively. Prefer it to `search` for these questions.")
                   for op, what in GRAPH_TOOLS.items()]
-        specs.append(ToolSpec("repo_map", self.repo_map,  # issue 15 (serving/planning/repo_map.py)
+        specs.append(ToolSpec("repo_map", self.repo_map,  # serving/planning/repo_map.py
                               "A compact map of one repository for orienting yourself: its files ranked by personalised "
                               "PageRank over the code graph, seeded with the identifiers and paths in `query`, each "
                               "with its top symbols (line and signature), within a token budget."))

@@ -172,7 +172,7 @@ class GraphOut(BaseModel):
 
 
 class MapOut(BaseModel):
-    """`repo_map` (issue 15): a repository's files by personalised PageRank, each with its top symbols."""
+    """`repo_map`: a repository's files by personalised PageRank, each with its top symbols."""
 
     repo: str
     snapshot: str

@@ -31,7 +31,7 @@ from serving.context import Context
 from serving.intent import IntentResult
 from serving.knowledge.inject import InjectedKnowledge, KnowledgeInjector
 from serving.localize import Localizer
-from serving.planning.passes import PipelinePass  # planning (issue 15)
+from serving.planning.passes import PipelinePass  # query planning
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
 from serving.rerankers import Reranker, RerankInput
@@ -79,7 +79,7 @@ class SearchPipeline:
         self._repo_pool = ThreadPoolExecutor(max_workers=max(1, config.retrieval.repo_parallelism),
                                              thread_name_prefix="repo")
         self._prefetcher = Prefetcher()
-        self.planner = self.stages.planner  # planning (issue 15): serving/planning/
+        self.planner = self.stages.planner  # query planning: serving/planning/
         self.knowledge = KnowledgeInjector(self.config, snapshots=self.snapshots)  # serving/knowledge/
 
     # -- the stages (read through; built and owned by `self.stages`) ---------------------------
@@ -104,7 +104,7 @@ class SearchPipeline:
     def query_encoder(self) -> QueryEncoder:
         return self.stages.query_encoder
     @property
-    def expansion(self) -> Any:  # issue 15: decomposition + multi-hop (serving/planning/)
+    def expansion(self) -> Any:  # decomposition + multi-hop (serving/planning/)
         return self.stages.expansion
 
 
@@ -254,7 +254,7 @@ class SearchPipeline:
         multipliers = plan.multipliers if plan else None  # planning: the mode's fusion weights
         lists = self._retrieve(request.query, intent, snapshots, enabled, filters, timer, degraded)
         expanded = None
-        if self.config.planning.enabled:  # issue 15: decomposition + multi-hop (each with its own switch too)
+        if self.config.planning.enabled:  # decomposition + multi-hop (each with its own switch too)
             lists, expanded = timer.run("planning", lambda: self.expansion.expand(
                 request.query, intent, snapshots, {strategy_key(spec.name) for spec in enabled}, filters, lists,
                 lambda text, sub_intent, strategies: self._retrieve(
@@ -265,7 +265,7 @@ class SearchPipeline:
             chunks.update(snapshot.chunk_by_id)
         depth = max(request.k, self.config.query.file_rank_depth)
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for ranked in lists.values() for cid, _ in ranked if cid in chunks}
-        fusion = self.ranking_hooks.fusion(snapshots, self.fusion)  # issue 15: feedback-learned weights (A/B-gated)
+        fusion = self.ranking_hooks.fusion(snapshots, self.fusion)  # feedback-learned weights (A/B-gated)
         fused = timer.run("fusion", lambda: fusion.fuse(lists, intent, meta, request.k,  # max(k, intent cutoff)
                                                         multipliers=multipliers))
         hits = self._rerank(request, intent, [h for h in fused if h.chunk_id in chunks], chunks, timer, degraded)
@@ -287,7 +287,7 @@ class SearchPipeline:
                 degraded.append(_degraded("granular", exc))
         files, functions = timer.run("localize", lambda: self.localizer.localize(
             lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None))  # planning
-        files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
+        files = self.ranking_hooks.files(files, snapshots)  # trust and freshness in the file order
         used = self._knowledge(request.query, snapshots, timer, degraded)
         hits = self.knowledge.boost(hits, used, chunks, request.k)
         budget = self.config.context.token_budget if request.context_budget is None else request.context_budget
@@ -307,7 +307,7 @@ class SearchPipeline:
             graph=routed.result.to_dict() if routed is not None else None,
             plan=plan.to_dict() if plan else None,  # planning
         )
-        if expanded:  # issue 15: what decomposition / multi-hop did
+        if expanded:  # what decomposition / multi-hop did
             response.plan = {**(response.plan or {}), **expanded}
         if routed is not None:
             for view in response.hits:
@@ -361,7 +361,7 @@ class SearchPipeline:
         return {strategy_key(name): to_ranked(merge_scored(lists, k)) for name, lists in scored.items()}
 
     @property
-    def ranking_hooks(self) -> Any:  # issue 15 (serving/planning/hooks.py)
+    def ranking_hooks(self) -> Any:  # serving/planning/hooks.py
         return self.stages.ranking_hooks
 
     def _rerank(self, request: SearchRequest, intent: IntentResult, hits: list[Hit], chunks: dict[str, Chunk],

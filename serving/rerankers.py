@@ -2,7 +2,7 @@
 
 A reranker reorders the fused hits of one request. `SearchPipeline` runs the configured ones in order
 and knows nothing else about them: adding one is a class here (or in its own module) registered with
-`@register_reranker("name")`, plus its name in `rerank.order` (README, "Extending Semantica").
+`@register_reranker("name")`, plus its name in `rerank.order` (docs/extending.md).
 An optional reranker that fails degrades the answer (listed in `degraded`); a mandatory one fails it.
 """
 
@@ -116,5 +116,5 @@ class CrossEncoderStage:
         return self.pipeline.cross.rerank(given.request.query, hits, given.chunks)
 
 
-# Query-planning stages (issue 15) live in their own modules and register themselves on import.
+# Query-planning stages live in their own modules and register themselves on import.
 from serving.planning import final_order, repo_map  # noqa: E402,F401  (registers final_order, repo_scope)

@@ -60,7 +60,7 @@ class Stages:
         self.fusion = fusion or local_fusion
         self.localizer = Localizer(config.query, local_fusion, config.granular)  # cheap: always in the caller
         self.context_builder = context or ContextBuilder(config.context)
-        self.planner = QueryPlanner(config)  # issue 15: mode, dynamic K, budgets, retry (serving/planning/)
+        self.planner = QueryPlanner(config)  # mode, dynamic K, budgets, retry (serving/planning/)
         self._late, self._cross = late, cross
         self._remote_retrievers = retrievers
         self._local_retrievers: dict[str, RepoRetrievers] = {}
@@ -115,16 +115,16 @@ class Stages:
     @cached_property
     def graph_router(self) -> GraphRouter:
         return GraphRouter(self.graph_ops, self.config.graph_ops.route_depth,
-                           tuple(self.config.graph_ops.tier_scores))  # issue 12: routed answers' scores
+                           tuple(self.config.graph_ops.tier_scores))  # routed answers' scores
 
     @cached_property
-    def expansion(self) -> Any:  # issue 15: decomposition + multi-hop (serving/planning/)
+    def expansion(self) -> Any:  # decomposition + multi-hop (serving/planning/)
         from serving.planning.expand import QueryExpansion
 
         return QueryExpansion(self.config.planning, self.intent.classify, self.graph_ops.graph)
 
     @cached_property
-    def ranking_hooks(self) -> Any:  # issue 15: feedback-learned weights and the final file order
+    def ranking_hooks(self) -> Any:  # feedback-learned weights and the final file order
         from serving.planning.hooks import RankingHooks
 
         return RankingHooks(self.config)

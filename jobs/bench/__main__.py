@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jobs.bench.stats import PERCENTILE_99, percentile
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
 from semantica.config import Config, load_config
@@ -38,14 +39,6 @@ QUERY_REPEATS = 3
 STRUCTURAL_REPEATS = 20
 RICH_CLONE = MIRRORS / "Textualize+rich" / "repo"  # pytest-sized (213 Python files); the flow set's commit
 FLOW_SETS = REPO_ROOT / "conf" / "golden"
-PERCENTILE_99 = 0.99
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def bench_index(config: Config, repo: Path, name: str, commit: str | None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ query that starts the daemon, and warm queries answered by the daemon.
 
 Each figure is a fresh `python -m jobs.cli query ...` process (interpreter start and imports included),
 the way a user or an agent calls it. The queries rotate through distinct texts, so the daemon's
-response cache never answers. Results: bench/results/cli_daemon.json (and the README table).
+response cache never answers. Results: bench/results/cli_daemon.json (and the docs/results.md table).
 """
 
 from __future__ import annotations

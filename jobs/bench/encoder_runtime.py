@@ -4,12 +4,12 @@
 
 Variants (one loaded model each, the same texts, rounds interleaved so a noisy shared machine hits all
 of them alike; the best round counts):
-- `fp32_fixed_batches`: the wave-1 way: `encoder.batch_size` texts per pass in chunk order (padding to the longest);
+- `fp32_fixed_batches`: the original way: `encoder.batch_size` texts per pass in chunk order (padding to the longest);
 - `fp32_sorted_token_budget`: the default: texts sorted by length, `encoder.batch_tokens` padded tokens per pass;
 - `int8_dynamic_per_tensor`: torch dynamic int8 Linear layers, one weight scale per tensor (the old `quantize_int8`);
 - `int8_dynamic_per_channel` (`encoder.quantize_int8`): the same with per-output-channel weight scales.
 Quality proxies against fp32: cosine of each chunk vector, and top-10 agreement of chunk rankings for
-the bench queries. The end-to-end cost (golden NDCG@10) needs an index per variant: see the README.
+the bench queries. The end-to-end cost (golden NDCG@10) needs an index per variant: see docs/results.md.
 """
 
 from __future__ import annotations

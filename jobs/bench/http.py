@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from jobs.bench.stats import percentile
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -33,11 +35,6 @@ QUERIES = [
     "why does a failing retriever degrade the answer", "encode_query",
 ]
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "http.json"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def drive(call: Callable[[str], None], clients: int, per_client: int) -> dict[str, float]:

@@ -18,7 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-from jobs.bench.http import percentile, serve_http, use_index
+from jobs.bench.http import serve_http, use_index
+from jobs.bench.stats import percentile
 
 SUBJECTS = ["reciprocal rank fusion", "late interaction rerank", "snapshot publish", "vector shard search",
             "lexical lucene searcher", "context token budget", "intent classifier", "graph retriever",

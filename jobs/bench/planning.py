@@ -1,4 +1,4 @@
-"""Issue 15's ranking pieces against the pipeline without them: `python -m jobs.bench.planning`.
+"""The query planner's ranking pieces against the pipeline without them: `python -m jobs.bench.planning`.
 
 1. golden: the golden set over an indexed repository, every variant per query back to back (so machine load
    hits them alike), NDCG@10 / MRR / R@10 and the query's wall time p50/p99; plus the repository map's time.
@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jobs.bench.__main__ import PERCENTILE_99, RESULTS_DIR, percentile
+from jobs.bench.__main__ import RESULTS_DIR
+from jobs.bench.stats import PERCENTILE_99, percentile
 from jobs.eval.golden import GOLDEN_K, load_golden_set, score_hits
 from jobs.eval.instances import load_instances
 from jobs.eval.replay import LocalizationReplay
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--golden", default="conf/golden/semantica.jsonl")
     parser.add_argument("--repo", default="semantica/self")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--instances", default="../shared/bench/swebench_lite_dev.jsonl")
+    parser.add_argument("--instances", required=True, metavar="FILE", help="SWE-bench instances JSONL")
     parser.add_argument("--mined", default="bench/results/ltr/swebench")
     parser.add_argument("--parts", default="golden,localize,feedback")
     parser.add_argument("--out", default=str(RESULTS_DIR / "planning.json"))

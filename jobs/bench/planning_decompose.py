@@ -1,4 +1,4 @@
-"""Query planning (issue 15) measured: decomposition and multi-hop on vs off (a benchmark, not a test).
+"""Query planning measured: decomposition and multi-hop on vs off (a benchmark, not a test).
 
 1. **Localization** on the SWE-bench dev split, replayed over mined lists (`eval swebench --mine DIR`
    with planning on stores the main query's lists and every sub-query and multi-hop list): the four
@@ -10,7 +10,7 @@
    current snapshot of each benchmark repository in `--index-root`, with each repository's own issue
    texts as queries, alternating the two configs query by query so machine load hits both alike.
 
-    python -m jobs.bench.planning_decompose --instances ../shared/bench/swebench_lite_dev.jsonl --mined DIR \
+    python -m jobs.bench.planning_decompose --instances swebench_lite_dev.jsonl --mined DIR \
         --index-root DIR [--set ...] [--latency-repeats 2] --out bench/results/planning/dev.json
 """
 

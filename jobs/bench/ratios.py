@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jobs.bench.stats import PERCENTILE_99, percentile
 from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.encoder import shared_encoder
@@ -28,7 +29,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 REPEATS = 3
 FLOOR_SAMPLE_CHUNKS = 256
 COLD_RUNS = 3
-PERCENTILE_99 = 0.99
 LATE_TOP_NS = (30, 50)
 
 SELF_QUERIES = {
@@ -46,11 +46,6 @@ REQUESTS_QUERIES = {
                          "chunked transfer encoding of a request body", "retry a connection that failed"],
 }
 ISSUE_REPOS = {"psf/requests": "psf/requests"}
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -78,8 +73,8 @@ def issue_queries(instances: Path, repo: str, limit: int) -> list[str]:
 def query_classes(repo: str, instances: Path) -> dict[str, list[str]]:
     classes = dict(REQUESTS_QUERIES if repo == "psf/requests" else SELF_QUERIES)
     issues = issue_queries(instances, repo, 6)
-    if not issues:  # this repository has no issue set: long queries made of its own README paragraphs
-        paragraphs = [p for p in (REPO_ROOT / "README.md").read_text().split("\n\n") if len(p.split()) > 60]
+    if not issues:  # this repository has no issue set: long queries made of its own documentation's paragraphs
+        paragraphs = [p for p in (REPO_ROOT / "docs" / "architecture.md").read_text().split("\n\n") if len(p.split()) > 60]
         issues = paragraphs[:6]
     classes["issue"] = issues
     return classes

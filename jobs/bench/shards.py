@@ -6,7 +6,7 @@ queries, and whether the top-k agree.
 
 The embedding cache is shared by both builds, so the second build only rewrites shards. Query encoding
 is done once per query before timing (it is memoised): the figures are search + merge only.
-Results: bench/results/shards.json and the README.
+Results: bench/results/shards.json and docs/results.md.
 """
 
 from __future__ import annotations

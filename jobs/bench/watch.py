@@ -23,7 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from jobs.bench.__main__ import RESULTS_DIR, machine, percentile
+from jobs.bench.__main__ import RESULTS_DIR, machine
+from jobs.bench.stats import percentile
 from pipelines.sync import SyncResult
 from pipelines.watch import RepoWatcher
 from semantica.api import SearchRequest

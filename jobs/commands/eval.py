@@ -101,6 +101,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--mined", required=True, metavar="DIR", help="the mine output directory (holds lists/)")
     replay.add_argument("--repo-filter", action="extend", nargs="+", default=[], metavar="OWNER/NAME",
                         help="only instances of these repositories")
+    replay.add_argument("--repos-dir", metavar="DIR",
+                        help="bare clones (<owner>+<name>/repo), read for final_order.beta (default: $SEMANTICA_MIRRORS)")
     replay.add_argument("--json", action="store_true", help="print JSON")
     add_common(replay)
     replay.set_defaults(handler=run_localize)
@@ -201,7 +203,7 @@ def run_localize(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     instances = _load_instances(args.instances, args.repo_filter)
     try:
-        result = LocalizationReplay(config, args.mined).run(instances)
+        result = LocalizationReplay(config, args.mined, args.repos_dir).run(instances)
     except MineError as exc:
         raise CliError(str(exc)) from None
     if args.json:
@@ -236,22 +238,23 @@ def run_golden(args: argparse.Namespace) -> int:
 
 
 def run_flow(args: argparse.Namespace) -> int:
-    import os
     from pathlib import Path
 
     from jobs.eval.flow import evaluate, load_rows
+    from jobs.eval.instances import find_clone, mirrors_dir
 
     root = Path(__file__).resolve().parents[2]
     paths = [Path(p) for p in args.flow_set] or sorted((root / "conf" / "golden").glob("flow-*.jsonl"))
     if not paths:
         raise CliError("no flow golden set: pass --flow-set FILE (built with python -m jobs.eval.flow_gold)")
     rows = load_rows(paths)
-    mirrors_dir = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
-    mirrors = {r["repo"]: mirrors_dir / r["repo"].replace("/", "+") / "repo" for r in rows}
+    clones = mirrors_dir()
+    found = {r["repo"]: find_clone(clones, r["repo"]) if clones else None for r in rows}
+    mirrors = {name: path for name, path in found.items() if path is not None}
     for item in args.mirror:
         name, _, path = item.partition("=")
         mirrors[name] = Path(path)
-    missing = sorted({r for r, p in mirrors.items() if not (p / "HEAD").exists()})
+    missing = sorted({r["repo"] for r in rows} - {r for r, p in mirrors.items() if (p / "HEAD").exists()})
     if missing:
         print(f"SKIPPED (no mirror): {', '.join(missing)}", file=sys.stderr)
         rows = [r for r in rows if r["repo"] not in missing]

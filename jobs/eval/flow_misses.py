@@ -6,18 +6,18 @@ unresolved (`unresolved`, with its receiver and inferred receiver type), it reso
 definition of that name (`elsewhere`), it is a REFERENCES edge, not a call (`reference`), or no call of
 that name was extracted in the gold function at all (`no-call`, with the source lines that mention it).
 
-    python -m jobs.eval.flow_misses [--flow-set FILE ...] [--op callers|callees]
+    python -m jobs.eval.flow_misses --mirrors DIR [--flow-set FILE ...] [--op callers|callees]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from pathlib import Path
 
 from jobs.eval.flow import FLOW_K, load_rows, ranked_functions
+from jobs.eval.instances import MIRRORS_ENV, find_clone, mirrors_dir
 from pipelines.discover import RepoSource, SourceFile
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
 from semantica.config import load_config
@@ -73,16 +73,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flow-set", action="append", default=[])
     ap.add_argument("--op", choices=("callers", "callees"), default="callers")
+    ap.add_argument("--mirrors", metavar="DIR", help=f"directory of bare clones, <owner>+<name>/repo (default: ${MIRRORS_ENV})")
     args = ap.parse_args(argv)
+    mirrors = mirrors_dir(args.mirrors)
+    if mirrors is None:
+        ap.error(f"where are the clones? pass --mirrors DIR or set {MIRRORS_ENV}")
     root = Path(__file__).resolve().parents[2]
     paths = [Path(p) for p in args.flow_set] or sorted((root / "conf" / "golden").glob("flow-*.jsonl"))
-    mirrors = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
     rows = [r for r in load_rows(paths) if r["op"] == args.op]
     ops, cache, classes = GraphOps(), {}, Counter()
     for row in rows:
         key = (row["repo"], row["commit"])
         if key not in cache:
-            cache[key] = _parse(mirrors / row["repo"].replace("/", "+") / "repo", row["repo"], row["commit"])
+            clone = find_clone(mirrors, row["repo"])
+            if clone is None:
+                ap.error(f"no clone of {row['repo']} under {mirrors}")
+            cache[key] = _parse(clone, row["repo"], row["commit"])
         parsed, graph, texts = cache[key]
         ranked = ranked_functions(graph, row["question"], ops)
         for gold in sorted(set(row["gold"]) - set(ranked[:FLOW_K])):

@@ -74,6 +74,21 @@ def repo_candidates(repos_dir: str | os.PathLike[str], repo: str) -> list[Path]:
     return [root / flat / "repo", root / flat, root / f"{owner}__{name}", root / name, root / f"{name}.git"]
 
 
+MIRRORS_ENV = "SEMANTICA_MIRRORS"
+
+
+def mirrors_dir(given: str | os.PathLike[str] | None = None) -> Path | None:
+    """The directory of bare clones (`<owner>+<name>/repo` inside): the one given, else $SEMANTICA_MIRRORS,
+    else None. There is no default path: the clones live wherever the user fetched them."""
+    chosen = given or os.environ.get(MIRRORS_ENV, "")
+    return Path(chosen) if chosen else None
+
+
+def find_clone(repos_dir: str | os.PathLike[str], repo: str) -> Path | None:
+    """The first git repository among `repo_candidates`, or None."""
+    return next((p for p in repo_candidates(repos_dir, repo) if is_git_repository(p)), None)
+
+
 def is_git_repository(path: Path) -> bool:
     """A work tree (`.git` inside) or a bare repository (`HEAD` and `objects/`)."""
     return path.is_dir() and ((path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir()))

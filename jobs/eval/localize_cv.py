@@ -1,6 +1,6 @@
 """Leave-one-repository-out choice of localization settings over replayed lists.
 
-Settings tuned on the whole dev split do not fully carry over to unseen instances (issue 11: the
+Settings tuned on the whole dev split do not fully carry over to unseen instances (the
 held-out Verified instances scored 5-16 points lower). So each repository's instances are scored
 with the grid point that was best on the OTHER repositories (objective: file Acc@5 + function
 Acc@10, pooled over their instances; ties go to the earlier grid point, the grid starts at the

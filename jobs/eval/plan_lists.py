@@ -1,4 +1,4 @@
-"""Mined planning lists: each sub-query's ranked lists and the multi-hop lists of a query (issue 15).
+"""Mined planning lists: each sub-query's ranked lists and the multi-hop lists of a query.
 
 `semantica mine` (and `eval swebench --mine`) writes them under `OUT/plan_lists/` beside the main
 query's lists (`OUT/lists/`, which stay the main query's own lists), so that `semantica eval localize`

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from jobs.eval.granular_lists import INVENTORY, load_granular
-from jobs.eval.instances import Instance
+from jobs.eval.instances import MIRRORS_ENV, Instance, find_clone, mirrors_dir, repo_candidates
 from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
 from jobs.eval.plan_lists import load_plan, merged_lists
 from jobs.eval.swebench import TOP_N
@@ -58,8 +58,10 @@ class ChunkRef:
 class LocalizationReplay:
     """Runs the configured `Localizer` over stored lists."""
 
-    def __init__(self, config: Config, mined_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, config: Config, mined_dir: str | os.PathLike[str],
+                 repos_dir: str | os.PathLike[str] | None = None) -> None:
         self.config = config
+        self.repos_dir = mirrors_dir(repos_dir)  # bare clones, read only for `final_order.beta` (freshness)
         self.lists_dir = Path(mined_dir) / LISTS_DIR
         if not self.lists_dir.is_dir():
             raise MineError(f"no retriever lists under {self.lists_dir}: run `semantica mine swebench --out "
@@ -95,7 +97,7 @@ class LocalizationReplay:
                 "strategy", "rank", "chunk_id", "path", "symbol", "kind").iter_rows():
             lists.setdefault(strategy_key(strategy), []).append((chunk_id, rank))
             chunks[chunk_id] = ChunkRef(inst.repo, path, symbol, kind)
-        plan = load_plan(self.mined_dir, part_name(inst.instance_id))  # issue 15: sub-query and multi-hop lists
+        plan = load_plan(self.mined_dir, part_name(inst.instance_id))  # sub-query and multi-hop lists
         if plan is not None:
             trace, fields = plan
             for chunk_id, (path, symbol, kind) in fields.items():
@@ -120,19 +122,24 @@ class LocalizationReplay:
             self.modes_used[mode.value] = self.modes_used.get(mode.value, 0) + 1
         files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth),
                                                    granular, multipliers)
-        files = self._final_order(inst, files)  # issue 15: trust (and freshness) on the file list; weights 0 = as is
+        files = self._final_order(inst, files)  # trust (and freshness) on the file list; weights 0 = as is
         return Prediction([f["path"] for f in files][:TOP_N], [f["function"] for f in functions][:TOP_N])
 
     def _final_order(self, inst: Instance, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """`final_order` on the replayed files: trust rules, and freshness from the repository's bare clone under
-        $SEMANTICA_MIRRORS (`<owner>+<name>/repo`) at the instance's base commit."""
+        """`final_order` on the replayed files: trust rules, and freshness from the repository's clone under
+        `repos_dir` (or $SEMANTICA_MIRRORS) at the instance's base commit."""
         from serving.planning.final_order import FinalOrder
 
         order = self._final_orders.get(id(self.config))
         if order is None:
             order = self._final_orders[id(self.config)] = FinalOrder(self.config.final_order, self.config.paths.cache_dir)
-        git_dir = os.path.join(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"), inst.repo.replace("/", "+"), "repo")
-        fresh = order.freshness.of_git(git_dir, inst.base_commit, inst.repo) if self.config.final_order.beta else None
+        fresh = None
+        if self.config.final_order.beta:
+            if self.repos_dir is None:
+                raise MineError("final_order.beta reads file ages from the repositories' clones: pass --repos-dir DIR "
+                                f"(or set {MIRRORS_ENV})")
+            git_dir = find_clone(self.repos_dir, inst.repo) or repo_candidates(self.repos_dir, inst.repo)[0]
+            fresh = order.freshness.of_git(str(git_dir), inst.base_commit, inst.repo)
         return order.order_files(files, lambda _repo, path: fresh(path) if fresh else 0.0)
 
     def reconfigure(self, config: Config) -> None:

@@ -112,7 +112,7 @@ class HitMiner:
             row.update(zip(FEATURE_NAMES, (float(v) for v in hit.features or ())))
             rows.append(row)
         chunk_by_id = pipeline.snapshots.get(repo).chunk_by_id
-        trace = getattr(lists, "trace", None)  # planning (issue 15): `lists/` keeps the main query's own lists
+        trace = getattr(lists, "trace", None)  # query planning: `lists/` keeps the main query's own lists
         if trace is not None:
             from jobs.eval.plan_lists import PLAN_LISTS_DIR, plan_frame
 

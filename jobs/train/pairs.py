@@ -1,4 +1,4 @@
-"""`semantica mine-pairs`: training pairs for a code encoder / cross-encoder from git history (issue 11).
+"""`semantica mine-pairs`: training pairs for a code encoder / cross-encoder from git history.
 
 Two kinds, each row with provenance (repo, commit, parent, path, symbol):
 - `docstring`: a function's docstring -> the function's source with the docstring removed, at HEAD,

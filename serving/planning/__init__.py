@@ -1,4 +1,4 @@
-"""The query planner (issue 15): a rule-based query analyzer picks a search mode and a dynamic K, budgets
+"""The query planner: a rule-based query analyzer picks a search mode and a dynamic K, budgets
 split K across repositories, and a graduated retry escalates weak answers; `SearchResponse.plan` records
 every decision. Decomposition and multi-hop live beside it (decompose.py, multihop.py)."""
 

@@ -1,5 +1,5 @@
 """Decomposition: an issue-length query (a bug report mixing prose, tracebacks, code and names) split
-into sub-queries, each aimed at one retriever's strength (issue 15).
+into sub-queries, each aimed at one retriever's strength.
 
 Rule-based and cheap (no LLM):
 

@@ -1,4 +1,4 @@
-"""The two places the query pipeline calls into the ranking side of query planning (issue 15):
+"""The two places the query pipeline calls into the ranking side of query planning:
 which fusion to use (a repository's feedback-learned weights, when their A/B said so) and the final
 order of the localized files (trust and freshness). Rerankers (`final_order`, `repo_scope`) need no hook."""
 

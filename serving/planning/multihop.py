@@ -1,4 +1,4 @@
-"""Multi-hop: from the first hits, follow definitions -> uses over the code graph (issue 15).
+"""Multi-hop: from the first hits, follow definitions -> uses over the code graph.
 
 A question that needs two steps ("what breaks when the parser rejects a header" — the answer is the
 caller of the function that matches the words) is not answered by any one retriever: the first hits

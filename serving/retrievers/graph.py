@@ -15,6 +15,7 @@ from collections import defaultdict
 from semantica.config import GraphConfig
 from semantica.graph import GraphStore
 from semantica.hits import Strategy
+from semantica.languages import is_test_path
 from semantica.schema import Chunk, Symbol, file_node_id
 from serving.intent import Intent
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
@@ -22,11 +23,6 @@ from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 CALLERS_PHRASE = re.compile(r"\b(who|what|which)\s+(calls|uses|invokes)\b|\bcallers?\s+of\b|\b(called|used|invoked)\s+by\b",
                             re.IGNORECASE)
 CALLEES_PHRASE = re.compile(r"\bwhat\s+does\s+\S+\s+call\b|\bcallees?\s+of\b", re.IGNORECASE)
-TEST_PATH = re.compile(r"(^|/)(tests?|testing|mocks?)(/|_)|(^|/)test_[^/]*$|_test\.[a-z]+$|(^|/)conftest\.py$")
-
-
-def is_test_path(path: str) -> bool:
-    return bool(TEST_PATH.search(path))
 
 
 class GraphRetriever(BaseRetriever):

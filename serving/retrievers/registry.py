@@ -3,7 +3,7 @@ enabled set from conf (`retrieval.retrievers`).
 
 A new index kind is one module with a retriever class, one `register_retriever(...)` line and its conf
 (`retrieval.retrievers`, `fusion.rrf_k`, `fusion.extra_weights`): the pipeline, the Serve graph (one
-deployment per registered retriever) and fusion pick it up by name (README, "Extending Semantica").
+deployment per registered retriever) and fusion pick it up by name (docs/extending.md).
 The four built-in strategies (`semantica.hits.Strategy`) are also the learning-to-rank feature order
 (feature schema v1): a new retriever is fused and explained, but adds no LTR feature.
 """

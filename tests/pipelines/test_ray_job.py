@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -143,3 +144,49 @@ def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path, monkeypa
     assert rerun["alpha"].errors == by_repo["alpha"].errors
     assert again.seconds < summary.seconds
     print(f"\nray job: first run {summary.seconds:.1f}s, re-run {again.seconds:.1f}s")
+
+
+def _token_vectors(config, repo: str) -> dict[str, np.ndarray]:
+    """chunk id -> its stored token vectors, decoded (rows of the snapshot's token files)."""
+    from semantica.snapshot import Snapshot
+
+    snapshot = Snapshot.open(IndexLayout(config.paths.index_root).current(repo), config)
+    stored = snapshot.token_vectors
+    assert stored is not None, "the snapshot has no token vectors"
+    return {chunk_id: stored.codec.decode(*stored._span(row)) for chunk_id, row in snapshot.chunk_row.items()}
+
+
+def test_index_batch_workers_make_the_token_vectors(tmp_path, monkeypatch):
+    """`index-batch` publishes the token vectors `index` publishes, made on the Ray workers: the driver's
+    process (this one) never encodes a token vector. Private caches, so nothing is reused from earlier runs;
+    int8 at full width needs no fitted codec, so the two runs' codes are comparable."""
+    from pipelines.indexer import Indexer
+    from pipelines.manifest import load_manifest
+    from pipelines.ray_job import RayRunner
+    from semantica.encoder import Encoder
+
+    alpha = _git_repo(tmp_path / "alpha", ALPHA)
+    manifest = tmp_path / "repos.yaml"
+    manifest.write_text(f"- {{name: alpha, path: {alpha}}}\n")
+    settings = ("ray.num_cpus=2", "ray.actor_num_cpus=0.25", "ray.embed_actors=1", "ray.job_timeout_s=400",
+                "token_vectors.quantization=int8", "token_vectors.dim=384")
+    local_config = make_config(tmp_path / "local", *settings, private_cache=True)
+    local = Indexer(local_config, progress=False).index(str(alpha), "alpha")
+    assert local.chunks_token_encoded == local.chunks > 2
+
+    def head_node_encodes(*_args, **_kwargs):
+        raise AssertionError("the driver encoded token vectors: the Ray workers should have")
+
+    monkeypatch.setattr(Encoder, "encode_tokens", head_node_encodes)
+    monkeypatch.setattr(Encoder, "encode_with_tokens", head_node_encodes)
+    ray_config = make_config(tmp_path / "ray", *settings, private_cache=True)
+    summary = Indexer(ray_config, RayRunner(ray_config)).run(load_manifest(manifest))
+    result = summary.repos[0]
+    assert summary.ray_used and result.status == "ok", result.reason
+    assert result.chunks == local.chunks and result.chunks_token_encoded == result.chunks
+
+    ray_tokens, local_tokens = _token_vectors(ray_config, "alpha"), _token_vectors(local_config, "alpha")
+    assert ray_tokens.keys() == local_tokens.keys()
+    for chunk_id, vectors in local_tokens.items():
+        assert ray_tokens[chunk_id].shape == vectors.shape and len(vectors), chunk_id
+        assert np.allclose(ray_tokens[chunk_id], vectors, atol=0.02), chunk_id

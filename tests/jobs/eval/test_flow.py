@@ -57,7 +57,7 @@ def test_jedi_gold_and_flow_eval_on_a_small_repo(tmp_path: Path) -> None:
     assert report.by_op["callees"]["recall@10"] >= 0.9, report.per_query
 
 
-# floors a little under the measured Recall@10 (README "Structural questions"): a resolver regression fails
+# floors a little under the measured Recall@10 (docs/results.md, "Structural questions"): a resolver regression fails
 @pytest.mark.parametrize(("name", "floor"), [
     ("click", {"callers": 0.95, "callees": 0.95}),
     ("attrs", {"callers": 0.96, "callees": 0.94}),

@@ -1,0 +1,18 @@
+"""Latency statistics shared by the benchmarks (one definition of a percentile for every bench)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+PERCENTILE_99 = 0.99
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of `values` at `q` in [0, 1]; 0.0 for no values (a bench that timed nothing
+    reports zeros rather than failing after the work it did)."""
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"percentile q must be within [0, 1], got {q}")
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]

@@ -1,0 +1,34 @@
+"""The language table and the test-path rule, in one place (semantica/languages.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from semantica.languages import KNOWN_LANGUAGES, is_test_path, language_of
+
+
+@pytest.mark.parametrize("path", ["tests/test_app.py", "pkg/tests/helpers.py", "test_utils.py", "src/conftest.py",
+                                  "server/handler_test.go", "lib/testing/fixtures.rs", "mocks/client.ts",
+                                  "a/test_x/b.py"])
+def test_test_paths(path: str) -> None:
+    assert is_test_path(path)
+
+
+@pytest.mark.parametrize("path", ["src/app.py", "latest.py", "attestation/sign.py", "contest.py", "protest/x.go",
+                                  "docs/testing.md", ""])
+def test_product_paths(path: str) -> None:
+    assert not is_test_path(path)
+
+
+def test_the_graph_retriever_localization_and_ltr_share_the_rule() -> None:
+    import serving.localize
+    import serving.ltr
+    import serving.retrievers.graph
+
+    assert serving.retrievers.graph.is_test_path is serving.localize.is_test_path is serving.ltr.is_test_path \
+        is is_test_path
+
+
+def test_language_table() -> None:
+    assert language_of("pkg/a.py") == "python" and language_of("Makefile") == "make" and language_of("x.unknown") == ""
+    assert {"python", "go", "rust", "java", "typescript", "javascript"} <= KNOWN_LANGUAGES
