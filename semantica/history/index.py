@@ -89,37 +89,48 @@ class HistoryIndex:
         return max(0.0, (self.as_of - record.author_time) / SECONDS_PER_DAY)
 
     def weight(self, record: CommitRecord, score: float, best: float) -> float:
-        """Similarity relative to the best match, decayed by age (half-life 0 = no decay)."""
-        c = self.config
-        weight = (score / best) ** c.similarity_power if best > 0 else 0.0
-        if c.half_life_days > 0:
-            weight *= 0.5 ** (self.age_days(record) / c.half_life_days)
-        return weight
+        return commit_weight(record, score, best, self.as_of, self.config)
 
     def votes(self, query: str) -> HistoryVotes:
         """Files and functions voted for by the most similar past commits."""
-        similar = self.similar(query)
-        if not similar:
-            return HistoryVotes()
-        best = similar[0][1]
-        files: dict[str, Vote] = {}
-        functions: dict[str, Vote] = {}
-        voters: list[Voter] = []
-        for record, score in similar:
-            weight = self.weight(record, score, best)
-            voter = Voter(record.sha, record.display_subject(), iso_date(record.author_time), weight)
-            voters.append(voter)
-            for keys, table in ((record.files, files), (record.functions, functions)):
-                share = weight / (max(1, len(keys)) ** self.config.share_exponent)
-                for key in keys:
-                    if self.live_files is not None and path_of_key(key) not in self.live_files:
-                        continue
-                    vote = table.setdefault(key, Vote(key, 0.0))
-                    vote.score += share
-                    vote.voters.append(voter)
-        def ranked(table: dict[str, Vote]) -> list[Vote]:
-            out = sorted(table.values(), key=lambda v: (-v.score, v.key))[: self.config.k]
-            for vote in out:
-                vote.voters = sorted(vote.voters, key=lambda v: -v.similarity)[: self.config.explain_commits]
-            return out
-        return HistoryVotes(ranked(files), ranked(functions), voters)
+        return vote(self.similar(query), self.as_of, self.config, self.live_files)
+
+
+def vote(similar: list[tuple[CommitRecord, float]], as_of: int, config: HistoryConfig,
+         live_files: set[str] | None = None) -> HistoryVotes:
+    """The votes of `similar` (commits and BM25 scores, best first), weighted by similarity and age as of `as_of`;
+    a pure function, so a replay over stored similar commits votes exactly as the live index does."""
+    similar = similar[: config.top_commits]
+    if not similar:
+        return HistoryVotes()
+    best = similar[0][1]
+    files: dict[str, Vote] = {}
+    functions: dict[str, Vote] = {}
+    voters: list[Voter] = []
+    for record, score in similar:
+        weight = commit_weight(record, score, best, as_of, config)
+        voter = Voter(record.sha, record.display_subject(), iso_date(record.author_time), weight)
+        voters.append(voter)
+        for keys, table in ((record.files, files), (record.functions, functions)):
+            share = weight / (max(1, len(keys)) ** config.share_exponent)
+            for key in keys:
+                if live_files is not None and path_of_key(key) not in live_files:
+                    continue
+                found = table.setdefault(key, Vote(key, 0.0))
+                found.score += share
+                found.voters.append(voter)
+
+    def ranked(table: dict[str, Vote]) -> list[Vote]:
+        out = sorted(table.values(), key=lambda v: (-v.score, v.key))[: config.k]
+        for item in out:
+            item.voters = sorted(item.voters, key=lambda v: -v.similarity)[: config.explain_commits]
+        return out
+    return HistoryVotes(ranked(files), ranked(functions), voters)
+
+
+def commit_weight(record: CommitRecord, score: float, best: float, as_of: int, config: HistoryConfig) -> float:
+    """Similarity relative to the best match, decayed by age (half-life 0 = no decay)."""
+    weight = (score / best) ** config.similarity_power if best > 0 else 0.0
+    if config.half_life_days > 0:
+        weight *= 0.5 ** (max(0.0, (as_of - record.author_time) / SECONDS_PER_DAY) / config.half_life_days)
+    return weight
