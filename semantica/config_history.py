@@ -26,6 +26,9 @@ class HistoryConfig:
     max_commit_files: int = 10
     max_commit_lines: int = 1000
     max_blob_bytes: int = 1_000_000
+    functions: bool = True
+    """Read the changed outer functions (parses each changed file at the parent: most of the reading time);
+    false = file votes and file priors only."""
     bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
     skip_subject_prefixes: list[str] = field(
         default_factory=lambda: ["revert", "bump", "release", "merge branch", "prepare release", "version "])

@@ -44,6 +44,7 @@ class HistoryListMiner:
         self.keep = keep
         self.max_function_priors = max_function_priors
         self.log = log
+        self.tokens: dict[str, list[str]] = {}  # sha -> message tokens, shared by the snapshots of a run
 
     def mine(self, instances: Sequence[Instance]) -> int:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -54,7 +55,7 @@ class HistoryListMiner:
                 continue
             started = time.perf_counter()
             history = self.reader.read(str(find_repo(self.repos_dir, inst.repo)), inst.base_commit)
-            searcher = HistorySearcher(history, self.config)
+            searcher = HistorySearcher(history, self.config, self.tokens)
             live = history.live_files or set()
             rows = []
             for rank, (record, score) in enumerate(searcher.index.similar(inst.problem_statement, self.keep), 1):

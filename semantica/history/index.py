@@ -61,13 +61,19 @@ class HistoryIndex:
     """The commits of one snapshot (all at or before `as_of`, a unix time) searchable by message."""
 
     def __init__(self, records: list[CommitRecord], as_of: int, config: HistoryConfig,
-                 live_files: set[str] | None = None) -> None:
+                 live_files: set[str] | None = None, token_cache: dict[str, list[str]] | None = None) -> None:
+        """`token_cache` (sha -> message tokens) lets many snapshots of one repository tokenize each commit once."""
         self.live_files = live_files
         self.records = records
         self.as_of = as_of
         self.config = config
         self._bm25: bm25s.BM25 | None = None
-        corpus = [tokenize(r.text()) or ["\x00"] for r in records]
+        cache = token_cache if token_cache is not None else {}
+        corpus = []
+        for record in records:
+            if record.sha not in cache:
+                cache[record.sha] = tokenize(record.text()) or ["\x00"]
+            corpus.append(cache[record.sha])
         if records:
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)

@@ -54,6 +54,7 @@ class HistoryReader:
         self.config = config
         self.filter = CommitFilter(config)
         parse_key = f"files{config.max_commit_files}-lines{config.max_commit_lines}-blob{config.max_blob_bytes}"
+        parse_key += "" if config.functions else "-nofunctions"
         self.cache = HistoryCache(cache_path, parse_key)
         self._spans: OrderedDict[str, list[FunctionSpan]] = OrderedDict()
 
@@ -100,6 +101,8 @@ class HistoryReader:
         lines = sum(c.added + c.removed for c in changes)
         record = CommitRecord(entry.sha, entry.parents[0] if entry.parents else "", entry.author, entry.author_time,
                               entry.message, [c.path for c in changes], [], lines)
+        if not self.config.functions:
+            return record
         if len(changes) > self.config.max_commit_files or lines > self.config.max_commit_lines:
             record.functions_skipped = True  # dropped as huge anyway: not worth parsing
             return record

@@ -52,9 +52,9 @@ def load_history(directory: str | Path) -> History:
 class HistorySearcher:
     """One snapshot's history, ready to query: votes from similar commits, and priors."""
 
-    def __init__(self, history: History, config: HistoryConfig) -> None:
+    def __init__(self, history: History, config: HistoryConfig, token_cache: dict[str, list[str]] | None = None) -> None:
         self.history = history
-        self.index = HistoryIndex(history.records, history.commit_time, config, history.live_files)
+        self.index = HistoryIndex(history.records, history.commit_time, config, history.live_files, token_cache)
         self.priors = Priors(history, config.prior_half_life_days)
 
     @classmethod
