@@ -257,3 +257,19 @@ class BlobReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def python_renames(repo_path: str, commit: str) -> dict[str, list[tuple[str, str]]]:
+    """sha -> the `.py` renames (old, new) it made against its first parent, for `commit` and its first-parent
+    ancestors (git's rename detection; commits without a rename are absent)."""
+    raw = git(repo_path, "log", "--first-parent", "--diff-merges=first-parent", "-M", "--diff-filter=R",
+              "--name-status", "--format=%x1e%H", commit, "--", "*.py")
+    out: dict[str, list[tuple[str, str]]] = {}
+    for record in raw.decode("utf-8", "replace").split(RECORD_SEP):
+        lines = [line for line in record.strip("\n").split("\n") if line]
+        if not lines:
+            continue
+        pairs = [tuple(line.split("\t")[1:3]) for line in lines[1:] if line.startswith("R") and line.count("\t") >= 2]
+        if pairs:
+            out[lines[0].strip()] = pairs  # type: ignore[assignment]
+    return out

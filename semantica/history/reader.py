@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
@@ -18,11 +19,13 @@ from semantica.history.gitread import (
     function_spans,
     git,
     log_with_python_diffs,
+    python_renames,
     resolve_commit,
 )
 from semantica.history.records import CommitFilter, CommitRecord
 
 SPAN_CACHE_BLOBS = 2048
+CACHE_BATCH = 200
 
 
 @dataclass
@@ -38,8 +41,10 @@ class History:
     dropped: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     live_files: set[str] | None = None
-    """`.py` paths that exist at `commit` (votes and priors for files deleted or renamed since are left out);
+    """`.py` paths that exist at `commit` (votes and priors for files deleted since are left out);
     None = not known, keep all."""
+    renamed_paths: int = 0
+    """Record paths rewritten to the path the file has at `commit` (it was renamed later, but not after `commit`)."""
 
 
 def commit_time(repo_path: str, commit: str) -> int:
@@ -57,6 +62,7 @@ class HistoryReader:
         parse_key += "" if config.functions else "-nofunctions"
         self.cache = HistoryCache(cache_path, parse_key)
         self._spans: OrderedDict[str, list[FunctionSpan]] = OrderedDict()
+        self._rename_scans: dict[str, tuple[set[str], dict[str, list[tuple[str, str]]]]] = {}
 
     def read(self, repo_path: str | Path, rev: str = "HEAD") -> History:
         """The history of `rev` (included) and its first-parent ancestors, never anything after it."""
@@ -85,15 +91,55 @@ class HistoryReader:
         fix_like = {r.sha for r in kept if self.filter.fix_like(r)}
         live = {path for path in git(repo_path, "ls-tree", "-r", "--name-only", commit).decode("utf-8", "replace")
                 .split("\n") if path.endswith(".py")}
+        kept, renamed = self._at_snapshot_paths(repo_path, commit, shas, kept, live)
         return History(commit, commit_time(repo_path, commit), kept, fix_like, len(missing),
-                       len(shas) - len(missing), dict(dropped), time.perf_counter() - started, live)
+                       len(shas) - len(missing), dict(dropped), time.perf_counter() - started, live, renamed)
+
+    def _renames(self, repo_path: str, commit: str, shas: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """The renames of `shas` (one git log per repository while every sha asked for was already scanned)."""
+        scanned, events = self._rename_scans.get(repo_path, (set(), {}))
+        if not set(shas) <= scanned:
+            events = {**events, **python_renames(repo_path, commit)}
+            scanned = scanned | set(first_parent_shas(repo_path, commit, 10 ** 9))
+            self._rename_scans[repo_path] = (scanned, events)
+        return {sha: events[sha] for sha in shas if sha in events}
+
+    def _at_snapshot_paths(self, repo_path: str, commit: str, shas: list[str], kept: list[CommitRecord],
+                           live: set[str]) -> tuple[list[CommitRecord], int]:
+        """Records with each path as the file is named at `commit`: renames made after a record and at or before
+        `commit` are followed (newest first, so chains resolve); a path that exists at `commit` is kept as is."""
+        final: dict[str, str] = {}
+        renames = self._renames(repo_path, commit, shas)
+        for sha in shas:  # newest first
+            for old, new in renames.get(sha, ()):
+                if old not in live:
+                    final[old] = final.get(new, new)
+        if not final:
+            return kept, 0
+        renamed = 0
+        out = []
+        for record in kept:
+            def moved(key: str) -> str:
+                path, sep, name = key.partition("::")
+                return final.get(path, path) + sep + name
+            files, functions = [moved(f) for f in record.files], [moved(f) for f in record.functions]
+            if files != record.files or functions != record.functions:
+                renamed += 1
+                record = dataclasses.replace(record, files=files, functions=functions)
+            out.append(record)
+        return out, renamed
 
     def _read_range(self, repo_path: str, newest: str, stop: str | None, want: set[str]) -> dict[str, CommitRecord | None]:
         logged = [c for c in log_with_python_diffs(repo_path, newest, stop) if c.sha in want]
         out: dict[str, CommitRecord | None] = dict.fromkeys(want)
+        pending: dict[str, CommitRecord | None] = {}
         with BlobReader(repo_path) as blobs:
             for entry in logged:
-                out[entry.sha] = self._record(entry, blobs)
+                out[entry.sha] = pending[entry.sha] = self._record(entry, blobs)
+                if len(pending) >= CACHE_BATCH:  # an interrupted read keeps what it has done
+                    self.cache.put_many(pending)
+                    pending = {}
+        self.cache.put_many(pending)
         return out
 
     def _record(self, entry: LoggedCommit, blobs: BlobReader) -> CommitRecord:

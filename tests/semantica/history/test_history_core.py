@@ -151,3 +151,18 @@ def test_age_decay_prefers_the_recent_commit(repo):
     record = history.records[1]
     assert flat.weight(record, 2.0, 2.0) == 1.0
     assert decayed.weight(record, 2.0, 2.0) == pytest.approx(0.5 ** 4)  # 20 days old, half-life 5 days
+
+
+def test_votes_follow_renames_up_to_the_snapshot_only(repo, tmp_path):
+    work = tmp_path / "w3"
+    subprocess.run(["git", "clone", "-q", str(repo["git_dir"]), str(work)], check=True)
+    before = git(work, "rev-parse", "HEAD")
+    git(work, "mv", "pkg/parser.py", "pkg/rows.py")
+    git(work, "commit", "-q", "-m", "Move the parser module to rows.py", when=T0 + 50 * DAY)
+    after = git(work, "rev-parse", "HEAD")
+    reader = HistoryReader(config(), tmp_path / "r.sqlite")
+    moved = HistorySearcher(reader.read(work, after), config()).index.votes("render drops whitespace")
+    assert [v.key for v in moved.functions] == ["pkg/rows.py::render"]
+    assert "pkg/rows.py" in [v.key for v in moved.files]
+    kept = HistorySearcher(reader.read(work, before), config()).index.votes("render drops whitespace")
+    assert [v.key for v in kept.functions] == ["pkg/parser.py::render"]  # the later rename is not followed
