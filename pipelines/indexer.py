@@ -317,8 +317,10 @@ class Indexer:
                                  self.config.encoder.group_texts)
             # encoded in this run (the runner's shared pass included), counted against the first repository published
             result.chunks_token_encoded, self._tokens_counted = self.tokens.encoded - self._tokens_counted, self.tokens.encoded
-        with _timed(result, "history"):
-            history = self._history(work)
+        history = None
+        if self.config.history.index:
+            with _timed(result, "history"):
+                history = self._history(work)
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},

@@ -19,7 +19,7 @@ class HistoryConfig:
     Fusion: `file_weight` / `function_weight` add `weight / (rrf_k + rank)` of the vote lists to the
     localizer's scores, `prior_weight` adds the fix-frequency prior's rank the same way (0 = off)."""
 
-    index: bool = True
+    index: bool = False
     enabled: bool = False
     max_commits: int = 20000
     min_message_chars: int = 15
