@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from semantica.config_history import HistoryConfig  # noqa: F401 (the `history` section of `Config`)
 from semantica.config_planning import (  # noqa: F401 (the planning sections of `Config`)
     DecomposeConfig,
     FeedbackWeightsConfig,
@@ -624,6 +625,7 @@ class Config:
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)  # semantica/knowledge, serving/knowledge
     plan: PlanConfig = field(default_factory=PlanConfig)  # `semantica plan`, the dry run
     observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
+    history: HistoryConfig = field(default_factory=HistoryConfig)  # semantica/history, serving/retrievers/history.py
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

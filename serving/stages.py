@@ -58,7 +58,7 @@ class Stages:
         self.intent = intent or IntentClassifier(config.intent)
         local_fusion = WeightedRRF(config.fusion)
         self.fusion = fusion or local_fusion
-        self.localizer = Localizer(config.query, local_fusion, config.granular)  # cheap: always in the caller
+        self.localizer = Localizer(config.query, local_fusion, config.granular, config.history)  # cheap: always in the caller
         self.context_builder = context or ContextBuilder(config.context)
         self.planner = QueryPlanner(config)  # mode, dynamic K, budgets, retry (serving/planning/)
         self._late, self._cross = late, cross
