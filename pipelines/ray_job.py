@@ -58,14 +58,11 @@ def parse_batch(batch: Any, config_dict: dict[str, Any]) -> Any:
 
 
 def encoder_identity(config: Config) -> tuple[str, int]:
-    """(model id, dim) without loading the weights: names the embedding cache directory."""
-    from transformers import AutoConfig
+    """(model id, dim) without loading the weights: names the embedding cache directory (the runtime
+    included, as the local runner's encoder names it)."""
+    from semantica.encoder import encoder_identity as identity
 
-    from semantica.encoder import resolve_model_path
-
-    path = resolve_model_path(config.encoder.model_path)
-    dim = int(AutoConfig.from_pretrained(str(path)).hidden_size)
-    return config.encoder.model_id or path.name, dim
+    return identity(config.encoder)
 
 
 class EmbedActor:
