@@ -390,7 +390,7 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
     wanted = parse_model_id(model_id)
     checkpoint, on_cpu = wanted.checkpoint, wanted.quantized or wanted.runtime is Runtime.ONNX
     runtime = {"model_id": checkpoint, "quantize_int8": wanted.quantized, "runtime": wanted.runtime.value,
-               "device": "cpu" if on_cpu else configured.device}
+               "device": "cpu" if on_cpu else configured.config.device}
     local_export = ""
     if checkpoint == split_runtime(configured.model_id)[0]:  # the same weights in another runtime
         own = shared_encoder(dataclasses.replace(configured.config, **runtime))
@@ -405,7 +405,7 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
         raise EncoderMismatchError(
             f"this snapshot was embedded with {model_id!r}, an ONNX export (sha256 {wanted.export_sha}...) other than "
             f"this machine's ({local_export}...): its query vectors would come from "
-            "another numeric path; re-index it, or copy that export into encoder.export_dir")
+            "another numeric path; re-index it (or serve it from the machine that holds that export)")
     raise EncoderMismatchError(
         f"this snapshot was embedded with {model_id!r} ({dim}-d) but this server's encoder is "
         f"{configured.model_id!r} ({configured.dim}-d) and the snapshot's model is not available here; "
