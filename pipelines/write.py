@@ -28,6 +28,7 @@ from pipelines.shards import (
 )
 from pipelines.token_cache import TokenVectorBuilder
 from semantica.config import Config
+from semantica.encoder import parse_model_id
 from semantica.granular import Granularity
 from semantica.graph import CsrGraphStore
 from semantica.layout import SnapshotPaths, directory_checksums
@@ -129,6 +130,8 @@ class SnapshotWriter:
             token_vectors=tokens,
 
             source=content.source,
+            runtime=parse_model_id(content.model_id).runtime_name,
+            export_sha=parse_model_id(content.model_id).export_sha,
         )
         for shard in manifest.shards:  # a shard's checksum covers all of its files
             prefix = shard.path.removesuffix(".faiss")

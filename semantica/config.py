@@ -99,7 +99,9 @@ class EncoderConfig:
     cache_segment_vectors: int = 4096
     batch_tokens: int = 8192  # padded tokens per forward pass: short texts batch wide (0 = fixed batch_size)
     group_texts: int = 1024  # texts handed to the encoder at once; it sorts them by length and batches by tokens
-    quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; docs/architecture.md)
+    quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; docs/fast.md)
+    runtime: str = "onnx"  # onnx (ONNX Runtime over a one-time export, no torch import) | torch (docs/fast.md)
+    export_dir: str = ""  # where ONNX exports are cached by weights hash ("" = ~/.cache/semantica/onnx)
 
 
 @dataclass

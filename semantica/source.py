@@ -182,7 +182,7 @@ class FileBlobs:
     def read(path: Path) -> FileBlobs:
         if not path.exists():
             return FileBlobs({}, set())
-        table = pq.read_table(path).to_pydict()
+        table = pq.ParquetFile(path).read().to_pydict()  # not read_table: pyarrow.dataset imports pandas
         blobs = {p: s for p, s, k in zip(table["path"], table["blob_sha"], table["skipped"]) if not k}
         return FileBlobs(blobs, {p for p, k in zip(table["path"], table["skipped"]) if k})
 

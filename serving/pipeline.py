@@ -136,9 +136,15 @@ class SearchPipeline:
     def retrievers(self, snapshot: Snapshot) -> Any:
         return self.stages.retrievers(snapshot)
 
-    def prefetch(self, repos: list[str] | None = None) -> Prefetcher:
-        """Start loading, in parallel, what the first query over `repos` (default: all) will need."""
+    def prefetch(self, repos: list[str] | None = None, strategies: list[str] | None = None) -> Prefetcher:
+        """Start loading, in parallel, what the first query over `repos` (default: all) will need: only the
+        retrievers of `strategies` (and those that seed them) when given, so a query that needs no lexical
+        list does not start the JVM."""
         names = repos or self.snapshots.repos()
+        specs = self.stages.retriever_specs
+        if strategies:
+            wanted = set(strategies) | {seed for spec in specs if spec.name in strategies for seed in spec.seeded_by}
+            specs = [spec for spec in specs if spec.name in wanted]
         loads: dict[str, Callable[[], Any]] = {"encoder": self.stages.encoder_factory}
         for name in names:
             try:
@@ -146,7 +152,7 @@ class SearchPipeline:
             except Exception:  # an unknown repository: the query itself reports it
                 continue
             retrievers = self.retrievers(snapshot)
-            for spec in self.stages.retriever_specs:
+            for spec in specs:
                 loads[f"{name}:{spec.name}"] = lambda r=retrievers, n=spec.name: r.get(n)
             loads[f"{name}:tables"] = lambda s=snapshot: (s.chunk_row, s.token_vectors)
         return self._prefetcher.start(loads)

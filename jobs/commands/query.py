@@ -124,7 +124,8 @@ def _search_in_process(config, fields: dict, branch: str | None):
     pipeline = SearchPipeline(config)
     names = pipeline.snapshots.names_for(fields["repos"], branch)
     if names or not branch:  # (a branch nobody indexed is an error below: nothing to load)
-        pipeline.prefetch(names)  # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn
+        # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn (the JVM only for a lexical list)
+        pipeline.prefetch(names, fields["strategies"])
     return search_for_cli(pipeline, fields, branch)
 
 

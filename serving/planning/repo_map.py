@@ -20,8 +20,6 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import networkx as nx
-
 from semantica.api import QueryError
 from semantica.config import Config, RepoMapConfig
 from semantica.hits import Hit
@@ -118,6 +116,8 @@ class FileGraph:
                 weights[(dst, src)] += w * config.reverse_weight  # rank flows to callers/importers too
             if "::" in edge.dst:
                 self.used_by[edge.dst][src] = self.used_by[edge.dst].get(src, 0.0) + w
+        import networkx as nx  # here, not at module level: a query that never builds a repo map skips its import
+
         self.graph = nx.DiGraph()
         self.graph.add_nodes_from(self.paths)
         self.graph.add_weighted_edges_from((s, d, w) for (s, d), w in weights.items())
@@ -177,6 +177,8 @@ class RepoMapper:
         if not graph.paths:
             return [], {}, set()
         weights, named, seeded = self.seeds(graph, query)
+        import networkx as nx
+
         ranks = nx.pagerank(graph.graph, alpha=self.config.damping, personalization=weights or None, weight="weight")
         order = sorted(ranks.items(), key=lambda kv: (-kv[1], kv[0]))
         return order, named, seeded

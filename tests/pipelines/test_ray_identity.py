@@ -16,7 +16,9 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.mark.parametrize("int8", [False, True], ids=["fp32", "int8"])
 def test_ray_runner_and_workers_use_the_loaded_encoders_identity(tmp_path, int8: bool) -> None:
-    config = make_config(tmp_path, f"encoder.quantize_int8={str(int8).lower()}", "encoder.device=cpu")
+    # the torch runtime's int8 (`+int8pc`); the ONNX runtime's identities: tests/semantica/test_onnx_runtime.py
+    config = make_config(tmp_path, f"encoder.quantize_int8={str(int8).lower()}", "encoder.device=cpu",
+                         "encoder.runtime=torch")
     loaded = shared_encoder(config.encoder)
     assert loaded.model_id.endswith(INT8_SUFFIX) == int8
     assert encoder_identity(config.encoder) == (loaded.model_id, loaded.dim)

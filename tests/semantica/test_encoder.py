@@ -1,4 +1,5 @@
-"""The bi-encoder's batching (token budget over length-sorted texts) and its int8 CPU runtime, on the real model."""
+"""The bi-encoder's batching (token budget over length-sorted texts) and its torch int8 CPU runtime, on the real model
+(the ONNX runtime and its int8: test_onnx_runtime.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_batches_cover_every_text_once_within_the_token_budget(encoder: Encoder)
     tight.__dict__.update(encoder.__dict__, config=dataclasses.replace(encoder.config, batch_tokens=300))
     batches = tight.batches(TEXTS, 256)
     assert sorted(i for b in batches for i in b) == list(range(len(TEXTS)))
-    lengths = [len(ids) for ids in encoder.tokenizer(TEXTS, truncation=True, max_length=256)["input_ids"]]
+    lengths = [len(ids) for ids, _ in encoder.tokenizer.encode(TEXTS, 256)]
     for batch in batches:
         assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 300
     assert len(batches[0]) > 1 and batches[-1] == [2]  # short texts share a pass; the 256-token one goes alone
@@ -44,9 +45,9 @@ def test_token_budget_batching_keeps_vectors_and_order(encoder: Encoder) -> None
 
 
 def test_int8_runtime_is_close_and_named_apart() -> None:
-    quantized = Encoder(EncoderConfig(quantize_int8=True, device="cpu"))
+    quantized = Encoder(EncoderConfig(quantize_int8=True, device="cpu", runtime="torch"))
     assert quantized.model_id.endswith(INT8_SUFFIX)
-    reference = shared_encoder(EncoderConfig())
+    reference = shared_encoder(EncoderConfig(runtime="torch"))
     cosines = (quantized.encode(TEXTS[:3]) * reference.encode(TEXTS[:3])).sum(axis=1)
     assert cosines.min() > 0.8  # measured 0.85-0.95: not free (docs/results.md: why it stays off)
 
@@ -54,7 +55,7 @@ def test_int8_runtime_is_close_and_named_apart() -> None:
 def test_a_snapshot_of_either_runtime_is_queried_with_that_runtime() -> None:
     from semantica.encoder import EncoderMismatchError, snapshot_encoder
 
-    fp32 = shared_encoder(EncoderConfig())
+    fp32 = shared_encoder(EncoderConfig(runtime="torch"))
     int8 = snapshot_encoder(fp32.model_id + INT8_SUFFIX, fp32.dim, "", fp32)  # fp32 server, int8 snapshot
     assert int8 is not fp32 and int8.model_id == fp32.model_id + INT8_SUFFIX and int8.config.quantize_int8
     assert shared_encoder(dataclasses.replace(int8.config)) is int8  # one loaded runtime per identity

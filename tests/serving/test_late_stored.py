@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
+from semantica.encoder import encoder_identity
 from semantica.layout import IndexLayout
 from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
@@ -58,7 +59,10 @@ def test_manifest_records_token_vectors(indexed) -> None:
     manifest = json.loads(paths.manifest.read_text())
     info = manifest["token_vectors"]
     assert info["dim"] == 64 and info["quantization"] == "int8" and info["chunks"] == first.chunks
-    assert info["model_id"] == config.encoder.model_id and info["max_length"] == config.late_interaction.doc_max_length
+    model_id = encoder_identity(config.encoder)[0]  # the runtime is part of the identity (and recorded)
+    assert info["model_id"] == model_id and info["max_length"] == config.late_interaction.doc_max_length
+    assert manifest["model_id"] == model_id and manifest["runtime"] == "onnx"
+    assert model_id.endswith("+onnx." + manifest["export_sha"]) and len(manifest["export_sha"]) == 12
     assert info["tokens"] > first.chunks and info["bytes"] > 0
     assert "tokens/projection.npy" in manifest["checksums"] and "tokens/rows.npy" in manifest["checksums"]
     assert info["parts"]  # per partition (pipelines.shards), so unchanged partitions are hard-linked

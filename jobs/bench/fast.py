@@ -1,0 +1,212 @@
+"""Old code vs this code, measured in the same run (a benchmark, not a test): the machine is shared and
+noisy, so every figure is a ratio of two runs taken side by side, with the load average beside it.
+
+    python -m jobs.bench.fast --baseline DIR [--paths semantica serving] [--runs 3]
+
+`--baseline` is a checkout of the code to compare against (e.g. `git archive <commit> | tar -x -C DIR`
+with this venv linked in). Both sides run as subprocesses of their own code (`python -m jobs.cli`)
+on one corpus: this repository's HEAD (or `--paths` of it), with empty caches each.
+
+- indexing: wall seconds and chunks/s of `jobs.cli index` (empty embedding cache);
+- cold CLI query with the daemon off (a new process per query), alternating old/new;
+- in one process: the first query, then warm p50 over the golden queries;
+- the golden set: NDCG@10 (full pipeline, late interaction off) and whether each query's top-10 is the
+  same list on both sides;
+- the heavy modules the cold CLI query imports;
+- with `--int8`: the same index and golden run with `encoder.quantize_int8` (ONNX Runtime dynamic int8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RESULTS = REPO_ROOT / "bench" / "results" / "fast.json"
+CORPUS_NAME = "bench/corpus"
+HEAVY_MODULES = ("torch", "transformers", "ray", "fastapi", "mcp", "onnxruntime", "jnius", "faiss", "pandas", "networkx")
+COLD_QUERY = "publish a snapshot atomically"
+TIMEOUT_S = 7200
+
+# run inside each side's code: first query in a fresh process, warm p50, golden NDCG@10 and top-10 lists
+IN_PROCESS = r"""
+import json, statistics, sys, time
+t0 = time.perf_counter()
+from jobs.eval.golden import GoldenEval, load_golden_set, score_hits
+from semantica.api import SearchRequest
+from semantica.config import load_config
+from serving.pipeline import SearchPipeline
+settings, golden, repo = sys.argv[1:4]
+config = load_config(None, json.loads(settings), environ={})
+pipeline = SearchPipeline(config)
+queries = load_golden_set(golden)
+def ask(text):
+    return pipeline.search(SearchRequest(query=text, repos=[repo], k=10, late_interaction=False))
+start = time.perf_counter()
+ask(queries[0].query)
+first_ms = (time.perf_counter() - start) * 1000
+out = {"import_and_first_query_ms": round((time.perf_counter() - t0) * 1000, 1), "first_query_ms": round(first_ms, 1)}
+warm, tops, ndcg = [], {}, []
+for q in queries:
+    pipeline._cache.clear() if hasattr(pipeline, "_cache") else None
+    start = time.perf_counter()
+    response = ask(q.query)
+    warm.append((time.perf_counter() - start) * 1000)
+    hits = [(h.path, h.symbol) for h in response.hits]
+    tops[q.query] = [h.chunk_id for h in response.hits]
+    ndcg.append(score_hits(hits, q, 10)["NDCG@10"])
+out.update(warm_p50_ms=round(statistics.median(warm), 1), ndcg10=round(statistics.mean(ndcg), 4), top10=tops)
+print("RESULT=" + json.dumps(out))
+"""
+
+
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def make_corpus(paths: list[str], into: Path) -> Path:
+    """This repository's HEAD (or some of its directories) as a fresh one-commit git repository."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", "HEAD", *paths], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    git = ["git", "-C", str(into), "-c", "user.email=bench@example.com", "-c", "user.name=bench"]
+    subprocess.run(["git", "init", "-q", str(into)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "corpus"], check=True)
+    return into
+
+
+class Side:
+    """One code base (old or new) with its own index root and cache."""
+
+    def __init__(self, name: str, code: Path, work: Path, overrides: tuple[str, ...] = ()) -> None:
+        self.name, self.code, self.overrides = name, code, overrides
+        self.root, self.cache = work / name / "index", work / name / "cache"
+
+    def settings(self) -> list[str]:
+        return [f"paths.index_root={self.root}", f"paths.cache_dir={self.cache}", *self.overrides]
+
+    def cli(self, *args: str, importtime: bool = False) -> tuple[float, subprocess.CompletedProcess[str]]:
+        env = {**os.environ, "SEMANTICA__DAEMON__ENABLED": "false", "PYTHONPATH": str(self.code)}
+        command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "jobs.cli", *args,
+                   *[part for setting in self.settings() for part in ("--set", setting)]]
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=self.code, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.name}: {' '.join(args[:2])} failed: {done.stderr[-2000:]}")
+        return time.perf_counter() - start, done
+
+    def chunks(self) -> int:
+        from semantica.layout import IndexLayout
+
+        return int(IndexLayout(str(self.root)).current(CORPUS_NAME).read_manifest().counts["chunks"])
+
+    def in_process(self) -> dict[str, Any]:
+        env = {**os.environ, "PYTHONPATH": str(self.code)}
+        done = subprocess.run([sys.executable, "-c", IN_PROCESS, json.dumps(self.settings()),
+                               str(REPO_ROOT / "conf" / "golden" / "semantica.jsonl"), CORPUS_NAME],
+                              cwd=self.code, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.name}: in-process run failed: {done.stderr[-2000:]}")
+        return json.loads(done.stdout.rsplit("RESULT=", 1)[1])
+
+
+def heavy_imports(side: Side) -> list[str]:
+    _, done = side.cli("query", COLD_QUERY, "--repo", CORPUS_NAME, importtime=True)
+    loaded = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return sorted(m for m in HEAVY_MODULES if m in loaded)
+
+
+def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: bool, out_path: Path) -> dict[str, Any]:
+    corpus = make_corpus(paths, work / "corpus")
+    sides = [Side("old", baseline, work), Side("new", REPO_ROOT, work)]
+    quantized = Side("new_int8", REPO_ROOT, work, ("encoder.quantize_int8=true",))
+    out: dict[str, Any] = {"corpus": {"repo_head": subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
+                                                                   capture_output=True, text=True).stdout.strip(),
+                                      "paths": paths or ["(whole repository)"]},
+                           "baseline": str(baseline), "cpus": os.cpu_count(),
+                           "command": "python -m jobs.bench.fast " + " ".join(sys.argv[1:])}
+    index: dict[str, Any] = {}
+    for side in sides:
+        load = load_average()
+        seconds, _ = side.cli("index", "--repo", str(corpus), "--name", CORPUS_NAME)
+        index[side.name] = {"seconds": round(seconds, 1), "chunks": side.chunks(),
+                            "chunks_per_s": round(side.chunks() / seconds, 2), "load_before": load,
+                            "load_after": load_average()}
+    index["ratio_new_over_old_chunks_per_s"] = round(index["new"]["chunks_per_s"] / index["old"]["chunks_per_s"], 2)
+    out["index_empty_cache"] = index
+    save(out, out_path)
+    cold: dict[str, list[float]] = {"old": [], "new": []}
+    loads = []
+    for _ in range(runs):
+        for side in sides:
+            loads.append(load_average())
+            cold[side.name].append(side.cli("query", COLD_QUERY, "--repo", CORPUS_NAME)[0])
+    out["cold_cli_query_s"] = {name: {"median": round(statistics.median(v), 2), "runs": [round(x, 2) for x in v]}
+                               for name, v in cold.items()}
+    out["cold_cli_query_s"]["ratio_new_over_old"] = round(statistics.median(cold["new"]) / statistics.median(cold["old"]), 2)
+    out["cold_cli_query_s"]["load"] = loads
+    out["heavy_imports_cold_query"] = {side.name: heavy_imports(side) for side in sides}
+    save(out, out_path)
+    process = {}
+    for side in sides:
+        load = load_average()
+        process[side.name] = {**side.in_process(), "load_before": load}
+    tops_old, tops_new = process["old"].pop("top10"), process["new"].pop("top10")
+    same = [q for q in tops_old if tops_old[q] == tops_new.get(q)]
+    out["in_process"] = process
+    out["in_process"]["ratio_first_query"] = round(process["new"]["first_query_ms"] / process["old"]["first_query_ms"], 2)
+    out["in_process"]["ratio_warm_p50"] = round(process["new"]["warm_p50_ms"] / process["old"]["warm_p50_ms"], 2)
+    out["golden"] = {"ndcg10_old": process["old"]["ndcg10"], "ndcg10_new": process["new"]["ndcg10"],
+                     "ndcg10_delta_points": round(100 * (process["new"]["ndcg10"] - process["old"]["ndcg10"]), 2),
+                     "identical_top10": f"{len(same)}/{len(tops_old)}",
+                     "differing_queries": [q for q in tops_old if q not in same]}
+    save(out, out_path)
+    if int8:
+        load = load_average()
+        seconds, _ = quantized.cli("index", "--repo", str(corpus), "--name", CORPUS_NAME)
+        index["new_int8"] = {"seconds": round(seconds, 1), "chunks_per_s": round(quantized.chunks() / seconds, 2),
+                             "load_before": load}
+        result = quantized.in_process()
+        result.pop("top10")
+        out["golden"]["ndcg10_new_int8"] = result["ndcg10"]
+        out["golden"]["int8_loss_points"] = round(100 * (process["new"]["ndcg10"] - result["ndcg10"]), 2)
+        out["in_process"]["new_int8"] = result
+    return out
+
+
+def save(result: dict[str, Any], path: Path) -> None:
+    """Written after each phase: a run cut short still leaves what it measured."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", required=True, type=Path, help="a checkout of the old code")
+    parser.add_argument("--paths", nargs="*", default=[], help="directories of this repository to index (default: all)")
+    parser.add_argument("--runs", type=int, default=3, help="cold CLI queries per side")
+    parser.add_argument("--int8", action="store_true", help="also index and query with encoder.quantize_int8 (ORT int8)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="semantica-bench-fast-"))
+    try:
+        result = run(args.baseline.resolve(), args.paths, args.runs, work, args.int8, args.out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    save(result, args.out)
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
