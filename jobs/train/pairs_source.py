@@ -8,10 +8,13 @@ Commits and diffs come from `git log` / `git diff -U0`; file text at a commit is
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 from dataclasses import dataclass, field
+
+from semantica.python_spans import FunctionSpan, function_spans
+
+__all__ = ["FunctionSpan", "function_spans"]
 
 HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 ISSUE_REF = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s*:?\s*#(\d+)", re.I)
@@ -19,50 +22,6 @@ PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
 TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x00"
-
-
-@dataclass
-class FunctionSpan:
-    """One outer function or method (1-based inclusive lines) and its docstring lines, if any."""
-
-    qualname: str
-    start: int
-    end: int
-    docstring: str = ""
-    doc_start: int = 0
-    doc_end: int = 0
-
-    def body(self, lines: list[str]) -> str:
-        """The function's source with its docstring lines removed."""
-        return "\n".join(line for n, line in enumerate(lines[self.start - 1: self.end], self.start)
-                         if not self.doc_start <= n <= self.doc_end)
-
-
-def function_spans(text: str) -> list[FunctionSpan]:
-    """Outer functions and methods of a Python module ([] when it does not parse)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    spans: list[FunctionSpan] = []
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.")
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                start = min([d.lineno for d in child.decorator_list] + [child.lineno])
-                span = FunctionSpan(f"{prefix}{child.name}", start, child.end_lineno or child.lineno)
-                doc = ast.get_docstring(child)
-                first = child.body[0] if child.body else None
-                if doc and isinstance(first, ast.Expr):
-                    span.docstring, span.doc_start, span.doc_end = doc, first.lineno, first.end_lineno or first.lineno
-                spans.append(span)
-            elif not isinstance(child, (ast.Lambda,)):
-                visit(child, prefix)  # if/try blocks at module or class level
-
-    visit(tree, "")
-    return spans
 
 
 @dataclass
