@@ -17,7 +17,7 @@ from typing import Any
 from semantica.config import Config, ConfigError, load_config
 
 COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
-                   "pairs", "daemon", "planning")  # modules of jobs/commands/
+                   "pairs", "daemon", "planning", "localizer")  # modules of jobs/commands/
 LIGHT_COMMANDS = ("query", "daemon")  # parsed without importing the other commands' modules (a warm query is ~0.3 s)
 EXIT_USAGE = 2
 EXIT_FAILED = 1

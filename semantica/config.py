@@ -382,6 +382,11 @@ class LocalizerConfig:
     test_factor: float = 0.5  # the fixed fusion's test-file damping (as query.localize_test_factor)
     path_boost: float = 5.0  # ... and its boost for a file the query names (as query.localize_path_boost)
     max_file_bytes: int = 1000000
+    learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
+    learned_functions: bool = True
+    today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
+    learned_weight: float = 1.0
+    blend_rrf_k: float = 60.0
     snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,
     max_staleness: int = 60  # ... none more than this many first-parent commits after it
     max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
@@ -394,8 +399,8 @@ class LocalizerTrainConfig:
 
     folds: int = 5  # repositories split into this many folds; each repository is held out exactly once
     seed: int = 13
-    num_rounds: int = 300
-    learning_rate: float = 0.05
+    num_rounds: int = 150
+    learning_rate: float = 0.1
     num_leaves: int = 31
     min_data_in_leaf: int = 50
     feature_fraction: float = 0.8
@@ -403,6 +408,8 @@ class LocalizerTrainConfig:
     bagging_freq: int = 1
     num_threads: int = 2
     eval_at: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
+    train_file_depth: int = 40  # training rows per query: the top this many candidates by fixed fusion + positives
+    train_function_depth: int = 80
 
 
 @dataclass

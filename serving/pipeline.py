@@ -29,6 +29,7 @@ from semantica.snapshot import Snapshot, SnapshotSet
 from serving.context import Context
 from serving.intent import IntentResult
 from serving.localize import Localizer
+from serving.localizer.stage import LearnedStage
 from serving.planning.passes import PipelinePass  # planning (issue 15)
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
@@ -90,6 +91,10 @@ class SearchPipeline:
     @property
     def localizer(self) -> Localizer:
         return self.stages.localizer
+
+    @property
+    def learned_localizer(self) -> LearnedStage:
+        return self.stages.learned_localizer
 
     @property
     def context_builder(self) -> Any:
@@ -278,6 +283,12 @@ class SearchPipeline:
         files, functions = timer.run("localize", lambda: self.localizer.localize(
             lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None))  # planning
         files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
+        if self.config.localizer.enabled:  # the learned localizer (serving/localizer/), blended into the lists
+            try:
+                files, functions = timer.run("localizer", lambda: self.learned_localizer.apply(
+                    request.query, snapshots, files, functions))
+            except Exception as exc:  # optional stage: the fixed-fusion lists stand
+                degraded.append(_degraded("localizer", exc))
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
             top, chunks, self._file_lines(snapshots), request.context_budget))
