@@ -317,12 +317,14 @@ class Indexer:
                                  self.config.encoder.group_texts)
             # encoded in this run (the runner's shared pass included), counted against the first repository published
             result.chunks_token_encoded, self._tokens_counted = self.tokens.encoded - self._tokens_counted, self.tokens.encoded
+        with _timed(result, "history"):
+            history = self._history(work)
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
                                   skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
-                                  previous=self._previous(spec.name))
+                                  previous=self._previous(spec.name), history=history)
         with _timed(result, "write"):
             written = self.writer.write(work.paths, content)
         result.shards_linked = sum(written.reuse.linked.values())
@@ -339,6 +341,21 @@ class Indexer:
             graph_db.delete_superseded(spec.name, work.snapshot_id)
         result.status, result.snapshot_path = STATUS_OK, str(final)
         self.log(f"{spec.name}: published {work.snapshot_id} ({result.chunks} chunks, {result.errors} errors)")
+
+    def _history(self, work: _RepoWork) -> Any:
+        """The snapshot's history (semantica.history): the first-parent commits at or before the indexed commit
+        (HEAD for a working tree), read through the sha cache; None when off or the source has no commits."""
+        source = work.source
+        if not self.config.history.index or source is None or source.empty:
+            return None
+        from semantica.history import HistoryReader
+
+        h = self.config.history
+        reader = HistoryReader(h, h.cache_file or self.cache_dir / "history.sqlite")
+        try:
+            return reader.read(source.repo_path, source.commit or "HEAD")
+        finally:
+            reader.close()
 
     def _previous(self, name: str) -> SnapshotPaths | None:
         """The published snapshot of `name`, whose unchanged shards the new one hard-links (None: none yet)."""

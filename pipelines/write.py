@@ -72,6 +72,7 @@ class SnapshotContent:
     skipped: list[str] = field(default_factory=list)  # paths discovery skipped
     source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord
     previous: SnapshotPaths | None = None  # the published snapshot whose unchanged shards are hard-linked
+    history: Any = None  # semantica.history.History of the snapshot's commit (None: not a git source, or off)
 
 
 @dataclass
@@ -97,6 +98,10 @@ class SnapshotWriter:
         write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
         self._write_pagerank(paths, content)
         write_file_blobs(paths.files, content.files, content.skipped)
+        if content.history is not None:
+            from semantica.history import save_history
+
+            save_history(content.history, paths.history)
         linker = ShardLinker(PreviousShards.of(content.previous), paths.root, self.config.shards.reuse)
         written = PartitionedShardWriter(self.config).write(
             paths.root, ShardInputs(content.chunks, content.vectors, content.symbols, content.model_id,
@@ -115,6 +120,7 @@ class SnapshotWriter:
                 "edges": len(content.edges), "errors": len(content.errors),
                 "files": len({c.path for c in content.chunks}),
                 **{f"{g.shard_kind}_docs": sum(s.count for s in shards if s.kind == g.shard_kind) for g in Granularity},
+                **({"history_commits": len(content.history.records)} if content.history is not None else {}),
             },
             shards=shards,
             checksums=directory_checksums(paths.root, known=linker.trusted),

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from semantica.config_history import HistoryConfig  # noqa: F401 (the `history` section of `Config`)
 from semantica.config_planning import (  # noqa: F401 (the planning sections of `Config`)
     DecomposeConfig,
     FeedbackWeightsConfig,
@@ -602,6 +603,7 @@ class Config:
     final_order: FinalOrderConfig = field(default_factory=FinalOrderConfig)
     feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
     planning: PlanningConfig = field(default_factory=PlanningConfig)  # issue 15
+    history: HistoryConfig = field(default_factory=HistoryConfig)  # semantica/history, serving/retrievers/history.py
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

@@ -8,6 +8,7 @@ names, listing, build locks and atomic publish must change together, and nothing
                              vectors/p000s00-<key>.faiss vectors/p000s00-<key>.ids.npy
                              lucene/p000s00-<key>/ lucene_file/... lucene_function/...
                              tokens/p000s00-<key>/{codes,scales,offsets}.npy tokens/rows.npy  (semantica.token_vectors)
+                             history/commits.parquet history/history.json  (semantica.history; git sources)
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
 <root>/<repo-dir>/<snapshot>.lock          flock held while that build runs (free = the build died)
 <root>/<repo-dir>/.publish.lock           one publish (rename, CURRENT, prune) per repository at a time
@@ -70,6 +71,7 @@ FILES = "files.parquet"
 VECTORS_DIR = "vectors"
 LUCENE_DIR = "lucene"
 TOKENS_DIR = "tokens"
+HISTORY_DIR = "history"
 _HASH_BLOCK = 1 << 20
 log = logging.getLogger(__name__)
 
@@ -157,6 +159,11 @@ class SnapshotPaths:
     @property
     def tokens(self) -> Path:
         return self.root / TOKENS_DIR
+
+    @property
+    def history(self) -> Path:
+        """Past commits at or before the snapshot's commit (semantica.history); absent for non-git sources."""
+        return self.root / HISTORY_DIR
 
     def read_manifest(self) -> Manifest:
         if not path_exists(self.manifest):

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 
@@ -28,6 +29,9 @@ from semantica.layout import (
 )
 from semantica.lucene import LuceneShardSearcher
 from semantica.lucene_multi import LuceneMultiShardSearcher
+
+if TYPE_CHECKING:
+    from semantica.history import HistorySearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
 from semantica.source import FileBlobs
 from semantica.token_vectors import StoredTokenVectors, TokenVectorsInfo
@@ -107,6 +111,15 @@ class Snapshot:
     def freshness(self) -> Freshness:
         """Is this snapshot behind its source now? (git status + the few changed files; see semantica.freshness)"""
         return FreshnessChecker(self.config.freshness).check(self.manifest, lambda: self.file_blobs)
+
+    @cached_property
+    def history(self) -> HistorySearcher | None:
+        """The snapshot's history searcher (semantica.history.HistorySearcher), or None when it stores none."""
+        if not (self.paths.history / "history.json").is_file():
+            return None
+        from semantica.history import HistorySearcher
+
+        return HistorySearcher.open(self.paths.history, self.config.history)
 
     @cached_property
     def symbols(self) -> list[Symbol]:

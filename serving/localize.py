@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from semantica.config import GranularConfig, QueryConfig
+from semantica.config import GranularConfig, HistoryConfig, QueryConfig
 from semantica.hits import ChunkMeta, RankedList, Strategy
 from semantica.schema import Chunk
 from serving.fusion import ExpansionMatcher, WeightedRRF
 from serving.granular_fusion import GranularFusion, GranularLists
+from serving.history_fusion import HistoryFusion, HistoryLists
 from serving.intent import IntentResult
 from serving.retrievers.graph import is_test_path
 
@@ -31,10 +32,12 @@ class Localizer:
     under test far more often than in the test).
     """
 
-    def __init__(self, config: QueryConfig, fusion: WeightedRRF, granular: GranularConfig | None = None) -> None:
+    def __init__(self, config: QueryConfig, fusion: WeightedRRF, granular: GranularConfig | None = None,
+                 history: HistoryConfig | None = None) -> None:
         self.config = config
         self.fusion = fusion
         self.granular = GranularFusion(granular or GranularConfig())
+        self.history = HistoryFusion(history or HistoryConfig())
 
     @staticmethod
     def _project(ranked: RankedList, key_of: Callable[[str], str | None]) -> RankedList:
@@ -71,8 +74,10 @@ class Localizer:
     def localize(self, lists: dict[Strategy, RankedList], chunks: dict[str, Chunk],
                  intent: IntentResult, depth: int,
                  granular: GranularLists | None = None,
-                 multipliers: Mapping[Strategy, float] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """`multipliers`: a search mode's weights (serving/planning, planning.modes.apply_to_localize)."""
+                 multipliers: Mapping[Strategy, float] | None = None,
+                 history: HistoryLists | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """`multipliers`: a search mode's weights (serving/planning, planning.modes.apply_to_localize);
+        `history`: the history retriever's vote and prior lists (fused when `history.enabled`)."""
         def file_of(chunk_id: str) -> str | None:
             chunk = chunks.get(chunk_id)
             return f"{chunk.repo}\x00{chunk.path}" if chunk else None
@@ -90,12 +95,22 @@ class Localizer:
         if not voters & set(lists):
             voters = set(lists)  # an ablation without any of them: let what ran vote
         use_granular = granular is not None and self.granular.config.enabled
-        files = self._rank(lists, file_of, intent, path_of, depth, voters,
-                           (lambda s: self.granular.files(s, granular)) if use_granular else None, multipliers)
+        use_history = history is not None and self.history.config.enabled
+
+        def adjust_files(scores: dict[str, float]) -> dict[str, float]:
+            scores = self.granular.files(scores, granular) if use_granular else scores
+            return self.history.files(scores, history) if use_history else scores
+
+        def adjust_functions(scores: dict[str, float]) -> dict[str, float]:
+            scores = self.history.functions(scores, history) if use_history else scores
+            return self.granular.functions(scores, granular, ranked_files) if use_granular else scores
+
+        adjusting = use_granular or use_history
+        files = self._rank(lists, file_of, intent, path_of, depth, voters, adjust_files if adjusting else None,
+                           multipliers)
         ranked_files = [key for key, _ in files]
         functions = self._rank(lists, function_of, intent, path_of, depth, voters,
-                               (lambda s: self.granular.functions(s, granular, ranked_files)) if use_granular else None,
-                               multipliers)
+                               adjust_functions if adjusting else None, multipliers)
         return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
                 [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
                  for k, v in functions])

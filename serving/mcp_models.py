@@ -45,6 +45,8 @@ class FileOut(BaseModel):
     repo: str
     path: str
     score: float
+    history: list[dict[str, Any]] | None = Field(
+        default=None, description="past commits that voted for this file: [{sha, subject, date, similarity}]")
 
 
 class SearchOut(BaseModel):

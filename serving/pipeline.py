@@ -36,6 +36,7 @@ from serving.query_encoding import QueryEncoder
 from serving.rerankers import Reranker, RerankInput
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.granular import granular_lists
+from serving.retrievers.history import merge_history_lists
 from serving.retrievers.registry import RetrieverSpec, retriever_spec
 from serving.stages import Stages, build_stages
 
@@ -280,8 +281,16 @@ class SearchPipeline:
                     request.query, [self.retrievers(s).granular for s in snapshots], self.config.granular, filters))
             except Exception as exc:  # optional lists: localization falls back to the chunk lists
                 degraded.append(_degraded("granular", exc))
+        history, voters = None, {}
+        if self.config.history.enabled or request.explain:
+            try:
+                history, voters = timer.run("history", lambda: self._history(request.query, snapshots, filters))
+            except Exception as exc:  # optional lists: localization falls back to the others
+                degraded.append(_degraded("history", exc))
         files, functions = timer.run("localize", lambda: self.localizer.localize(
-            lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None))  # planning
+            lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None,  # planning
+            history if self.config.history.enabled else None))
+        _attach_voters(files, functions, voters)
         files = self.ranking_hooks.files(files, snapshots)  # issue 15: trust and freshness in the file order
         if self.config.localizer.enabled:  # the learned localizer (serving/localizer/), blended into the lists
             try:
@@ -303,6 +312,9 @@ class SearchPipeline:
             graph=routed.result.to_dict() if routed is not None else None,
             plan=plan.to_dict() if plan else None,  # planning
         )
+        if request.explain and voters:
+            for view in response.hits:
+                _explain_history(view, voters)
         if expanded:  # issue 15: what decomposition / multi-hop did
             response.plan = {**(response.plan or {}), **expanded}
         if routed is not None:
@@ -373,6 +385,17 @@ class SearchPipeline:
 
         return lines
 
+    def _history(self, query: str, snapshots: list[Snapshot], filters: Filters) -> tuple[Any, dict[str, list[Any]]]:
+        """The history retriever's vote and prior lists over the snapshots that store history, and which past
+        commits voted for each file and function (serving/retrievers/history.py)."""
+        parts, voters = [], {}
+        for snapshot in snapshots:
+            retriever = self.retrievers(snapshot).get("history")
+            if retriever.available:
+                parts.append(retriever.lists(query, self.retrievers(snapshot).granular.allows(filters)))
+                voters.update(retriever.voters(query))
+        return (merge_history_lists(parts) if parts else None), voters
+
     @staticmethod
     def _view(rank: int, hit: Hit, chunk: Chunk, explain: bool) -> HitView:
         return HitView(
@@ -383,6 +406,23 @@ class SearchPipeline:
             late_score=hit.late_score, cross_score=hit.cross_score, ltr_score=hit.ltr_score,
             features=list(hit.features) if explain else None, explanation=hit.explanation if explain else None,
         )
+
+
+def _attach_voters(files: list[dict[str, Any]], functions: list[dict[str, Any]], voters: dict[str, list[Any]]) -> None:
+    """Files and functions that past commits voted for carry them: `history: [{sha, subject, date, similarity}]`."""
+    for items, field_name in ((files, "path"), (functions, "function")):
+        for item in items:
+            found = voters.get(f"{item['repo']}\x00{item[field_name]}")
+            if found:
+                item["history"] = [v.to_dict() for v in found]
+
+
+def _explain_history(view: HitView, voters: dict[str, list[Any]]) -> None:
+    """A hit whose function (else file) past commits voted for says which (sha, subject, date)."""
+    found = voters.get(f"{view.repo}\x00{view.path}::{view.symbol}") or voters.get(f"{view.repo}\x00{view.path}")
+    if found:
+        said = "; ".join(f"{v.sha[:10]} {v.subject!r} ({v.date})" for v in found)
+        view.explanation = f"{view.explanation or ''} history: voted by past commits {said}".strip()
 
 
 def _degraded(stage: str, exc: BaseException) -> dict[str, str]:

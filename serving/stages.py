@@ -59,7 +59,7 @@ class Stages:
         self.intent = intent or IntentClassifier(config.intent)
         local_fusion = WeightedRRF(config.fusion)
         self.fusion = fusion or local_fusion
-        self.localizer = Localizer(config.query, local_fusion, config.granular)  # cheap: always in the caller
+        self.localizer = Localizer(config.query, local_fusion, config.granular, config.history)  # cheap: always in the caller
         self.learned_localizer = LearnedStage(config.localizer)  # models load on first use (localizer.enabled)
         self.context_builder = context or ContextBuilder(config.context)
         self.planner = QueryPlanner(config)  # issue 15: mode, dynamic K, budgets, retry (serving/planning/)

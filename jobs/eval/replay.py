@@ -28,6 +28,7 @@ from semantica.granular import Granularity, path_of_key
 from semantica.hits import Strategy, strategy_key
 from serving.fusion import WeightedRRF
 from serving.granular_fusion import GranularLists, localizer_key
+from serving.history_fusion import HistoryLists
 from serving.intent import IntentClassifier
 from serving.localize import Localizer
 from serving.planning.analyzer import ModeWeights
@@ -58,14 +59,17 @@ class ChunkRef:
 class LocalizationReplay:
     """Runs the configured `Localizer` over stored lists."""
 
-    def __init__(self, config: Config, mined_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, config: Config, mined_dir: str | os.PathLike[str],
+                 history_dir: str | os.PathLike[str] | None = None) -> None:
         self.config = config
+        self.history_dir = history_dir
         self.lists_dir = Path(mined_dir) / LISTS_DIR
         if not self.lists_dir.is_dir():
             raise MineError(f"no retriever lists under {self.lists_dir}: run `semantica mine swebench --out "
                             f"{mined_dir}` (or `eval swebench --mine {mined_dir}`) first")
         self.intent = IntentClassifier(config.intent)
-        self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular)
+        self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular, config.history)
+        self._history_loaded: dict[str, Any] = {}
         self._mode_weights = self.mode_weights
         self.mined_dir = Path(mined_dir)
         self._loaded: dict[str, Any] = {}
@@ -118,8 +122,9 @@ class LocalizationReplay:
         if self._mode_weights is not None:
             mode, multipliers = self._mode_weights.for_query(inst.problem_statement)
             self.modes_used[mode.value] = self.modes_used.get(mode.value, 0) + 1
+        history = self._history(inst) if self.config.history.enabled else None
         files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth),
-                                                   granular, multipliers)
+                                                   granular, multipliers, history)
         files = self._final_order(inst, files)  # issue 15: trust (and freshness) on the file list; weights 0 = as is
         file_keys, function_keys = [f["path"] for f in files], [f["function"] for f in functions]
         if self.config.localizer.enabled:  # the learned localizer, blended into today's ranking
@@ -150,9 +155,24 @@ class LocalizationReplay:
     def reconfigure(self, config: Config) -> None:
         """Replay again with other `query`/`fusion`/`granular` settings, keeping what was read."""
         self.config = config
-        self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular)
+        self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular, config.history)
         self._mode_weights = self.mode_weights
         self.planning = ReplayPlanning(config)
+
+    def _history(self, inst: Instance) -> HistoryLists:
+        """The instance's history lists (`mine history`), voted with the current `history.*` weights."""
+        from jobs.eval.history_lists import MinedHistory
+
+        if self.history_dir is None:
+            raise MineError("history.enabled but no history lists: pass --history DIR (from `semantica mine history`)")
+        mined = self._history_loaded.get(inst.instance_id)
+        if mined is None:
+            mined = self._history_loaded[inst.instance_id] = MinedHistory(self.history_dir, inst.instance_id)
+        if not mined.available:
+            raise MineError(f"no history lists for {inst.instance_id} under {self.history_dir}: run `semantica mine "
+                            f"history --out {self.history_dir}` first")
+        return HistoryLists.from_votes(inst.repo, mined.votes(self.config.history), mined.prior_ranking("file"),
+                                       mined.prior_ranking("function"), self.config.history.k)
 
     def _granular(self, inst: Instance) -> GranularLists:
         """The instance's stored whole-file/function BM25 lists (`mine granular`), in localizer keys."""

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from semantica.granular import function_key
-from semantica.python_spans import function_spans
+from semantica.history.gitread import function_spans
 from serving.localizer.bm25 import Bm25Field, TermCounts, Vocabulary, term_counts
 
 PATH_WORDS = re.compile(r"[/._\-]+")

@@ -1,4 +1,5 @@
-"""The built-in retrievers, registered by name (the four `Strategy` values)."""
+"""The built-in retrievers, registered by name (the four `Strategy` values, and `history`: past commits'
+votes, serving/retrievers/history.py; add it to `retrieval.retrievers` to fuse it into the chunk hits)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from semantica.encoder import snapshot_encoder
 from serving.retrievers.graph import GraphRetriever
+from serving.retrievers.history import HistoryRetriever
 from serving.retrievers.lexical import LexicalRetriever
 from serving.retrievers.registry import register_retriever
 from serving.retrievers.symbol import SymbolRetriever
@@ -38,3 +40,4 @@ register_retriever("vector", _vector)
 register_retriever("lexical", _lexical)
 register_retriever("symbol", _symbol)
 register_retriever("graph", _graph, seeded_by=("symbol", "lexical"))
+register_retriever("history", lambda repo: HistoryRetriever(repo.snapshot))

@@ -1,0 +1,103 @@
+"""`semantica mine history`: the history signal of each SWE-bench instance, for `eval localize --history DIR`.
+
+For each instance the repository's bare clone is read at its base commit (first-parent ancestors only, through
+the sha cache of semantica/history), a BM25 index over those commits' messages answers the issue text, and
+`OUT/<instance>.parquet` keeps the `keep` most similar commits: (rank, sha, score, author_time, subject, files,
+functions), files and functions limited to those that exist at the base commit. `OUT/<instance>.priors.parquet`
+keeps the fix-frequency priors (kind file/function, key, changes, fixes, last_change_days, recent_fixes). The
+votes are a pure function of the stored commits (`semantica.history.index.vote`), so the vote weights can be
+replayed without git. A re-run skips written instances.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from jobs.eval.instances import Instance, find_repo
+from jobs.ltr.mine import part_name
+from semantica.config_history import HistoryConfig
+from semantica.history import CommitRecord, HistoryReader, HistorySearcher
+from semantica.history.index import HistoryVotes, vote
+
+SIMILAR_SCHEMA = {"rank": pl.Int64, "sha": pl.Utf8, "score": pl.Float64, "author_time": pl.Int64,
+                  "subject": pl.Utf8, "files": pl.List(pl.Utf8), "functions": pl.List(pl.Utf8)}
+PRIOR_SCHEMA = {"kind": pl.Utf8, "key": pl.Utf8, "changes": pl.Int64, "fixes": pl.Int64,
+                "last_change_days": pl.Float64, "recent_fixes": pl.Float64}
+META_SUFFIX = ".meta.json"
+PRIORS_SUFFIX = ".priors.parquet"
+
+
+class HistoryListMiner:
+    """Writes each instance's similar past commits and priors under `out`."""
+
+    def __init__(self, config: HistoryConfig, cache_path: str | Path, repos_dir: str | Path, out: str | Path,
+                 keep: int = 100, max_function_priors: int = 2000, log: Callable[[str], None] = print) -> None:
+        self.config = config
+        self.reader = HistoryReader(config, cache_path)
+        self.repos_dir = repos_dir
+        self.out = Path(out)
+        self.keep = keep
+        self.max_function_priors = max_function_priors
+        self.log = log
+        self.tokens: dict[str, list[str]] = {}  # sha -> message tokens, shared by the snapshots of a run
+
+    def mine(self, instances: Sequence[Instance]) -> int:
+        self.out.mkdir(parents=True, exist_ok=True)
+        done = 0
+        for inst in instances:
+            target = self.out / part_name(inst.instance_id)
+            if target.is_file():
+                continue
+            started = time.perf_counter()
+            history = self.reader.read(str(find_repo(self.repos_dir, inst.repo)), inst.base_commit)
+            searcher = HistorySearcher(history, self.config, self.tokens)
+            live = history.live_files or set()
+            rows = []
+            for rank, (record, score) in enumerate(searcher.index.similar(inst.problem_statement, self.keep), 1):
+                rows.append({"rank": rank, "sha": record.sha, "score": score, "author_time": record.author_time,
+                             "subject": record.display_subject(),
+                             "files": [f for f in record.files if f in live],
+                             "functions": [f for f in record.functions if f.split("::", 1)[0] in live]})
+            priors = [{"kind": "file", "key": k, **vars(p)} for k, p in searcher.priors.files.items()]
+            functions = sorted(searcher.priors.functions.items(), key=lambda kv: (-kv[1].recent_fixes, -kv[1].changes))
+            priors += [{"kind": "function", "key": k, **vars(p)} for k, p in functions[: self.max_function_priors]]
+            pl.DataFrame(priors, schema=PRIOR_SCHEMA).write_parquet(target.with_suffix(PRIORS_SUFFIX))
+            meta = {"instance_id": inst.instance_id, "commit": history.commit, "as_of": history.commit_time,
+                    "kept": len(history.records), "read_commits": history.read_commits,
+                    "cached_commits": history.cached_commits, "dropped": history.dropped,
+                    "seconds": round(time.perf_counter() - started, 2)}
+            target.with_suffix(META_SUFFIX).write_text(json.dumps(meta))
+            pl.DataFrame(rows, schema=SIMILAR_SCHEMA).write_parquet(target)
+            done += 1
+            self.log(f"{inst.instance_id}: {len(history.records)} commits kept, {history.read_commits} read, "
+                     f"{meta['seconds']} s")
+        return done
+
+
+class MinedHistory:
+    """Stored similar commits and priors of one instance, voting exactly as the live index does."""
+
+    def __init__(self, directory: str | Path, instance_id: str) -> None:
+        target = Path(directory) / part_name(instance_id)
+        self.available = target.is_file()
+        if not self.available:
+            return
+        meta = json.loads(target.with_suffix(META_SUFFIX).read_text())
+        self.as_of = int(meta["as_of"])
+        self.similar = [(CommitRecord(r["sha"], "", "", r["author_time"], r["subject"], r["files"], r["functions"]),
+                         r["score"]) for r in pl.read_parquet(target).sort("rank").iter_rows(named=True)]
+        self.priors = pl.read_parquet(target.with_suffix(PRIORS_SUFFIX))
+
+    def votes(self, config: HistoryConfig) -> HistoryVotes:
+        return vote(self.similar, self.as_of, config)
+
+    def prior_ranking(self, kind: str) -> list[tuple[str, float]]:
+        """Keys of `kind` (file/function) by recency-weighted fix count, best first (never-fixed ones left out)."""
+        frame = self.priors.filter((pl.col("kind") == kind) & (pl.col("recent_fixes") > 0))
+        return [(k, s) for k, s in frame.sort(["recent_fixes", "key"], descending=[True, False])
+                .select("key", "recent_fixes").iter_rows()]

@@ -1,0 +1,47 @@
+"""Configuration of the history signal (semantica/history, serving/retrievers/history.py): which past
+commits are read, which are dropped, how their messages vote, and how votes and priors are fused.
+Mirrors the `history` block of conf/default.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class HistoryConfig:
+    """Reading: the first-parent history of the snapshot's commit, at most `max_commits` commits, never a
+    later one. Filters (the pair miner's `pairs.*` filters are the start): bot authors, subjects that start
+    with a skipped prefix, messages shorter than `min_message_chars`, and commits changing more than
+    `max_commit_files` Python files or `max_commit_lines` lines. Voting: the `top_commits` most similar
+    messages (BM25) vote for the files and outer functions they changed with weight
+    `(score / best score) ** similarity_power * 0.5 ** (age_days / half_life_days)` (half-life 0 = no age
+    decay), divided by `changed ** share_exponent` (a commit that changed many files votes less for each).
+    Fusion: `file_weight` / `function_weight` add `weight / (rrf_k + rank)` of the vote lists to the
+    localizer's scores, `prior_weight` adds the fix-frequency prior's rank the same way (0 = off)."""
+
+    index: bool = True
+    enabled: bool = False
+    max_commits: int = 20000
+    min_message_chars: int = 15
+    max_commit_files: int = 10
+    max_commit_lines: int = 1000
+    max_blob_bytes: int = 1_000_000
+    functions: bool = True
+    """Read the changed outer functions (parses each changed file at the parent: most of the reading time);
+    false = file votes and file priors only."""
+    bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
+    skip_subject_prefixes: list[str] = field(
+        default_factory=lambda: ["revert", "bump", "release", "merge branch", "prepare release", "version "])
+    fix_pattern: str = r"\b(?:fix(?:e[sd]|ing)?|bug|regression|crash(?:es)?|broken|wrong|incorrect|error)\b|#\d+"
+    top_commits: int = 30
+    similarity_power: float = 1.0
+    half_life_days: float = 0.0
+    share_exponent: float = 0.0
+    explain_commits: int = 3
+    k: int = 200
+    rrf_k: float = 60.0
+    file_weight: float = 0.0
+    function_weight: float = 0.0
+    prior_weight: float = 0.0
+    prior_half_life_days: float = 365.0
+    cache_file: str = ""

@@ -1,0 +1,52 @@
+"""Commit records cached by sha: shared by every snapshot and branch of every repository (a sha names one commit),
+so a later snapshot only reads the commits it has not seen, the way the parse cache works for blobs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from semantica.history.records import CommitRecord
+
+CACHE_VERSION = "h1"
+"""Bumped when what a record holds (or how it is read) changes: older rows are then ignored."""
+
+
+class HistoryCache:
+    """A SQLite table `sha -> record` under a key that names the reading's parameters (records read with other
+    function-parsing limits are not reused)."""
+
+    def __init__(self, path: str | Path, parse_key: str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.key = f"{CACHE_VERSION}:{parse_key}"
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+        with self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS commits (key TEXT, sha TEXT, record TEXT, "
+                             "PRIMARY KEY (key, sha))")
+
+    def get_many(self, shas: Iterable[str]) -> dict[str, CommitRecord | None]:
+        """Cached shas -> record (None: the commit changed no Python file); unknown shas are absent."""
+        out: dict[str, CommitRecord | None] = {}
+        shas = list(shas)
+        with self._lock:
+            for start in range(0, len(shas), 500):
+                batch = shas[start: start + 500]
+                rows = self._db.execute(
+                    f"SELECT sha, record FROM commits WHERE key = ? AND sha IN ({','.join('?' * len(batch))})",
+                    [self.key, *batch]).fetchall()
+                for sha, record in rows:
+                    out[sha] = CommitRecord.from_dict(json.loads(record)) if record else None
+        return out
+
+    def put_many(self, records: dict[str, CommitRecord | None]) -> None:
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO commits VALUES (?, ?, ?)",
+                                 [(self.key, sha, json.dumps(r.to_dict()) if r else "") for sha, r in records.items()])
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,128 @@
+"""Reading a repository's history as of one commit: first-parent ancestors only, cached by sha."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from semantica.config_history import HistoryConfig
+from semantica.granular import function_key
+from semantica.history.cache import HistoryCache
+from semantica.history.gitread import (
+    BlobReader,
+    FunctionSpan,
+    LoggedCommit,
+    first_parent_shas,
+    function_spans,
+    git,
+    log_with_python_diffs,
+    resolve_commit,
+)
+from semantica.history.records import CommitFilter, CommitRecord
+
+SPAN_CACHE_BLOBS = 2048
+
+
+@dataclass
+class History:
+    """The kept commits of one snapshot (newest first), all at or before `commit`, and how they were read."""
+
+    commit: str
+    commit_time: int
+    records: list[CommitRecord]
+    fix_like: set[str] = field(default_factory=set)
+    read_commits: int = 0
+    cached_commits: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    live_files: set[str] | None = None
+    """`.py` paths that exist at `commit` (votes and priors for files deleted or renamed since are left out);
+    None = not known, keep all."""
+
+
+def commit_time(repo_path: str, commit: str) -> int:
+    """Author time (unix seconds) of `commit`."""
+    return int(git(repo_path, "log", "-1", "--format=%at", commit).decode("ascii").strip() or 0)
+
+
+class HistoryReader:
+    """Reads the first-parent history of a commit from a git dir (bare or not), through the sha cache."""
+
+    def __init__(self, config: HistoryConfig, cache_path: str | Path) -> None:
+        self.config = config
+        self.filter = CommitFilter(config)
+        parse_key = f"files{config.max_commit_files}-lines{config.max_commit_lines}-blob{config.max_blob_bytes}"
+        parse_key += "" if config.functions else "-nofunctions"
+        self.cache = HistoryCache(cache_path, parse_key)
+        self._spans: OrderedDict[str, list[FunctionSpan]] = OrderedDict()
+
+    def read(self, repo_path: str | Path, rev: str = "HEAD") -> History:
+        """The history of `rev` (included) and its first-parent ancestors, never anything after it."""
+        started = time.perf_counter()
+        repo_path = str(repo_path)
+        commit = resolve_commit(repo_path, rev)
+        shas = first_parent_shas(repo_path, commit, self.config.max_commits)
+        known = self.cache.get_many(shas)
+        missing = [i for i, sha in enumerate(shas) if sha not in known]
+        if missing:
+            oldest = missing[-1]
+            stop = shas[oldest + 1] if oldest + 1 < len(shas) else None
+            want = {shas[i] for i in missing}
+            fresh = self._read_range(repo_path, shas[missing[0]], stop, want)
+            known.update(fresh)
+            self.cache.put_many(fresh)
+        kept: list[CommitRecord] = []
+        dropped: Counter[str] = Counter()
+        for sha in shas:
+            record = known.get(sha)
+            reason = "no python change" if record is None else self.filter.reason(record)
+            if reason:
+                dropped[reason] += 1
+            else:
+                kept.append(record)  # type: ignore[arg-type]
+        fix_like = {r.sha for r in kept if self.filter.fix_like(r)}
+        live = {path for path in git(repo_path, "ls-tree", "-r", "--name-only", commit).decode("utf-8", "replace")
+                .split("\n") if path.endswith(".py")}
+        return History(commit, commit_time(repo_path, commit), kept, fix_like, len(missing),
+                       len(shas) - len(missing), dict(dropped), time.perf_counter() - started, live)
+
+    def _read_range(self, repo_path: str, newest: str, stop: str | None, want: set[str]) -> dict[str, CommitRecord | None]:
+        logged = [c for c in log_with_python_diffs(repo_path, newest, stop) if c.sha in want]
+        out: dict[str, CommitRecord | None] = dict.fromkeys(want)
+        with BlobReader(repo_path) as blobs:
+            for entry in logged:
+                out[entry.sha] = self._record(entry, blobs)
+        return out
+
+    def _record(self, entry: LoggedCommit, blobs: BlobReader) -> CommitRecord:
+        changes = [c for c in entry.changes if c.old_lines]
+        lines = sum(c.added + c.removed for c in changes)
+        record = CommitRecord(entry.sha, entry.parents[0] if entry.parents else "", entry.author, entry.author_time,
+                              entry.message, [c.path for c in changes], [], lines)
+        if not self.config.functions:
+            return record
+        if len(changes) > self.config.max_commit_files or lines > self.config.max_commit_lines:
+            record.functions_skipped = True  # dropped as huge anyway: not worth parsing
+            return record
+        for change in changes:
+            blob = entry.old_blobs.get(change.path)
+            for span in self._spans_of(blob, blobs) if blob else []:
+                if any(span.start <= n <= span.end for n in change.old_lines):
+                    record.functions.append(function_key(change.path, span.qualname))
+        return record
+
+    def _spans_of(self, blob: str, blobs: BlobReader) -> list[FunctionSpan]:
+        if blob in self._spans:
+            self._spans.move_to_end(blob)
+            return self._spans[blob]
+        text = blobs.read(blob, self.config.max_blob_bytes)
+        spans = function_spans(text) if text is not None else []
+        self._spans[blob] = spans
+        if len(self._spans) > SPAN_CACHE_BLOBS:
+            self._spans.popitem(last=False)
+        return spans
+
+    def close(self) -> None:
+        self.cache.close()

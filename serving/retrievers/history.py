@@ -1,0 +1,111 @@
+"""The `history` retriever: past commits whose messages match the query vote for what they changed.
+
+It searches one snapshot's stored history (semantica/history: first-parent commits at or before the
+snapshot's commit only). As a chunk retriever it answers with the chunks of the voted functions (scored
+by their vote), then the first chunk of each voted file none of whose functions was voted (scored by the
+file's vote). For localization, `lists` gives the vote and prior lists in localizer keys, and `voters`
+which past commits voted for a file or function (sha, subject, date) for explanations. A snapshot with no
+stored history (not a git source, or indexed with `history.index: false`) answers nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import cached_property
+
+from semantica.history.index import HistoryVotes, Voter
+from semantica.snapshot import Snapshot
+from serving.granular_fusion import localizer_key
+from serving.history_fusion import HistoryLists
+from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
+
+FUNCTION_KINDS = frozenset({"function", "method"})
+VOTE_CACHE = 64
+
+
+class HistoryRetriever(BaseRetriever):
+    """Votes of past commits over one snapshot, as chunks (`search`) or as file/function lists (`lists`)."""
+
+    strategy = "history"  # a registered retriever beyond the four built-in strategies (fused by name)
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__(snapshot.chunk_by_id)
+        self.snapshot = snapshot
+        self.searcher = snapshot.history
+        self._votes: OrderedDict[str, HistoryVotes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def available(self) -> bool:
+        return self.searcher is not None
+
+    def votes(self, query: str) -> HistoryVotes:
+        """The query's votes (a few recent queries are kept: the chunk list and the localizer ask for the same)."""
+        if self.searcher is None:
+            return HistoryVotes()
+        with self._lock:
+            if query in self._votes:
+                self._votes.move_to_end(query)
+                return self._votes[query]
+        votes = self.searcher.index.votes(query)
+        with self._lock:
+            self._votes[query] = votes
+            if len(self._votes) > VOTE_CACHE:
+                self._votes.popitem(last=False)
+        return votes
+
+    @cached_property
+    def _chunks_of(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """Chunk ids by function key (`path::Qualified.name`) and by path, in source order."""
+        by_function: dict[str, list[str]] = {}
+        by_path: dict[str, list[str]] = {}
+        for chunk in sorted(self.snapshot.chunks, key=lambda c: (c.path, c.start_line)):
+            by_path.setdefault(chunk.path, []).append(chunk.chunk_id)
+            if chunk.kind in FUNCTION_KINDS and chunk.symbol:
+                by_function.setdefault(f"{chunk.path}::{chunk.symbol}", []).append(chunk.chunk_id)
+        return by_function, by_path
+
+    def _search(self, query: RetrievalQuery, k: int) -> ScoredList:
+        votes = self.votes(query.text)
+        by_function, by_path = self._chunks_of
+        scored: dict[str, float] = {}
+        voted_paths: set[str] = set()
+        for vote in votes.functions:
+            for chunk_id in by_function.get(vote.key, ()):
+                scored.setdefault(chunk_id, vote.score)
+                voted_paths.add(vote.key.split("::", 1)[0])
+        for vote in votes.files:
+            if vote.key not in voted_paths and by_path.get(vote.key):
+                scored.setdefault(by_path[vote.key][0], vote.score)
+        return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:k]
+
+    def lists(self, query: str, allowed: Callable[[str], bool] = lambda _path: True) -> HistoryLists:
+        """The vote and prior lists of `query` in localizer keys (paths that fail `allowed` left out)."""
+        if self.searcher is None:
+            return HistoryLists()
+        votes = self.votes(query)
+        repo, k = self.snapshot.repo, self.snapshot.config.history.k
+        votes = HistoryVotes([v for v in votes.files if allowed(v.key)],
+                             [v for v in votes.functions if allowed(v.key.split("::", 1)[0])], votes.commits)
+        priors = self.searcher.priors
+        return HistoryLists.from_votes(repo, votes, [kv for kv in priors.ranked_files() if allowed(kv[0])],
+                                       [kv for kv in priors.ranked_functions() if allowed(kv[0].split("::", 1)[0])], k)
+
+    def voters(self, query: str) -> dict[str, list[Voter]]:
+        """Localizer key (`repo\\x00path[::name]`) -> the past commits that voted for it, strongest first."""
+        votes = self.votes(query)
+        return {localizer_key(self.snapshot.repo, v.key): v.voters for v in votes.files + votes.functions}
+
+
+def merge_history_lists(parts: list[HistoryLists]) -> HistoryLists:
+    """Several snapshots' lists as one (ranks interleaved: rank r of each snapshot before rank r + 1)."""
+    if len(parts) == 1:
+        return parts[0]
+
+    def merged(lists: list[list[tuple[str, int]]]) -> list[tuple[str, int]]:
+        ordered = sorted(((rank, n, key) for n, ranked in enumerate(lists) for key, rank in ranked))
+        return [(key, rank) for rank, (_, _, key) in enumerate(ordered, 1)]
+    return HistoryLists(merged([p.files for p in parts]), merged([p.functions for p in parts]),
+                        merged([p.prior_files for p in parts]), merged([p.prior_functions for p in parts]))
