@@ -398,10 +398,10 @@ class LocalizerConfig:
 class LocalizerTrainConfig:
     """`semantica train-localizer` (jobs/localizer/train.py): LightGBM LambdaRank, files then functions."""
 
-    folds: int = 5  # repositories split into this many folds; each repository is held out exactly once
+    folds: int = 3  # repositories split into this many folds; each repository is held out exactly once
     seed: int = 13
-    num_rounds: int = 150
-    learning_rate: float = 0.1
+    num_rounds: int = 60
+    learning_rate: float = 0.15
     num_leaves: int = 31
     min_data_in_leaf: int = 50
     feature_fraction: float = 0.8
@@ -409,8 +409,8 @@ class LocalizerTrainConfig:
     bagging_freq: int = 1
     num_threads: int = 2
     eval_at: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
-    train_file_depth: int = 40  # training rows per query: the top this many candidates by fixed fusion + positives
-    train_function_depth: int = 80
+    train_file_depth: int = 30  # training rows per query: the top this many candidates by fixed fusion + positives
+    train_function_depth: int = 50
 
 
 @dataclass

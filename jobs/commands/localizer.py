@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--out", default="models/localizer", metavar="DIR", help="model directory")
     train.add_argument("--folds", type=int, default=None, help="repository folds for the held-out metrics")
     train.add_argument("--seed", type=int, default=None)
-    train.add_argument("--report", metavar="FILE", help="write the metrics as JSON here too")
+    train.add_argument("--report", metavar="FILE", help="write the metrics as JSON here too (default: OUT/report.json)")
+    train.add_argument("--corpus", default="bench/corpus", metavar="DIR", help="the corpus (its counts go in the card)")
     add_common(train)
     train.set_defaults(handler=run_train)
 
@@ -35,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ablation.add_argument("--mined", required=True, metavar="DIR", help="stored retriever lists (`mine swebench`)")
     ablation.add_argument("--repo-filter", metavar="OWNER/NAME", help="only this repository's instances")
     ablation.add_argument("--json", metavar="FILE", help="write every row's metrics here")
+    ablation.add_argument("--only-cached", action="store_true",
+                          help="only instances whose candidates are already computed (a partial run, said so)")
     add_common(ablation)
     ablation.set_defaults(handler=run_ablation_command)
 
@@ -67,14 +70,23 @@ def run_mine(args: argparse.Namespace) -> int:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from jobs.localizer.card import write_card
     from jobs.localizer.train import LocalizerTrainer, TrainError
 
     config = config_from_args(args)
+    report = args.report or str(Path(args.out) / "report.json")
     try:
         LocalizerTrainer(config.localizer_train, args.features, args.out, folds=args.folds, seed=args.seed,
-                         report=args.report).run()
+                         report=report).run()
     except TrainError as exc:
         raise CliError(str(exc)) from None
+    command = "semantica " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train-localizer"] \
+        else "semantica train-localizer ..."
+    print(f"model card: {write_card(report, args.out, command, args.corpus)}")
     return 0
 
 
@@ -85,6 +97,15 @@ def run_ablation_command(args: argparse.Namespace) -> int:
 
     try:
         instances = [i for i in load_instances(args.instances) if not args.repo_filter or i.repo == args.repo_filter]
+        if args.only_cached:
+            from jobs.localizer.replay import LearnedReplay
+            from semantica.config import load_config
+
+            probe = LearnedReplay(load_config(args.config, [*args.set, "localizer.learned_files=false",
+                                                            "localizer.learned_functions=false"]))
+            kept = [i for i in instances if probe.cached(i)]
+            print(f"--only-cached: {len(kept)} of {len(instances)} instances have computed candidates")
+            instances = kept
         results = run_ablation(args.config, args.set, args.mined, instances)
     except (EvalError, MineError) as exc:
         raise CliError(str(exc)) from None

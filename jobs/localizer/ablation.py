@@ -42,11 +42,17 @@ def run_ablation(config_file: str | None, overrides: Sequence[str], mined: str, 
         results[name] = evaluate(predictions, {i.instance_id: i.gold() for i in instances},
                                  file_metrics=FILE_METRICS, function_metrics=FUNCTION_METRICS)
         results[name]["overrides"] = list(row)
-    if replay is not None and getattr(replay, "_learned", None) is not None and replay._learned.seconds:
-        seconds = sorted(replay._learned.seconds)
-        results["cost_ms"] = {"candidates_p50": round(1000 * statistics.median(seconds), 1),
-                              "candidates_p99": round(1000 * seconds[min(len(seconds) - 1, int(0.99 * len(seconds)))], 1),
-                              "queries": len(seconds)}
+    from jobs.localizer.replay import LearnedReplay
+
+    cost = {}
+    for name, seconds in (("candidates", LearnedReplay.seconds), ("models", LearnedReplay.model_seconds)):
+        if seconds:
+            ordered = sorted(seconds)
+            cost[name] = {"p50_ms": round(1000 * statistics.median(ordered), 1),
+                          "p99_ms": round(1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 1),
+                          "queries": len(ordered)}
+    if cost:
+        results["cost_ms"] = cost
     return results
 
 

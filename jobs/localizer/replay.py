@@ -49,13 +49,22 @@ class LearnedReplay:
     _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
     _builders: dict[str, tuple[TreeReader, SnapshotBuilder]] = {}
     seconds: list[float] = []  # candidates and features per query computed here (the snapshot build excluded)
+    model_seconds: list[float] = []  # the two models' scoring per query
+
+    def _stored(self, inst: Instance) -> tuple[tuple, Path]:
+        key = (inst.instance_id, astuple(candidate_config(self.config)))
+        digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
+        return key, self.cache_dir / f"{inst.instance_id}-{digest}.npz"
+
+    def cached(self, inst: Instance) -> bool:
+        """Are the instance's candidates already computed (in memory or in the cache directory)?"""
+        key, stored = self._stored(inst)
+        return key in self._candidates or stored.is_file()
 
     def candidates(self, inst: Instance) -> CandidateSet:
-        key = (inst.instance_id, astuple(candidate_config(self.config)))
+        key, stored = self._stored(inst)
         if key in self._candidates:
             return self._candidates[key]
-        digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
-        stored = self.cache_dir / f"{inst.instance_id}-{digest}.npz"
         if stored.is_file():
             with np.load(stored, allow_pickle=False) as z:
                 cands = self._candidates[key] = CandidateSet(
@@ -82,8 +91,12 @@ class LearnedReplay:
         return cands
 
     def rank(self, inst: Instance) -> Ranked:
-        return self.localizer.rank_candidates(self.candidates(inst), self.config.learned_files,
-                                              self.config.learned_functions)
+        cands = self.candidates(inst)
+        start = time.perf_counter()
+        ranked = self.localizer.rank_candidates(cands, self.config.learned_files, self.config.learned_functions)
+        if self.localizer.models is not None:
+            self.model_seconds.append(time.perf_counter() - start)
+        return ranked
 
     def blend(self, inst: Instance, files: list[str], functions: list[str]) -> tuple[list[str], list[str]]:
         ranked = self.rank(inst)

@@ -65,6 +65,7 @@ def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
     queries = pl.read_parquet(features / "acme+shop.queries.parquet")
     assert (queries["staleness"] >= 0).all() and queries["snapshot"].n_unique() > 1
     train = ["train-localizer", "--features", str(features), "--out", str(models), "--folds", "2",
+             "--corpus", str(corpus),
              "--report", str(tmp_path / "report.json"), "--set", "localizer_train.num_rounds=20",
              "--set", "localizer_train.min_data_in_leaf=2", "--set", "localizer_train.num_threads=1"]
     assert main(train) == 0
@@ -73,6 +74,8 @@ def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
     report = json.loads((tmp_path / "report.json").read_text())
     files = report["levels"]["files"]
     assert files["learned"]["queries"] > 0 and set(report["corpus"]["repositories"]) == {"acme/shop", "acme/store"}
+    card = (models / "MODEL_CARD.md").read_text()
+    assert "acme/shop" in card and "leave-repositories-out" in card and "Feature importances" in card
     # each repository was scored by a model that never saw it
     assert sorted(r for fold in report["folds"] for r in fold) == ["acme/shop", "acme/store"]
     fold_models = sorted((models / ".folds").glob("*.txt"))
