@@ -411,6 +411,7 @@ class LocalizerTrainConfig:
     eval_at: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
     train_file_depth: int = 30  # training rows per query: the top this many candidates by fixed fusion + positives
     train_function_depth: int = 50
+    tail_every: int = 5  # ... and every this-many-th candidate below them (an unbiased sample of the tail)
 
 
 @dataclass

@@ -104,6 +104,15 @@ def ranking_metrics(frame: pl.DataFrame, scores: np.ndarray, gold: dict[int, int
     return {k: round(100 * v / n, 2) if n else math.nan for k, v in totals.items()} | {"queries": n}
 
 
+def training_rows(frame: pl.DataFrame, depth: int, tail_every: int) -> pl.DataFrame:
+    """Each query's top `depth` candidates by fixed fusion and every `tail_every`-th below them, whatever
+    their labels; queries left without a positive are dropped (they teach a ranker nothing)."""
+    rank = pl.col("fusion").rank("ordinal", descending=True).over("qid")
+    frame = frame.filter((rank <= depth) | ((rank - depth) % max(1, tail_every) == 0))
+    positive = frame.group_by("qid").agg(pl.col("label").max().alias("has")).filter(pl.col("has") > 0)["qid"]
+    return frame.filter(pl.col("qid").is_in(positive.implode()))
+
+
 class LocalizerTrainer:
     def __init__(self, config: LocalizerTrainConfig, features_dir: str | Path, out: str | Path,
                  folds: int | None = None, seed: int | None = None, report: str | None = None) -> None:
@@ -123,13 +132,9 @@ class LocalizerTrainer:
                 "deterministic": True, "force_row_wise": True, "verbosity": -1}
 
     def fit(self, frame: pl.DataFrame, features: Sequence[str], depth: int) -> lgb.Booster:
-        """Trained on each query's top `depth` candidates by fixed fusion plus its positives (the ranking
-        that matters is at the top; the cut keeps training within the CPU budget)."""
-        # queries with no positive candidate teach nothing to a ranker
-        positive = frame.group_by("qid").agg(pl.col("label").max().alias("has")).filter(pl.col("has") > 0)["qid"]
-        frame = frame.filter(pl.col("qid").is_in(positive.implode()))
-        frame = frame.filter((pl.col("fusion").rank("ordinal", descending=True).over("qid") <= depth)
-                             | (pl.col("label") > 0))
+        """Trained on each query's top `depth` candidates by fixed fusion and every `tail_every`-th candidate
+        below them, labels as they fall: keeping the deep positives alone would teach "deep means gold"."""
+        frame = training_rows(frame, depth, self.config.tail_every)
         groups = frame.group_by("qid", maintain_order=True).len()["len"].to_numpy()
         data = lgb.Dataset(frame.select(features).to_numpy(), label=frame["label"].to_numpy(), group=groups,
                            feature_name=list(features), free_raw_data=True)
@@ -156,7 +161,8 @@ class LocalizerTrainer:
         results: dict = {"seed": self.seed, "folds": folds, "schema_version": SCHEMA_VERSION,
                          "params": self.params() | {"num_rounds": self.config.num_rounds,
                                                       "train_file_depth": self.config.train_file_depth,
-                                                      "train_function_depth": self.config.train_function_depth}, "levels": {}}
+                                                      "train_function_depth": self.config.train_function_depth,
+                                                      "tail_every": self.config.tail_every}, "levels": {}}
         for level, (features, _, model_file, depth_field) in LEVELS.items():
             depth = getattr(self.config, depth_field)
             level_data = data[level]

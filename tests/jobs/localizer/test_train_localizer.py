@@ -94,3 +94,16 @@ def load_localizer_config():
     from semantica.config import load_config
 
     return load_config(None, [], environ={}).localizer
+
+
+def test_training_rows_sample_the_tail_without_regard_to_labels():
+    from jobs.localizer.train import training_rows
+
+    n = 100
+    frame = pl.DataFrame({"qid": [1] * n + [2] * n, "fusion": [float(n - i) for i in range(n)] * 2,
+                          "label": [1 if i == 89 else 0 for i in range(n)] + [1 if i == 91 else 0 for i in range(n)]})
+    kept = training_rows(frame, depth=30, tail_every=5)
+    q1 = kept.filter(pl.col("qid") == 1)
+    # top 30 + every 5th below (ranks 35, 40, ..., 100): the tail holds negatives as well as the positive at rank 90
+    assert q1.height == 30 + 14 and q1.filter(pl.col("label") == 0).height == 43
+    assert kept.filter(pl.col("qid") == 2).height == 0  # its positive (rank 92) was not sampled: nothing to learn
