@@ -359,6 +359,68 @@ class PairsConfig:
 
 
 @dataclass
+class LocalizerCorpusConfig:
+    """The learned localizer's training corpus (jobs/localizer/corpus.py): issue-like commits of public
+    repositories, never a SWE-bench repository (tests/jobs/localizer/test_corpus_guard.py)."""
+
+    max_history: int = 20000
+    max_per_repo: int = 500
+    min_message_chars: int = 25
+    min_message_words: int = 4
+    max_query_chars: int = 1500
+    max_commit_files: int = 10
+    max_commit_lines: int = 600
+    bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
+    skip_subject_prefixes: list[str] = field(default_factory=lambda: [
+        "revert", "bump", "release", "merge branch", "prepare", "changelog", "update changelog", "version "])
+
+
+@dataclass
+class LocalizerConfig:
+    """The learned localizer: LightGBM rankers over cheap candidate lists (serving/localizer/)."""
+
+    enabled: bool = False
+    model_dir: str = "models/localizer"
+    top_files: int = 20
+    file_list_depth: int = 200
+    function_list_depth: int = 200
+    max_file_candidates: int = 100
+    max_function_candidates: int = 300
+    test_factor: float = 0.5  # the fixed fusion's test-file damping (as query.localize_test_factor)
+    path_boost: float = 5.0  # ... and its boost for a file the query names (as query.localize_path_boost)
+    max_file_bytes: int = 1000000
+    learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
+    learned_functions: bool = True
+    today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
+    learned_weight: float = 1.0
+    blend_rrf_k: float = 60.0
+    snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,
+    max_staleness: int = 60  # ... none more than this many first-parent commits after it
+    max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
+    corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
+
+
+@dataclass
+class LocalizerTrainConfig:
+    """`semantica train-localizer` (jobs/localizer/train.py): LightGBM LambdaRank, files then functions."""
+
+    folds: int = 3  # repositories split into this many folds; each repository is held out exactly once
+    seed: int = 13
+    num_rounds: int = 60
+    learning_rate: float = 0.15
+    num_leaves: int = 31
+    min_data_in_leaf: int = 50
+    feature_fraction: float = 0.8
+    bagging_fraction: float = 0.8
+    bagging_freq: int = 1
+    num_threads: int = 2
+    eval_at: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
+    train_file_depth: int = 30  # training rows per query: the top this many candidates by fixed fusion + positives
+    train_function_depth: int = 50
+    tail_every: int = 5  # ... and every this-many-th candidate below them (an unbiased sample of the tail)
+
+
+@dataclass
 class ServeConfig:
     """HTTP serving defaults."""
 
@@ -553,9 +615,12 @@ class PlanConfig:
     """`semantica plan`: the dry run's estimates and warnings. The rates come from
     `python -m jobs.bench.plan_rates` on this machine (docs/plan.md)."""
 
-    chunks_per_kib: dict[str, float] = field(default_factory=lambda: {"default": 1.0})  # by language
+    # by language, from this repository + psf/requests (bench/results/plan/rates.json)
+    chunks_per_kib: dict[str, float] = field(default_factory=lambda: {
+        "python": 1.875, "markdown": 0.903, "rst": 1.433, "json": 1.353, "yaml": 1.01, "toml": 1.308, "text": 1.28,
+        "make": 1.435, "ini": 3.593, "dockerfile": 0.593, "default": 1.689})
     embed_chunks_per_s: float = 50.0  # cold encoder throughput, no cache
-    index_bytes_per_chunk: int = 12000  # snapshot bytes on disk per chunk, all shards
+    index_bytes_per_chunk: int = 14612  # snapshot bytes on disk per chunk, all shards
     top_dirs: int = 10
     dir_depth: int = 2  # directories are reported at most this deep
     examples_per_reason: int = 5
@@ -605,6 +670,8 @@ class Config:
     query: QueryConfig = field(default_factory=QueryConfig)
     granular: GranularConfig = field(default_factory=GranularConfig)
     pairs: PairsConfig = field(default_factory=PairsConfig)
+    localizer: LocalizerConfig = field(default_factory=LocalizerConfig)
+    localizer_train: LocalizerTrainConfig = field(default_factory=LocalizerTrainConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)

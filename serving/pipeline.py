@@ -31,6 +31,7 @@ from serving.context import Context
 from serving.intent import IntentResult
 from serving.knowledge.inject import InjectedKnowledge, KnowledgeInjector
 from serving.localize import Localizer
+from serving.localizer.stage import LearnedStage
 from serving.planning.passes import PipelinePass  # query planning
 from serving.prefetch import Prefetcher
 from serving.query_encoding import QueryEncoder
@@ -96,6 +97,10 @@ class SearchPipeline:
     @property
     def localizer(self) -> Localizer:
         return self.stages.localizer
+
+    @property
+    def learned_localizer(self) -> LearnedStage:
+        return self.stages.learned_localizer
 
     @property
     def context_builder(self) -> Any:
@@ -303,6 +308,12 @@ class SearchPipeline:
             history if self.config.history.enabled else None))
         _attach_voters(files, functions, voters)
         files = self.ranking_hooks.files(files, snapshots)  # trust and freshness in the file order
+        if self.config.localizer.enabled:  # the learned localizer (serving/localizer/), blended into the lists
+            try:
+                files, functions = timer.run("localizer", lambda: self.learned_localizer.apply(
+                    request.query, snapshots, files, functions))
+            except Exception as exc:  # optional stage: the fixed-fusion lists stand
+                degraded.append(_degraded("localizer", exc))
         used = self._knowledge(request.query, snapshots, timer, degraded)
         hits = self.knowledge.boost(hits, used, chunks, request.k)
         budget = self.config.context.token_budget if request.context_budget is None else request.context_budget

@@ -26,6 +26,7 @@ from serving.graph_route import GraphRouter
 from serving.intent import Intent, IntentClassifier
 from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
 from serving.localize import Localizer
+from serving.localizer.stage import LearnedStage
 from serving.ltr import LtrReranker
 from serving.planning.planner import QueryPlanner
 from serving.query_encoding import QueryEncoder
@@ -59,6 +60,7 @@ class Stages:
         local_fusion = WeightedRRF(config.fusion)
         self.fusion = fusion or local_fusion
         self.localizer = Localizer(config.query, local_fusion, config.granular, config.history)  # cheap: always in the caller
+        self.learned_localizer = LearnedStage(config.localizer)  # models load on first use (localizer.enabled)
         self.context_builder = context or ContextBuilder(config.context)
         self.planner = QueryPlanner(config)  # mode, dynamic K, budgets, retry (serving/planning/)
         self._late, self._cross = late, cross

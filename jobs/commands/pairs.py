@@ -14,7 +14,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                           description=pairs_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     mine.add_argument("--repos-dir", required=True, metavar="DIR",
                       help="directory of bare clones (owner+name/repo, as `eval swebench` finds them)")
-    mine.add_argument("--out", required=True, metavar="DIR", help="output directory (Parquet parts)")
+    mine.add_argument("--out", metavar="DIR", help="output directory (Parquet parts)")
+    mine.add_argument("--labels", metavar="DIR",
+                      help="write the learned localizer's corpus instead: one JSONL of issue-like labelled commits "
+                           "per repository (ids, paths, functions, messages; jobs/localizer/corpus.py)")
     mine.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME",
                       help="mine these repositories instead of pairs.corpus (repeatable)")
     mine.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -27,6 +30,10 @@ def run_mine_pairs(args: argparse.Namespace) -> int:
     from jobs.train.pairs import PairMiner, PairsError
 
     config = config_from_args(args)
+    if args.labels:
+        return run_mine_labels(args, config)
+    if not args.out:
+        raise CliError("give --out DIR (pairs) or --labels DIR (the localizer corpus)")
     try:
         result = PairMiner(config, args.out, progress=not args.quiet).run(args.repos_dir, args.repo or config.pairs.corpus)
     except (PairsError, EvalError) as exc:
@@ -34,4 +41,17 @@ def run_mine_pairs(args: argparse.Namespace) -> int:
     total = {kind: sum(r[kind] for r in result.values()) for kind in ("docstring", "commit")}
     print(f"{len(result)} repositories mined into {args.out}: {total['docstring']} docstring and "
           f"{total['commit']} commit pairs written this run")
+    return 0
+
+
+def run_mine_labels(args: argparse.Namespace, config) -> int:  # noqa: ANN001 - Config
+    from jobs.localizer.corpus import CorpusError, CorpusMiner
+
+    if not args.repo:
+        raise CliError("--labels needs the corpus as --repo OWNER/NAME (repeatable)")
+    try:
+        result = CorpusMiner(config.localizer.corpus, args.labels).run(args.repos_dir, args.repo)
+    except CorpusError as exc:
+        raise CliError(str(exc)) from None
+    print(f"{len(result)} repositories labelled into {args.labels}: {sum(result.values())} commits")
     return 0

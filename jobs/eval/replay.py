@@ -128,7 +128,19 @@ class LocalizationReplay:
         files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth),
                                                    granular, multipliers, history)
         files = self._final_order(inst, files)  # trust (and freshness) on the file list; weights 0 = as is
-        return Prediction([f["path"] for f in files][:TOP_N], [f["function"] for f in functions][:TOP_N])
+        file_keys, function_keys = [f["path"] for f in files], [f["function"] for f in functions]
+        if self.config.localizer.enabled:  # the learned localizer, blended into today's ranking
+            file_keys, function_keys = self.learned.blend(inst, file_keys, function_keys)
+        return Prediction(file_keys[:TOP_N], function_keys[:TOP_N])
+
+    @property
+    def learned(self):  # noqa: ANN201 - jobs.localizer.replay.LearnedReplay, built on first use
+        key = id(self.config)
+        if getattr(self, "_learned_for", None) != key:
+            from jobs.localizer.replay import LearnedReplay
+
+            self._learned, self._learned_for = LearnedReplay(self.config), key
+        return self._learned
 
     def _final_order(self, inst: Instance, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """`final_order` on the replayed files: trust rules, and freshness from the repository's clone under

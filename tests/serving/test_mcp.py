@@ -17,7 +17,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import REPO_ROOT, shared_cache_dir
+from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -53,7 +53,8 @@ def commit(root: Path, message: str) -> None:
 def server_params(index_root: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "jobs.cli", "mcp", "--index-root", str(index_root), "--set", f"paths.cache_dir={shared_cache_dir()}"],
+        # a private cache: the session asserts how many files a first and a second sync parse
+        args=["-m", "jobs.cli", "mcp", "--index-root", str(index_root), "--set", f"paths.cache_dir={index_root.parent / 'cache'}"],
         env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"},
         cwd=str(REPO_ROOT),
     )

@@ -124,6 +124,9 @@ def test_too_small_a_budget_is_a_tool_error(tools: SemanticaTools) -> None:
     assert result.is_error and "too small" in result.content[0].text
 
 
+WRITING_TOOLS = {"sync", "knowledge_propose"}  # re-index / store an entry; every other tool only reads
+
+
 def test_every_tool_is_annotated(tools: SemanticaTools) -> None:
     listed: list[Any] = []
 
@@ -135,7 +138,7 @@ def test_every_tool_is_annotated(tools: SemanticaTools) -> None:
     assert {t.name for t in listed} >= {"search", "get_context", "repo_map", "sync", "list_repos"}
     for tool in listed:
         assert tool.annotations is not None and tool.annotations.read_only_hint is not None, tool.name
-        assert tool.annotations.read_only_hint == (tool.name != "sync"), tool.name
+        assert tool.annotations.read_only_hint == (tool.name not in WRITING_TOOLS), tool.name
         assert tool.output_schema is not None, tool.name
 
 

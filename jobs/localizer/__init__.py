@@ -1,0 +1,1 @@
+"""The learned localizer's offline side: the public-history corpus, its candidate lists and features, training."""

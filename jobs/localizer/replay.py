@@ -1,0 +1,105 @@
+"""The learned localizer in the localization replay: its candidates at each instance's base commit.
+
+The snapshot's Python files are read from the repository's bare clone under $SEMANTICA_MIRRORS
+(`<owner>+<name>/repo`, default /work/.mirror) at the base commit, exactly as the corpus features read
+a parent commit, then `serving.localizer` ranks them; `blend` mixes the result into today's ranking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import astuple
+from pathlib import Path
+
+import numpy as np
+
+from jobs.eval.instances import Instance
+from jobs.localizer.gitread import TreeReader
+from jobs.ltr.mine import MineError
+from semantica.config import Config
+from serving.localizer.features import SCHEMA_VERSION, CandidateSet
+from serving.localizer.snapshot import SnapshotBuilder
+from serving.localizer.stage import (
+    LearnedLocalizer,
+    LocalizerModelError,
+    LocalizerModels,
+    Ranked,
+    blend,
+    candidate_config,
+)
+
+CACHE_DIR = "localizer-candidates"
+
+
+class LearnedReplay:
+    """Ranks an instance's candidates with the configured localizer (one snapshot builder per repository)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config.localizer
+        need_models = self.config.learned_files or self.config.learned_functions
+        try:
+            models = LocalizerModels(self.config.model_dir) if need_models else None
+        except LocalizerModelError as exc:
+            raise MineError(str(exc)) from None
+        self.localizer = LearnedLocalizer(self.config, models)
+        self.cache_dir = Path(config.paths.cache_dir) / CACHE_DIR  # candidates per instance, reused by later replays
+
+    _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
+    _builders: dict[str, tuple[TreeReader, SnapshotBuilder]] = {}
+    seconds: list[float] = []  # candidates and features per query computed here (the snapshot build excluded)
+    model_seconds: list[float] = []  # the two models' scoring per query
+
+    def _stored(self, inst: Instance) -> tuple[tuple, Path]:
+        key = (inst.instance_id, astuple(candidate_config(self.config)))
+        digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
+        return key, self.cache_dir / f"{inst.instance_id}-{digest}.npz"
+
+    def cached(self, inst: Instance) -> bool:
+        """Are the instance's candidates already computed (in memory or in the cache directory)?"""
+        key, stored = self._stored(inst)
+        return key in self._candidates or stored.is_file()
+
+    def candidates(self, inst: Instance) -> CandidateSet:
+        key, stored = self._stored(inst)
+        if key in self._candidates:
+            return self._candidates[key]
+        if stored.is_file():
+            with np.load(stored, allow_pickle=False) as z:
+                cands = self._candidates[key] = CandidateSet(
+                    list(z["files"]), z["file_features"], z["file_fusion"], list(z["functions"]),
+                    z["function_features"], z["function_fusion"], int(z["file_pool"]))
+            return cands
+        if inst.repo not in self._builders:
+            git_dir = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror")) / inst.repo.replace("/", "+") / "repo"
+            if not git_dir.is_dir():
+                raise MineError(f"localizer.enabled needs the bare clone of {inst.repo} at {git_dir} "
+                                f"(set SEMANTICA_MIRRORS)")
+            self._builders[inst.repo] = (TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder())
+        reader, builder = self._builders[inst.repo]
+        snapshot = builder.build(reader.texts(inst.base_commit))
+        start = time.perf_counter()
+        cands = self._candidates[key] = self.localizer.generator.build(snapshot, inst.problem_statement)
+        self.seconds.append(time.perf_counter() - start)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        np.savez(stored.with_suffix(".tmp.npz"), files=np.array(cands.files, dtype=str),
+                 file_features=cands.file_features, file_fusion=cands.file_fusion,
+                 functions=np.array(cands.functions, dtype=str), function_features=cands.function_features,
+                 function_fusion=cands.function_fusion, file_pool=cands.file_pool)
+        stored.with_suffix(".tmp.npz").replace(stored)
+        return cands
+
+    def rank(self, inst: Instance) -> Ranked:
+        cands = self.candidates(inst)
+        start = time.perf_counter()
+        ranked = self.localizer.rank_candidates(cands, self.config.learned_files, self.config.learned_functions)
+        if self.localizer.models is not None:
+            self.model_seconds.append(time.perf_counter() - start)
+        return ranked
+
+    def blend(self, inst: Instance, files: list[str], functions: list[str]) -> tuple[list[str], list[str]]:
+        ranked = self.rank(inst)
+        c = self.config
+        return (blend(files, [k for k, _ in ranked.files], c.today_weight, c.learned_weight, c.blend_rrf_k),
+                blend(functions, [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k))

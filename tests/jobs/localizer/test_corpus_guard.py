@@ -1,0 +1,115 @@
+"""The learned localizer's corpus: never a SWE-bench repository; issue-like commits labelled at the parent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jobs.localizer.corpus import CorpusError, CorpusMiner, check_corpus, is_benchmark_repo, load_corpus
+from semantica.config import LocalizerCorpusConfig
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "bench" / "corpus"
+# Spelled out here on purpose: weakening the constants in jobs/localizer/corpus.py must not weaken the guard.
+SWE_BENCH_PROJECTS = {"astropy", "django", "matplotlib", "seaborn", "flask", "requests", "xarray", "pylint",
+                      "pytest", "scikit-learn", "sphinx", "sympy"}
+SWE_BENCH_OWNERS = {"astropy", "django", "matplotlib", "mwaskom", "pydata", "pylint-dev", "pytest-dev",
+                    "scikit-learn", "sphinx-doc", "sympy"}
+
+
+def _corpus_repos() -> set[str]:
+    repos = {line.strip() for line in (CORPUS / "REPOS.txt").read_text().splitlines() if line.strip()}
+    for file in CORPUS.glob("*.jsonl"):
+        with file.open() as fh:
+            repos.update(json.loads(line)["repo"] for line in fh if line.strip())
+        repos.add(file.stem.replace("+", "/"))
+    return repos
+
+
+def test_committed_corpus_holds_no_swebench_repository_or_organisation():
+    repos = _corpus_repos()
+    assert len(repos) >= 40, f"the corpus lists {len(repos)} repositories"
+    for repo in sorted(repos):
+        owner, _, name = repo.lower().partition("/")
+        assert name not in SWE_BENCH_PROJECTS and owner not in SWE_BENCH_PROJECTS, repo
+        assert owner not in SWE_BENCH_OWNERS, repo
+        assert repo.lower() not in {"psf/requests", "pallets/flask"}, repo
+    assert check_corpus(sorted(repos))
+
+
+def test_committed_corpus_rows_hold_ids_paths_and_messages_only():
+    rows = load_corpus(CORPUS)
+    assert len(rows) >= 5000, f"{len(rows)} labelled commits"
+    for row in rows[:: max(1, len(rows) // 500)]:
+        assert len(row.sha) == 40 and len(row.parent) == 40 and row.files
+        assert all(f.endswith(".py") for f in row.files)
+        assert all("::" in f and f.split("::", 1)[0] in row.files for f in row.functions)
+        assert "\n    def " not in row.query or len(row.query) <= LocalizerCorpusConfig().max_query_chars
+
+
+@pytest.mark.parametrize("repo", ["psf/requests", "pallets/flask", "pytest-dev/pluggy", "django/channels",
+                                  "SymPy/sympy", "sphinx-doc/alabaster", "someone/pylint", "astropy/photutils",
+                                  "pydata/xarray", "mwaskom/seaborn", "scikit-learn/scikit-learn",
+                                  "matplotlib/mpl-sandbox", "pytest-dev+pytest"])
+def test_benchmark_repositories_and_their_organisations_are_refused(repo, tmp_path):
+    assert is_benchmark_repo(repo)
+    with pytest.raises(CorpusError, match="must not train"):
+        check_corpus(["pallets/click", repo])
+    with pytest.raises(CorpusError, match="must not train"):
+        CorpusMiner(LocalizerCorpusConfig(), tmp_path).run(tmp_path, [repo])
+
+
+@pytest.mark.parametrize("repo", ["pallets/click", "pallets/werkzeug", "psf/black", "encode/httpx"])
+def test_other_projects_of_shared_owners_are_allowed(repo):
+    assert not is_benchmark_repo(repo)
+
+
+def _commit(repo: Path, message: str, files: dict[str, str], author: str = "Dev <dev@example.com>") -> str:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    name, email = author[:-1].split(" <")
+    subprocess.run(["git", "-C", str(repo), "-c", f"user.name={name}", "-c", f"user.email={email}",
+                    "commit", "-qm", message], check=True)
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+CART = ("class Cart:\n    def total(self):\n        return sum(i.price for i in self.items)\n\n"
+        "    def count(self):\n        return len(self.items)\n\n\ndef helper():\n    return 1\n")
+
+
+def test_miner_keeps_issue_like_commits_and_labels_functions_at_the_parent(tmp_path):
+    work = tmp_path / "owner+proj" / "work"
+    work.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    _commit(work, "Initial import of the cart module", {"src/cart.py": CART, "tests/test_cart.py": "def test(): pass\n"})
+    parent = _commit(work, "Tidy", {"src/cart.py": CART + "\n"})
+    fixed = _commit(work, "Round the cart total to cents (#12)\n\nTotals showed float noise.",
+                    {"src/cart.py": CART.replace("return sum(i.price for i in self.items)",
+                                                 "return round(sum(i.price for i in self.items), 2)") + "\n",
+                     "tests/test_cart.py": "def test(): assert True\n"})
+    _commit(work, "Count items in the cart more carefully", {"src/cart.py": CART.replace("len(self", "sum(1 for _ in self")})
+    _commit(work, "Fix the helper's return value, fixes #3",
+            {"src/cart.py": CART.replace("len(self", "sum(1 for _ in self").replace("return 1", "return 2")},
+            author="dependabot[bot] <bot@example.com>")
+    _commit(work, "Only the tests changed here, fixes #4", {"tests/test_cart.py": "def test(): assert 1\n"})
+    bare = tmp_path / "owner+proj" / "repo"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+
+    out = tmp_path / "corpus"
+    assert CorpusMiner(LocalizerCorpusConfig(), out, log=lambda _: None).run(tmp_path, ["owner/proj"]) == {"owner/proj": 1}
+    (row,) = load_corpus(out)
+    assert (row.sha, row.parent, row.kind) == (fixed, parent, "squash")
+    assert row.files == ["src/cart.py"]  # the test file is not a label
+    assert row.functions == ["src/cart.py::Cart.total"]
+    assert row.query.startswith("Round the cart total to cents (#12)")
+
+
+def test_empty_corpus_is_a_clear_error(tmp_path):
+    with pytest.raises(CorpusError, match="no corpus under"):
+        load_corpus(tmp_path)

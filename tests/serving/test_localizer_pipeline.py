@@ -1,0 +1,26 @@
+"""The `localizer` stage in the real query pipeline over this repository's index (shipped models)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from semantica.api import SearchRequest
+from serving.pipeline import SearchPipeline
+
+MODELS = Path(__file__).resolve().parents[2] / "models" / "localizer"
+
+
+def test_enabled_localizer_reranks_files_and_functions_and_is_timed(indexed_self):
+    if not (MODELS / "meta.json").is_file():
+        pytest.skip("SKIPPED LOUDLY: no shipped localizer model in models/localizer")
+    base = indexed_self.config
+    config = dataclasses.replace(base, localizer=dataclasses.replace(base.localizer, enabled=True,
+                                                                       model_dir=str(MODELS)))
+    response = SearchPipeline(config).search(SearchRequest(
+        query="LambdaRank training rows sample the tail of candidates by fixed fusion", repos=[indexed_self.name]))
+    assert "localizer" in response.timings_ms and not [d for d in response.degraded if "localizer" in str(d)]
+    assert response.files and response.files[0]["path"].startswith("jobs/localizer/")
+    assert any(f["function"].endswith("training_rows") for f in response.functions[:10])
