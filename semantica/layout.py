@@ -38,13 +38,13 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from semantica.build_lock import BuildLock, exclusive
+from semantica.build_lock import BuildLock, SnapshotPin, exclusive, removal_lock
 from semantica.config import IndexConfig
 from semantica.errors import path_exists, public_message
 from semantica.repo_names import (  # noqa: F401 (re-exported: the layout is where callers look for names)
@@ -318,15 +318,36 @@ class IndexLayout:
         return final
 
     def _prune(self, repo_dir: Path, current: str, keep: int) -> None:
-        """Keep `keep` published snapshots: CURRENT and the newest others; remove stale temp dirs."""
+        """Keep `keep` published snapshots: CURRENT and the newest others; remove stale temp dirs.
+        A snapshot a live build is linking from (`pin_current`) stays until a later publish."""
         published = sorted(
             (p for p in repo_dir.iterdir() if p.is_dir() and (p / MANIFEST).exists() and not p.name.endswith(TMP_SUFFIX)),
             key=lambda p: p.name,
         )
         others = [p for p in published if p.name != current]  # CURRENT may be older than a superseded build
         for old in others[: max(0, len(others) - (max(keep, 1) - 1))]:
-            shutil.rmtree(old, ignore_errors=True)
+            with removal_lock(old) as removable:
+                if removable:
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    log.info("snapshot %s/%s is pinned by a build; a later publish removes it", repo_dir.name, old.name)
         self.remove_stale_builds(repo_dir)
+
+    @contextlib.contextmanager
+    def pin_current(self, repo: str) -> Iterator[SnapshotPaths | None]:
+        """The published snapshot of `repo`, pinned against retention for the block (None: there is
+        none, it is unreadable, or it was pruned before the pin took hold)."""
+        try:
+            paths = self.current(repo)
+        except LayoutError:
+            yield None
+            return
+        pin = SnapshotPin(paths.root)
+        try:
+            pinned = pin.acquire() and path_exists(paths.manifest)  # pruned between CURRENT and the pin
+            yield paths if pinned else None
+        finally:
+            pin.release()
 
     def discard(self, repo: str, snapshot_id: str) -> None:
         """Remove a failed build."""
