@@ -463,6 +463,18 @@ def branch_key(repo: str, branch: str | None) -> str:
     return f"{repo}{BRANCH_SEPARATOR}{branch}"
 
 
+def plain_repo_name(name: str) -> str:
+    """A repository name given by a user (`index --name`, `watch --name`, a manifest's `name`): `@` is
+    refused, because only `--ref` / `refs` publish a `repo@branch` snapshot; a name holding it would
+    publish this checkout as another repository's branch (readable under that repository's scope)."""
+    if BRANCH_SEPARATOR in name:
+        repo, _, branch = name.partition(BRANCH_SEPARATOR)
+        raise RepoNameError(f"repository name {name!r} holds {BRANCH_SEPARATOR!r}, which only branch snapshots "
+                            f"have; publish a branch with `--name {repo or 'NAME'} --ref {branch or 'BRANCH'}` "
+                            f"(a manifest: `name: {repo or 'NAME'}` with `refs: [{branch or 'BRANCH'}]`)")
+    return normalize_repo_name(name)
+
+
 def split_branch_key(key: str) -> tuple[str, str]:
     """`repo@branch` -> (repo, branch); `repo` -> (repo, "") (the default branch)."""
     repo, _, branch = key.partition(BRANCH_SEPARATOR)
