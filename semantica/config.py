@@ -493,6 +493,8 @@ class DaemonConfig:
     start_timeout_s: float = 20.0  # how long a query waits for a starting daemon's socket before answering in-process
     request_timeout_s: float = 300.0
     run_dir: str = ""
+    listen_backlog: int = 128  # connections queued while the daemon accepts (Python's default 5 refused a burst)
+    connect_retry_s: float = 2.0  # a client retries a full listen queue (EAGAIN) this long before answering in-process
 
 
 @dataclass
