@@ -48,7 +48,7 @@ def search_via_daemon(config: Config, request_fields: dict[str, Any], branch: st
         return None
     try:
         answer = ask(paths.socket, {"op": "search", "request": request_fields, "branch": branch},
-                     config.daemon.request_timeout_s)
+                     config.daemon.request_timeout_s, config.daemon.connect_retry_s)
     except (OSError, DaemonProtocolError) as exc:
         log.warning("the query daemon did not answer (%s); answering in this process", exc)
         return None

@@ -45,7 +45,7 @@ from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
 from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX
-from semantica.layout import IndexLayout, LayoutError, SnapshotPaths, keep_for, normalize_repo_name
+from semantica.layout import IndexLayout, SnapshotPaths, keep_for, normalize_repo_name
 from semantica.schema import FileError
 from semantica.source import IndexableRule, SourceKind, SourceRecord, git_status
 
@@ -324,9 +324,9 @@ class Indexer:
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
                                   skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
-                                  previous=self._previous(spec.name), history=history)
-        with _timed(result, "write"):
-            written = self.writer.write(work.paths, content)
+                                  history=history)
+        with _timed(result, "write"), self.layout.pin_current(spec.name) as previous:  # pruned only after linking
+            written = self.writer.write(work.paths, dataclasses.replace(content, previous=previous))
         result.shards_linked = sum(written.reuse.linked.values())
         result.shards_written = sum(written.reuse.written.values())
         graph_db = self._graph_db_loader()
@@ -356,13 +356,6 @@ class Indexer:
             return reader.read(source.repo_path, source.commit or "HEAD")
         finally:
             reader.close()
-
-    def _previous(self, name: str) -> SnapshotPaths | None:
-        """The published snapshot of `name`, whose unchanged shards the new one hard-links (None: none yet)."""
-        try:
-            return self.layout.current(name)
-        except LayoutError:
-            return None
 
     def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
         """Stored token vectors for late interaction (`new_token_builder`); one kept builder (and its loaded

@@ -24,7 +24,14 @@ import yaml
 
 from pipelines.discover import Discovery, FileEntry, RepoSource, repo_name_from_path
 from semantica.config import DiscoverConfig
-from semantica.layout import LayoutError, RepoNameError, branch_key, normalize_repo_name, split_branch_key
+from semantica.layout import (
+    LayoutError,
+    RepoNameError,
+    branch_key,
+    normalize_repo_name,
+    plain_repo_name,
+    split_branch_key,
+)
 
 CLONES_DIR = "clones"
 LIST_KEYS = ("include", "exclude", "refs")
@@ -77,10 +84,11 @@ def load_manifest(path: str | Path) -> list[RepoSpec]:
                 raise ManifestError(f"{where}: `{key}` must be a list of {'branch names' if key == 'refs' else 'globs'}")
         values = {k: (str(v) if k not in LIST_KEYS else [str(g) for g in v]) for k, v in item.items()
                   if v is not None}
-        if not values.get("name"):
+        given = values.get("name")
+        if not given:
             values["name"] = _default_name(values)
         try:
-            values["name"] = normalize_repo_name(values["name"])
+            values["name"] = plain_repo_name(given) if given else normalize_repo_name(values["name"])
         except RepoNameError as exc:
             raise ManifestError(f"{where}: {exc}") from None
         specs.extend(_per_ref(RepoSpec(**values), where))

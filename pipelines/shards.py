@@ -154,11 +154,15 @@ class ShardLinker:
     def _link(self, relative: str) -> bool:
         assert self.previous.root is not None
         source = self.previous.root / relative
-        if source.is_file():
-            files = [source]
-        elif source.is_dir():
-            files = sorted(p for p in source.rglob("*") if p.is_file())
-        else:
+        try:
+            if source.is_file():
+                files = [source]
+            elif source.is_dir():
+                files = sorted(p for p in source.rglob("*") if p.is_file())
+            else:
+                return False
+        except OSError:  # removed while listed (the indexer pins the previous snapshot; other callers may not)
+            log.info("cannot list shard %s of the previous snapshot; building it", relative, exc_info=True)
             return False
         names = [f.relative_to(self.previous.root).as_posix() for f in files]
         if not files or any(n not in self.previous.checksums for n in names):

@@ -563,6 +563,8 @@ class DaemonConfig:
     start_timeout_s: float = 20.0  # how long a query waits for a starting daemon's socket before answering in-process
     request_timeout_s: float = 300.0
     run_dir: str = ""
+    listen_backlog: int = 128  # connections queued while the daemon accepts (Python's default 5 refused a burst)
+    connect_retry_s: float = 2.0  # a client retries a full listen queue (EAGAIN) this long before answering in-process
 
 
 @dataclass
@@ -769,7 +771,10 @@ def load_config(
     config_path = Path(path) if path else Path(os.environ.get("SEMANTICA_CONFIG", DEFAULT_CONFIG_FILE))
     raw: dict[str, Any] = dataclasses.asdict(Config())  # so a partial mapping override keeps the other keys
     if config_path.exists():
-        loaded = yaml.safe_load(config_path.read_text()) or {}
+        try:
+            loaded = yaml.safe_load(config_path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{config_path}: not valid YAML ({' '.join(str(exc).split())})") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{config_path}: the top level must be a mapping of sections")
         raw = _merge(raw, loaded)
@@ -779,13 +784,23 @@ def load_config(
     for key, value in env.items():
         if key.startswith(ENV_PREFIX):
             dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
-            raw = _merge(raw, _dotted_to_nested(dotted, yaml.safe_load(value)))
+            raw = _merge(raw, _dotted_to_nested(dotted, _yaml_value(value, f"environment variable {key}")))
     for override in overrides or []:
         if "=" not in override:
             raise ConfigError(f"override {override!r}: expected section.field=value")
         dotted, value = override.split("=", 1)
-        raw = _merge(raw, _dotted_to_nested(dotted.strip(), yaml.safe_load(value)))
+        raw = _merge(raw, _dotted_to_nested(dotted.strip(), _yaml_value(value, f"override {override!r}")))
     return _build(Config, raw, "")
+
+
+def _yaml_value(text: str, source: str) -> Any:
+    """One override's value parsed as YAML; a ConfigError (one line, no traceback) when it is not YAML."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"{source}: {text[:80]!r} is not a valid YAML value ({problem}); "
+                          "quote strings, e.g. key='[text'") from None
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ FINGERPRINT_CHARS = 16
 RECV_CHUNK = 1 << 16
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
+CONNECT_PAUSE_S = 0.01  # between connect attempts while the daemon's listen queue is full
 
 
 class DaemonProtocolError(RuntimeError):
@@ -88,20 +90,28 @@ def receive(sock: socket.socket) -> dict[str, Any]:
     return message
 
 
-def connect(path: Path, timeout_s: float) -> socket.socket:
-    """A connected socket (OSError when nothing listens there)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout_s)
-    try:
-        sock.connect(str(path))
-    except OSError:
-        sock.close()
-        raise
-    return sock
+def connect(path: Path, timeout_s: float, retry_s: float = 0.0) -> socket.socket:
+    """A connected socket (OSError when nothing listens there). A unix socket with a timeout connects
+    without blocking, so a full listen queue fails at once with EAGAIN: retry that for up to `retry_s`."""
+    deadline = time.monotonic() + retry_s
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout_s)
+        try:
+            sock.connect(str(path))
+            return sock
+        except BlockingIOError:
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(CONNECT_PAUSE_S)
+        except OSError:
+            sock.close()
+            raise
 
 
-def ask(path: Path, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """Send one message and wait for its answer."""
-    with connect(path, timeout_s) as sock:
+def ask(path: Path, message: dict[str, Any], timeout_s: float, retry_s: float = 0.0) -> dict[str, Any]:
+    """Send one message and wait for its answer (`retry_s`: how long to retry a full listen queue)."""
+    with connect(path, timeout_s, retry_s) as sock:
         send(sock, message)
         return receive(sock)

@@ -39,13 +39,13 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from semantica.build_lock import BuildLock, exclusive
+from semantica.build_lock import BuildLock, SnapshotPin, exclusive, removal_lock
 from semantica.config import IndexConfig
 from semantica.errors import ErrorKind, path_exists, public_message
 from semantica.repo_names import (  # noqa: F401 (re-exported: the layout is where callers look for names)
@@ -344,15 +344,36 @@ class IndexLayout:
         return final
 
     def _prune(self, repo_dir: Path, current: str, keep: int) -> None:
-        """Keep `keep` published snapshots: CURRENT and the newest others; remove stale temp dirs."""
+        """Keep `keep` published snapshots: CURRENT and the newest others; remove stale temp dirs.
+        A snapshot a live build is linking from (`pin_current`) stays until a later publish."""
         published = sorted(
             (p for p in repo_dir.iterdir() if p.is_dir() and (p / MANIFEST).exists() and not p.name.endswith(TMP_SUFFIX)),
             key=lambda p: p.name,
         )
         others = [p for p in published if p.name != current]  # CURRENT may be older than a superseded build
         for old in others[: max(0, len(others) - (max(keep, 1) - 1))]:
-            shutil.rmtree(old, ignore_errors=True)
+            with removal_lock(old) as removable:
+                if removable:
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    log.info("snapshot %s/%s is pinned by a build; a later publish removes it", repo_dir.name, old.name)
         self.remove_stale_builds(repo_dir)
+
+    @contextlib.contextmanager
+    def pin_current(self, repo: str) -> Iterator[SnapshotPaths | None]:
+        """The published snapshot of `repo`, pinned against retention for the block (None: there is
+        none, it is unreadable, or it was pruned before the pin took hold)."""
+        try:
+            paths = self.current(repo)
+        except LayoutError:
+            yield None
+            return
+        pin = SnapshotPin(paths.root)
+        try:
+            pinned = pin.acquire() and path_exists(paths.manifest)  # pruned between CURRENT and the pin
+            yield paths if pinned else None
+        finally:
+            pin.release()
 
     def discard(self, repo: str, snapshot_id: str) -> None:
         """Remove a failed build."""
@@ -462,6 +483,18 @@ def branch_key(repo: str, branch: str | None) -> str:
     if BRANCH_SEPARATOR in repo:
         raise LayoutError(f"repository name {repo!r} already names a branch; pass the bare repository name")
     return f"{repo}{BRANCH_SEPARATOR}{branch}"
+
+
+def plain_repo_name(name: str) -> str:
+    """A repository name given by a user (`index --name`, `watch --name`, a manifest's `name`): `@` is
+    refused, because only `--ref` / `refs` publish a `repo@branch` snapshot; a name holding it would
+    publish this checkout as another repository's branch (readable under that repository's scope)."""
+    if BRANCH_SEPARATOR in name:
+        repo, _, branch = name.partition(BRANCH_SEPARATOR)
+        raise RepoNameError(f"repository name {name!r} holds {BRANCH_SEPARATOR!r}, which only branch snapshots "
+                            f"have; publish a branch with `--name {repo or 'NAME'} --ref {branch or 'BRANCH'}` "
+                            f"(a manifest: `name: {repo or 'NAME'}` with `refs: [{branch or 'BRANCH'}]`)")
+    return normalize_repo_name(name)
 
 
 def split_branch_key(key: str) -> tuple[str, str]:

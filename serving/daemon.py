@@ -95,7 +95,14 @@ class QueryDaemon:
             self.socket_path.unlink()  # a stale socket: the client that started us holds the start lock
         old_umask = os.umask(0o177)  # the socket is created 0600, never briefly wider
         try:
-            server = _UnixServer(str(self.socket_path), _Handler)
+            server = _UnixServer(str(self.socket_path), _Handler, bind_and_activate=False)
+            server.request_queue_size = self.config.daemon.listen_backlog  # listen(2)'s backlog
+            try:
+                server.server_bind()
+                server.server_activate()
+            except BaseException:
+                server.server_close()
+                raise
         finally:
             os.umask(old_umask)
         os.chmod(self.socket_path, PRIVATE_FILE_MODE)

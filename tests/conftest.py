@@ -53,14 +53,62 @@ class IndexedRepo:
     summary: object
 
 
-@pytest.fixture(scope="session")
-def indexed_self(tmp_path_factory) -> IndexedRepo:
-    """This repository's working tree, indexed for real (tree-sitter, MiniLM, FAISS, Lucene)."""
+def build_indexed_self(base: Path) -> IndexedRepo:
     from pipelines.indexer import Indexer
 
-    config = make_config(tmp_path_factory.mktemp("self"))
+    config = make_config(base)
     summary = Indexer(config, progress=False).index(str(REPO_ROOT), SELF_NAME)
     return IndexedRepo(config, SELF_NAME, summary)
+
+
+SELF_FIXTURE = "indexed_self"
+SESSION_BUILD_BOUND_S = float(os.environ.get("SEMANTICA_TEST_SESSION_BUILD_S", "2700"))
+_SESSION_BUILT: dict[str, IndexedRepo | BaseException] = {}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Index this repository once, before the first test that needs it starts its per-test timeout clock.
+
+    The build embeds ~3,500 chunks with MiniLM: on a busy 2-core machine it ran past the per-test
+    timeout inside the first dependent test's setup, and every dependent test then errored. Here it
+    runs under its own bound (SEMANTICA_TEST_SESSION_BUILD_S); a failure or overrun is kept and
+    re-raised by the fixture, so each dependent test reports it."""
+    if session.config.option.collectonly or not any(
+            SELF_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
+        return
+    import threading
+    import time
+
+    base = session.config._tmp_path_factory.mktemp("self")  # noqa: SLF001 (pytest's own factory, as the fixture uses)
+    start = time.monotonic()
+
+    def build() -> None:
+        try:
+            _SESSION_BUILT[SELF_FIXTURE] = build_indexed_self(base)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the fixture
+            _SESSION_BUILT[SELF_FIXTURE] = exc
+
+    builder = threading.Thread(target=build, name="indexed-self", daemon=True)
+    builder.start()
+    builder.join(SESSION_BUILD_BOUND_S)
+    if builder.is_alive():
+        _SESSION_BUILT[SELF_FIXTURE] = TimeoutError(
+            f"indexing this repository took over SEMANTICA_TEST_SESSION_BUILD_S={SESSION_BUILD_BOUND_S:.0f} s")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"{SELF_FIXTURE}: built before the tests in {time.monotonic() - start:.0f} s")
+
+
+@pytest.fixture(scope="session")
+def indexed_self(tmp_path_factory) -> IndexedRepo:
+    """This repository's working tree, indexed for real (tree-sitter, MiniLM, FAISS, Lucene); built by
+    `pytest_collection_finish` before the tests when collected tests need it."""
+    built = _SESSION_BUILT.get(SELF_FIXTURE)
+    if built is None:  # collected without the hook's build (e.g. requested dynamically)
+        built = _SESSION_BUILT[SELF_FIXTURE] = build_indexed_self(tmp_path_factory.mktemp("self"))
+    if isinstance(built, BaseException):
+        raise built
+    return built
 
 
 @pytest.fixture(scope="session")

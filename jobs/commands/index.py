@@ -36,7 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_index(args: argparse.Namespace) -> int:
     from pipelines.indexer import Indexer
+    from semantica.layout import plain_repo_name
 
+    if args.name is not None:
+        args.name = plain_repo_name(args.name)  # before any work: `@` names come only from --ref
     config = config_from_args(args)
     indexer = Indexer(config, progress=not args.json)
     if args.ref:

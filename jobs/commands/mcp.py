@@ -63,7 +63,11 @@ def run_mcp(args: argparse.Namespace) -> int:
     transport = Transport.parse(args.transport or config.mcp.transport)
     server = build(config, allow_sync=not args.no_sync)
     if transport is Transport.STDIO:
-        server.run("stdio")
+        import anyio
+
+        from serving.mcp_frames import run_stdio
+
+        anyio.run(run_stdio, server)  # the SDK's stdio, answering every frame it cannot read
     else:
         server.run("streamable-http", host=args.host or config.mcp.host, port=args.port or config.mcp.port,
                    streamable_http_path=config.mcp.path, stateless_http=config.mcp.stateless_http)

@@ -109,7 +109,7 @@ def test_manifest_refs_publish_one_snapshot_per_branch(branched, tmp_path) -> No
         with pytest.raises(ManifestError, match=reason):
             load_manifest(manifest)
     manifest.write_text(f"- {{name: 't/br@x', path: {repo}, refs: [main]}}\n")
-    with pytest.raises(ManifestError, match="already names a branch"):
+    with pytest.raises(ManifestError, match="holds '@'"):
         load_manifest(manifest)
 
 

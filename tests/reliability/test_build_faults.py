@@ -246,3 +246,33 @@ def test_missing_model_path_is_a_clear_error_and_loses_nothing(two_repos, tmp_pa
     assert response.hits[0].symbol == "parse_alpha_ledger"  # lexical and symbol lists still answer
     vector = [d for d in response.degraded if d["stage"] == "vector"]
     assert vector and all("model_path" in d["error"] and str(tmp_path) not in d["error"] for d in vector)
+
+
+def test_builds_publishing_meanwhile_never_prune_the_snapshot_a_build_links_from(two_repos, monkeypatch):
+    """The concurrent-build race, made deterministic: while one build hard-links shards from the published
+    snapshot, two more builds publish (retention keeps 2, so the second prunes). The linked-from snapshot
+    stays until that build is done, so every shard is linked (none vanishes under it) and it publishes."""
+    from pipelines.shards import ShardLinker
+
+    layout = IndexLayout(two_repos.root)
+    linked_from = layout.current_id("alpha")
+    link = ShardLinker.link
+    others: list[str] = []
+    interleaved: list[bool] = []
+
+    def link_after_two_publishes(self, relative: str, kind: str) -> bool:
+        if not interleaved:  # the first link of the first build; the other two link as they are
+            interleaved.append(True)
+            for _ in range(2):
+                others.append(Indexer(two_repos.config, progress=False).index(str(two_repos.alpha), "alpha").snapshot_id)
+            assert (layout.repo_dir("alpha") / linked_from).is_dir(), "retention pruned a snapshot being linked"
+        return link(self, relative, kind)
+
+    monkeypatch.setattr(ShardLinker, "link", link_after_two_publishes)
+    summary = Indexer(two_repos.config, progress=False).index(str(two_repos.alpha), "alpha")
+    assert len(others) == 2 and summary.shards_linked > 0 and summary.shards_written == 0
+    assert layout.current_id("alpha") == summary.snapshot_id
+    layout.verify(layout.current("alpha"))
+    published = sorted(p.name for p in layout.repo_dir("alpha").iterdir() if p.is_dir())
+    assert published == sorted([others[-1], summary.snapshot_id])
+    assert leftovers(two_repos.root) == []

@@ -191,3 +191,49 @@ def test_stale_builds_are_removed_at_the_next_build_but_live_ones_are_kept(tmp_p
     _finish(paths, "r")
     layout.publish("r", sid, keep=2)
     assert layout.current_id("r") == sid and live.root.exists()
+
+
+def test_a_pinned_snapshot_outlives_retention_until_its_build_lets_go(tmp_path):
+    """A build links shards from the published snapshot: publishes meanwhile must not prune it."""
+    layout = IndexLayout(tmp_path)
+    first, paths = layout.begin("r", "c")
+    _finish(paths, "r")
+    layout.publish("r", first, keep=2)
+    with layout.pin_current("r") as pinned:
+        assert pinned is not None and pinned.root.name == first
+        later = []
+        for _ in range(2):
+            sid, paths = layout.begin("r", "c")
+            _finish(paths, "r")
+            layout.publish("r", sid, keep=2)
+            later.append(sid)
+        assert (pinned.root / "chunks.parquet").read_bytes() == b"data"
+    sid, paths = layout.begin("r", "c")
+    _finish(paths, "r")
+    layout.publish("r", sid, keep=2)
+    remaining = sorted(p.name for p in layout.repo_dir("r").iterdir() if p.is_dir())
+    assert remaining == sorted([later[-1], sid])
+
+
+def test_pin_current_of_a_repository_without_snapshots_is_none(tmp_path):
+    with IndexLayout(tmp_path).pin_current("nothing") as pinned:
+        assert pinned is None
+
+
+def test_a_build_lock_waits_out_a_cleanup_probing_it(tmp_path):
+    """Stale-build cleanup probes a lock by taking it for a moment; a build starting then still locks."""
+    import fcntl
+    import os
+    import threading
+
+    from semantica.build_lock import BuildLock
+
+    path = tmp_path / "snap.lock"
+    probe = os.open(path, os.O_CREAT | os.O_RDWR)
+    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    threading.Timer(0.05, os.close, [probe]).start()
+    lock = BuildLock(path)
+    lock.acquire()
+    assert BuildLock.is_held(path)
+    lock.release()
+    assert not path.exists()
