@@ -38,6 +38,19 @@ class FunctionSpan:
                          if not self.doc_start <= n <= self.doc_end)
 
 
+
+def _tally(change: FileChange, line: bytes) -> None:
+    """One diff line of a file: a hunk header adds the old lines it covers; `+`/`-` lines count."""
+    if line.startswith(b"@@"):
+        match = HUNK.match(line)
+        if match:
+            start, count = int(match.group(1)), int(match.group(2) or 1)
+            change.old_lines.update(range(start, start + count) if count else [max(1, start)])
+    elif line.startswith(b"+") and not line.startswith(b"+++"):
+        change.added += 1
+    elif line.startswith(b"-") and not line.startswith(b"---"):
+        change.removed += 1
+
 def function_spans(text: str) -> list[FunctionSpan]:
     """Outer functions and methods of a Python module ([] when it does not parse)."""
     try:
@@ -132,15 +145,8 @@ def changed_python_lines(repo_path: str, parent: str, commit: str) -> list[FileC
             current = FileChange(path[2:]) if path.startswith("a/") else None
             if current is not None:
                 changes.append(current)
-        elif current is not None and line.startswith(b"@@"):
-            match = HUNK.match(line)
-            if match:
-                start, count = int(match.group(1)), int(match.group(2) or 1)
-                current.old_lines.update(range(start, start + count) if count else [max(1, start)])
-        elif current is not None and line.startswith(b"+") and not line.startswith(b"+++"):
-            current.added += 1
-        elif current is not None and line.startswith(b"-") and not line.startswith(b"---"):
-            current.removed += 1
+        elif current is not None:
+            _tally(current, line)
     return changes
 
 
@@ -193,15 +199,8 @@ def _parse_diff(raw: bytes) -> tuple[list[FileChange], dict[str, str]]:
                 changes.append(current)
                 if old_blob:
                     old_blobs[current.path] = old_blob
-        elif current is not None and line.startswith(b"@@"):
-            match = HUNK.match(line)
-            if match:
-                start, count = int(match.group(1)), int(match.group(2) or 1)
-                current.old_lines.update(range(start, start + count) if count else [max(1, start)])
-        elif current is not None and line.startswith(b"+") and not line.startswith(b"+++"):
-            current.added += 1
-        elif current is not None and line.startswith(b"-") and not line.startswith(b"---"):
-            current.removed += 1
+        elif current is not None:
+            _tally(current, line)
     return changes, old_blobs
 
 
