@@ -423,8 +423,11 @@ class SearchPipeline:
         commits voted for each file and function (serving/retrievers/history.py)."""
         parts, voters = [], {}
         for snapshot in snapshots:
-            retriever = self.retrievers(snapshot).get("history")
-            if retriever.available:
+            try:
+                retriever = self.retrievers(snapshot).get("history")
+            except KeyError:  # a stage set without a history retriever (the Ray graph deploys the enabled ones only)
+                return None, {}
+            if getattr(retriever, "available", False):
                 parts.append(retriever.lists(query, self.retrievers(snapshot).granular.allows(filters)))
                 voters.update(retriever.voters(query))
         return (merge_history_lists(parts) if parts else None), voters

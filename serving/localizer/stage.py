@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import lightgbm as lgb
 import numpy as np
 
 from semantica.config import LocalizerConfig
@@ -60,6 +59,8 @@ class LocalizerModels:
                 tuple(meta.get("function_features", ())) != FUNCTION_FEATURES:
             raise LocalizerModelError(f"{root}: feature names differ from schema {SCHEMA_VERSION}: retrain it")
         self.meta = meta
+        import lightgbm as lgb  # only when a model loads: lightgbm imports pandas, which the cold query path avoids
+
         self.files = lgb.Booster(model_file=str(root / FILE_MODEL)) if (root / FILE_MODEL).is_file() else None
         self.functions = lgb.Booster(model_file=str(root / FUNCTION_MODEL)) if (root / FUNCTION_MODEL).is_file() else None
 
