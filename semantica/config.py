@@ -21,6 +21,17 @@ from typing import Any
 import yaml
 
 from semantica.config_history import HistoryConfig  # noqa: F401 (the `history` section of `Config`)
+from semantica.config_localizer import (  # noqa: F401 (the localizer sections of `Config`)
+    LocalizerConfig,
+    LocalizerCorpusConfig,
+    LocalizerTrainConfig,
+)
+from semantica.config_ops import (  # noqa: F401 (knowledge, plan and observability sections of `Config`)
+    KnowledgeConfig,
+    KnowledgeTrustConfig,
+    ObservabilityConfig,
+    PlanConfig,
+)
 from semantica.config_planning import (  # noqa: F401 (the planning sections of `Config`)
     DecomposeConfig,
     FeedbackWeightsConfig,
@@ -359,68 +370,6 @@ class PairsConfig:
 
 
 @dataclass
-class LocalizerCorpusConfig:
-    """The learned localizer's training corpus (jobs/localizer/corpus.py): issue-like commits of public
-    repositories, never a SWE-bench repository (tests/jobs/localizer/test_corpus_guard.py)."""
-
-    max_history: int = 20000
-    max_per_repo: int = 500
-    min_message_chars: int = 25
-    min_message_words: int = 4
-    max_query_chars: int = 1500
-    max_commit_files: int = 10
-    max_commit_lines: int = 600
-    bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
-    skip_subject_prefixes: list[str] = field(default_factory=lambda: [
-        "revert", "bump", "release", "merge branch", "prepare", "changelog", "update changelog", "version "])
-
-
-@dataclass
-class LocalizerConfig:
-    """The learned localizer: LightGBM rankers over cheap candidate lists (serving/localizer/)."""
-
-    enabled: bool = False
-    model_dir: str = "models/localizer"
-    top_files: int = 20
-    file_list_depth: int = 200
-    function_list_depth: int = 200
-    max_file_candidates: int = 100
-    max_function_candidates: int = 300
-    test_factor: float = 0.5  # the fixed fusion's test-file damping (as query.localize_test_factor)
-    path_boost: float = 5.0  # ... and its boost for a file the query names (as query.localize_path_boost)
-    max_file_bytes: int = 1000000
-    learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
-    learned_functions: bool = True
-    today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
-    learned_weight: float = 1.0
-    blend_rrf_k: float = 60.0
-    snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,
-    max_staleness: int = 60  # ... none more than this many first-parent commits after it
-    max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
-    corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
-
-
-@dataclass
-class LocalizerTrainConfig:
-    """`semantica train-localizer` (jobs/localizer/train.py): LightGBM LambdaRank, files then functions."""
-
-    folds: int = 3  # repositories split into this many folds; each repository is held out exactly once
-    seed: int = 13
-    num_rounds: int = 60
-    learning_rate: float = 0.15
-    num_leaves: int = 31
-    min_data_in_leaf: int = 50
-    feature_fraction: float = 0.8
-    bagging_fraction: float = 0.8
-    bagging_freq: int = 1
-    num_threads: int = 2
-    eval_at: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
-    train_file_depth: int = 30  # training rows per query: the top this many candidates by fixed fusion + positives
-    train_function_depth: int = 50
-    tail_every: int = 5  # ... and every this-many-th candidate below them (an unbiased sample of the tail)
-
-
-@dataclass
 class ServeConfig:
     """HTTP serving defaults."""
 
@@ -565,86 +514,6 @@ class DaemonConfig:
     run_dir: str = ""
     listen_backlog: int = 128  # connections queued while the daemon accepts (Python's default 5 refused a burst)
     connect_retry_s: float = 2.0  # a client retries a full listen queue (EAGAIN) this long before answering in-process
-
-
-@dataclass
-class KnowledgeTrustConfig:
-    """Weights of the trust score (docs/knowledge.md): trust = clamp(sum of weighted signals in [0, 1]) with
-    freshness halving every `half_life_days` since the entry was last verified or used; a pin adds `pin`."""
-
-    source: float = 0.30  # x source reliability (knowledge.source_reliability by source kind)
-    verification: float = 0.25  # x 1 when the scope checked green against the newest snapshot, 0.5 unchecked, 0 failed
-    evidence: float = 0.15  # x min(1, evidence items / evidence_saturation)
-    references: float = 0.10  # x clamp((uses + votes) / references_saturation, -1, 1): bad feedback lowers trust
-    freshness: float = 0.20  # x 0.5 ** (days since last used, edited or created / half_life_days)
-    pin: float = 0.30  # added once for a pinned entry (still capped at 1)
-    failed_factor: float = 0.5  # the whole score x this while verification fails (a demoted entry)
-    half_life_days: float = 90.0
-    evidence_saturation: int = 3
-    references_saturation: int = 10
-
-
-@dataclass
-class KnowledgeConfig:
-    """Knowledge entries (decisions, rules, facts, how-tos) injected first into the context; curated by trust."""
-
-    enabled: bool = True  # false: search and get_context neither look entries up nor boost hits
-    directory: str = ""  # "" = <paths.index_root>/.knowledge (one SQLite file per repository + global.sqlite)
-    threshold: float = 0.5  # only entries at or above this trust are injected
-    floor: float = 0.2  # the curator retires active entries below this trust after `grace_days`
-    grace_days: float = 14.0
-    max_entries: int = 3  # entries injected into one answer
-    max_context_share: float = 0.25  # of the context budget, at most this much goes to entries
-    lookup_candidates: int = 20  # FTS5 matches read per store before trust filtering
-    hit_boost: float = 0.15  # a hit in an injected entry's scope: score x (1 + hit_boost x trust)
-    feedback_step: float = 1.0  # one vote per feedback on an answer that used the entry (sign of the rating)
-    min_matched_terms: int = 2  # an entry is relevant to a query sharing this many terms (fewer when the query has fewer)
-    verify_top: int = 50  # the curator re-verifies this many most trusted entries per repository
-    auto_promote: bool = True  # the curator makes a verified candidate above the threshold active
-    conflict_similarity: float = 0.6  # word overlap (of the shorter text) at which opposite claims conflict
-    max_text_chars: int = 8000  # longer text: HTTP 413 / CLI error
-    max_title_chars: int = 200
-    candidate_globs: list[str] = field(default_factory=lambda: [
-        "docs/adr/*.md", "doc/adr/*.md", "docs/decisions/*.md", "ARCHITECTURE.md", "CONTRIBUTING.md"])
-    curate_after_index: bool = True  # `semantica index` ingests candidates and curates that repository
-    source_reliability: dict[str, float] = field(default_factory=lambda: {
-        "person": 0.8, "adr": 0.9, "doc": 0.7, "agent": 0.4})
-    trust: KnowledgeTrustConfig = field(default_factory=KnowledgeTrustConfig)
-
-
-@dataclass
-class PlanConfig:
-    """`semantica plan`: the dry run's estimates and warnings. The rates come from
-    `python -m jobs.bench.plan_rates` on this machine (docs/plan.md)."""
-
-    # by language, from this repository + psf/requests (bench/results/plan/rates.json)
-    chunks_per_kib: dict[str, float] = field(default_factory=lambda: {
-        "python": 1.875, "markdown": 0.903, "rst": 1.433, "json": 1.353, "yaml": 1.01, "toml": 1.308, "text": 1.28,
-        "make": 1.435, "ini": 3.593, "dockerfile": 0.593, "default": 1.689})
-    embed_chunks_per_s: float = 50.0  # cold encoder throughput, no cache
-    index_bytes_per_chunk: int = 14612  # snapshot bytes on disk per chunk, all shards
-    top_dirs: int = 10
-    dir_depth: int = 2  # directories are reported at most this deep
-    examples_per_reason: int = 5
-    lockfile_names: list[str] = field(default_factory=lambda: [
-        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock", "Cargo.lock",
-        "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "pdm.lock"])
-    artifact_dirs: list[str] = field(default_factory=lambda: [
-        "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "obj"])
-    data_suffixes: list[str] = field(default_factory=lambda: [
-        ".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log"])
-    data_dump_bytes: int = 200_000  # an included data file at least this big is flagged
-
-
-@dataclass
-class ObservabilityConfig:
-    """Traces and structured logs (semantica/observability.py): all off by default."""
-
-    tracing: bool = False  # OpenTelemetry spans per query stage (kept in process unless otlp_endpoint is set)
-    otlp_endpoint: str = ""  # e.g. http://otel-collector:4318/v1/traces: export spans over OTLP/HTTP (turns tracing on)
-    service_name: str = "semantica"
-    json_logs: bool = False  # one JSON object per log record, with the request id
-    log_level: str = "INFO"
 
 
 @dataclass

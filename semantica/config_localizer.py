@@ -1,0 +1,67 @@
+"""The learned localizer's sections of `Config` (docs/localizer.md): corpus mining, serving, training."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LocalizerCorpusConfig:
+    """The learned localizer's training corpus (jobs/localizer/corpus.py): issue-like commits of public
+    repositories, never a SWE-bench repository (tests/jobs/localizer/test_corpus_guard.py)."""
+
+    max_history: int = 20000
+    max_per_repo: int = 500
+    min_message_chars: int = 25
+    min_message_words: int = 4
+    max_query_chars: int = 1500
+    max_commit_files: int = 10
+    max_commit_lines: int = 600
+    bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
+    skip_subject_prefixes: list[str] = field(default_factory=lambda: [
+        "revert", "bump", "release", "merge branch", "prepare", "changelog", "update changelog", "version "])
+
+
+@dataclass
+class LocalizerConfig:
+    """The learned localizer: LightGBM rankers over cheap candidate lists (serving/localizer/)."""
+
+    enabled: bool = False
+    model_dir: str = "models/localizer"
+    top_files: int = 20
+    file_list_depth: int = 200
+    function_list_depth: int = 200
+    max_file_candidates: int = 100
+    max_function_candidates: int = 300
+    test_factor: float = 0.5  # the fixed fusion's test-file damping (as query.localize_test_factor)
+    path_boost: float = 5.0  # ... and its boost for a file the query names (as query.localize_path_boost)
+    max_file_bytes: int = 1000000
+    learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
+    learned_functions: bool = True
+    today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
+    learned_weight: float = 1.0
+    blend_rrf_k: float = 60.0
+    snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,
+    max_staleness: int = 60  # ... none more than this many first-parent commits after it
+    max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
+    corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
+
+
+@dataclass
+class LocalizerTrainConfig:
+    """`semantica train-localizer` (jobs/localizer/train.py): LightGBM LambdaRank, files then functions."""
+
+    folds: int = 3  # repositories split into this many folds; each repository is held out exactly once
+    seed: int = 13
+    num_rounds: int = 60
+    learning_rate: float = 0.15
+    num_leaves: int = 31
+    min_data_in_leaf: int = 50
+    feature_fraction: float = 0.8
+    bagging_fraction: float = 0.8
+    bagging_freq: int = 1
+    num_threads: int = 2
+    eval_at: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
+    train_file_depth: int = 30  # training rows per query: the top this many candidates by fixed fusion + positives
+    train_function_depth: int = 50
+    tail_every: int = 5  # ... and every this-many-th candidate below them (an unbiased sample of the tail)

@@ -1,0 +1,86 @@
+"""Sections of `Config` for the knowledge layer, the indexing dry run and observability
+(docs/knowledge.md, docs/plan.md, docs/observability.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class KnowledgeTrustConfig:
+    """Weights of the trust score (docs/knowledge.md): trust = clamp(sum of weighted signals in [0, 1]) with
+    freshness halving every `half_life_days` since the entry was last verified or used; a pin adds `pin`."""
+
+    source: float = 0.30  # x source reliability (knowledge.source_reliability by source kind)
+    verification: float = 0.25  # x 1 when the scope checked green against the newest snapshot, 0.5 unchecked, 0 failed
+    evidence: float = 0.15  # x min(1, evidence items / evidence_saturation)
+    references: float = 0.10  # x clamp((uses + votes) / references_saturation, -1, 1): bad feedback lowers trust
+    freshness: float = 0.20  # x 0.5 ** (days since last used, edited or created / half_life_days)
+    pin: float = 0.30  # added once for a pinned entry (still capped at 1)
+    failed_factor: float = 0.5  # the whole score x this while verification fails (a demoted entry)
+    half_life_days: float = 90.0
+    evidence_saturation: int = 3
+    references_saturation: int = 10
+
+
+@dataclass
+class KnowledgeConfig:
+    """Knowledge entries (decisions, rules, facts, how-tos) injected first into the context; curated by trust."""
+
+    enabled: bool = True  # false: search and get_context neither look entries up nor boost hits
+    directory: str = ""  # "" = <paths.index_root>/.knowledge (one SQLite file per repository + global.sqlite)
+    threshold: float = 0.5  # only entries at or above this trust are injected
+    floor: float = 0.2  # the curator retires active entries below this trust after `grace_days`
+    grace_days: float = 14.0
+    max_entries: int = 3  # entries injected into one answer
+    max_context_share: float = 0.25  # of the context budget, at most this much goes to entries
+    lookup_candidates: int = 20  # FTS5 matches read per store before trust filtering
+    hit_boost: float = 0.15  # a hit in an injected entry's scope: score x (1 + hit_boost x trust)
+    feedback_step: float = 1.0  # one vote per feedback on an answer that used the entry (sign of the rating)
+    min_matched_terms: int = 2  # an entry is relevant to a query sharing this many terms (fewer when the query has fewer)
+    verify_top: int = 50  # the curator re-verifies this many most trusted entries per repository
+    auto_promote: bool = True  # the curator makes a verified candidate above the threshold active
+    conflict_similarity: float = 0.6  # word overlap (of the shorter text) at which opposite claims conflict
+    max_text_chars: int = 8000  # longer text: HTTP 413 / CLI error
+    max_title_chars: int = 200
+    candidate_globs: list[str] = field(default_factory=lambda: [
+        "docs/adr/*.md", "doc/adr/*.md", "docs/decisions/*.md", "ARCHITECTURE.md", "CONTRIBUTING.md"])
+    curate_after_index: bool = True  # `semantica index` ingests candidates and curates that repository
+    source_reliability: dict[str, float] = field(default_factory=lambda: {
+        "person": 0.8, "adr": 0.9, "doc": 0.7, "agent": 0.4})
+    trust: KnowledgeTrustConfig = field(default_factory=KnowledgeTrustConfig)
+
+
+@dataclass
+class PlanConfig:
+    """`semantica plan`: the dry run's estimates and warnings. The rates come from
+    `python -m jobs.bench.plan_rates` on this machine (docs/plan.md)."""
+
+    # by language, from this repository + psf/requests (bench/results/plan/rates.json)
+    chunks_per_kib: dict[str, float] = field(default_factory=lambda: {
+        "python": 1.875, "markdown": 0.903, "rst": 1.433, "json": 1.353, "yaml": 1.01, "toml": 1.308, "text": 1.28,
+        "make": 1.435, "ini": 3.593, "dockerfile": 0.593, "default": 1.689})
+    embed_chunks_per_s: float = 50.0  # cold encoder throughput, no cache
+    index_bytes_per_chunk: int = 14612  # snapshot bytes on disk per chunk, all shards
+    top_dirs: int = 10
+    dir_depth: int = 2  # directories are reported at most this deep
+    examples_per_reason: int = 5
+    lockfile_names: list[str] = field(default_factory=lambda: [
+        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock", "Cargo.lock",
+        "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "pdm.lock"])
+    artifact_dirs: list[str] = field(default_factory=lambda: [
+        "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "obj"])
+    data_suffixes: list[str] = field(default_factory=lambda: [
+        ".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log"])
+    data_dump_bytes: int = 200_000  # an included data file at least this big is flagged
+
+
+@dataclass
+class ObservabilityConfig:
+    """Traces and structured logs (semantica/observability.py): all off by default."""
+
+    tracing: bool = False  # OpenTelemetry spans per query stage (kept in process unless otlp_endpoint is set)
+    otlp_endpoint: str = ""  # e.g. http://otel-collector:4318/v1/traces: export spans over OTLP/HTTP (turns tracing on)
+    service_name: str = "semantica"
+    json_logs: bool = False  # one JSON object per log record, with the request id
+    log_level: str = "INFO"
