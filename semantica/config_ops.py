@@ -73,6 +73,9 @@ class PlanConfig:
     data_suffixes: list[str] = field(default_factory=lambda: [
         ".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log"])
     data_dump_bytes: int = 200_000  # an included data file at least this big is flagged
+    http_roots: list[str] = field(default_factory=list)  # POST /v1/plan: `path` entries only under these ([]: any)
+    http_url_schemes: list[str] = field(default_factory=list)  # POST /v1/plan: `url` schemes allowed ([]: no url)
+    http_timeout_s: float = 120.0  # POST /v1/plan: its deadline (the child process is killed; 504)
 
 
 @dataclass
@@ -83,4 +86,5 @@ class ObservabilityConfig:
     otlp_endpoint: str = ""  # e.g. http://otel-collector:4318/v1/traces: export spans over OTLP/HTTP (turns tracing on)
     service_name: str = "semantica"
     json_logs: bool = False  # one JSON object per log record, with the request id
+    access_log: bool = False  # one log line per HTTP request: method, path, status, duration (and the request id)
     log_level: str = "INFO"

@@ -9,7 +9,12 @@ else nowhere but the in-process provider (tests read it with the SDK's InMemoryS
 
 Logs: `json_logs: true` formats every log record as one JSON object carrying the request id of the
 request being served (`X-Request-ID`, taken from the client or made here), and the trace id when
-tracing is on.
+tracing is on. `access_log: true` adds one line per HTTP request (method, path, status, duration).
+
+Across processes (Ray Serve: the ingress calls each stage's deployment through a handle) the request
+travels as a carrier of W3C headers (`carrier()`: `traceparent`, `tracestate`, `x-request-id`); the
+replica re-attaches it (`joined`), so its spans join the one trace and its log lines carry the same
+request id. An HTTP request that arrives with a `traceparent` joins the caller's trace the same way.
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ import logging
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from semantica.config import ObservabilityConfig
 
 REQUEST_ID_HEADER = "x-request-id"
+TRACEPARENT_HEADER = "traceparent"
+ACCESS_LOGGER = "semantica.access"
 MAX_REQUEST_ID_CHARS = 128
 TRACER_NAME = "semantica"
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("semantica_request_id", default="")
@@ -96,6 +103,57 @@ def span(name: str, parent: Any = None, **attributes: Any) -> Iterator[None]:
         yield
 
 
+def carrier() -> dict[str, str]:
+    """The current request as W3C headers for a call into another process: `traceparent` (and
+    `tracestate`) of the active span when tracing is on, and `x-request-id`. Empty when there is neither."""
+    out: dict[str, str] = {}
+    if _state["tracer"] is not None:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        TraceContextTextMapPropagator().inject(out)
+    request_id = request_id_var.get()
+    if request_id:
+        out[REQUEST_ID_HEADER] = request_id
+    return out
+
+
+def remote_parent(headers: dict[str, str]) -> Any:
+    """The trace context a `traceparent` header names (None when tracing is off or there is none)."""
+    if _state["tracer"] is None or not headers.get(TRACEPARENT_HEADER):
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator().extract(headers)
+
+
+@contextlib.contextmanager
+def request_scope(request_id: str) -> Iterator[None]:
+    """`request_id` is the current request's id inside the block (a worker thread, a replica's call)."""
+    if not request_id or request_id_var.get() == request_id:
+        yield
+        return
+    token = request_id_var.set(request_id)
+    try:
+        yield
+    finally:
+        request_id_var.reset(token)
+
+
+@contextlib.contextmanager
+def joined(headers: dict[str, str] | None, name: str, **attributes: Any) -> Iterator[None]:
+    """Serve a call made with `carrier()`'s headers: its request id is current, and (tracing on) a span
+    `name` opens as a child of the caller's span, so another process's spans join the caller's trace."""
+    headers = headers or {}
+    given = headers.get(REQUEST_ID_HEADER)
+    with request_scope(new_request_id(given) if given else ""):
+        tracer = _state["tracer"]
+        if tracer is None:
+            yield
+            return
+        with tracer.start_as_current_span(name, context=remote_parent(headers), attributes=_attributes(attributes)):
+            yield
+
+
 def _attributes(values: dict[str, Any]) -> dict[str, Any]:
     request_id = request_id_var.get()
     out = {k: v for k, v in values.items() if isinstance(v, str | int | float | bool)}
@@ -111,30 +169,51 @@ def new_request_id(given: str | None) -> str:
 
 class RequestContextMiddleware:
     """ASGI: one request id per HTTP request (`X-Request-ID` in and out, in every log record) and, with
-    tracing on, the request's root span `HTTP METHOD /path` that the stage spans nest under."""
+    tracing on, the request's root span `HTTP METHOD /path` that the stage spans nest under (a child of the
+    client's span when it sent a `traceparent`). `on_error(exc)` answers an exception nothing below
+    answered (an ASGI app, e.g. the generic JSON 500), while the request id is still current."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, app: Any, access_log: bool = False, on_error: Callable[[BaseException], Any] | None = None) -> None:
+        self.app, self.access_log, self.on_error = app, access_log, on_error
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        request_id = new_request_id(headers.get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1"))
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        request_id = new_request_id(headers.get(REQUEST_ID_HEADER))
         token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        status = {"code": 0}
 
         async def send_with_id(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
+                status["code"] = message.get("status", 0)
                 message = {**message, "headers": [*message.get("headers", []),
                                                   (REQUEST_ID_HEADER.encode(), request_id.encode())]}
             await send(message)
 
+        method, path = scope.get("method", ""), scope.get("path", "")
         try:
-            with span(f"HTTP {scope.get('method', '')} {scope.get('path', '')}", **{"http.route": scope.get("path", "")}):
-                await self.app(scope, receive, send_with_id)
+            with span(f"HTTP {method} {path}", remote_parent(headers), **{"http.route": path}):
+                try:
+                    await self.app(scope, receive, send_with_id)
+                except Exception as exc:
+                    if self.on_error is None or status["code"]:
+                        raise
+                    await self.on_error(exc)(scope, receive, send_with_id)
         finally:
+            if self.access_log:
+                _log_access(method, path, status["code"], (time.perf_counter() - started) * 1000)
             request_id_var.reset(token)
+
+
+def _log_access(method: str, path: str, status: int, ms: float) -> None:
+    """One line per HTTP request, at the level its status deserves (an error body's request id is on it)."""
+    level = logging.ERROR if status >= 500 or not status else logging.WARNING if status >= 400 else logging.INFO
+    logging.getLogger(ACCESS_LOGGER).log(level, "%s %s %s %.1fms", method, path, status or "-", ms,
+                                         extra={"http": {"method": method, "path": path, "status": status,
+                                                         "duration_ms": round(ms, 1)}})
 
 
 class JsonLogFormatter(logging.Formatter):
@@ -151,6 +230,8 @@ class JsonLogFormatter(logging.Formatter):
         trace_id = _trace_id()
         if trace_id:
             entry["trace_id"] = trace_id
+        if isinstance(getattr(record, "http", None), dict):  # the access log's fields (`_log_access`)
+            entry["http"] = record.http
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False, default=str)

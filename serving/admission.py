@@ -98,18 +98,22 @@ class AdmissionController:
 
 
 class AdmissionMiddleware:
-    """ASGI: every request not in `exempt` goes through the controller and its deadline."""
+    """ASGI: every request not in `exempt` goes through the controller and its deadline (`deadlines`: a
+    path's own bound, e.g. a plan's; it still takes a slot like any request)."""
 
     def __init__(self, app: Any, controller: AdmissionController, exempt: tuple[str, ...],
-                 on_shed: Callable[[str], None] | None = None) -> None:
+                 on_shed: Callable[[str], None] | None = None,
+                 deadlines: dict[str, tuple[float, str]] | None = None) -> None:
         self.app, self.controller, self.exempt = app, controller, exempt
+        self.deadlines = deadlines or {}  # path -> (its own deadline in s, the setting's name)
         self.on_shed = on_shed or (lambda reason: None)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["path"] in self.exempt:
             await self.app(scope, receive, send)
             return
-        deadline = time.monotonic() + self.controller.config.deadline_s
+        limit, setting = self.deadlines.get(scope["path"], (self.controller.config.deadline_s, "admission.deadline_s"))
+        deadline = time.monotonic() + limit
         try:
             await self.controller.acquire(deadline)
         except Overloaded as exc:
@@ -134,8 +138,7 @@ class AdmissionMiddleware:
         state["abandoned"] = True
         task.add_done_callback(_consume)
         self.on_shed(ShedReason.DEADLINE)
-        exc = DeadlineExceeded(f"the request did not finish within admission.deadline_s="
-                               f"{self.controller.config.deadline_s}s", self.controller.retry_after)
+        exc = DeadlineExceeded(f"the request did not finish within {setting}={limit}s", self.controller.retry_after)
         await api_error_response(exc)(scope, receive, send)
 
 

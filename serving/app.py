@@ -30,6 +30,7 @@ import yaml
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
+from semantica import observability
 from semantica.api import QueryError, SearchRequest
 from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
@@ -49,6 +50,7 @@ from serving.remote import (  # noqa: F401 (StageUnavailable: re-exported, calle
     StageUnavailable,
     _unwrap,
     remote_stages,
+    retriever_deployment,
     stage_deployments,
 )
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
@@ -82,9 +84,11 @@ class StageDeployment:
 
     TARGETS = {"Intent": "intent", "Fusion": "fusion", "LateInteraction": "late", "CrossEncoder": "cross",
                "ContextBuilder": "context_builder"}
+    ENDPOINTS = ("call", "search", "build_context")
 
     def __init__(self, config: dict[str, Any], stage: str) -> None:
         self.stages = build_stages(config_from_dict(config))
+        observability.configure(self.stages.config.observability)  # this replica's spans and JSON logs
         self.stage = stage
         self.retriever = stage[len(RETRIEVER_STAGE):] if stage.startswith(RETRIEVER_STAGE) else ""
         if not self.retriever and stage not in self.TARGETS:
@@ -102,6 +106,15 @@ class StageDeployment:
                     continue
         elif self.stage == "LateInteraction" and self.stages.config.late_interaction.enabled:
             self.stages.late.encoder.encode_query(WARM_UP_QUERY)
+
+    def traced(self, headers: dict[str, str], endpoint: str, *args: Any) -> Any:
+        """`endpoint(*args)` inside the caller's request (`serving.remote` sends `observability.carrier()`):
+        a span `serve <Deployment>.<endpoint>` under the ingress's stage span, the request id in the logs."""
+        if endpoint not in self.ENDPOINTS:
+            raise ValueError(f"unknown endpoint {endpoint!r}; known: {', '.join(self.ENDPOINTS)}")
+        deployment = retriever_deployment(self.retriever) if self.retriever else self.stage
+        with observability.joined(headers, f"serve {deployment}.{endpoint}", **{"semantica.stage": self.stage}):
+            return getattr(self, endpoint)(*args)
 
     def call(self, method: str, *args: Any) -> Any:
         """`method` of this deployment's stage object (classify, fuse, rerank)."""

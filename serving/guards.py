@@ -156,6 +156,9 @@ class BodyGuard:
         requested = body.get("repos")
         if requested is not None and not isinstance(requested, list):
             return None  # the model answers 422
+        requested = [_entry_name(item) for item in requested or []]  # a plan's manifest entries: their names
+        if not all(isinstance(name, str) for name in requested):
+            return None  # the model answers 422
         for name in requested or []:
             try:
                 check_repo_name(name)
@@ -172,6 +175,11 @@ class BodyGuard:
         if not visible:
             raise self.unknown_repo("*")
         return visible
+
+
+def _entry_name(item: Any) -> Any:
+    """A `repos` item's repository name: the item itself, or a manifest entry's `name` (`POST /v1/plan`)."""
+    return item.get("name") if isinstance(item, dict) else item
 
 
 def _reject_constant(name: str) -> float:

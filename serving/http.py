@@ -26,18 +26,21 @@ from serving.http_contract import (
     KNOWLEDGE_READ_ERRORS,
     KNOWLEDGE_WRITE_ERRORS,
     METRICS_ROUTE_ERRORS,
+    PLAN_ROUTE_ERRORS,
     READ_ROUTE_ERRORS,
     HealthBody,
     apply_request_limits,
     error_responses,
     text_response,
 )
-from serving.http_errors import Forbidden, NotFound, install_error_handlers
+from serving.http_errors import Forbidden, NotFound, install_error_handlers, unknown_error_response
 from serving.http_models import FeedbackBody, GraphBody, MapBody, SearchBody
+from serving.http_plan import HttpPlanner, PlanAnswer, PlanBody
 from serving.knowledge.http import KnowledgeApi, KnowledgeBody
 from serving.metrics import CONTENT_TYPE, MetricsMiddleware
 
-ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map", "/v1/knowledge")
+ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map", "/v1/knowledge",
+          "/v1/plan")
 UNHEALTHY = ("unavailable", "draining")
 
 
@@ -83,6 +86,14 @@ def build_http_app(core: Any) -> FastAPI:
         from serving.planning.repo_map import map_answer
 
         return JSONResponse(map_answer(core, body.model_dump(), principal(request)))
+
+    planner = HttpPlanner(core.config)  # serving/http_plan.py: `semantica plan` of a manifest (docs/plan.md)
+
+    @api.post("/v1/plan", response_model=PlanAnswer, responses=error_responses(PLAN_ROUTE_ERRORS))
+    def http_plan(body: PlanBody, request: Request) -> JSONResponse:
+        if not principal(request).unrestricted:
+            raise Forbidden("a plan reads the server's file system: it needs a token that may read every repository")
+        return JSONResponse(planner.plan(body))
 
     @api.post("/v1/feedback", status_code=201, responses=error_responses(BODY_ROUTE_ERRORS))
     def http_feedback(body: FeedbackBody, request: Request) -> JSONResponse:
@@ -132,12 +143,14 @@ def build_http_app(core: Any) -> FastAPI:
 
     # add_middleware wraps: the last added runs first
     api.add_middleware(AdmissionMiddleware, controller=core.admission, exempt=ADMISSION_EXEMPT,
-                       on_shed=lambda reason: core.metrics.shed.labels(reason).inc())
+                       on_shed=lambda reason: core.metrics.shed.labels(reason).inc(),
+                       deadlines={"/v1/plan": (core.config.plan.http_timeout_s, "plan.http_timeout_s")})
     api.add_middleware(BodyGuard, limits=core.config.limits, visible_repos=core.visible_repos,
                        unknown_repo=lambda name: NotFound(f"repository {name!r} has no published snapshot "
                                                           "(or this token may not read it)"))
     api.add_middleware(AccessGuard, hosts=core.hosts, tokens=core.tokens,
                        public_paths=tuple(core.config.auth.public_paths))
     api.add_middleware(MetricsMiddleware, metrics=core.metrics)
-    api.add_middleware(RequestContextMiddleware)  # outermost: request id and root span for everything below
+    api.add_middleware(RequestContextMiddleware, access_log=core.config.observability.access_log,  # outermost:
+                       on_error=lambda exc: unknown_error_response(exc, "a route"))  # request id, root span
     return api

@@ -37,6 +37,8 @@ class ErrorBody(BaseModel):
     reason: str | None = Field(default=None, description="400 host_not_allowed; 503 queue_full, queue_timeout, draining")
     stage: str | None = Field(default=None, description="503: the mandatory stage that is down")
     reference: str | None = Field(default=None, description="500: quote it; the server log has the detail")
+    request_id: str | None = Field(default=None, description="the request's id (`X-Request-ID`): its log lines "
+                                                             "carry it too")
 
 
 class HealthBody(BaseModel):
@@ -51,11 +53,12 @@ WHY = {
     ErrorKind.BAD_REQUEST: "The request is refused: Host not served here, a malformed Content-Length, or a query the "
                            "pipeline cannot answer (the message says why).",
     ErrorKind.UNAUTHORIZED: "No bearer token, or a wrong one (auth is on).",
-    ErrorKind.FORBIDDEN: "The token may not read what the route shows.",
+    ErrorKind.FORBIDDEN: "The token may not read what the route shows (or, for a plan, every repository).",
     ErrorKind.NOT_FOUND: "No published snapshot of a named repository (or the token may not read it), or no "
                          "symbol of that name.",
     ErrorKind.PAYLOAD_TOO_LARGE: "The body, a string, a list or the nesting is over a `limits.*` bound.",
-    ErrorKind.INVALID: "The body is not the documented JSON: `detail` lists each invalid field.",
+    ErrorKind.INVALID: "The body is not the documented JSON (`detail` lists each invalid field), or a plan's "
+                       "manifest names what this server does not plan.",
     ErrorKind.UNAVAILABLE: "Overloaded or draining (Retry-After), a mandatory stage is down, or no asked "
                            "repository's snapshot can be read.",
     ErrorKind.DEADLINE_EXCEEDED: "The request outlived `admission.deadline_s`.",
@@ -70,6 +73,8 @@ METRICS_ROUTE_ERRORS = (ErrorKind.BAD_REQUEST, ErrorKind.UNAUTHORIZED, ErrorKind
 HEALTH_ROUTE_ERRORS = (ErrorKind.BAD_REQUEST, ErrorKind.UNAUTHORIZED)
 KNOWLEDGE_READ_ERRORS = (*READ_ROUTE_ERRORS, ErrorKind.NOT_FOUND, ErrorKind.INVALID)
 """`GET /v1/knowledge[/{id}]`: a store or entry the token may not read answers like a missing one (404)."""
+PLAN_ROUTE_ERRORS = (*BODY_ROUTE_ERRORS, ErrorKind.FORBIDDEN)
+"""`POST /v1/plan`: it reads the server's file system, so only a token that may read every repository (403)."""
 KNOWLEDGE_WRITE_ERRORS = (*BODY_ROUTE_ERRORS, ErrorKind.FORBIDDEN)
 """`POST /v1/knowledge`: the global store takes writes from unrestricted tokens only (403)."""
 
@@ -121,6 +126,8 @@ def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, 
             "repos": {"items": names, "maxItems": 1},
             "tokens": {"minimum": 1, "maximum": config.repo_map.max_tokens},
         },
+        "PlanEntry": {"name": names},
+        "PlanBody": {"repos": {"minItems": 1}},
         "FeedbackBody": {
             "repos": {"items": names},
             "snapshots": {"propertyNames": names},

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from semantica.errors import ErrorKind, RepoFilter, declared_error_types, describe, scrub
+from semantica.observability import request_id_var
 
 log = logging.getLogger("semantica.http")
 
@@ -84,7 +85,12 @@ class DeadlineExceeded(ApiError):
 
 def json_error(status: int, error: str, message: str, headers: dict[str, str] | None = None,
                **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": error, "message": scrub(message), **extra}, status_code=status, headers=headers)
+    """The one error body; `request_id` is the request's (`X-Request-ID`), the id its log lines carry."""
+    body = {"error": error, "message": scrub(message), **extra}
+    request_id = request_id_var.get()
+    if request_id:
+        body["request_id"] = request_id
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def api_error_response(exc: ApiError) -> JSONResponse:

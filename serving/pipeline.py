@@ -53,11 +53,13 @@ class StageTimer:
         self.ms: dict[str, float] = {}
         self._lock = threading.Lock()  # repositories run their stages in parallel
         self._trace = observability.current_context()  # stages run in worker threads nest under the request
+        self._request_id = observability.request_id_var.get()  # and log (and call replicas) under its id
 
     def run(self, stage: str, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
         try:
-            with observability.span(stage, self._trace):  # one span per stage, named as in --explain
+            # one span per stage, named as in --explain; a worker thread takes the request's id along
+            with observability.request_scope(self._request_id), observability.span(stage, self._trace):
                 return fn()
         finally:
             with self._lock:

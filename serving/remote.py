@@ -4,6 +4,10 @@
 replaced by a proxy that satisfies its protocol (classify, fuse, build, rerank, search_scored) and calls one
 `StageDeployment` through its handle. The Serve ingress runs `SearchPipeline(stages=remote_stages(...))`:
 exactly the in-process orchestration, with no subclass and nothing patched.
+
+Each call carries the request (`semantica.observability.carrier()`: the W3C `traceparent` of the stage's
+span and the request id) through `StageDeployment.traced`, so the replica's spans join the request's trace
+and its log lines carry the request id.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 from ray.serve.handle import DeploymentHandle
 
+from semantica import observability
 from semantica.config import Config
 from semantica.errors import ErrorKind, kind_of
 from semantica.snapshot import Snapshot
@@ -66,8 +71,11 @@ class _Remote:
         return self.invoke("call", method, *args)
 
     def invoke(self, endpoint: str, *args: Any) -> Any:
+        headers = observability.carrier()  # the request's trace and id, for the replica
         try:
-            return getattr(self.handle, endpoint).remote(*args).result(timeout_s=self.timeout_s)
+            call = self.handle.traced.remote(headers, endpoint, *args) if headers else \
+                getattr(self.handle, endpoint).remote(*args)
+            return call.result(timeout_s=self.timeout_s)
         except Exception as exc:
             inner = _unwrap(exc)
             if kind_of(inner).caller_error:  # the request's fault (bad query, unknown repository): as it is
