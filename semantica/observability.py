@@ -171,17 +171,21 @@ class RequestContextMiddleware:
     """ASGI: one request id per HTTP request (`X-Request-ID` in and out, in every log record) and, with
     tracing on, the request's root span `HTTP METHOD /path` that the stage spans nest under (a child of the
     client's span when it sent a `traceparent`). `on_error(exc)` answers an exception nothing below
-    answered (an ASGI app, e.g. the generic JSON 500), while the request id is still current."""
+    answered (an ASGI app, e.g. the generic JSON 500), while the request id is still current.
+    `behind_proxy`: Ray Serve's HTTP proxy already chose the id (the client's, else a fresh one), passes it
+    in `X-Request-ID` and echoes it in the response: take it as it is and do not echo it a second time."""
 
-    def __init__(self, app: Any, access_log: bool = False, on_error: Callable[[BaseException], Any] | None = None) -> None:
-        self.app, self.access_log, self.on_error = app, access_log, on_error
+    def __init__(self, app: Any, access_log: bool = False, on_error: Callable[[BaseException], Any] | None = None,
+                 behind_proxy: bool = False) -> None:
+        self.app, self.access_log, self.on_error, self.behind_proxy = app, access_log, on_error, behind_proxy
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-        request_id = new_request_id(headers.get(REQUEST_ID_HEADER))
+        given = headers.get(REQUEST_ID_HEADER)
+        request_id = given if self.behind_proxy and given else new_request_id(given)
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         status = {"code": 0}
@@ -189,8 +193,9 @@ class RequestContextMiddleware:
         async def send_with_id(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message.get("status", 0)
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (REQUEST_ID_HEADER.encode(), request_id.encode())]}
+                if not self.behind_proxy:
+                    message = {**message, "headers": [*message.get("headers", []),
+                                                      (REQUEST_ID_HEADER.encode(), request_id.encode())]}
             await send(message)
 
         method, path = scope.get("method", ""), scope.get("path", "")

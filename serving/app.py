@@ -265,7 +265,7 @@ def make_ingress() -> Any:
     @serve.ingress()
     class Ingress(IngressCore):
         def __serve_build_asgi_app__(self) -> Any:
-            return ingress_app(self)
+            return ingress_app(self, behind_proxy=True)  # Serve's proxy owns X-Request-ID
 
         async def drain(self, timeout_s: float | None = None) -> dict[str, Any]:
             """SIGTERM: refuse new requests (503), wait for the in-flight ones up to the drain timeout."""
@@ -318,9 +318,9 @@ def build_graph(config: Config, options: dict[str, dict[str, Any]] | None = None
     return ingress.options(name="Ingress", **options.get("Ingress", {})).bind(config_to_dict(config), **handles)
 
 
-def ingress_app(core: IngressCore) -> Any:
-    """The FastAPI app over one ingress core (what every Serve ingress replica serves)."""
-    return build_http_app(core)
+def ingress_app(core: IngressCore, behind_proxy: bool = False) -> Any:
+    """The FastAPI app over one ingress core (what every Serve ingress replica serves, `behind_proxy`)."""
+    return build_http_app(core, behind_proxy)
 
 
 def build_app(args: dict[str, Any] | None = None) -> serve.Application:

@@ -54,7 +54,8 @@ ADMISSION_EXEMPT = ("/healthz", "/metrics", "/docs", "/openapi.json")
 """Never shed: a platform's probes must see an overloaded server as alive and busy."""
 
 
-def build_http_app(core: Any) -> FastAPI:
+def build_http_app(core: Any, behind_proxy: bool = False) -> FastAPI:
+    """The app over `core`; `behind_proxy`: served by a Ray Serve replica, whose HTTP proxy owns X-Request-ID."""
     api = FastAPI(title="Semantica", version="1", description="Hybrid code search: dense + BM25 + symbols + code "
                   "graph, fused, reranked, with a cited context. Errors are JSON {error, message}.")
     observability.configure(core.config.observability)  # traces / JSON logs when conf turns them on
@@ -152,5 +153,6 @@ def build_http_app(core: Any) -> FastAPI:
                        public_paths=tuple(core.config.auth.public_paths))
     api.add_middleware(MetricsMiddleware, metrics=core.metrics)
     api.add_middleware(RequestContextMiddleware, access_log=core.config.observability.access_log,  # outermost:
-                       on_error=lambda exc: unknown_error_response(exc, "a route"))  # request id, root span
+                       on_error=lambda exc: unknown_error_response(exc, "a route"),  # request id, root span
+                       behind_proxy=behind_proxy)
     return api

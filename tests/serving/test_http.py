@@ -77,6 +77,9 @@ def test_graph_endpoint_answers_exactly_and_errors_are_json(server):
     assert deep.status_code == 422 and deep.json()["error"] == "GraphRequestError"
     unknown = client.post("/v1/graph", json={"op": "defs", "name": "nothing_here"})
     assert unknown.status_code == 404 and "nothing_here" in unknown.json()["message"]
+    assert unknown.json()["request_id"] == unknown.headers["x-request-id"]  # through Serve's proxy too
+    quoted = client.post("/v1/graph", json={"op": "friends", "name": "x"}, headers={"X-Request-ID": "real-stack-1"})
+    assert quoted.json()["request_id"] == quoted.headers["x-request-id"] == "real-stack-1"
     routed = client.post("/v1/search", json={"query": "who calls price_of", "k": 3}).json()
     assert routed["graph"]["op"] == "callers" and routed["hits"][0]["graph"]["citation"] == "shop/cart.py:14"
     first = routed["hits"][0]  # an exact answer has a rank in the graph answer and a score that is never 0.0

@@ -9,6 +9,7 @@ import io
 import json
 import logging
 
+import httpx
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -171,3 +172,26 @@ def test_an_unexpected_error_is_a_500_with_the_request_id_and_its_traceback_logg
     body = response.json()
     assert body["request_id"] == "bug-7" and body["error"] == "InternalError" and "boom" not in json.dumps(body)
     assert any("boom" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+
+
+def test_behind_serves_proxy_the_error_body_and_the_one_header_agree(setup):
+    """Ray Serve's HTTP proxy (its own `RequestIdMiddleware`, in front of the replica's app) picks the id
+    and echoes it; the replica's app takes that id as it is and adds no second header."""
+    from ray.serve._private.http_util import RequestIdMiddleware
+
+    from serving.app import ingress_app
+
+    config, handles, _, _ = setup
+    proxied = RequestIdMiddleware(ingress_app(make_core(config, handles), behind_proxy=True))
+
+    async def post(headers):
+        transport = httpx.ASGITransport(app=proxied, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+            return await http.post("/v1/search", json={"query": "cart", "repos": ["no/such"]}, headers=headers)
+
+    for headers in ({}, {"X-Request-ID": "from-client-1"}, {"X-Request-ID": "odd id with spaces"}):
+        response = run(post(headers))
+        assert response.status_code == 404
+        assert response.headers.get_list("x-request-id") == [response.json()["request_id"]]
+        if headers:
+            assert response.json()["request_id"] == headers["X-Request-ID"]
