@@ -19,7 +19,8 @@ from typing import Any
 from pipelines.parse.facts import ParsedFile
 from semantica.schema import make_chunk_id
 
-PARSER_VERSION = "9"  # 9: Rust use trees split per path and `mod x;` imports, Go imports on their own lines; 8: keyed by content (no repository name) + positional local types, containers, loops,
+PARSER_VERSION = "9"  # 9: Rust use trees split per path and `mod x;` imports, Go imports on their own lines;
+# 8: keyed by content (no repository name) + positional local types, containers, loops,
 # callbacks, class attribute types, every call line; 6: module-level variable types
 _SCHEMA = "CREATE TABLE IF NOT EXISTS parsed (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
 _BUSY_TIMEOUT_S = 30.0

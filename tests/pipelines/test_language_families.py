@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pipelines.indexer import Indexer
-from pipelines.parse.families import Family, register_family, unregister_family
 from pipelines.parse.facts import RawImport
+from pipelines.parse.families import Family, register_family, unregister_family
 from pipelines.parse.languages import LanguageSpec
 from pipelines.parse.nodes import node_text
 from semantica.config import Config
