@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from semantica.config import Config, ShardsConfig
-from semantica.index_kinds import WriteContext, index_kinds
+from semantica.config import Config, ConfigError, ShardsConfig
+from semantica.index_kinds import WriteContext, index_kind
 from semantica.index_kinds.sharding import (  # noqa: F401 (re-exported: the write stage's names)
     KEY_CHARS,
     LUCENE_DOC_FORMAT,
@@ -81,8 +81,8 @@ class ShardsWritten:
 
 
 class PartitionedShardWriter:
-    """Writes a snapshot's index kinds (the registry, in order) partition by partition, hard-linking every
-    shard whose content key the previous snapshot already holds."""
+    """Writes a snapshot's index kinds (`index.kinds`, looked up in the registry) partition by partition,
+    hard-linking every shard whose content key the previous snapshot already holds."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -94,7 +94,11 @@ class PartitionedShardWriter:
         shards: list[ShardInfo] = []
         counts: dict[str, int] = {}
         fields: dict[str, Any] = {}
-        for kind in index_kinds():
+        for name in self.config.index.kinds:
+            try:
+                kind = index_kind(name)
+            except KeyError as exc:
+                raise ConfigError(f"index.kinds: {exc.args[0]}") from None
             written = kind.write(context)
             shards += written.shards
             counts.update(written.counts)

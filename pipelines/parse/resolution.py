@@ -49,6 +49,8 @@ class _Resolution:
         self.symbols: dict[str, Symbol] = {s.symbol_id: s for pf in parsed for s in pf.symbols}
         self.paths = {pf.path for pf in parsed}
         self.family = {pf.path: spec.family for pf in parsed if (spec := spec_of(pf.language)) is not None}
+        # files resolved by the Python resolver below (bindings, types, inheritance), not by bare name
+        self.typed = {pf.path for pf in parsed if (spec := spec_of(pf.language)) is not None and spec.typed_calls}
         self.memo: dict[str, object] = {}  # RepoFiles: the families' per-resolution indexes
         self._texts = {pf.path: pf for pf in parsed}
         self._dirs: dict[str, list[str]] = defaultdict(list)
@@ -58,7 +60,7 @@ class _Resolution:
         self.bindings: dict[str, dict[str, list[str]]] = {}
         self.star: dict[str, list[str]] = defaultdict(list)
         for pf in parsed:
-            if self.family.get(pf.path) == "python":
+            if pf.path in self.typed:
                 self._python_bindings(pf)
         self.raw_bases: dict[str, list[RawBase]] = defaultdict(list)
         for pf in parsed:
@@ -94,7 +96,7 @@ class _Resolution:
 
         dispatch: list[Edge] = []  # added last: a direct edge to the same target wins
         for pf in self.parsed:
-            python = self.family.get(pf.path) == "python"
+            python = pf.path in self.typed
             for e in pf.edges:
                 if e.type == EdgeType.CONTAINS.value:
                     add(Edge(e.src, e.dst, e.type, e.repo, e.path, e.line, e.resolved, Resolution.SYNTAX.value))
@@ -230,7 +232,7 @@ class _Resolution:
             or self.star.get(mpath) else None
 
     def class_bases_one(self, path: str, base: RawBase) -> str | None:
-        if self.family.get(path) == "python":
+        if path in self.typed:
             found = self._python_symbol(path, base.base, MAX_RESOLVE_DEPTH)
         else:
             found = self._unique(path, base.base.split(".")[-1], kinds={SymbolKind.CLASS.value})

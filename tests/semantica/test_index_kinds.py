@@ -74,7 +74,8 @@ def _repo(root: Path) -> Path:
 def built(tmp_path_factory):
     """One real index written with the toy kind registered (the built-in kinds are written as always)."""
     root = tmp_path_factory.mktemp("index-kinds")
-    config = make_config(root, f"serve.feedback_dir={root / 'feedback'}")
+    config = make_config(root, f"serve.feedback_dir={root / 'feedback'}",
+                         f"index.kinds=[faiss,lucene,granular,tokens,history,{TOY}]")
     register_index_kind(PathWordsKind())
     try:
         Indexer(config, progress=False).index(str(_repo(root)), REPO)
@@ -163,3 +164,13 @@ def test_a_toy_index_kind_is_searched_by_a_toy_retriever_through_the_pipeline(bu
     finally:
         unregister_retriever(TOY)
         unregister_index_kind(TOY)
+
+
+def test_an_unregistered_kind_in_conf_is_a_clear_error(tmp_path):
+    from pipelines.shards import PartitionedShardWriter, PreviousShards, ShardInputs, ShardLinker
+    from semantica.config import ConfigError
+
+    writer = PartitionedShardWriter(make_config(tmp_path, "index.kinds=[faiss,nope]"))
+    with pytest.raises(ConfigError, match="index.kinds: unknown index kind 'nope'; registered: faiss, lucene"):
+        writer.write(tmp_path, ShardInputs([], np.zeros((0, 4), np.float32), [], "m"),
+                     ShardLinker(PreviousShards(), tmp_path))
