@@ -46,6 +46,7 @@ class Family:
     imports: ImportExtractor
     resolve_import: ImportResolver = no_resolution
     grammar_specs: Mapping[str, LanguageSpec] = field(default_factory=dict)  # a grammar that differs
+    version: str = "1"  # part of the parse cache key: bump when this family's output changes
 
     def spec_for(self, grammar: str) -> LanguageSpec:
         return self.grammar_specs.get(grammar, self.spec)
