@@ -1,7 +1,8 @@
 """Parsed-file cache for incremental indexing: an unchanged blob is never parsed twice.
 
-Keyed by content, (path, blob sha, parser version), not by the repository's published name: a second
-branch (`NAME@BRANCH`), a fork or a renamed repository reuses every file whose path and bytes match.
+Keyed by content, (path, blob sha, parser version, the version of the file's language family), not by
+the repository's published name: a second branch (`NAME@BRANCH`), a fork or a renamed repository reuses
+every file whose path and bytes match.
 Chunk and symbol records carry the repository they were parsed for, so `rebrand` re-stamps a hit
 parsed under another name (chunk ids are derived from repo, path, lines and content). A parser change
 must invalidate old entries. One SQLite file (stdlib, safe for concurrent readers).
@@ -17,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.parse.facts import ParsedFile
+from pipelines.parse.families import family_of_language
+from semantica.languages import language_of
 from semantica.schema import make_chunk_id
 
-PARSER_VERSION = "8"  # 8: keyed by content (no repository name) + positional local types, containers, loops,
+PARSER_VERSION = "9"  # 9: Rust use trees split per path and `mod x;` imports, Go imports on their own lines;
+# 8: keyed by content (no repository name) + positional local types, containers, loops,
 # callbacks, class attribute types, every call line; 6: module-level variable types
 _SCHEMA = "CREATE TABLE IF NOT EXISTS parsed (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
 _BUSY_TIMEOUT_S = 30.0
@@ -40,8 +44,11 @@ class ParseCache:
 
     @staticmethod
     def key(path: str, blob_sha: str) -> str:
-        """The same path with the same bytes parses the same in every repository and branch."""
-        return f"{PARSER_VERSION}\x00{path}\x00{blob_sha}"
+        """The same path with the same bytes parses the same in every repository and branch (with the same
+        family module: a language registered or changed at run time must not meet another's parse)."""
+        family = family_of_language(language_of(path))
+        parser = f"{PARSER_VERSION}:{family.name}:{family.version}" if family is not None else PARSER_VERSION
+        return f"{parser}\x00{path}\x00{blob_sha}"
 
     def get_many(self, keys: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}

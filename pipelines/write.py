@@ -1,4 +1,5 @@
-"""Write stage: Parquet tables, FAISS and Lucene shards, and the manifest of one snapshot.
+"""Write stage: Parquet tables, every registered index kind (`semantica.index_kinds`) and the manifest of
+one snapshot.
 
 The shards are partitioned and content-addressed (`pipelines.shards`): every shard the previous snapshot
 of the same repository already holds is hard-linked, so a one-file change writes one partition.
@@ -10,7 +11,7 @@ import datetime as dt
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,6 @@ from pipelines.shards import (
 from pipelines.token_cache import TokenVectorBuilder
 from semantica.config import Config
 from semantica.encoder import parse_model_id
-from semantica.granular import Granularity
 from semantica.graph import CsrGraphStore
 from semantica.layout import SnapshotPaths, directory_checksums
 from semantica.schema import (
@@ -99,15 +99,11 @@ class SnapshotWriter:
         write_table(paths.errors, content.errors, ERROR_ARROW_SCHEMA)
         self._write_pagerank(paths, content)
         write_file_blobs(paths.files, content.files, content.skipped)
-        if content.history is not None:
-            from semantica.history import save_history
-
-            save_history(content.history, paths.history)
         linker = ShardLinker(PreviousShards.of(content.previous), paths.root, self.config.shards.reuse)
         written = PartitionedShardWriter(self.config).write(
             paths.root, ShardInputs(content.chunks, content.vectors, content.symbols, content.model_id,
-                                    content.token_vectors), linker)
-        shards, tokens = written.shards, written.tokens
+                                    content.token_vectors, content.history), linker)
+        shards = written.shards
         manifest = Manifest(
             repo=content.repo,
             snapshot_id=paths.root.name.removesuffix(".tmp"),
@@ -120,21 +116,19 @@ class SnapshotWriter:
                 "chunks": len(content.chunks), "symbols": len(content.symbols),
                 "edges": len(content.edges), "errors": len(content.errors),
                 "files": len({c.path for c in content.chunks}),
-                **{f"{g.shard_kind}_docs": sum(s.count for s in shards if s.kind == g.shard_kind) for g in Granularity},
-                **({"history_commits": len(content.history.records)} if content.history is not None else {}),
+                **written.counts,
             },
             shards=shards,
             checksums=directory_checksums(paths.root, known=linker.trusted),
             schema_version=SCHEMA_VERSION,
             stats={**content.stats, PARTITIONS_STAT: written.partitions, REUSE_STAT: linker.reuse.to_dict()},
-            token_vectors=tokens,
-
             source=content.source,
             runtime=parse_model_id(content.model_id).runtime_name,
             export_sha=parse_model_id(content.model_id).export_sha,
+            **written.manifest,  # Manifest fields an index kind fills (token_vectors)
         )
-        for shard in manifest.shards:  # a shard's checksum covers all of its files
-            prefix = shard.path.removesuffix(".faiss")
+        for shard in manifest.shards:  # a shard's checksum covers all of its files (`x.faiss`: `x.*`)
+            prefix = str(PurePosixPath(shard.path).with_suffix(""))
             shard.checksum = hashlib.sha256("".join(
                 f"{name}:{digest}" for name, digest in sorted(manifest.checksums.items()) if name.startswith(prefix)
             ).encode()).hexdigest()

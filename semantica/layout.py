@@ -13,9 +13,12 @@ names, listing, build locks and atomic publish must change together, and nothing
 <root>/<repo-dir>/<snapshot>.lock          flock held while that build runs (free = the build died)
 <root>/<repo-dir>/.publish.lock           one publish (rename, CURRENT, prune) per repository at a time
 ```
+Every directory of a snapshot but the tables belongs to one index kind (`semantica.index_kinds`, written
+in the order of `index.kinds`): `vectors/` faiss, `lucene/` lucene, `lucene_file/` and `lucene_function/`
+granular, `tokens/` tokens, `history/` history; a registered kind adds its own (`IndexKind.directories`).
 A reader resolves CURRENT once and then reads one immutable directory, so it never sees a
 half-written snapshot; indexing builds into `.tmp`, verifies, renames, then moves CURRENT. Shards are
-partitioned by path and named by their content key (`pipelines.shards`): a shard the previous snapshot
+partitioned by path and named by their content key (`semantica.index_kinds.sharding`): a shard the previous snapshot
 already holds is a hard link to its files, so snapshots stay self-contained and pruning one never
 touches another's data.
 
@@ -117,7 +120,7 @@ def file_sha256(path: Path) -> str:
 
 def directory_checksums(directory: Path, known: Mapping[str, str] | None = None) -> dict[str, str]:
     """sha256 of every file under `directory` but the manifest, by relative path. `known` files (hard
-    links to an already verified snapshot's files, `pipelines.shards`) keep the checksum given."""
+    links to an already verified snapshot's files, `semantica.index_kinds.sharding`) keep the checksum given."""
     sums: dict[str, str] = {}
     known = known or {}
     for path in sorted(directory.rglob("*")):

@@ -1,4 +1,5 @@
-"""Read side of one published snapshot: tables in memory, FAISS and Lucene shards opened lazily."""
+"""Read side of one published snapshot: tables in memory, each index kind (`semantica.index_kinds`) opened
+lazily by name."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -16,6 +17,11 @@ from semantica.config import Config
 from semantica.errors import public_message
 from semantica.freshness import Freshness, FreshnessChecker
 from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
+from semantica.index_kinds import index_kind
+from semantica.index_kinds.history import KIND as HISTORY_KIND
+from semantica.index_kinds.lucene import KIND as LUCENE_KIND
+from semantica.index_kinds.tokens import KIND as TOKENS_KIND
+from semantica.index_kinds.vectors import KIND as VECTORS_KIND
 from semantica.layout import (
     BrokenSnapshotError,
     IndexLayout,
@@ -35,8 +41,8 @@ if TYPE_CHECKING:
     from semantica.history import HistorySearcher
 from semantica.schema import Chunk, Edge, Manifest, Symbol
 from semantica.source import FileBlobs
-from semantica.token_vectors import StoredTokenVectors, TokenVectorsInfo
-from semantica.vectors import VectorShardPaths, VectorShardSearcher
+from semantica.token_vectors import StoredTokenVectors
+from semantica.vectors import VectorShardSearcher
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,7 @@ class Snapshot:
     manifest: Manifest
     config: Config
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _indexes: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @staticmethod
     def open(paths: SnapshotPaths, config: Config) -> Snapshot:
@@ -82,15 +89,18 @@ class Snapshot:
         """chunk id -> row (the row of its FAISS vector and of its stored token vectors)."""
         return {c.chunk_id: row for row, c in enumerate(self.chunks)}
 
-    @cached_property
+    def index(self, kind: str) -> Any:
+        """The reader of one index kind (`semantica.index_kinds`: "faiss", "lucene", "granular", "tokens",
+        "history" or a registered one), opened once per snapshot; KeyError for an unregistered kind."""
+        with self._lock:
+            if kind not in self._indexes:
+                self._indexes[kind] = index_kind(kind).open(self)
+            return self._indexes[kind]
+
+    @property
     def token_vectors(self) -> StoredTokenVectors | None:
         """The stored late-interaction token vectors (memory-mapped); None for a snapshot built without them."""
-        info = self.manifest.token_vectors
-        if not info:
-            return None
-        with self._lock:
-            parsed = TokenVectorsInfo.from_dict(info)
-            return StoredTokenVectors(self.paths.root / parsed.directory, parsed)
+        return self.index(TOKENS_KIND)
 
     @cached_property
     def chunks_by_path(self) -> dict[str, list[Chunk]]:
@@ -119,14 +129,10 @@ class Snapshot:
         """Is this snapshot behind its source now? (git status + the few changed files; see semantica.freshness)"""
         return FreshnessChecker(self.config.freshness).check(self.manifest, lambda: self.file_blobs)
 
-    @cached_property
+    @property
     def history(self) -> HistorySearcher | None:
         """The snapshot's history searcher (semantica.history.HistorySearcher), or None when it stores none."""
-        if not (self.paths.history / "history.json").is_file():
-            return None
-        from semantica.history import HistorySearcher
-
-        return HistorySearcher.open(self.paths.history, self.config.history)
+        return self.index(HISTORY_KIND)
 
     @cached_property
     def symbols(self) -> list[Symbol]:
@@ -158,24 +164,14 @@ class Snapshot:
     def shard_paths(self, kind: str) -> list[Path]:
         return [self.paths.root / s.path for s in self.manifest.shards if s.kind == kind]
 
-    @cached_property
+    @property
     def vector_shards(self) -> list[VectorShardSearcher]:
-        with self._lock:
-            return [
-                VectorShardSearcher(VectorShardPaths(p, p.with_name(p.name.removesuffix(".faiss") + ".ids.npy")),
-                                    self.config.faiss)
-                for p in self.shard_paths("faiss")
-            ]
+        return self.index(VECTORS_KIND)
 
-    @cached_property
+    @property
     def lucene_shards(self) -> list[LuceneShardSearcher | LuceneMultiShardSearcher]:
-        """One searcher: the shard's own, or one over all shards with collection-wide BM25 statistics
-        (per-shard idf would rank a sharded snapshot differently from an unsharded one)."""
-        paths = self.shard_paths("lucene")
-        with self._lock:
-            if len(paths) > 1:
-                return [LuceneMultiShardSearcher(paths, self.config.lucene)]
-            return [LuceneShardSearcher(p, self.config.lucene) for p in paths]
+        """One searcher: the shard's own, or one over all shards with collection-wide BM25 statistics."""
+        return self.index(LUCENE_KIND)
 
 
 @dataclass

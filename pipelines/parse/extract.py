@@ -1,7 +1,7 @@
 """Extraction: one tree-sitter parse of a code file -> definitions, chunks, symbols, calls, edges.
 
-Generic over the language table; what differs per language (imports, Python references) lives in
-`python.py`, `javascript.py`, `go.py`, `java.py` and `rust.py`. Nested functions stay inside their
+Generic over the language table; what differs per family (node types, imports) lives in the family
+modules (`pipelines/parse/families/`), Python references and call typing in the `python*.py` modules. Nested functions stay inside their
 outer function's chunk and are not symbols of their own.
 """
 
@@ -13,25 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.discover import SourceFile
-from pipelines.parse import go, java, javascript, python, python_locals, rust
+from pipelines.parse import python, python_locals
 from pipelines.parse.chunking import ChunkBuilder
 from pipelines.parse.facts import OTHER_RECEIVER, SUPER_RECEIVER, UNRESOLVED_PREFIX, ParsedFile, RawBase, RawCall
-from pipelines.parse.languages import COMMENT_TYPES, JS_FUNCTION_VALUES, SPECS, parser_and_query
+from pipelines.parse.families import family_of_language, grammar_of, spec_of
+from pipelines.parse.languages import COMMENT_TYPES, parser_and_query
 from pipelines.parse.nodes import IDENT, dotted, node_text, receiver_name
 from pipelines.parse.python_calls import VALUE_CALL, PythonCallTyping
 from semantica.config import ChunkConfig
 from semantica.schema import Chunk, ChunkKind, Edge, EdgeType, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
 
-PYTHON_IMPORT_SCOPES = frozenset({
-    "function_definition", "class_definition", "decorated_definition", "block", "if_statement",
-    "try_statement", "with_statement", "else_clause", "except_clause", "finally_clause", "elif_clause",
-})
 # Lines that open a definition in any supported language (counted inside unparsed regions, for the report).
 _DEFINITION_LINE = re.compile(r"^\s*(?:(?:export|pub|public|private|protected|static|async|abstract|default)\s+)*"
                               r"(?:def|class|function|func|fn|interface|struct|enum|trait|impl)\b")
 _MAX_ERROR_SPANS = 5
-IMPORT_EXTRACTORS = {"python": python.imports, "js": javascript.imports, "go": go.imports,
-                     "java": java.imports, "rust": rust.imports}
 
 
 @dataclass
@@ -53,14 +48,16 @@ class CodeExtraction:
     def __init__(self, config: ChunkConfig, out: ParsedFile, file: SourceFile,
                  lines: list[str], tokens: list[int]) -> None:
         self.config, self.out, self.file, self.lines, self.tokens = config, out, file, lines, tokens
-        self.spec = SPECS[file.language]
+        spec, family = spec_of(file.language), family_of_language(file.language)
+        assert spec is not None and family is not None, f"{file.language} is not a parsed language"
+        self.spec, self.family, self.grammar = spec, family, grammar_of(file.language)
         self.path = file.path
         self.helper = ChunkBuilder(config)
         self.defs: list[_Def] = []
         self.top: list[_Def] = []
 
     def run(self) -> None:
-        parser, query = parser_and_query(self.file.language)
+        parser, query = parser_and_query(self.grammar, self.spec)
         tree = parser.parse(self.file.text.encode("utf-8"))
         root = tree.root_node
         self._walk(root, "", "", "module", self.top)
@@ -112,7 +109,7 @@ class CodeExtraction:
                     self._walk(body, qual + ".", symbol_node_id(self.path, qual), "class", d.children)
             elif kind in self.spec.namespaces:
                 self._namespace(child, prefix, siblings)
-            elif kind in ("lexical_declaration", "variable_declaration") and self.spec.family == "js":
+            elif kind in ("lexical_declaration", "variable_declaration") and self.spec.function_values:
                 self._js_variables(child, prefix, parent, container, siblings)
             elif kind in self.spec.descend:
                 self._walk(child, prefix, parent, container, siblings)
@@ -123,7 +120,7 @@ class CodeExtraction:
         if not name:
             return
         kind = SymbolKind.METHOD if container in ("class", "impl") else SymbolKind.FUNCTION
-        if node.type == "method_declaration" and self.spec.family == "go":
+        if node.type == "method_declaration" and self.spec.receiver_methods:
             receiver = IDENT.search(node_text(node.child_by_field_name("receiver")).split(" ", 1)[-1].lstrip("*"))
             rtype = receiver.group(0) if receiver else ""
             if rtype:
@@ -148,7 +145,7 @@ class CodeExtraction:
         for decl in declarators:
             value = decl.child_by_field_name("value")
             name_node = decl.child_by_field_name("name")
-            if value is None or value.type not in JS_FUNCTION_VALUES or name_node is None \
+            if value is None or value.type not in self.spec.function_values or name_node is None \
                     or name_node.type != "identifier":
                 continue
             span = node if len(declarators) == 1 else decl
@@ -237,14 +234,14 @@ class CodeExtraction:
     # -- imports, calls, references --
 
     def _imports(self, root: Any) -> None:
-        family, extract = self.spec.family, IMPORT_EXTRACTORS[self.spec.family]
+        extract, scopes = self.family.imports, self.spec.import_scopes
         stack = [root]
         while stack:
             node = stack.pop()
             for child in node.named_children:
                 if child.type in self.spec.imports:
                     self.out.imports.extend(extract(child, child.start_point[0] + 1))
-                elif family == "python" and child.type in PYTHON_IMPORT_SCOPES:
+                elif child.type in scopes:
                     stack.append(child)
 
     def _enclosing(self) -> tuple[list[int], list[_Def]]:
@@ -266,7 +263,7 @@ class CodeExtraction:
 
         starts, ordered = self._enclosing()
         file_id = file_node_id(self.path)
-        python = self.spec.family == "python"
+        python = self.spec.typed_calls
         typing = PythonCallTyping(self.defs, root, lambda byte: self._owner(starts, ordered, byte)) if python else None
         # capture order varies run to run: sort, so the facts (and their lines) do not depend on luck
         nodes = typing.calls if typing is not None else \

@@ -6,7 +6,7 @@ from pipelines.discover import SourceFile
 from pipelines.parse.chunking import ChunkBuilder
 from pipelines.parse.extract import CodeExtraction
 from pipelines.parse.facts import ParsedFile
-from pipelines.parse.languages import SPECS
+from pipelines.parse.families import spec_of
 from semantica.schema import ChunkKind
 from semantica.tokenizer import count_tokens
 
@@ -22,7 +22,7 @@ class FileParser(ChunkBuilder):
             lines.pop()
         tokens = [count_tokens(line) for line in lines]
         try:
-            if file.language in SPECS:
+            if spec_of(file.language) is not None:
                 CodeExtraction(self.config, out, file, lines, tokens).run()
                 return out
             if file.language == "markdown":

@@ -1,7 +1,6 @@
-"""The language table of the parser: which tree-sitter node types define what, per language.
-
-Only names and the per-process grammar cache live here; extraction logic is in `extract.py` and
-the per-language modules (`python.py`, `javascript.py`, `go.py`, `java.py`, `rust.py`).
+"""What the parser knows of a language: `LanguageSpec` (which tree-sitter node types define what) and the
+per-process grammar cache. Each family module (`pipelines/parse/families/`) holds its languages' specs; the
+language table (`semantica/languages/table.py`) names each language's grammar and family.
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
-JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 
 
 @dataclass(frozen=True)
@@ -24,84 +22,27 @@ class LanguageSpec:
     descend: frozenset[str] = frozenset()
     imports: frozenset[str] = frozenset()
     call_query: str = ""
+    import_scopes: frozenset[str] = frozenset()  # nodes whose bodies may hold imports too (Python: any block)
+    function_values: frozenset[str] = frozenset()  # `const f = <value>` defines a function (JavaScript)
+    receiver_methods: bool = False  # methods name their type in a receiver, outside it (Go)
+    typed_calls: bool = False  # calls, references and types resolved precisely (Python's own resolver)
 
 
-_JS_DESCEND = frozenset({"export_statement", "expression_statement", "ambient_declaration"})
-_JS_CALLS = "(call_expression) @call (new_expression) @call"
-SPECS: dict[str, LanguageSpec] = {
-    "python": LanguageSpec(
-        family="python",
-        functions=frozenset({"function_definition"}),
-        classes=frozenset({"class_definition"}),
-        descend=frozenset({
-            "if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
-            "except_group_clause", "finally_clause", "with_statement", "for_statement",
-            "while_statement", "block",
-        }),
-        imports=frozenset({"import_statement", "import_from_statement"}),
-        call_query="(call) @call",
-    ),
-    "javascript": LanguageSpec(
-        family="js",
-        functions=frozenset({"function_declaration", "generator_function_declaration", "method_definition"}),
-        classes=frozenset({"class_declaration"}),
-        descend=_JS_DESCEND,
-        imports=frozenset({"import_statement"}),
-        call_query=_JS_CALLS,
-    ),
-    "typescript": LanguageSpec(
-        family="js",
-        functions=frozenset({"function_declaration", "generator_function_declaration", "method_definition"}),
-        classes=frozenset({"class_declaration", "abstract_class_declaration", "interface_declaration"}),
-        namespaces=frozenset({"internal_module", "module"}),
-        descend=_JS_DESCEND,
-        imports=frozenset({"import_statement"}),
-        call_query=_JS_CALLS,
-    ),
-    "go": LanguageSpec(
-        family="go",
-        functions=frozenset({"function_declaration", "method_declaration"}),
-        classes=frozenset({"type_spec"}),
-        descend=frozenset({"type_declaration"}),
-        imports=frozenset({"import_declaration"}),
-        call_query="(call_expression) @call",
-    ),
-    "java": LanguageSpec(
-        family="java",
-        functions=frozenset({"method_declaration", "constructor_declaration"}),
-        classes=frozenset({
-            "class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
-            "annotation_type_declaration",
-        }),
-        descend=frozenset({"enum_body_declarations"}),
-        imports=frozenset({"import_declaration"}),
-        call_query="(method_invocation) @call (object_creation_expression) @call",
-    ),
-    "rust": LanguageSpec(
-        family="rust",
-        functions=frozenset({"function_item"}),
-        classes=frozenset({"struct_item", "enum_item", "trait_item", "union_item"}),
-        namespaces=frozenset({"impl_item", "mod_item"}),
-        imports=frozenset({"use_declaration"}),
-        call_query="(call_expression) @call",
-    ),
-}
-SPECS["tsx"] = SPECS["typescript"]
 DOC_LANGUAGES = frozenset({"markdown", "rst"})
 
 _PARSERS: dict[str, Any] = {}
 _QUERIES: dict[str, Any] = {}
 
 
-def parser_and_query(language: str) -> tuple[Any, Any]:
+def parser_and_query(grammar: str, spec: LanguageSpec) -> tuple[Any, Any]:
     """Per-process cache: grammars load once, and FileParser itself stays cheap to pickle."""
-    if language not in _PARSERS:
+    if grammar not in _PARSERS:
         from tree_sitter import Query
         from tree_sitter_language_pack import get_language, get_parser
 
-        _PARSERS[language] = get_parser(language)
-        _QUERIES[language] = Query(get_language(language), SPECS[language].call_query)
-    return _PARSERS[language], _QUERIES[language]
+        _PARSERS[grammar] = get_parser(grammar)
+        _QUERIES[grammar] = Query(get_language(grammar), spec.call_query)
+    return _PARSERS[grammar], _QUERIES[grammar]
 
 
 

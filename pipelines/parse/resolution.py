@@ -17,19 +17,20 @@ from pipelines.parse.facts import (
     RawCall,
     RawImport,
 )
-from pipelines.parse.languages import SPECS
+from pipelines.parse.families import FAMILIES, spec_of
+from pipelines.parse.families import python as python_family
 from pipelines.parse.python_calls import VALUE_CALL
 from pipelines.parse.python_values import ValueResolver
-from semantica.schema import Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
+from semantica.schema import Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, symbol_node_id
 
 _MULTI_SITE = frozenset({EdgeType.CALLS.value, EdgeType.REFERENCES.value})
-JS_IMPORT_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.tsx", "/index.js")
 
 
 class GraphResolver:
     """Turns the raw names of many ParsedFiles of ONE repo into graph node ids.
 
-    Python is resolved precisely (scopes, imports, inheritance); other languages by name: a call goes
+    Imports are resolved by each family's module (`pipelines/parse/families/`). Python calls are resolved
+    precisely (scopes, imports, inheritance); other languages by name: a call goes
     to the enclosing class's method of that name, else the unique definition of that name in the
     same file, the same directory, then the repo. What cannot be resolved stays as
     `name:<identifier>` with resolved=False.
@@ -47,15 +48,19 @@ class _Resolution:
         self.parsed = parsed
         self.symbols: dict[str, Symbol] = {s.symbol_id: s for pf in parsed for s in pf.symbols}
         self.paths = {pf.path for pf in parsed}
-        self.by_basename: dict[str, list[str]] = defaultdict(list)
+        self.family = {pf.path: spec.family for pf in parsed if (spec := spec_of(pf.language)) is not None}
+        # files resolved by the Python resolver below (bindings, types, inheritance), not by bare name
+        self.typed = {pf.path for pf in parsed if (spec := spec_of(pf.language)) is not None and spec.typed_calls}
+        self.memo: dict[str, object] = {}  # RepoFiles: the families' per-resolution indexes
+        self._texts = {pf.path: pf for pf in parsed}
+        self._dirs: dict[str, list[str]] = defaultdict(list)
         for path in sorted(self.paths):
-            self.by_basename[posixpath.basename(path)].append(path)
-        self.family = {pf.path: SPECS[pf.language].family for pf in parsed if pf.language in SPECS}
-        self.modules = self._module_index()
+            self._dirs[posixpath.dirname(path)].append(path)
+        self.modules = python_family.module_index(self)
         self.bindings: dict[str, dict[str, list[str]]] = {}
         self.star: dict[str, list[str]] = defaultdict(list)
         for pf in parsed:
-            if self.family.get(pf.path) == "python":
+            if pf.path in self.typed:
                 self._python_bindings(pf)
         self.raw_bases: dict[str, list[RawBase]] = defaultdict(list)
         for pf in parsed:
@@ -91,7 +96,7 @@ class _Resolution:
 
         dispatch: list[Edge] = []  # added last: a direct edge to the same target wins
         for pf in self.parsed:
-            python = self.family.get(pf.path) == "python"
+            python = pf.path in self.typed
             for e in pf.edges:
                 if e.type == EdgeType.CONTAINS.value:
                     add(Edge(e.src, e.dst, e.type, e.repo, e.path, e.line, e.resolved, Resolution.SYNTAX.value))
@@ -100,9 +105,9 @@ class _Resolution:
                 how = self._binding_kind(pf.path, b.base) if python else Resolution.NAME
                 add(self._edge(b.class_id, dst, UNRESOLVED_PREFIX + b.base, EdgeType.INHERITS, pf, b.line, how))
             for i in pf.imports:
-                dst = self._import_target(pf.path, i)
-                add(self._edge(file_node_id(pf.path), dst, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS, pf, i.line,
-                               Resolution.IMPORT))
+                for dst in self._import_targets(pf.path, i) or [None]:
+                    add(self._edge(file_node_id(pf.path), dst, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS, pf,
+                                   i.line, Resolution.IMPORT))
             for c in pf.calls:
                 dst, how = self._python_call(pf.path, c) if python else self._named_call(pf.path, c)
                 if dst is None and c.name == VALUE_CALL:  # an unknown called value names nothing
@@ -139,44 +144,32 @@ class _Resolution:
 
     # -- python modules and bindings --
 
-    def _module_index(self) -> dict[str, str]:
-        """Dotted module name -> path, by repo-relative name and by name under its source root
-        (the directory above the topmost package, e.g. `src/`)."""
-        python = sorted(p for p in self.paths if self.family.get(p) == "python")
-        packages = {posixpath.dirname(p) for p in python if posixpath.basename(p) == "__init__.py"}
-        index: dict[str, str] = {}
-        for path in python:
-            index.setdefault(module_of(path), path)
-        for path in python:
-            root = posixpath.dirname(path)
-            while root and root in packages:
-                root = posixpath.dirname(root)
-            rel = path[len(root) + 1 :] if root else path
-            index.setdefault(module_of(rel), path)
-        return index
+    # -- RepoFiles (what the family modules resolve imports against) --
 
-    def _package_parts(self, path: str) -> list[str]:
-        """Dotted parts of the package a file belongs to (its directory)."""
-        directory = posixpath.dirname(path)
-        return [p for p in directory.split("/") if p]
+    def family_of(self, path: str) -> str:
+        return self.family.get(path, "")
 
-    def _absolute(self, path: str, module: str) -> str:
-        """Absolute dotted module for `module` as written in `path` (relative imports resolved)."""
-        if not module.startswith("."):
-            return module
-        level = len(module) - len(module.lstrip("."))
-        parts = self._package_parts(path)
-        if level - 1 > len(parts):
+    def text_of(self, path: str) -> str:
+        """A file's text from its chunks (overlapping windows joined by line number)."""
+        pf = self._texts.get(path)
+        if pf is None:
             return ""
-        base = parts[: len(parts) - (level - 1)]
-        rest = [p for p in module.lstrip(".").split(".") if p]
-        return ".".join(base + rest)
+        lines: dict[int, str] = {}
+        for chunk in pf.chunks:
+            for offset, text in enumerate(chunk.content.split("\n")):
+                lines.setdefault(chunk.start_line + offset, text)
+        return "\n".join(lines[n] for n in sorted(lines))
+
+    def files_in(self, directory: str) -> list[str]:
+        return list(self._dirs.get(directory, []))
+
+    # -- python modules and bindings --
 
     def _python_bindings(self, pf: ParsedFile) -> None:
         """Local name -> absolute dotted target, from every import of the file (any scope)."""
         table: dict[str, list[str]] = {}
         for i in pf.imports:
-            module = self._absolute(pf.path, i.module)
+            module = python_family.absolute(pf.path, i.module)
             if not module:
                 continue
             if i.name == "*":
@@ -193,30 +186,10 @@ class _Resolution:
     def _module_path(self, parts: list[str]) -> str | None:
         return self.modules.get(".".join(parts)) if parts else None
 
-    def _import_target(self, path: str, imp: RawImport) -> str | None:
-        fam = self.family.get(path)
-        if fam == "python":
-            module = self._absolute(path, imp.module)
-            if not module:
-                return None
-            parts = module.split(".")
-            if imp.name and imp.name != "*":
-                sub = self._module_path(parts + [imp.name])
-                if sub:
-                    return file_node_id(sub)
-            target = self._module_path(parts)
-            return file_node_id(target) if target else None
-        if fam == "js" and imp.module.startswith("."):
-            base = posixpath.normpath(posixpath.join(posixpath.dirname(path), imp.module))
-            for suffix in JS_IMPORT_SUFFIXES:
-                if base + suffix in self.paths:
-                    return file_node_id(base + suffix)
-        if fam == "java":
-            tail = imp.module.replace(".", "/") + ".java"
-            hits = [p for p in self.by_basename.get(posixpath.basename(tail), []) if p == tail or p.endswith("/" + tail)]
-            if len(hits) == 1:
-                return file_node_id(hits[0])
-        return None
+    def _import_targets(self, path: str, imp: RawImport) -> list[str]:
+        """Node ids of the files an import names, by its family's resolver (none: unresolved)."""
+        family = FAMILIES.get(self.family.get(path, ""))
+        return [file_node_id(p) for p in family.resolve_import(self, path, imp)] if family is not None else []
 
     # -- python names --
 
@@ -259,7 +232,7 @@ class _Resolution:
             or self.star.get(mpath) else None
 
     def class_bases_one(self, path: str, base: RawBase) -> str | None:
-        if self.family.get(path) == "python":
+        if path in self.typed:
             found = self._python_symbol(path, base.base, MAX_RESOLVE_DEPTH)
         else:
             found = self._unique(path, base.base.split(".")[-1], kinds={SymbolKind.CLASS.value})

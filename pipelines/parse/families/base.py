@@ -1,0 +1,52 @@
+"""What one language family module exports: the node types of its languages, import extraction (one
+tree-sitter import node -> RawImports) and import resolution (a RawImport -> the repository files it names)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pipelines.parse.facts import RawImport
+from pipelines.parse.languages import LanguageSpec
+
+
+class RepoFiles(Protocol):
+    """The view of one repository a family resolves imports against (`pipelines.parse.resolution`)."""
+
+    paths: set[str]  # every parsed file, repository-relative
+    memo: dict[str, Any]  # per-resolution indexes a family builds once (keyed by the family's own names)
+
+    def family_of(self, path: str) -> str: ...
+
+    def text_of(self, path: str) -> str:
+        """A parsed file's text, rebuilt from its chunks (e.g. go.mod's module line)."""
+        ...
+
+    def files_in(self, directory: str) -> list[str]:
+        """Files directly in `directory` ("" = the root), sorted."""
+        ...
+
+
+ImportExtractor = Callable[[Any, int], list[RawImport]]
+ImportResolver = Callable[[RepoFiles, str, RawImport], list[str]]
+
+
+def no_resolution(repo: RepoFiles, path: str, imp: RawImport) -> list[str]:
+    """A family whose imports are kept by name only (unresolved edges)."""
+    return []
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family: its languages' specs by grammar, import extraction and resolution."""
+
+    name: str
+    spec: LanguageSpec
+    imports: ImportExtractor
+    resolve_import: ImportResolver = no_resolution
+    grammar_specs: Mapping[str, LanguageSpec] = field(default_factory=dict)  # a grammar that differs
+    version: str = "1"  # part of the parse cache key: bump when this family's output changes
+
+    def spec_for(self, grammar: str) -> LanguageSpec:
+        return self.grammar_specs.get(grammar, self.spec)
