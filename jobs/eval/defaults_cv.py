@@ -32,6 +32,7 @@ from semantica.config import load_config
 
 CV_FILE_METRICS = ("Acc@1", "Acc@5", "Acc@10")
 SUMMARY_FUNCTION = ("Acc@5", "Acc@10", "Recall@50")
+TOUCH_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,14 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
+def touched(points: Sequence[GridPoint], depth: int = TOUCH_DEPTH) -> int:
+    """Instances whose top-`depth` files or functions differ between any two alternatives (how much data
+    actually speaks to the setting: a switch that changes no ranking cannot be chosen by it)."""
+    ids = set().union(*(p.predictions for p in points))
+    return sum(1 for i in ids if len({(tuple(p.predictions[i].files[:depth]), tuple(p.predictions[i].functions[:depth]))
+                                      for p in points if i in p.predictions}) > 1)
+
+
 def _summary(predictions: dict, gold: dict) -> dict[str, Any]:
     scores = evaluate(predictions, gold, file_metrics=CV_FILE_METRICS, function_metrics=CV_FUNCTION_METRICS)
     return {"file": scores["overall"]["file"],
@@ -66,7 +75,9 @@ def _summary(predictions: dict, gold: dict) -> dict[str, Any]:
 
 
 def loro(points: Sequence[GridPoint], labels: Sequence[str], instances: Sequence[Instance]) -> dict[str, Any]:
-    """Leave-one-repository-out choice among `points` (ties: the earlier, simpler point)."""
+    """Leave-one-repository-out choice among `points` (ties: the earlier, simpler point) over the instances
+    that were mined (a repository without lists is no fold)."""
+    instances = [i for i in instances if i.instance_id in points[0].predictions]
     gold = {i.instance_id: i.gold() for i in instances}
     repos = sorted({i.repo for i in instances})
     chosen: dict[str, str] = {}
@@ -105,7 +116,7 @@ def run(instances: Sequence[Instance], mined: str, settings: Sequence[Setting] =
         report["settings"][setting.name] = {
             "alternatives": {label: {"overrides": list(o), **_summary(p.predictions, gold)}
                              for (label, o), p in zip(setting.alternatives, points)},
-            "loro": loro(points, labels, instances)}
+            "loro": loro(points, labels, instances), "touched": touched(points)}
     return report
 
 
@@ -124,7 +135,8 @@ def table(report: dict[str, Any]) -> str:
             lines.append("| " + " | ".join([name, label, *cells(scores)]) + " |")
         cv = section["loro"]
         lines.append("| " + " | ".join([name, f"**LORO** (best on all: {cv['best_on_all']}, agreement "
-                                              f"{100 * cv['agreement']:.0f}%)", *cells(cv["held_out"])]) + " |")
+                                              f"{100 * cv['agreement']:.0f}%, {section['touched']} touched)",
+                                        *cells(cv["held_out"])]) + " |")
     return "\n".join(lines)
 
 
@@ -136,12 +148,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="fixed overrides under every alternative")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME", help="only these settings")
+    parser.add_argument("--compare", nargs="+", metavar="SECTION.FIELD=VALUE",
+                        help="instead of the settings: the configured defaults against these overrides together")
     parser.add_argument("--config", metavar="FILE")
     parser.add_argument("--repo-filter", nargs="+", default=[], metavar="OWNER/NAME")
     parser.add_argument("--out", metavar="FILE", help="write the JSON report here too")
     args = parser.parse_args(argv)
     instances = [i for i in load_instances(args.instances) if not args.repo_filter or i.repo in args.repo_filter]
     settings = [s for s in SETTINGS if not args.setting or s.name in args.setting]
+    if args.compare:
+        settings = [Setting("defaults", (("current", ()), ("proposed", tuple(args.compare))))]
     report = run(instances, args.mined, settings, args.set, args.config)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -106,4 +106,5 @@ def test_replay_chooses_test_damping_in_every_fold(corpus, tmp_path):
     assert section["loro"]["chosen_per_fold"] == {"acme/alpha": "0.5", "acme/beta": "0.5"}
     assert section["loro"]["agreement"] == 1.0 and section["loro"]["held_out"]["file"]["Acc@1"] == 1.0
     assert report["settings"]["no-op"]["loro"]["best_on_all"] == "a"  # a tie keeps the simpler alternative
+    assert section["touched"] == len(instances) and report["settings"]["no-op"]["touched"] == 0
     assert "**LORO**" in table(report)
