@@ -134,7 +134,7 @@ class PlanningModesConfig:
     mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
     k_by_mode: dict[str, int] = field(default_factory=lambda: {
         "exact_vector": 3, "lexical_heavy": 5, "hybrid": 6, "vector_heavy": 6, "mmr_diverse": 8})
-    apply_to_localize: bool = True  # the mode's multipliers also weight file/function localization
+    apply_to_localize: bool = False  # the mode's multipliers also weight file/function localization (docs/defaults.md)
 
 
 @dataclass
