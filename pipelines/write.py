@@ -74,6 +74,7 @@ class SnapshotContent:
     source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord
     previous: SnapshotPaths | None = None  # the published snapshot whose unchanged shards are hard-linked
     history: Any = None  # semantica.history.History of the snapshot's commit (None: not a git source, or off)
+    history_model: Any = None  # serving.localizer.adapt.AdaptedModels (history.adapt), saved under history/adapt
 
 
 @dataclass
@@ -103,6 +104,10 @@ class SnapshotWriter:
             from semantica.history import save_history
 
             save_history(content.history, paths.history)
+        if content.history_model is not None:
+            from serving.localizer.stage import ADAPT_DIR
+
+            content.history_model.save(paths.history / ADAPT_DIR)
         linker = ShardLinker(PreviousShards.of(content.previous), paths.root, self.config.shards.reuse)
         written = PartitionedShardWriter(self.config).write(
             paths.root, ShardInputs(content.chunks, content.vectors, content.symbols, content.model_id,
