@@ -31,10 +31,12 @@ from jobs.eval.instances import Instance, load_instances
 from jobs.eval.metrics import Prediction
 from jobs.eval.replay import LocalizationReplay
 from jobs.eval.tables import level_table
+from jobs.localizer.gitread import TreeReader
 from semantica.config import Config, load_config
 from semantica.history import HistoryReader
 from semantica.history.reader import commit_time
 from serving.localizer.adapt import RepositoryAdapter
+from serving.localizer.snapshot import SnapshotBuilder
 from serving.localizer.stage import LocalizerModels
 
 
@@ -83,9 +85,12 @@ class AdaptedModelsByInstance:
     def models(self, inst: Instance, replay: LocalizationReplay) -> ModelPair:
         root = self.work / "models" / inst.instance_id
         if not (root / "meta.json").is_file():
-            learned = replay.learned
-            learned.candidates(inst)  # builds the repository's tree reader and snapshot builder
-            reader, builder = learned._builders[inst.repo]
+            builders = replay.learned._builders  # the replay's tree reader and snapshot builder per repository
+            if inst.repo not in builders:
+                git_dir = self.mirrors / inst.repo.replace("/", "+") / "repo"
+                builders[inst.repo] = (TreeReader(str(git_dir), self.config.localizer.max_file_bytes),
+                                       SnapshotBuilder())
+            reader, builder = builders[inst.repo]
             start = time.perf_counter()
             history = self.reader.read(self.mirrors / inst.repo.replace("/", "+") / "repo", inst.base_commit)
             read_s = time.perf_counter() - start
