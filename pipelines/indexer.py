@@ -315,16 +315,19 @@ class Indexer:
             # encoded in this run (the runner's shared pass included), counted against the first repository published
             result.chunks_token_encoded += self.tokens.encoded - self._tokens_counted
             self._tokens_counted = self.tokens.encoded
-        history = None
+        history = history_model = None
         if self.config.history.index:
             with _timed(result, "history"):
                 history = self._history(work)
+        if history is not None and self.config.history.adapt.enabled:
+            with _timed(result, "history_adapt"):
+                history_model = self._history_model(work, history)
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
                                   skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
-                                  history=history)
+                                  history=history, history_model=history_model)
         with _timed(result, "write"), self.layout.pin_current(spec.name) as previous:  # pruned only after linking
             written = self.writer.write(work.paths, dataclasses.replace(content, previous=previous))
         result.shards_linked = sum(written.reuse.linked.values())
@@ -356,6 +359,18 @@ class Indexer:
             return reader.read(source.repo_path, source.commit or "HEAD")
         finally:
             reader.close()
+
+    def _history_model(self, work: _RepoWork, history: Any) -> Any:
+        """The repository's own localizer (serving/localizer/adapt.py), trained on its kept commits at or before
+        the snapshot's commit over the Python files of that commit's tree; None below `adapt.min_queries`."""
+        from semantica.history.gitread import python_tree_texts
+        from serving.localizer.adapt import RepositoryAdapter
+        from serving.localizer.snapshot import SnapshotBuilder
+
+        c = self.config
+        texts = python_tree_texts(work.source.repo_path, history.commit, c.localizer.max_file_bytes)
+        adapter = RepositoryAdapter(c.history.adapt, c.localizer, c.localizer_train)
+        return adapter.train(SnapshotBuilder().build(texts), history.records, history.commit)
 
     def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
         """Stored token vectors for late interaction (`new_token_builder`); one kept builder (and its loaded

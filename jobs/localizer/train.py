@@ -25,6 +25,7 @@ import polars as pl
 from jobs.localizer.corpus import check_corpus
 from semantica.config import LocalizerTrainConfig
 from serving.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION
+from serving.localizer.fit import fit_ranker, lambdarank_params, training_rows  # noqa: F401 (re-exported)
 from serving.localizer.stage import FILE_MODEL, FUNCTION_MODEL, META
 
 LEVELS = {"files": (FILE_FEATURES, "n_gold_files_in_snapshot", FILE_MODEL, "train_file_depth"),
@@ -104,15 +105,6 @@ def ranking_metrics(frame: pl.DataFrame, scores: np.ndarray, gold: dict[int, int
     return {k: round(100 * v / n, 2) if n else math.nan for k, v in totals.items()} | {"queries": n}
 
 
-def training_rows(frame: pl.DataFrame, depth: int, tail_every: int) -> pl.DataFrame:
-    """Each query's top `depth` candidates by fixed fusion and every `tail_every`-th below them, whatever
-    their labels; queries left without a positive are dropped (they teach a ranker nothing)."""
-    rank = pl.col("fusion").rank("ordinal", descending=True).over("qid")
-    frame = frame.filter((rank <= depth) | ((rank - depth) % max(1, tail_every) == 0))
-    positive = frame.group_by("qid").agg(pl.col("label").max().alias("has")).filter(pl.col("has") > 0)["qid"]
-    return frame.filter(pl.col("qid").is_in(positive.implode()))
-
-
 class LocalizerTrainer:
     def __init__(self, config: LocalizerTrainConfig, features_dir: str | Path, out: str | Path,
                  folds: int | None = None, seed: int | None = None, report: str | None = None) -> None:
@@ -124,21 +116,10 @@ class LocalizerTrainer:
         self.report = report
 
     def params(self) -> dict:
-        c = self.config
-        return {"objective": "lambdarank", "metric": "ndcg", "eval_at": list(c.eval_at),
-                "learning_rate": c.learning_rate, "num_leaves": c.num_leaves, "min_data_in_leaf": c.min_data_in_leaf,
-                "feature_fraction": c.feature_fraction, "bagging_fraction": c.bagging_fraction,
-                "bagging_freq": c.bagging_freq, "num_threads": c.num_threads, "seed": self.seed,
-                "deterministic": True, "force_row_wise": True, "verbosity": -1}
+        return lambdarank_params(self.config, self.seed)
 
     def fit(self, frame: pl.DataFrame, features: Sequence[str], depth: int) -> lgb.Booster:
-        """Trained on each query's top `depth` candidates by fixed fusion and every `tail_every`-th candidate
-        below them, labels as they fall: keeping the deep positives alone would teach "deep means gold"."""
-        frame = training_rows(frame, depth, self.config.tail_every)
-        groups = frame.group_by("qid", maintain_order=True).len()["len"].to_numpy()
-        data = lgb.Dataset(frame.select(features).to_numpy(), label=frame["label"].to_numpy(), group=groups,
-                           feature_name=list(features), free_raw_data=True)
-        return lgb.train(self.params(), data, num_boost_round=self.config.num_rounds)
+        return fit_ranker(frame, features, depth, self.config, self.seed)
 
     def _fold_model(self, level: str, fold: int, frame: pl.DataFrame, features: Sequence[str],
                     held_out: list[str], depth: int) -> lgb.Booster:

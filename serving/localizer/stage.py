@@ -24,6 +24,7 @@ from serving.localizer.features import (
 from serving.localizer.snapshot import Snapshot, SnapshotBuilder
 
 FILE_MODEL, FUNCTION_MODEL, META = "files.txt", "functions.txt", "meta.json"
+ADAPT_DIR = "adapt"  # a snapshot's own models (serving/localizer/adapt.py), under its history/ directory
 
 
 class LocalizerModelError(ValueError):
@@ -113,6 +114,7 @@ class LearnedStage:
     def __init__(self, config: LocalizerConfig) -> None:
         self.config = config
         self._localizer: LearnedLocalizer | None = None
+        self._adapted: dict[str, LearnedLocalizer] = {}  # snapshot key -> its adapted localizer (the newest only)
         self._snapshots: dict[str, Snapshot] = {}
         self._builder = SnapshotBuilder()
         self._lock = threading.Lock()
@@ -123,6 +125,25 @@ class LearnedStage:
             models = LocalizerModels(c.model_dir) if c.learned_files or c.learned_functions else None
             self._localizer = LearnedLocalizer(c, models)
         return self._localizer
+
+    def localizer_for(self, served: Any) -> LearnedLocalizer:
+        """The snapshot's own adapted models (`history/adapt/`, history.adapt) in place of the shared ones when it
+        stores them; a function ranker it lacks comes from the shared models."""
+        history_dir = getattr(getattr(served, "paths", None), "history", None)
+        adapt_dir = Path(history_dir) / ADAPT_DIR if history_dir is not None else None
+        if adapt_dir is None or not (adapt_dir / META).is_file():
+            return self.localizer()
+        key = f"{served.repo}\x00{served.snapshot_id}"
+        with self._lock:
+            if key not in self._adapted:
+                models = LocalizerModels(adapt_dir)
+                if models.functions is None and self.config.learned_functions:
+                    try:
+                        models.functions = self.localizer().models.functions if self.localizer().models else None
+                    except LocalizerModelError:  # no shared model: functions keep the fixed fusion
+                        pass
+                self._adapted = {key: LearnedLocalizer(self.config, models)}
+            return self._adapted[key]
 
     def snapshot(self, served: Any) -> Snapshot:
         """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines)."""
@@ -139,7 +160,7 @@ class LearnedStage:
         if len(served) != 1:
             return files, functions
         repo = served[0].repo
-        ranked = self.localizer().rank(self.snapshot(served[0]), query, None, self.config.learned_files,
+        ranked = self.localizer_for(served[0]).rank(self.snapshot(served[0]), query, None, self.config.learned_files,
                                        self.config.learned_functions)
         c = self.config
         file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],

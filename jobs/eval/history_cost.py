@@ -1,0 +1,141 @@
+"""What history costs, old and new side by side in one run: indexing time and snapshot size with
+`history.index` false, true, and true with `history.adapt`; then query latency with and without history
+(and with the adapted localizer) over the same snapshot, queries alternating between the pipelines.
+
+    python -m jobs.eval.history_cost --repo GIT_DIR --name OWNER/NAME --out FILE.json [--queries FILE.jsonl]
+        [--rounds N] [--set key=value ...]
+
+Every index run gets its own index root; the first run (history off) also warms the shared embedding and
+parse caches, so the history runs are compared with a second, warm run without history. The history runs
+read git cold (a private history cache), as a repository's first index does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semantica.config import load_config
+
+
+def _bytes(root: Path) -> int:
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+
+
+def index_run(repo: str, name: str, work: Path, label: str, overrides: list[str]) -> dict[str, Any]:
+    from pipelines.indexer import Indexer
+    from semantica.layout import IndexLayout
+
+    config = load_config(None, [f"paths.index_root={work / label / 'index'}", f"paths.cache_dir={work / 'cache'}",
+                                f"history.cache_file={work / label / 'history.sqlite'}", *overrides], environ={})
+    start = time.perf_counter()
+    summary = Indexer(config, progress=False).index(repo, name)
+    wall = time.perf_counter() - start
+    paths = IndexLayout(config.paths.index_root).current(name)
+    history = paths.history
+    return {"label": label, "wall_s": round(wall, 2), "stages_s": {k: round(v, 2) for k, v in summary.seconds.items()},
+            "snapshot_bytes": _bytes(paths.root), "history_bytes": _bytes(history) if history.is_dir() else 0,
+            "adapt_bytes": _bytes(history / "adapt") if (history / "adapt").is_dir() else 0,
+            "index_root": str(config.paths.index_root), "overrides": overrides}
+
+
+def query_runs(index_root: str, cache: Path, queries: list[str], rounds: int, variants: dict[str, list[str]],
+               base: list[str]) -> dict[str, Any]:
+    from serving.pipeline import SearchPipeline, SearchRequest
+
+    pipelines = {label: SearchPipeline(load_config(None, [f"paths.index_root={index_root}", f"paths.cache_dir={cache}",
+                                                          *base, *extra], environ={}))
+                 for label, extra in variants.items()}
+    for pipeline in pipelines.values():  # warm-up: snapshot open, models and BM25 loaded
+        pipeline.search(SearchRequest(query=queries[0], k=10))
+    times: dict[str, list[float]] = {label: [] for label in pipelines}
+    stage_ms: dict[str, dict[str, list[float]]] = {label: {} for label in pipelines}
+    for _ in range(rounds):
+        for query in queries:
+            for label, pipeline in pipelines.items():  # alternating: load drifts hit every variant alike
+                start = time.perf_counter()
+                response = pipeline.search(SearchRequest(query=query, k=10))
+                times[label].append(1000 * (time.perf_counter() - start))
+                for stage in ("history", "localizer"):
+                    if stage in response.timings_ms:
+                        stage_ms[label].setdefault(stage, []).append(response.timings_ms[stage])
+    out = {}
+    for label, values in times.items():
+        v = np.array(values)
+        out[label] = {"n": len(v), "p50_ms": round(float(np.percentile(v, 50)), 1),
+                      "p99_ms": round(float(np.percentile(v, 99)), 1),
+                      "stage_p50_ms": {s: round(float(np.median(x)), 1) for s, x in stage_ms[label].items()}}
+    first = next(iter(out))
+    for label in out:
+        out[label]["p50_ratio"] = round(out[label]["p50_ms"] / out[first]["p50_ms"], 3)
+        out[label]["p99_ratio"] = round(out[label]["p99_ms"] / out[first]["p99_ms"], 3)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--queries", default="")
+    parser.add_argument("--repo-filter", default="")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--skip-index-cost", action="store_true")
+    parser.add_argument("--set", action="append", default=[])
+    args = parser.parse_args(argv)
+    work = Path(args.work)
+    commits = int(subprocess.run(["git", "-C", args.repo, "rev-list", "--first-parent", "--count", "HEAD"],
+                                 capture_output=True, text=True, check=True).stdout.strip())
+    report: dict[str, Any] = {"repo": args.name, "first_parent_commits": commits, "set": args.set,
+                              "load_average": list(__import__("os").getloadavg())}
+    runs = []
+    plan = [("off-cold", ["history.index=false"]), ("off", ["history.index=false"]),
+            ("history", ["history.index=true"]),
+            ("history+adapt", ["history.index=true", "history.adapt.enabled=true"])]
+    if args.skip_index_cost:  # one run: the history stages' share of it is the ratio (`stage_ratio`)
+        plan = [("history+adapt", plan[-1][1])]
+    for label, overrides in plan:
+        run = index_run(args.repo, args.name, work, label, [*args.set, *overrides])
+        print(json.dumps(run), flush=True)
+        runs.append(run)
+    report["index"] = runs
+    by = {r["label"]: r for r in runs}
+    for run in runs:  # within one run: indexing time against the same run without its history stages
+        stages = run["stages_s"]
+        extra = stages.get("history", 0.0) + stages.get("history_adapt", 0.0)
+        run["stage_ratio"] = round(run["wall_s"] / max(1e-9, run["wall_s"] - extra), 3)
+        run["history_s_per_1000_commits"] = round(1000 * stages.get("history", 0.0) / commits, 1)
+        run["adapt_s"] = stages.get("history_adapt", 0.0)
+        run["history_bytes_per_1000_commits"] = round(1000 * run["history_bytes"] / commits)
+    if "off" in by:
+        off = by["off"]
+        report["index_ratio"] = {label: round(by[label]["wall_s"] / off["wall_s"], 3) for label in by}
+        report["per_1000_commits"] = {label: {"extra_s": round(1000 * (by[label]["wall_s"] - off["wall_s"]) / commits, 1),
+                                              "history_bytes": round(1000 * by[label]["history_bytes"] / commits)}
+                                      for label in ("history", "history+adapt")}
+    if args.queries:
+        queries = [json.loads(line)["problem_statement"] for line in Path(args.queries).read_text().splitlines()
+                   if line.strip() and (not args.repo_filter or json.loads(line)["repo"] == args.repo_filter)]
+        variants = {"history off": ["history.enabled=false"],
+                    "+ history": ["history.enabled=true", "history.file_weight=0.5", "history.function_weight=0.5"],
+                    "+ history + priors": ["history.enabled=true", "history.file_weight=0.5",
+                                           "history.function_weight=0.5", "history.prior_weight=0.25"],
+                    "+ adapted localizer": ["history.enabled=false", "localizer.enabled=true"]}
+        report["query"] = query_runs(by["history+adapt"]["index_root"], work / "cache", queries, args.rounds,
+                                     variants, args.set)
+        print(json.dumps(report["query"], indent=1))
+    report["load_average_end"] = list(__import__("os").getloadavg())
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
