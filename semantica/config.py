@@ -146,6 +146,8 @@ class IndexConfig:
     keep_snapshots: int = 2
     schema_version: int = 1
     stale_build_s: float = 3600.0  # a `.tmp` build without a lock file (older versions) is stale after this
+    overlap_files: int = 256  # in-process indexing parses this many files ahead of the encoder (0: parse all, then embed)
+    overlap_depth: int = 2  # partitions parsed ahead at most (bounds the memory the overlap holds)
 
 
 @dataclass
