@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test bench lint docs clean
+.PHONY: install demo test bench bench-scale lint docs clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ bench: install
 	$(PY) -m jobs.bench.load
 
 	$(PY) -m jobs.bench.watch
+
+# one 1M-line public repository (sympy, from the local mirror) indexed, sharded 1/8/32 and queried (docs/fast.md)
+SCALE_REPO ?= /work/.mirror/sympy+sympy/repo
+SCALE_WORK ?= $(shell mktemp -d)
+bench-scale: install
+	$(PY) -m jobs.bench.scale --repo $(SCALE_REPO) --name sympy/sympy --work $(SCALE_WORK)
 
 lint: install
 	$(PY) -m pip install -q ruff

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from pipelines.discover import FileEntry, RepoSource
 from pipelines.embed import ChunkEmbedder, EmbeddingCache, TokenSink, embed_files
+from pipelines.overlap import Prefetcher, partitions
 from pipelines.parse import FileParser, ParsedFile
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
@@ -167,9 +168,9 @@ class LocalRunner:
                     leave=False, dynamic_ncols=True)
 
     def run(self, tasks: list[FileTask], tokens: TokenSink | None = None) -> list[FileOutcome]:
-        bar = self._bar(len(tasks), "parse")
-        outcomes = parse_tasks(tasks, self.config, self.parser, bar.update)
-        bar.close()
+        """Parse and embed the tasks; with `index.overlap_files` > 0 the next partition of files is parsed on
+        a thread while the encoder embeds this one (the only writer stays the driver: outcomes come back in
+        task order, identical to parsing everything first)."""
         encoder = self._encoder_factory()
         # token vectors from the same forward pass when they are stored at the embedding's length
         shared_pass = tokens is not None and self.config.late_interaction.doc_max_length == self.config.encoder.max_length
@@ -177,7 +178,19 @@ class LocalRunner:
                                  self.config.encoder.group_texts, self.config.encoder.cache_segment_vectors,
                                  encode_with_tokens=encoder.encode_with_tokens if shared_pass else None,
                                  token_sink=tokens if shared_pass else None)
-        bar = self._bar(sum(len(o.parsed.chunks) for o in outcomes if o.parsed is not None), "embed")
-        embed_outcomes(outcomes, embedder, bar.update)
-        bar.close()
+        parse_bar, embed_bar = self._bar(len(tasks), "parse"), self._bar(0, "embed")
+
+        def parse(part: list[FileTask]) -> list[FileOutcome]:
+            parsed = parse_tasks(part, self.config, self.parser, parse_bar.update)
+            embed_bar.total = (embed_bar.total or 0) + sum(len(o.parsed.chunks) for o in parsed if o.parsed is not None)
+            return parsed
+
+        outcomes: list[FileOutcome] = []
+        parts = partitions(tasks, self.config.index.overlap_files)
+        ahead = Prefetcher(parse, self.config.index.overlap_depth, "index-parse")
+        for part in ahead.run(parts) if len(parts) > 1 else map(parse, parts):
+            embed_outcomes(part, embedder, embed_bar.update)
+            outcomes.extend(part)
+        parse_bar.close()
+        embed_bar.close()
         return outcomes

@@ -179,8 +179,7 @@ class TokenVectorBuilder:
         staging.rmdir()
         self._use(codec)
         raw, self._raw, self._raw_tokens = self._raw, {}, 0
-        for sha, array in raw.items():
-            self._pending[sha] = codec.encode(array)
+        self._pending.update(zip(raw, codec.encode_many(list(raw.values()))))
 
     def refresh(self) -> None:
         """See the codes other processes (Ray embedding workers) wrote into the shared cache since."""
@@ -211,15 +210,17 @@ class TokenVectorBuilder:
 
     def add(self, shas: Sequence[str], tokens: Sequence[np.ndarray]) -> None:
         """Full-width unit token vectors of new chunks (already-known shas are ignored)."""
+        fresh: dict[str, np.ndarray] = {}
         for sha, array in zip(shas, tokens):
-            if self.has(sha):
-                continue
-            self.encoded += 1
-            if self.codec is None:
+            if not self.has(sha) and sha not in fresh:
+                fresh[sha] = array
+        self.encoded += len(fresh)
+        if self.codec is None:
+            for sha, array in fresh.items():
                 self._raw[sha] = np.asarray(array, dtype=np.float32)
                 self._raw_tokens += len(array)
-                continue
-            self._pending[sha] = self.codec.encode(array)
+        else:  # one compression pass for the whole batch
+            self._pending.update(zip(fresh, self.codec.encode_many(list(fresh.values()))))
         if self.codec is None and self._raw_tokens >= self.config.fit_sample_tokens:
             self._fit()
         if len(self._pending) >= self.config.cache_segment_chunks:

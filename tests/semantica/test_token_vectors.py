@@ -109,3 +109,21 @@ def test_product_quantiser_round_trip_and_maxsim(tmp_path) -> None:
     assert tiny.encode(sample[:3])[0].shape == (3, 16)
     with pytest.raises(TokenVectorError, match="divide"):
         TokenCodec.fit(sample, 0, "pq", 10)
+
+
+def test_product_quantiser_codes_match_faiss_and_batch_encoding() -> None:
+    """The matmul assignment gives FAISS's own codes; one batched pass equals per-chunk passes."""
+    rng = np.random.default_rng(7)
+    sample = _unit(rng, 4000, 64, 16)
+    codec = TokenCodec.fit(sample, 0, "pq", 16)
+    tokens = _unit(rng, 2500, 64, 16)  # more rows than one numpy pass holds
+    want = codec.pq.compute_codes(tokens)
+    got, scales = codec.encode(tokens)
+    assert got.dtype == np.uint8 and got.shape == want.shape and scales.shape == (2500,)
+    assert (got == want).mean() >= 0.999
+    chunks = [tokens[:7], tokens[7:7], tokens[7:300]]
+    batched = codec.encode_many(chunks)
+    assert [len(c) for c, _ in batched] == [7, 0, 293]
+    for (codes, _), chunk in zip(batched, chunks):
+        assert np.array_equal(codes, codec.encode(chunk)[0])
+    assert codec.encode(tokens[:0])[0].shape == (0, 16)
