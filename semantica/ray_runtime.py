@@ -50,8 +50,34 @@ def use_loopback() -> None:
         constants.ENABLE_RAY_CLUSTER = False
 
 
-def start_ray(config: RayConfig, address: str | None = None) -> None:
-    """`ray.init` for Semantica: a cluster at `address`, else a local loopback-only node."""
+ALL_INTERFACES_PREFIX = "[::]:"
+LOOPBACK_HOST = "127.0.0.1"
+REPLICA_SETUP_HOOK = "semantica.ray_runtime.bind_serve_replicas_to_loopback"
+
+
+def bind_serve_replicas_to_loopback() -> None:
+    """Ray worker setup hook of a local node: each Serve replica's inter-deployment gRPC server binds
+    127.0.0.1 instead of `[::]` (Ray 2.60 hard-codes `[::]:0` in `ray.serve._private.replica` and
+    has no setting for it). Replicas reach each other at the node IP, which is 127.0.0.1 on a local
+    node (`use_loopback`), so nothing else changes."""
+    from ray.serve._private import replica
+
+    bind = replica.add_port_to_grpc_server
+    if getattr(bind, "loopback_only", False):
+        return
+
+    def loopback_only(server: Any, address: str) -> int:
+        if address.startswith(ALL_INTERFACES_PREFIX):
+            address = f"{LOOPBACK_HOST}:{address.removeprefix(ALL_INTERFACES_PREFIX)}"
+        return bind(server, address)
+
+    loopback_only.loopback_only = True  # type: ignore[attr-defined]
+    replica.add_port_to_grpc_server = loopback_only
+
+
+def start_ray(config: RayConfig, address: str | None = None, serve: bool = False) -> None:
+    """`ray.init` for Semantica: a cluster at `address`, else a local loopback-only node (`serve`: whose
+    Serve replicas' gRPC servers bind loopback too; only Serve drivers pay for the hook's import)."""
     if jvm_running():
         raise RayProcessError("Ray cannot start in a process where the JVM (Lucene) already runs: Ray's signal "
                               "handlers would replace the JVM's and crash the process; run Ray in its own "
@@ -63,7 +89,8 @@ def start_ray(config: RayConfig, address: str | None = None) -> None:
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
-        ray.init(num_cpus=config.num_cpus, include_dashboard=False, log_to_driver=False)
+        runtime_env = {"worker_process_setup_hook": REPLICA_SETUP_HOOK} if serve else None
+        ray.init(num_cpus=config.num_cpus, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
 
 
 def _child(fn: Callable[..., Any], args: tuple[Any, ...], conn: Any) -> None:

@@ -69,7 +69,7 @@ def serve_until(config: Config, host: str, port: int, stop: Any, address: str = 
     from semantica.ray_runtime import start_ray
     from serving.app import build_graph, deployment_options
 
-    start_ray(config.ray, address)
+    start_ray(config.ray, address, serve=True)
     try:
         serve.start(http_options={"host": host, "port": port})
         replaced = {name: _import(path) for name, path in (overrides or {}).items()}
