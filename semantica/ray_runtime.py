@@ -90,7 +90,38 @@ def start_ray(config: RayConfig, address: str | None = None, serve: bool = False
         ray.init(address=address, log_to_driver=False)
     else:
         runtime_env = {"worker_process_setup_hook": REPLICA_SETUP_HOOK} if serve else None
-        ray.init(num_cpus=config.num_cpus, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+        init_local_node(config, runtime_env)
+
+
+RAY_STARTUP_TIMEOUT = "timed out during startup"
+"""Ray's message when its raylet did not register with the GCS within Ray's fixed 30 s (busy machine)."""
+
+
+def init_local_node(config: RayConfig, runtime_env: dict[str, Any] | None) -> None:
+    """`ray.init` of a local node, tried `config.startup_attempts` times when Ray's own startup times out.
+
+    Ray 2.60 waits a hard-coded 30 s for its raylet; on a loaded 2-core machine that ran out (the test
+    suite beside other CPU-bound work). A failed start leaves the GCS and raylet it spawned running and
+    not owned by any Ray handle, so they are killed (by pid: only this process's new children) first."""
+    import psutil
+    import ray
+
+    me = psutil.Process()
+    for attempt in range(1, config.startup_attempts + 1):
+        before = {p.pid for p in me.children(recursive=True)}
+        try:
+            ray.init(num_cpus=config.num_cpus, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+            return
+        except Exception as exc:
+            if RAY_STARTUP_TIMEOUT not in str(exc) or attempt == config.startup_attempts:
+                raise
+            print(f"ray: node startup timed out (attempt {attempt} of {config.startup_attempts}); retrying",
+                  file=sys.stderr)
+            ray.shutdown()
+            leftovers = [p for p in me.children(recursive=True) if p.pid not in before]
+            for process in leftovers:
+                process.kill()
+            psutil.wait_procs(leftovers, timeout=_CHILD_EXIT_GRACE_S)
 
 
 def _child(fn: Callable[..., Any], args: tuple[Any, ...], conn: Any) -> None:
