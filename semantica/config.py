@@ -426,6 +426,7 @@ class AdmissionConfig:
     deadline_s: float = 10.0
     retry_after_s: int = 1
     drain_timeout_s: float = 30.0
+    proxy_grace_s: float = 5.0  # Serve's proxy ends a request at deadline_s + this (408): one a dead replica held
     drain_cutoff_s: float = 5.0  # after drain_timeout_s: how long the cut-off requests get to send their 503
 
 
