@@ -392,6 +392,7 @@ class RayConfig:
     embed_actors: int = 1
     embed_batch_size: int = 64
     startup_timeout_s: float = 120.0
+    startup_attempts: int = 3  # local ray.init tries when Ray's own 30 s raylet wait runs out (busy machine)
     parse_batch_size: int = 16
     job_timeout_s: float = 1800.0
     clone_timeout_s: float = 600.0
@@ -429,6 +430,8 @@ class AdmissionConfig:
     deadline_s: float = 10.0
     retry_after_s: int = 1
     drain_timeout_s: float = 30.0
+    proxy_grace_s: float = 5.0  # Serve's proxy ends a request at deadline_s + this (408): one a dead replica held
+    drain_cutoff_s: float = 5.0  # after drain_timeout_s: how long the cut-off requests get to send their 503
 
 
 @dataclass

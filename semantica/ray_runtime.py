@@ -50,8 +50,34 @@ def use_loopback() -> None:
         constants.ENABLE_RAY_CLUSTER = False
 
 
-def start_ray(config: RayConfig, address: str | None = None) -> None:
-    """`ray.init` for Semantica: a cluster at `address`, else a local loopback-only node."""
+ALL_INTERFACES_PREFIX = "[::]:"
+LOOPBACK_HOST = "127.0.0.1"
+REPLICA_SETUP_HOOK = "semantica.ray_runtime.bind_serve_replicas_to_loopback"
+
+
+def bind_serve_replicas_to_loopback() -> None:
+    """Ray worker setup hook of a local node: each Serve replica's inter-deployment gRPC server binds
+    127.0.0.1 instead of `[::]` (Ray 2.60 hard-codes `[::]:0` in `ray.serve._private.replica` and
+    has no setting for it). Replicas reach each other at the node IP, which is 127.0.0.1 on a local
+    node (`use_loopback`), so nothing else changes."""
+    from ray.serve._private import replica
+
+    bind = replica.add_port_to_grpc_server
+    if getattr(bind, "loopback_only", False):
+        return
+
+    def loopback_only(server: Any, address: str) -> int:
+        if address.startswith(ALL_INTERFACES_PREFIX):
+            address = f"{LOOPBACK_HOST}:{address.removeprefix(ALL_INTERFACES_PREFIX)}"
+        return bind(server, address)
+
+    loopback_only.loopback_only = True  # type: ignore[attr-defined]
+    replica.add_port_to_grpc_server = loopback_only
+
+
+def start_ray(config: RayConfig, address: str | None = None, serve: bool = False) -> None:
+    """`ray.init` for Semantica: a cluster at `address`, else a local loopback-only node (`serve`: whose
+    Serve replicas' gRPC servers bind loopback too; only Serve drivers pay for the hook's import)."""
     if jvm_running():
         raise RayProcessError("Ray cannot start in a process where the JVM (Lucene) already runs: Ray's signal "
                               "handlers would replace the JVM's and crash the process; run Ray in its own "
@@ -63,7 +89,39 @@ def start_ray(config: RayConfig, address: str | None = None) -> None:
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
-        ray.init(num_cpus=config.num_cpus, include_dashboard=False, log_to_driver=False)
+        runtime_env = {"worker_process_setup_hook": REPLICA_SETUP_HOOK} if serve else None
+        init_local_node(config, runtime_env)
+
+
+RAY_STARTUP_TIMEOUT = "timed out during startup"
+"""Ray's message when its raylet did not register with the GCS within Ray's fixed 30 s (busy machine)."""
+
+
+def init_local_node(config: RayConfig, runtime_env: dict[str, Any] | None) -> None:
+    """`ray.init` of a local node, tried `config.startup_attempts` times when Ray's own startup times out.
+
+    Ray 2.60 waits a hard-coded 30 s for its raylet; on a loaded 2-core machine that ran out (the test
+    suite beside other CPU-bound work). A failed start leaves the GCS and raylet it spawned running and
+    not owned by any Ray handle, so they are killed (by pid: only this process's new children) first."""
+    import psutil
+    import ray
+
+    me = psutil.Process()
+    for attempt in range(1, config.startup_attempts + 1):
+        before = {p.pid for p in me.children(recursive=True)}
+        try:
+            ray.init(num_cpus=config.num_cpus, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
+            return
+        except Exception as exc:
+            if RAY_STARTUP_TIMEOUT not in str(exc) or attempt == config.startup_attempts:
+                raise
+            print(f"ray: node startup timed out (attempt {attempt} of {config.startup_attempts}); retrying",
+                  file=sys.stderr)
+            ray.shutdown()
+            leftovers = [p for p in me.children(recursive=True) if p.pid not in before]
+            for process in leftovers:
+                process.kill()
+            psutil.wait_procs(leftovers, timeout=_CHILD_EXIT_GRACE_S)
 
 
 def _child(fn: Callable[..., Any], args: tuple[Any, ...], conn: Any) -> None:

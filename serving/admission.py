@@ -4,7 +4,9 @@ A request takes a slot when one is free, waits in the queue when the queue has r
 deadline), and is refused with 503 + Retry-After otherwise: under overload the server sheds load instead
 of letting latency grow without bound. A request still running at its deadline gets 504; its slot stays
 taken until the work really ends (a thread cannot be interrupted), so the concurrency bound stays true.
-`begin_drain` (SIGTERM) refuses new requests; `wait_idle` waits for the in-flight ones.
+`begin_drain` (SIGTERM) refuses new requests; `drain` waits for the in-flight ones up to the drain
+timeout, then cuts off those still running: each gets 503 + Retry-After (reason `drain_timeout`) before
+Serve stops, instead of a connection reset, so its client knows to retry elsewhere.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from serving.http_errors import DeadlineExceeded, Overloaded, api_error_response
 
 IDLE_POLL_S = 0.01
 """How often a queued request or a drain looks again (admission is per replica, so this stays cheap)."""
+CUT_OFF_POLL_S = 0.05
+"""How often a running request checks for a drain cut-off (a flag read: one wake-up per request)."""
 
 
 class ShedReason:
@@ -27,6 +31,7 @@ class ShedReason:
     QUEUE_TIMEOUT = "queue_timeout"
     DRAINING = "draining"
     DEADLINE = "deadline"
+    DRAIN_TIMEOUT = "drain_timeout"
 
 
 class AdmissionController:
@@ -39,6 +44,8 @@ class AdmissionController:
         self.active = 0
         self.queued = 0
         self.draining = False
+        self.cut_off = False  # the drain timed out: requests still waiting for their answer get 503 now
+        self.waiting = 0  # requests not yet answered in full (what a cut-off still waits for)
         self._lock = threading.Lock()
 
     @property
@@ -80,6 +87,14 @@ class AdmissionController:
         with self._lock:
             self.active -= 1
 
+    def enter_wait(self) -> None:
+        with self._lock:
+            self.waiting += 1
+
+    def leave_wait(self) -> None:
+        with self._lock:
+            self.waiting -= 1
+
     def begin_drain(self) -> None:
         self.draining = True
 
@@ -91,6 +106,23 @@ class AdmissionController:
                 return False
             await asyncio.sleep(IDLE_POLL_S)
         return True
+
+    async def drain(self, timeout_s: float) -> dict[str, Any]:
+        """Refuse new requests, wait up to `timeout_s` for the in-flight ones, then cut off the rest.
+
+        A cut-off request is answered 503 `drain_timeout` (its work may still finish in its thread, but
+        nothing waits for it); `cut` counts them, so the shutdown log says how many clients must retry."""
+        self.begin_drain()
+        drained = await self.wait_idle(timeout_s)
+        cut = 0
+        if not drained:
+            with self._lock:
+                cut = self.waiting
+                self.cut_off = True
+            end = time.monotonic() + self.config.drain_cutoff_s
+            while self.waiting and time.monotonic() < end:
+                await asyncio.sleep(IDLE_POLL_S)
+        return {"drained": drained, "cut": cut, **self.snapshot()}
 
     def snapshot(self) -> dict[str, Any]:
         return {"active": self.active, "queued": self.queued, "draining": self.draining,
@@ -112,7 +144,7 @@ class AdmissionMiddleware:
         if scope["type"] != "http" or scope["path"] in self.exempt:
             await self.app(scope, receive, send)
             return
-        limit, setting = self.deadlines.get(scope["path"], (self.controller.config.deadline_s, "admission.deadline_s"))
+        limit, _ = self._limit(scope)
         deadline = time.monotonic() + limit
         try:
             await self.controller.acquire(deadline)
@@ -131,15 +163,42 @@ class AdmissionMiddleware:
 
         task = asyncio.ensure_future(self.app(scope, receive, guarded_send))
         task.add_done_callback(lambda _: self.controller.release())
-        done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - time.monotonic()))
-        if task in done or state["started"]:
-            await task
-            return
-        state["abandoned"] = True
-        task.add_done_callback(_consume)
+        self.controller.enter_wait()
+        try:
+            finished = await self._wait(task, deadline, state)
+            if finished:
+                await task
+                return
+            state["abandoned"] = True
+            task.add_done_callback(_consume)
+            await api_error_response(self._cut_short(*self._limit(scope)))(scope, receive, send)
+        finally:
+            self.controller.leave_wait()
+
+    def _limit(self, scope: dict[str, Any]) -> tuple[float, str]:
+        """The request's deadline in seconds and the setting that names it (a path's own, else admission's)."""
+        return self.deadlines.get(scope["path"], (self.controller.config.deadline_s, "admission.deadline_s"))
+
+    async def _wait(self, task: asyncio.Future, deadline: float, state: dict[str, bool]) -> bool:
+        """Wait for `task` until `deadline` or a drain cut-off; True when it finished or began its answer."""
+        while True:
+            remaining = deadline - time.monotonic()
+            done, _ = await asyncio.wait({task}, timeout=max(0.0, min(remaining, CUT_OFF_POLL_S)))
+            if done or state["started"]:
+                return True
+            if remaining <= 0 or self.controller.cut_off:
+                return False
+
+    def _cut_short(self, limit: float, setting: str) -> Exception:
+        """The error for a request that did not finish: 503 when a drain cut it off, else 504 (deadline)."""
+        config = self.controller.config
+        if self.controller.cut_off:
+            self.on_shed(ShedReason.DRAIN_TIMEOUT)
+            return Overloaded(f"the server shut down before this request finished (admission.drain_timeout_s="
+                              f"{config.drain_timeout_s}s); retry on another replica",
+                              {**self.controller.retry_after, "Connection": "close"}, reason=ShedReason.DRAIN_TIMEOUT)
         self.on_shed(ShedReason.DEADLINE)
-        exc = DeadlineExceeded(f"the request did not finish within {setting}={limit}s", self.controller.retry_after)
-        await api_error_response(exc)(scope, receive, send)
+        return DeadlineExceeded(f"the request did not finish within {setting}={limit}s", self.controller.retry_after)
 
 
 def _consume(task: asyncio.Future) -> None:

@@ -268,11 +268,10 @@ def make_ingress() -> Any:
             return ingress_app(self, behind_proxy=True)  # Serve's proxy owns X-Request-ID
 
         async def drain(self, timeout_s: float | None = None) -> dict[str, Any]:
-            """SIGTERM: refuse new requests (503), wait for the in-flight ones up to the drain timeout."""
-            self.admission.begin_drain()
+            """SIGTERM: refuse new requests (503), wait for the in-flight ones up to the drain timeout, then
+            answer those still running 503 `drain_timeout` (`AdmissionController.drain`)."""
             limit = self.config.admission.drain_timeout_s if timeout_s is None else timeout_s
-            drained = await self.admission.wait_idle(limit)
-            return {"drained": drained, **self.admission.snapshot()}
+            return await self.admission.drain(limit)
 
     return Ingress
 

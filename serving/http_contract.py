@@ -34,7 +34,7 @@ class ErrorBody(BaseModel):
     error: str = Field(description="what kind of error: ValidationError, QueryError, UnknownRepoError, NotFound, ...")
     message: str = Field(description="one line saying what to fix; no server path, no stack trace")
     detail: list[FieldError] | None = Field(default=None, description="422: each invalid field")
-    reason: str | None = Field(default=None, description="400 host_not_allowed; 503 queue_full, queue_timeout, draining")
+    reason: str | None = Field(default=None, description="400 host_not_allowed; 503 queue_full, queue_timeout, draining, drain_timeout")
     stage: str | None = Field(default=None, description="503: the mandatory stage that is down")
     reference: str | None = Field(default=None, description="500: quote it; the server log has the detail")
     request_id: str | None = Field(default=None, description="the request's id (`X-Request-ID`): its log lines "

@@ -69,9 +69,10 @@ def serve_until(config: Config, host: str, port: int, stop: Any, address: str = 
     from semantica.ray_runtime import start_ray
     from serving.app import build_graph, deployment_options
 
-    start_ray(config.ray, address)
+    start_ray(config.ray, address, serve=True)
     try:
-        serve.start(http_options={"host": host, "port": port})
+        # the proxy's own limit: a request held by a replica that died (ray.kill, OOM) ends with 408, not a hang
+        serve.start(http_options={"host": host, "port": port, "request_timeout_s": proxy_timeout_s(config)})
         replaced = {name: _import(path) for name, path in (overrides or {}).items()}
         app = build_graph(config, deployment_options(serve_config), replaced or None)
         ready = threading.Event()
@@ -98,8 +99,16 @@ def serve_until(config: Config, host: str, port: int, stop: Any, address: str = 
 
         try:
             serve.shutdown()
+        except Exception as exc:  # noqa: BLE001 - a dead controller or proxy must not hide why serving ended
+            print(f"serve shutdown: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                  file=sys.stderr)
         finally:
             ray.shutdown()
+
+
+def proxy_timeout_s(config: Config) -> float:
+    """Serve's proxy limit: past our own deadline (504 comes first), so only a request nobody answers hits it."""
+    return config.admission.deadline_s + config.admission.proxy_grace_s
 
 
 def announce_token(config: Config) -> None:

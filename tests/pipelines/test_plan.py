@@ -17,7 +17,7 @@ from pipelines.manifest import RepoSpec
 from pipelines.plan import IndexPlanner
 from semantica.layout import IndexLayout
 from semantica.source import FileBlobs
-from tests.conftest import REPO_ROOT, make_config
+from tests.conftest import REPO_ROOT, make_config, self_corpus
 
 
 def git(repo: Path, *args: str) -> None:
@@ -123,7 +123,9 @@ def test_plan_bad_arguments_are_one_line_errors(tricky_repo: Path, tmp_path: Pat
 def test_plan_of_this_repository_matches_its_index(indexed_self) -> None:  # noqa: ANN001
     plan = IndexPlanner(indexed_self.config).plan(RepoSpec(name=indexed_self.name, path=str(REPO_ROOT)))
     assert set(plan.included) == indexed_files(indexed_self.config, indexed_self.name)
-    assert plan.files > 100 and "python" in plan.languages
+    # the session index covers a fixed subset of this checkout (discover.include_globs): exactly those files
+    assert set(plan.included) == set(self_corpus()) and plan.files == len(self_corpus())
+    assert {"python", "markdown"} <= set(plan.languages)
 
 
 def test_plan_mcp_tool(tricky_repo: Path, tmp_path: Path) -> None:

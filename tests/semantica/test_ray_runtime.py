@@ -104,3 +104,57 @@ def test_lucene_then_ray_then_lucene_does_not_crash_and_ray_binds_loopback(tmp_p
     assert done.returncode == 0, done.stderr[-3000:]
     listeners = set(__import__("json").loads(done.stdout.strip().splitlines()[-1]))
     assert listeners and listeners <= LOOPBACK, listeners
+
+
+def serve_listeners() -> list[list[str]]:
+    """In a fresh process: a local node running a two-deployment Serve app (one replica calls the other
+    over Serve's inter-deployment gRPC); (process title, address) of every listening socket of Ray's processes."""
+    import socket
+
+    import psutil
+    import ray
+    from ray import serve
+
+    # Ray's workers import `semantica` from this checkout (the raylet passes the environment on), not from
+    # whatever copy the interpreter's site-packages points at
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    start_ray(RayConfig(num_cpus=1), serve=True)
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+
+        @serve.deployment(ray_actor_options={"num_cpus": 0.1})
+        class Inner:
+            def __call__(self, value: int) -> int:
+                return value + 1
+
+        @serve.deployment(ray_actor_options={"num_cpus": 0.1})
+        class Outer:
+            def __init__(self, inner) -> None:  # noqa: ANN001 (a DeploymentHandle)
+                self.inner = inner
+
+            async def __call__(self, value: int) -> int:
+                return await self.inner.remote(value) * 10
+
+        handle = serve.run(Outer.bind(Inner.bind()), name="loopback", route_prefix=None)
+        assert handle.remote(1).result(timeout_s=120) == 20
+        me = psutil.Process()
+        processes = {p.pid: " ".join(p.cmdline())[:80] for p in me.children(recursive=True)}
+        return sorted({(processes.get(c.pid, "driver"), c.laddr.ip) for c in psutil.net_connections("inet")
+                       if c.status == psutil.CONN_LISTEN and (c.pid in processes or c.pid == me.pid)})
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(600)
+def test_serve_replicas_listen_on_loopback_only():
+    """Ray 2.60 binds each Serve replica's inter-deployment gRPC server to `[::]:0`; on a local node the
+    worker setup hook rebinds it to 127.0.0.1, and replica-to-replica calls still work."""
+    listeners = run_in_fresh_process(serve_listeners, timeout_s=540)
+    replicas = [(title, ip) for title, ip in listeners if "ServeReplica" in title]
+    assert replicas, listeners  # the replicas' gRPC servers are among the listeners
+    assert {ip for _, ip in listeners} <= LOOPBACK, [x for x in listeners if x[1] not in LOOPBACK]

@@ -1,7 +1,8 @@
 """Retrieval-quality regression on real data.
 
 1. The golden set `conf/golden/semantica.jsonl` (hand-labelled queries about this repository) over a
-   real index of this working tree (the session's `indexed_self`): the hybrid pipeline (all four
+   real index of a fixed subset of this working tree that holds every labelled file (the session's
+   `indexed_self`, see tests/conftest.py `self_corpus`): the hybrid pipeline (all four
    retrievers, fusion; late interaction off to keep the test fast on 2 CPU cores - a cold token
    cache costs ~1.5 s per query) and lexical-only must stay above floors set ~10 points under what
    they measured when written (see THRESHOLDS).
@@ -26,9 +27,13 @@ INSTANCES = Path(os.environ.get("SEMANTICA_BENCH", REPO_ROOT.parent / "shared" /
 #   full-no-late  P@5 .337  R@10 .859  MRR .774  NDCG@10 .665
 #   lexical       P@5 .295  R@10 .816  MRR .824  NDCG@10 .714
 #   (full with late interaction: .342 / .885 / .814 / .719, not run here: too slow cold)
+# Over the fixed subset `indexed_self` now indexes (40 files, every labelled file; fewer distractors):
+#   full-no-late  P@5 .410  R@10 .882  MRR .790  NDCG@10 .723
+#   lexical       P@5 .384  R@10 .835  MRR .811  NDCG@10 .731
+# so the P@5 floors rose to stay ~10 points under; the others already were.
 THRESHOLDS = {
-    "full-no-late": {"P@5": 0.24, "R@10": 0.76, "MRR": 0.67, "NDCG@10": 0.56},
-    "lexical": {"P@5": 0.20, "R@10": 0.65, "MRR": 0.62, "NDCG@10": 0.55},  # wave 3: 0.682 MRR at the corpus of b0fb95a
+    "full-no-late": {"P@5": 0.31, "R@10": 0.76, "MRR": 0.67, "NDCG@10": 0.56},
+    "lexical": {"P@5": 0.28, "R@10": 0.65, "MRR": 0.62, "NDCG@10": 0.55},  # wave 3: 0.682 MRR at the corpus of b0fb95a
 }
 ABLATION_ARGS = {
     "full-no-late": {"strategies": ("vector", "lexical", "symbol", "graph"), "late_interaction": False},
