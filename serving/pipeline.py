@@ -27,15 +27,15 @@ from semantica.languages import KNOWN_LANGUAGES
 from semantica.layout import BrokenSnapshotError, normalize_repo_name, split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
-from serving.context import Context
-from serving.intent import IntentResult
+from serving.core.context import Context
+from serving.core.intent import IntentResult
+from serving.core.localize import Localizer
+from serving.core.localizer.stage import LearnedStage
+from serving.core.prefetch import Prefetcher
+from serving.core.query_encoding import QueryEncoder
 from serving.knowledge.inject import InjectedKnowledge, KnowledgeInjector
-from serving.localize import Localizer
-from serving.localizer.stage import LearnedStage
 from serving.planning.passes import PipelinePass  # query planning
-from serving.prefetch import Prefetcher
-from serving.query_encoding import QueryEncoder
-from serving.rerankers import Reranker, RerankInput
+from serving.rerankers.registry import Reranker, RerankInput
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.granular import granular_lists
 from serving.retrievers.history import merge_history_lists
@@ -66,7 +66,7 @@ class StageTimer:
 
 class SearchPipeline:
     """Answers `SearchRequest`s over the published snapshots under one index root. It only orchestrates:
-    the stages come from `build_stages` (in process) or `serving.remote.remote_stages` (the Serve graph)."""
+    the stages come from `build_stages` (in process) or `serving.ray.remote.remote_stages` (the Serve graph)."""
 
     def __init__(self, config: Config, snapshots: SnapshotSet | None = None,
                  encoder_factory: Callable[[], Encoder] | None = None, stages: Stages | None = None) -> None:
@@ -308,7 +308,7 @@ class SearchPipeline:
             history if self.config.history.enabled else None))
         _attach_voters(files, functions, voters)
         files = self.ranking_hooks.files(files, snapshots)  # trust and freshness in the file order
-        if self.config.localizer.enabled:  # the learned localizer (serving/localizer/), blended into the lists
+        if self.config.localizer.enabled:  # the learned localizer (serving/core/localizer/), blended into the lists
             try:
                 files, functions = timer.run("localizer", lambda: self.learned_localizer.apply(
                     request.query, snapshots, files, functions))

@@ -15,8 +15,8 @@ from semantica.knowledge.entry import Status
 from semantica.knowledge.service import KnowledgeService
 from semantica.knowledge.store import KnowledgeInputError, UnknownEntryError
 from semantica.repo_names import RepoNameError, normalize_repo_name
-from serving.http_errors import Forbidden, NotFound, PayloadTooLarge, Unprocessable
-from serving.security import Principal
+from serving.api.http.errors import Forbidden, NotFound, PayloadTooLarge, Unprocessable
+from serving.api.http.security import Principal
 
 TOO_LARGE = 413
 
