@@ -35,7 +35,7 @@ from serving.core.prefetch import Prefetcher
 from serving.core.query_encoding import QueryEncoder
 from serving.knowledge.inject import InjectedKnowledge, KnowledgeInjector
 from serving.planning.passes import PipelinePass  # query planning
-from serving.rerankers.registry import Reranker, RerankInput
+from serving.rerankers.base import Reranker, RerankInput
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.granular import granular_lists
 from serving.retrievers.history import merge_history_lists
