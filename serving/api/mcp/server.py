@@ -46,9 +46,27 @@ from serving.api.mcp.models import (
     SyncOut,
     freshness_list,
 )
+from serving.api.mcp.params import (
+    GRAPH_TOOLS,
+    Branch,
+    BudgetTokens,
+    Cursor,
+    Depth,
+    K,
+    Languages,
+    Mode,
+    Name,
+    Paths,
+    PrimaryRepo,
+    Query,
+    Repos,
+    SyncForce,
+    SyncPath,
+    SyncRef,
+    SyncRepo,
+)
 from serving.graph.service import GraphRequest, GraphService
 from serving.pipeline import SearchPipeline
-from serving.planning.modes import SearchMode
 
 Syncer = Callable[..., dict[str, Any]]  # (repo, path, ref, force) -> pipelines.sync.SyncResult.to_dict()
 
@@ -64,35 +82,6 @@ INSTRUCTIONS = (
     "Start with `search` to find code, `get_context` to get cited code for an answer, `list_repos` to see "
     "what is indexed. Every answer has `freshness`: when a repository is `stale`, call `sync` on it first."
 )
-
-Query = Annotated[str, Field(min_length=1, description="what to find: an identifier, a question, an error message")]
-Repos = Annotated[list[str], Field(description="repository names from list_repos; empty = all")]
-K = Annotated[int | None, Field(ge=1, description="number of hits (default from the server's conf)")]
-Paths = Annotated[list[str], Field(description="only files matching these globs, e.g. ['src/**/*.py']")]
-Languages = Annotated[list[str], Field(description="only these languages, e.g. ['python']")]
-Branch = Annotated[str | None, Field(description="search this branch's snapshots (indexed with `index --ref`); "
-                                                 "default: the default branch")]
-Name = Annotated[str, Field(min_length=1, description="a bare, dotted (Class.method, module.func) or path::Qual.name")]
-Mode = Annotated[str | None, Field(description="force a search mode: " + ", ".join(m.value for m in SearchMode)
-                                               + " (default: the query planner picks one)")]
-PrimaryRepo = Annotated[str | None, Field(description="the repository that gets most of k when `repos` names several "
-                                                      "(default: the first named, else the best-scoring)")]
-Depth = Annotated[int | None, Field(ge=1, description="transitive hops (default from conf; a maximum applies)")]
-GRAPH_TOOLS = {
-    "callers": "Functions whose bodies call NAME, each cited at the call line: 'who calls X / where is X used'.",
-    "callees": "Functions NAME calls: 'what does X call'.",
-    "definition": "Where NAME is defined.",
-    "references": "Every use of NAME: calls, references, subclasses.",
-    "implementations": "Subclasses of a class, or the overrides of a method.",
-}
-SyncRepo = Annotated[str | None, Field(description="an indexed repository name (re-sync from its recorded source)")]
-SyncPath = Annotated[str | None, Field(description="a git checkout on the server's machine (index it, or re-index from it)")]
-SyncRef = Annotated[str | None, Field(description="a branch or commit to index from git objects instead of the working tree")]
-SyncForce = Annotated[bool, Field(description="re-index even when the snapshot is fresh")]
-BudgetTokens = Annotated[int | None, Field(ge=1, description="hard cap on this answer's size in tokens (the encoder's "
-                                                             "WordPiece tokenizer over the whole JSON answer): items are "
-                                                             "packed in rank order and `next_cursor` fetches the rest")]
-Cursor = Annotated[str | None, Field(description="`next_cursor` of an earlier answer to the same call: continue it")]
 
 
 @dataclass
