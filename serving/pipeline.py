@@ -38,7 +38,7 @@ from serving.rerankers.base import Reranker, RerankInput
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.granular import granular_lists
 from serving.retrievers.history import merge_history_lists
-from serving.retrievers.registry import RetrieverSpec
+from serving.retrievers.registry import RetrieverSpec, retriever_spec
 from serving.stages import Stages, build_stages
 
 SNAPSHOT_STAGE = "snapshot"
@@ -165,7 +165,7 @@ class SearchPipeline:
 
     def validate(self, request: SearchRequest) -> list[str]:
         """Raise QueryError for a request that cannot be answered; return warnings for fixed ones."""
-        return validate_request(request, self.config, self.planner,
+        return validate_request(request, self.config, self.planner, retriever_spec,
                                 lambda: [s.name for s in self.stages.retriever_specs])
 
     def _repos(self, request: SearchRequest, degraded: list[dict[str, str]]) -> list[Snapshot]:

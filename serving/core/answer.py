@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semantica.api import HitView
 from semantica.errors import public_message
@@ -14,7 +14,9 @@ from semantica.hits import Hit
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
 from serving.core.context import Context
-from serving.knowledge.inject import InjectedKnowledge
+
+if TYPE_CHECKING:  # a type only: core/ imports no other room at run time
+    from serving.knowledge.inject import InjectedKnowledge
 
 log = logging.getLogger("serving.pipeline")  # the pipeline's logger: a degraded stage logs where it always did
 

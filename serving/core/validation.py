@@ -10,11 +10,12 @@ from semantica.api import QueryError, SearchRequest
 from semantica.config import Config
 from semantica.languages import KNOWN_LANGUAGES
 from semantica.layout import normalize_repo_name
-from serving.retrievers.registry import retriever_spec
 
 
-def validate_request(request: SearchRequest, config: Config, planner: Any, enabled: Callable[[], list[str]]) -> list[str]:
-    """Raise QueryError for a request that cannot be answered; return warnings for fixed ones."""
+def validate_request(request: SearchRequest, config: Config, planner: Any, lookup: Callable[[str], Any],
+                     enabled: Callable[[], list[str]]) -> list[str]:
+    """Raise QueryError for a request that cannot be answered; return warnings for fixed ones. `lookup` finds a
+    registered retriever by name (ValueError if none), `enabled` lists the ones conf enables."""
     warnings: list[str] = []
     if not isinstance(request.query, str) or not request.query.strip():
         raise QueryError("query is empty: pass some text, an identifier or a question")
@@ -25,7 +26,7 @@ def validate_request(request: SearchRequest, config: Config, planner: Any, enabl
         raise QueryError(f"k must be a positive integer, got {request.k!r}")
     if request.k > config.query.max_k:
         raise QueryError(f"k={request.k} is above the maximum {config.query.max_k}")
-    request.strategies = [_strategy_name(name, enabled) for name in request.strategies]
+    request.strategies = [_strategy_name(name, lookup, enabled) for name in request.strategies]
     if isinstance(request.repos, str):
         raise QueryError(f"repos must be a list of repository names, got the string {request.repos!r}")
     request.repos = list(dict.fromkeys(normalize_repo_name(name) for name in request.repos))  # RepoNameError
@@ -40,10 +41,10 @@ def validate_request(request: SearchRequest, config: Config, planner: Any, enabl
     return warnings
 
 
-def _strategy_name(name: str, enabled: Callable[[], list[str]]) -> str:
+def _strategy_name(name: str, lookup: Callable[[str], Any], enabled: Callable[[], list[str]]) -> str:
     """A strategy the request may narrow to: a registered retriever that conf enables."""
     try:
-        spec = retriever_spec(name)
+        spec = lookup(name)
     except ValueError as exc:
         raise QueryError(str(exc)) from None
     names = enabled()

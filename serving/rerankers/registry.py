@@ -28,12 +28,16 @@ def register_reranker(name: str) -> Callable[[RerankerFactory], RerankerFactory]
 
 def build_rerankers(order: list[str], pipeline: Any) -> list[Reranker]:
     """The configured rerankers, in order; an unknown name is a clear error listing the known ones."""
+    _load_builtins()
     unknown = [n for n in order if n not in RERANKERS]
     if unknown:
         raise ConfigError(f"rerank.order: unknown reranker(s) {unknown}; registered: {sorted(RERANKERS)}")
     return [RERANKERS[name](pipeline) for name in order]
 
 
-# The built-in and query-planning rerankers live in their own modules and register themselves on import.
-from serving.planning import final_order, repo_map  # noqa: E402,F401  (registers final_order, repo_scope)
-from serving.rerankers import builtin  # noqa: E402,F401  (registers ltr, late_interaction, cross_encoder)
+
+def _load_builtins() -> None:
+    """The built-in and query-planning rerankers register themselves on import (kept lazy, like the retrievers'
+    builtins: planning imports this registry, so a module-level import would be a cycle)."""
+    from serving.planning import final_order, repo_map  # noqa: F401  (registers final_order, repo_scope)
+    from serving.rerankers import builtin  # noqa: F401  (registers ltr, late_interaction, cross_encoder)
