@@ -33,9 +33,9 @@ from serving.api.http.contract import (
 )
 from serving.api.http.errors import Forbidden, NotFound, install_error_handlers
 from serving.api.http.guards import AccessGuard, BodyGuard, principal_of
+from serving.api.http.knowledge import KnowledgeApi, KnowledgeBody
 from serving.api.http.metrics import CONTENT_TYPE, MetricsMiddleware
 from serving.api.http.models import FeedbackBody, GraphBody, MapBody, SearchBody
-from serving.knowledge.http import KnowledgeApi, KnowledgeBody
 
 ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map", "/v1/knowledge")
 UNHEALTHY = ("unavailable", "draining")
@@ -88,7 +88,7 @@ def build_http_app(core: Any) -> FastAPI:
     def http_feedback(body: FeedbackBody, request: Request) -> JSONResponse:
         return JSONResponse(core.feedback(body.model_dump(), principal(request)), status_code=201)
 
-    knowledge = KnowledgeApi(core.pipeline.knowledge.service)  # serving/knowledge/http.py (docs/knowledge.md)
+    knowledge = KnowledgeApi(core.pipeline.knowledge.service)  # serving/api/http/knowledge.py (docs/knowledge.md)
 
     @api.get("/v1/knowledge", responses=error_responses(KNOWLEDGE_READ_ERRORS))
     def http_knowledge_list(request: Request, repo: str | None = None, query: str = "",
