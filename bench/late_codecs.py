@@ -12,8 +12,8 @@ import numpy as np
 from jobs.eval.golden import GoldenEval, load_golden_set
 from semantica.config import load_config
 from semantica.token_vectors import TokenCodec, TokenProjection
-from serving.late_interaction import maxsim
 from serving.pipeline import SearchPipeline
+from serving.rerankers.late_interaction import maxsim
 
 golden = load_golden_set("conf/golden/semantica.jsonl")
 cfg = load_config(None, ["paths.index_root=/tmp/fast-eval/onthefly/index", "paths.cache_dir=/tmp/fast-eval/cache"])

@@ -2,7 +2,7 @@
 
 `semantica deploy render --values deploy/values.yaml --out DIR` writes a kustomize base:
 
-- `rayservice.yaml`: a KubeRay RayService running `serving.app:build_app`; its `serveConfigV2` IS
+- `rayservice.yaml`: a KubeRay RayService running `serving.ray.app:build_app`; its `serveConfigV2` IS
   conf/serve.yaml (same applications and deployments) with the values applied (bind address, config
   overrides, replicas), so the Serve config a cluster runs never drifts from the one `semantica serve` runs;
 - `rayjob-index-batch.yaml`: a RayJob running `semantica index-batch` on a manifest;
@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 RAY_API = "ray.io/v1"
-APP_IMPORT_PATH = "serving.app:build_app"
+APP_IMPORT_PATH = "serving.ray.app:build_app"
 TOKEN_MOUNT = "/var/run/semantica"
 TOKEN_FILE_NAME = "serve-token"
 CONFIG_IN_IMAGE = "conf/cluster.yaml"

@@ -12,8 +12,8 @@ from pipelines.discover import DiscoveryError, repo_name_from_path
 from pipelines.manifest import ManifestError, RepoSpec, load_manifest
 from pipelines.plan import IndexPlanner
 from semantica.config import Config
-from serving.mcp import ToolSpec
-from serving.mcp_models import PlanOut
+from serving.api.mcp.models import PlanOut
+from serving.api.mcp.server import ToolSpec
 
 PlanPath = Annotated[str | None, Field(description="a git checkout on the server's machine")]
 PlanManifest = Annotated[str | None, Field(description="an index-batch manifest file on the server")]

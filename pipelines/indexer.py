@@ -361,11 +361,11 @@ class Indexer:
             reader.close()
 
     def _history_model(self, work: _RepoWork, history: Any) -> Any:
-        """The repository's own localizer (serving/localizer/adapt.py), trained on its kept commits at or before
+        """The repository's own localizer (serving/core/localizer/adapt.py), trained on its kept commits at or before
         the snapshot's commit over the Python files of that commit's tree; None below `adapt.min_queries`."""
         from semantica.history.gitread import python_tree_texts
-        from serving.localizer.adapt import RepositoryAdapter
-        from serving.localizer.snapshot import SnapshotBuilder
+        from serving.core.localizer.adapt import RepositoryAdapter
+        from serving.core.localizer.snapshot import SnapshotBuilder
 
         c = self.config
         texts = python_tree_texts(work.source.repo_path, history.commit, c.localizer.max_file_bytes)

@@ -1,6 +1,6 @@
 """Request and response types of a search, in one place: the CLI, the pipeline, HTTP and MCP share them.
 
-The HTTP body model (`serving.http_models.SearchBody`) is generated from `SearchRequest`'s fields and
+The HTTP body model (`serving.api.http.models.SearchBody`) is generated from `SearchRequest`'s fields and
 the response cache key is derived from them too, so a new request field is one line here: it cannot be
 forgotten by the API schema or by the cache (a forgotten field once served stale answers).
 """

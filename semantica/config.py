@@ -285,7 +285,7 @@ class LtrConfig:
 
 @dataclass
 class RerankConfig:
-    """Which registered rerankers run after fusion, in this order (`serving.rerankers.RERANKERS`)."""
+    """Which registered rerankers run after fusion, in this order (`serving.rerankers.registry.RERANKERS`)."""
 
     order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder", "repo_scope",
                                                       "final_order"])

@@ -119,7 +119,7 @@ class PlanningAnalyzerConfig:
 
 @dataclass
 class PlanningModesConfig:
-    """Per-mode multipliers on the intent weights of weighted RRF (serving/fusion.py), MMR for mmr_diverse,
+    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), MMR for mmr_diverse,
     and the dynamic K each mode asks for (clamped to [planning.k_min, planning.k_max])."""
 
     multipliers: dict[str, dict[str, float]] = field(default_factory=lambda: {

@@ -18,24 +18,23 @@ from dataclasses import asdict
 from typing import Any
 
 from semantica import observability
-from semantica.api import HitView, QueryError, SearchRequest, SearchResponse
+from semantica.api import QueryError, SearchRequest, SearchResponse
 from semantica.config import Config
 from semantica.encoder import Encoder
-from semantica.errors import public_message
 from semantica.hits import ChunkMeta, Hit, RankedList, Strategy, strategy_key
-from semantica.languages import KNOWN_LANGUAGES
-from semantica.layout import BrokenSnapshotError, normalize_repo_name, split_branch_key
+from semantica.layout import BrokenSnapshotError, split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
-from serving.context import Context
-from serving.intent import IntentResult
-from serving.knowledge.inject import InjectedKnowledge, KnowledgeInjector
-from serving.localize import Localizer
-from serving.localizer.stage import LearnedStage
+from serving.core.answer import attach_voters, context_dict, degraded_entry, explain_history, file_lines, hit_view, interleave
+from serving.core.intent import IntentResult
+from serving.core.localize import Localizer
+from serving.core.localizer.stage import LearnedStage
+from serving.core.prefetch import Prefetcher
+from serving.core.query_encoding import QueryEncoder
+from serving.core.validation import validate_request
+from serving.knowledge.inject import KnowledgeInjector
 from serving.planning.passes import PipelinePass  # query planning
-from serving.prefetch import Prefetcher
-from serving.query_encoding import QueryEncoder
-from serving.rerankers import Reranker, RerankInput
+from serving.rerankers.base import Reranker, RerankInput
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList, merge_scored, to_ranked
 from serving.retrievers.granular import granular_lists
 from serving.retrievers.history import merge_history_lists
@@ -68,7 +67,7 @@ class StageTimer:
 
 class SearchPipeline:
     """Answers `SearchRequest`s over the published snapshots under one index root. It only orchestrates:
-    the stages come from `build_stages` (in process) or `serving.remote.remote_stages` (the Serve graph)."""
+    the stages come from `build_stages` (in process) or `serving.ray.remote.remote_stages` (the Serve graph)."""
 
     def __init__(self, config: Config, snapshots: SnapshotSet | None = None,
                  encoder_factory: Callable[[], Encoder] | None = None, stages: Stages | None = None) -> None:
@@ -168,40 +167,8 @@ class SearchPipeline:
 
     def validate(self, request: SearchRequest) -> list[str]:
         """Raise QueryError for a request that cannot be answered; return warnings for fixed ones."""
-        warnings: list[str] = []
-        if not isinstance(request.query, str) or not request.query.strip():
-            raise QueryError("query is empty: pass some text, an identifier or a question")
-        self.planner.validate(request)  # planning: mode, primary_repo, dynamic K for a request without k
-        if request.k is None:
-            request.k = self.config.query.default_k
-        if isinstance(request.k, bool) or not isinstance(request.k, int) or request.k <= 0:
-            raise QueryError(f"k must be a positive integer, got {request.k!r}")
-        if request.k > self.config.query.max_k:
-            raise QueryError(f"k={request.k} is above the maximum {self.config.query.max_k}")
-        request.strategies = [self._strategy_name(name) for name in request.strategies]
-        if isinstance(request.repos, str):
-            raise QueryError(f"repos must be a list of repository names, got the string {request.repos!r}")
-        request.repos = list(dict.fromkeys(normalize_repo_name(name) for name in request.repos))  # RepoNameError
-        request.languages = [_known_language(name) for name in request.languages]
-        if len(request.query) > self.config.query.max_query_chars:
-            request.query = request.query[: self.config.query.max_query_chars]
-            warnings.append(f"query truncated to its first {self.config.query.max_query_chars} characters")
-        cleaned = request.query.encode("utf-8", "replace").decode("utf-8")
-        if cleaned != request.query:
-            request.query = cleaned
-            warnings.append("query held invalid characters (lone surrogates); they were replaced")
-        return warnings
-
-    def _strategy_name(self, name: str) -> str:
-        """A strategy the request may narrow to: a registered retriever that conf enables."""
-        try:
-            spec = retriever_spec(name)
-        except ValueError as exc:
-            raise QueryError(str(exc)) from None
-        enabled = [s.name for s in self.stages.retriever_specs]
-        if spec.name not in enabled:
-            raise QueryError(f"strategy {name!r} is not enabled (retrieval.retrievers: {', '.join(enabled)})")
-        return spec.name
+        return validate_request(request, self.config, self.planner, retriever_spec,
+                                lambda: [s.name for s in self.stages.retriever_specs])
 
     def _repos(self, request: SearchRequest, degraded: list[dict[str, str]]) -> list[Snapshot]:
         """The snapshots that can answer; a broken one is skipped and listed in `degraded`
@@ -298,46 +265,46 @@ class SearchPipeline:
                 granular = timer.run("granular", lambda: granular_lists(
                     request.query, [self.retrievers(s).granular for s in snapshots], self.config.granular, filters))
             except Exception as exc:  # optional lists: localization falls back to the chunk lists
-                degraded.append(_degraded("granular", exc))
+                degraded.append(degraded_entry("granular", exc))
         history, voters = None, {}
         if self.config.history.enabled or request.explain:
             try:
                 history, voters = timer.run("history", lambda: self._history(request.query, snapshots, filters))
             except Exception as exc:  # optional lists: localization falls back to the others
-                degraded.append(_degraded("history", exc))
+                degraded.append(degraded_entry("history", exc))
         files, functions = timer.run("localize", lambda: self.localizer.localize(
             lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None,  # planning
             history if self.config.history.enabled else None))
-        _attach_voters(files, functions, voters)
+        attach_voters(files, functions, voters)
         files = self.ranking_hooks.files(files, snapshots)  # trust and freshness in the file order
-        if self.config.localizer.enabled:  # the learned localizer (serving/localizer/), blended into the lists
+        if self.config.localizer.enabled:  # the learned localizer (serving/core/localizer/), blended into the lists
             try:
                 files, functions = timer.run("localizer", lambda: self.learned_localizer.apply(
                     request.query, snapshots, files, functions))
             except Exception as exc:  # optional stage: the fixed-fusion lists stand
-                degraded.append(_degraded("localizer", exc))
+                degraded.append(degraded_entry("localizer", exc))
         used = self._knowledge(request.query, snapshots, timer, degraded)
         hits = self.knowledge.boost(hits, used, chunks, request.k)
         budget = self.config.context.token_budget if request.context_budget is None else request.context_budget
         injected = self.knowledge.render(used, budget)
         top = hits[: request.k]
         context = timer.run("context", lambda: self.context_builder.build(
-            self.knowledge.dedupe(top, injected.entries, chunks), chunks, self._file_lines(snapshots),
+            self.knowledge.dedupe(top, injected.entries, chunks), chunks, file_lines(snapshots),
             budget - injected.tokens))
         response = SearchResponse(
             query=request.query,
             intent={"dominant": intent.dominant.value,
                     "probabilities": {i.value: round(p, 4) for i, p in intent.probabilities.items()},
                     "expansions": asdict(intent.expansions)},
-            hits=[self._view(rank, hit, chunks[hit.chunk_id], request.explain) for rank, hit in enumerate(top, 1)],
-            files=files, functions=functions, context=_context_dict(context, injected), degraded=degraded,
+            hits=[hit_view(rank, hit, chunks[hit.chunk_id], request.explain) for rank, hit in enumerate(top, 1)],
+            files=files, functions=functions, context=context_dict(context, injected), degraded=degraded,
             warnings=warnings, timings_ms=timer.ms, snapshots={s.repo: s.snapshot_id for s in snapshots},
             graph=routed.result.to_dict() if routed is not None else None,
             plan=plan.to_dict() if plan else None,  # planning
         )
         if request.explain and voters:
             for view in response.hits:
-                _explain_history(view, voters)
+                explain_history(view, voters)
         if expanded:  # what decomposition / multi-hop did
             response.plan = {**(response.plan or {}), **expanded}
         if routed is not None:
@@ -354,7 +321,7 @@ class SearchPipeline:
         try:
             return timer.run("knowledge", lambda: self.knowledge.lookup(query, [s.repo for s in snapshots]))
         except Exception as exc:
-            degraded.append(_degraded("knowledge", exc))
+            degraded.append(degraded_entry("knowledge", exc))
             return []
 
     def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: list[RetrieverSpec],
@@ -369,7 +336,7 @@ class SearchPipeline:
             try:
                 return timer.run(name, fn)
             except Exception as exc:  # a failing index degrades the answer, it does not fail it
-                degraded.append(_degraded(name, exc))
+                degraded.append(degraded_entry(name, exc))
                 return []
 
         def one_repo(snapshot: Snapshot) -> dict[str, ScoredList]:
@@ -377,7 +344,7 @@ class SearchPipeline:
             futures: dict[str, Future[ScoredList]] = {}
             for spec in enabled:  # seed sources come before what they seed (enabled_specs orders them)
                 seed_lists = {name: [c for c, _ in futures[name].result()] for name in spec.seeded_by if name in futures}
-                rq = RetrievalQuery(text=query, intent=intent, seeds=_interleave(*seed_lists.values()),
+                rq = RetrievalQuery(text=query, intent=intent, seeds=interleave(*seed_lists.values()),
                                     symbol_seeds=seed_lists.get(Strategy.SYMBOL.value, []))
                 futures[spec.name] = self._pool.submit(
                     attempt, spec.name, lambda n=spec.name, q=rq: retrievers.get(n).search_scored(q, k, filters))
@@ -407,18 +374,8 @@ class SearchPipeline:
             except Exception as exc:
                 if not stage.optional:
                     raise
-                degraded.append(_degraded(stage.name, exc))
+                degraded.append(degraded_entry(stage.name, exc))
         return hits
-
-    @staticmethod
-    def _file_lines(snapshots: list[Snapshot]) -> Callable[[str, str], list[str]]:
-        by_repo = {s.repo: s for s in snapshots}
-
-        def lines(repo: str, path: str) -> list[str]:
-            snapshot = by_repo.get(repo)
-            return snapshot.file_lines(path) if snapshot else []
-
-        return lines
 
     def _history(self, query: str, snapshots: list[Snapshot], filters: Filters) -> tuple[Any, dict[str, list[Any]]]:
         """The history retriever's vote and prior lists over the snapshots that store history, and which past
@@ -433,60 +390,3 @@ class SearchPipeline:
                 parts.append(retriever.lists(query, self.retrievers(snapshot).granular.allows(filters)))
                 voters.update(retriever.voters(query))
         return (merge_history_lists(parts) if parts else None), voters
-
-    @staticmethod
-    def _view(rank: int, hit: Hit, chunk: Chunk, explain: bool) -> HitView:
-        return HitView(
-            rank=rank, chunk_id=hit.chunk_id, repo=chunk.repo, path=chunk.path, start_line=chunk.start_line,
-            end_line=chunk.end_line, symbol=chunk.symbol, kind=chunk.kind, score=round(hit.score, 6),
-            fused_score=round(hit.fused_score, 6), ranks=dict(hit.ranks),
-            citation=f"{chunk.path}:{chunk.start_line}-{chunk.end_line}", content=chunk.content,
-            late_score=hit.late_score, cross_score=hit.cross_score, ltr_score=hit.ltr_score,
-            features=list(hit.features) if explain else None, explanation=hit.explanation if explain else None,
-        )
-
-
-def _attach_voters(files: list[dict[str, Any]], functions: list[dict[str, Any]], voters: dict[str, list[Any]]) -> None:
-    """Files and functions that past commits voted for carry them: `history: [{sha, subject, date, similarity}]`."""
-    for items, field_name in ((files, "path"), (functions, "function")):
-        for item in items:
-            found = voters.get(f"{item['repo']}\x00{item[field_name]}")
-            if found:
-                item["history"] = [v.to_dict() for v in found]
-
-
-def _explain_history(view: HitView, voters: dict[str, list[Any]]) -> None:
-    """A hit whose function (else file) past commits voted for says which (sha, subject, date)."""
-    found = voters.get(f"{view.repo}\x00{view.path}::{view.symbol}") or voters.get(f"{view.repo}\x00{view.path}")
-    if found:
-        said = "; ".join(f"{v.sha[:10]} {v.subject!r} ({v.date})" for v in found)
-        view.explanation = f"{view.explanation or ''} history: voted by past commits {said}".strip()
-
-
-def _degraded(stage: str, exc: BaseException) -> dict[str, str]:
-    """A `degraded` entry: a short, path-free message for the client; the full one goes to the log."""
-    log.warning("stage %s failed; answering without it", stage, exc_info=exc)
-    return {"stage": stage, "error": public_message(exc)}
-
-
-def _known_language(name: str) -> str:
-    language = str(name).strip().lower()
-    if language not in KNOWN_LANGUAGES:
-        raise QueryError(f"unknown language {name!r}; known languages: {', '.join(sorted(KNOWN_LANGUAGES))}")
-    return language
-
-
-def _interleave(*sources: list[str]) -> list[str]:
-    """Seeds alternate between their sources (symbol, lexical) so each is represented."""
-    out: list[str] = []
-    for rank in range(max((len(s) for s in sources), default=0)):
-        out.extend(s[rank] for s in sources if rank < len(s))
-    return list(dict.fromkeys(out))
-
-
-def _context_dict(context: Context, knowledge: InjectedKnowledge) -> dict[str, Any]:
-    """The code blocks, after the knowledge entries (first in `text`, listed in `knowledge`)."""
-    text = "\n\n".join(t for t in (knowledge.text, context.render()) if t)
-    return {"blocks": [asdict(b) for b in context.blocks], "tokens_used": context.tokens_used + knowledge.tokens,
-            "budget": context.budget + knowledge.tokens, "truncated": context.truncated, "text": text,
-            "knowledge": knowledge.to_list()}

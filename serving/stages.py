@@ -1,7 +1,7 @@
 """Every query stage, built in one place: `build_stages(config)`.
 
 `SearchPipeline(stages)` only orchestrates. The Ray Serve ingress builds the same `Stages` with its
-remote handles in place of the local stage objects (`serving.remote.remote_stages`): the handles satisfy
+remote handles in place of the local stage objects (`serving.ray.remote.remote_stages`): the handles satisfy
 the same protocols (classify, fuse, build, rerank, search_scored), so there is one orchestration and no
 pipeline subclass. Models (late interaction, cross-encoder, LTR) and graph tables load on first use.
 """
@@ -18,19 +18,19 @@ from semantica.config import Config
 from semantica.encoder import Encoder, safe_name, shared_encoder
 from semantica.snapshot import Snapshot, SnapshotSet
 from semantica.token_vectors import StoredTokenVectors
-from serving.context import ContextBuilder
-from serving.cross_encoder import CrossEncoderReranker
-from serving.fusion import WeightedRRF
-from serving.graph_ops import GraphOps
-from serving.graph_route import GraphRouter
-from serving.intent import Intent, IntentClassifier
-from serving.late_interaction import LateInteractionReranker, TokenEmbeddingCache
-from serving.localize import Localizer
-from serving.localizer.stage import LearnedStage
-from serving.ltr import LtrReranker
+from serving.core.context import ContextBuilder
+from serving.core.fusion import WeightedRRF
+from serving.core.intent import Intent, IntentClassifier
+from serving.core.localize import Localizer
+from serving.core.localizer.stage import LearnedStage
+from serving.core.query_encoding import QueryEncoder
+from serving.graph.ops import GraphOps
+from serving.graph.route import GraphRouter
 from serving.planning.planner import QueryPlanner
-from serving.query_encoding import QueryEncoder
-from serving.rerankers import Reranker, build_rerankers
+from serving.rerankers.cross_encoder import CrossEncoderReranker
+from serving.rerankers.late_interaction import LateInteractionReranker, TokenEmbeddingCache
+from serving.rerankers.ltr import LtrReranker
+from serving.rerankers.registry import Reranker, build_rerankers
 from serving.retrievers.registry import RetrieverSpec, enabled_specs
 from serving.retrievers.repo import RepoRetrievers
 

@@ -77,8 +77,8 @@ def bench_queries(config: Config, repo: str, queries: list[str]) -> dict[str, An
 def bench_structural(repo: Path, name: str, commit: str | None, questions: list[str]) -> dict[str, Any]:
     """Structural questions in process: parse -> graph ops (what `semantica query` runs first), p50/p99."""
     from jobs.eval.flow import graph_at
-    from serving.graph_ops import GraphOps, UnknownNameError
-    from serving.structural import parse_question
+    from serving.graph.ops import GraphOps, UnknownNameError
+    from serving.graph.structural import parse_question
 
     config = load_config(None, [])
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""`semantica daemon status|start|stop|run`: the warm local query daemon (serving/daemon.py).
+"""`semantica daemon status|start|stop|run`: the warm local query daemon (serving/api/daemon.py).
 
 `semantica query` starts it on first use when `daemon.enabled`; these sub-commands show, start and
 stop it by hand. One daemon serves one configuration (index root, overrides, working directory).
@@ -70,7 +70,7 @@ def _run_foreground(args: argparse.Namespace) -> int:
 
     from semantica.config import config_from_dict
     from semantica.daemon_protocol import DaemonPaths, fingerprint
-    from serving.daemon import run_daemon
+    from serving.api.daemon import run_daemon
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.from_json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobs.cli import add_common, config_from_args, print_json
-from serving.structural import GraphOp
+from serving.graph.structural import GraphOp
 
 _HELP = {
     GraphOp.CALLERS: "functions whose bodies call NAME, cited at the call line",
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_graph(args: argparse.Namespace) -> int:
-    from serving.graph_service import GraphRequest, GraphService
+    from serving.graph.service import GraphRequest, GraphService
 
     answer = GraphService(config_from_args(args)).run(GraphRequest(args.op, args.name, args.repo, args.depth))
     if args.json:

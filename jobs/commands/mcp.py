@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def build(config, allow_sync: bool = True):  # noqa: ANN001, ANN201 (imports stay lazy for a fast --help)
     """The MCP server over one SearchPipeline and, unless read-only, the indexer's syncer."""
-    from serving.mcp import SemanticaTools, build_server
+    from serving.api.mcp.server import SemanticaTools, build_server
     from serving.pipeline import SearchPipeline
 
     syncer = None
@@ -65,7 +65,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     if transport is Transport.STDIO:
         import anyio
 
-        from serving.mcp_frames import run_stdio
+        from serving.api.mcp.frames import run_stdio
 
         anyio.run(run_stdio, server)  # the SDK's stdio, answering every frame it cannot read
     else:

@@ -118,7 +118,7 @@ def run_query(args: argparse.Namespace) -> int:
 
 def _search_in_process(config, fields: dict, branch: str | None):
     """Load everything here (in parallel), answer once: the fallback when no daemon answers."""
-    from serving.daemon import search_for_cli
+    from serving.api.daemon import search_for_cli
     from serving.pipeline import SearchPipeline
 
     pipeline = SearchPipeline(config)

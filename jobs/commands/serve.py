@@ -1,4 +1,4 @@
-"""`semantica serve`: the Ray Serve query graph (serving/app.py) over HTTP, until SIGINT/SIGTERM.
+"""`semantica serve`: the Ray Serve query graph (serving/ray/app.py) over HTTP, until SIGINT/SIGTERM.
 
 Local Ray by default, listening on 127.0.0.1 only (`semantica.ray_runtime.start_ray`; every replica asks for a fraction of a CPU, see
 conf/serve.yaml), or an existing cluster with `--ray-address`. `serve run conf/serve.yaml` runs the same
@@ -67,7 +67,7 @@ def serve_until(config: Config, host: str, port: int, stop: Any, address: str = 
     from ray import serve
 
     from semantica.ray_runtime import start_ray
-    from serving.app import build_graph, deployment_options
+    from serving.ray.app import build_graph, deployment_options
 
     start_ray(config.ray, address, serve=True)
     try:
@@ -113,7 +113,7 @@ def proxy_timeout_s(config: Config) -> float:
 
 def announce_token(config: Config) -> None:
     """Create the API token file when auth is on and say where it is (never the token itself)."""
-    from serving.security import auth_required, ensure_token_file
+    from serving.api.http.security import auth_required, ensure_token_file
 
     if not auth_required(config.auth, config.serve.host):
         print(f"auth: off (bound to loopback {config.serve.host}, auth.mode={config.auth.mode})", file=sys.stderr)

@@ -23,8 +23,8 @@ from pipelines.discover import RepoSource, SourceFile
 from pipelines.parse import FileParser, GraphResolver
 from semantica.config import Config
 from semantica.schema import SymbolKind
-from serving.graph_ops import GraphOps, SnapshotGraph, UnknownNameError
-from serving.structural import parse_question
+from serving.graph.ops import GraphOps, SnapshotGraph, UnknownNameError
+from serving.graph.structural import parse_question
 
 FLOW_K = 10
 # a class without its own __init__ is what its instantiation calls (jedi's gold names the class then)

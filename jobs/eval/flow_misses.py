@@ -22,7 +22,7 @@ from pipelines.discover import RepoSource, SourceFile
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
 from semantica.config import load_config
 from semantica.schema import EdgeType
-from serving.graph_ops import GraphOps, SnapshotGraph
+from serving.graph.ops import GraphOps, SnapshotGraph
 
 INIT = "__init__"
 

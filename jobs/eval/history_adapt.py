@@ -35,9 +35,9 @@ from jobs.localizer.gitread import TreeReader
 from semantica.config import Config, load_config
 from semantica.history import HistoryReader
 from semantica.history.reader import commit_time
-from serving.localizer.adapt import RepositoryAdapter
-from serving.localizer.snapshot import SnapshotBuilder
-from serving.localizer.stage import LocalizerModels
+from serving.core.localizer.adapt import RepositoryAdapter
+from serving.core.localizer.snapshot import SnapshotBuilder
+from serving.core.localizer.stage import LocalizerModels
 
 
 @dataclasses.dataclass

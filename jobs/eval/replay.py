@@ -26,11 +26,11 @@ from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import Config
 from semantica.granular import Granularity, path_of_key
 from semantica.hits import Strategy, strategy_key
-from serving.fusion import WeightedRRF
-from serving.granular_fusion import GranularLists, localizer_key
-from serving.history_fusion import HistoryLists
-from serving.intent import IntentClassifier
-from serving.localize import Localizer
+from serving.core.fusion import WeightedRRF
+from serving.core.granular_fusion import GranularLists, localizer_key
+from serving.core.history_fusion import HistoryLists
+from serving.core.intent import IntentClassifier
+from serving.core.localize import Localizer
 from serving.planning.analyzer import ModeWeights
 from serving.planning.decompose import QueryDecomposer
 from serving.planning.merge import ListMerger, PlanTrace

@@ -17,8 +17,8 @@ from pathlib import Path
 from jobs.eval.instances import load_instances
 from jobs.localizer.gitread import TreeReader
 from semantica.config import load_config
-from serving.localizer.snapshot import SnapshotBuilder
-from serving.localizer.stage import LearnedLocalizer, LocalizerModels
+from serving.core.localizer.snapshot import SnapshotBuilder
+from serving.core.localizer.stage import LearnedLocalizer, LocalizerModels
 
 
 def _pcts(values: list[float]) -> dict[str, float]:

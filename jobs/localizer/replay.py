@@ -2,7 +2,7 @@
 
 The snapshot's Python files are read from the repository's bare clone under $SEMANTICA_MIRRORS
 (`<owner>+<name>/repo`, default /work/.mirror) at the base commit, exactly as the corpus features read
-a parent commit, then `serving.localizer` ranks them; `blend` mixes the result into today's ranking.
+a parent commit, then `serving.core.localizer` ranks them; `blend` mixes the result into today's ranking.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from jobs.eval.instances import Instance
 from jobs.localizer.gitread import TreeReader
 from jobs.ltr.mine import MineError
 from semantica.config import Config
-from serving.localizer.features import SCHEMA_VERSION, CandidateSet
-from serving.localizer.snapshot import SnapshotBuilder
-from serving.localizer.stage import (
+from serving.core.localizer.features import SCHEMA_VERSION, CandidateSet
+from serving.core.localizer.snapshot import SnapshotBuilder
+from serving.core.localizer.stage import (
     LearnedLocalizer,
     LocalizerModelError,
     LocalizerModels,

@@ -1,6 +1,6 @@
 """Training and measuring the LightGBM learning-to-rank model on mined hits (`semantica train-ltr`).
 
-The model is a LightGBM LambdaRank ranker over `serving.ltr.LTR_FEATURE_NAMES` (the 18 fusion
+The model is a LightGBM LambdaRank ranker over `serving.rerankers.ltr.LTR_FEATURE_NAMES` (the 18 fusion
 features plus context features derived from the query and the hit); each mined query is one group.
 It is judged against the order it would replace, the fused order, on the same candidates:
 
@@ -27,8 +27,8 @@ import polars as pl
 from jobs.ltr.mine import LABEL_COLUMN, RANK_COLUMN
 from semantica.config import IntentConfig, LtrTrainConfig
 from semantica.hits import FEATURE_NAMES
-from serving.intent import IntentClassifier
-from serving.ltr import LTR_FEATURE_NAMES, LTR_FORMAT, META_FILE, MODEL_FILE, LtrFeaturizer
+from serving.core.intent import IntentClassifier
+from serving.rerankers.ltr import LTR_FEATURE_NAMES, LTR_FORMAT, META_FILE, MODEL_FILE, LtrFeaturizer
 
 
 class TrainError(ValueError):

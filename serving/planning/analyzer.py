@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from semantica.config import PlanningConfig
-from serving.intent import FILE_EXTENSIONS
+from serving.core.intent import FILE_EXTENSIONS
 from serving.planning.modes import SearchMode
 
 _WORD = re.compile(r"\S+")

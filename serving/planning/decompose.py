@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from semantica.config import DecomposeConfig
 from semantica.schema import ParsableEnum
-from serving.intent import MAX_INTENT_CHARS, IntentResult
+from serving.core.intent import MAX_INTENT_CHARS, IntentResult
 
 
 class SubQueryKind(ParsableEnum):

@@ -16,7 +16,7 @@ from collections import defaultdict
 from semantica.config import DecomposeConfig
 from semantica.hits import RankedList
 from semantica.schema import Chunk
-from serving.graph_ops import SnapshotGraph
+from serving.graph.ops import SnapshotGraph
 from serving.planning.decompose import Frame
 
 MAX_PATH_MATCHES = 3

@@ -18,8 +18,8 @@ from typing import Any
 from semantica.config import PlanningConfig
 from semantica.hits import RankedList, Strategy
 from semantica.snapshot import Snapshot
-from serving.graph_ops import SnapshotGraph
-from serving.intent import IntentResult
+from serving.core.intent import IntentResult
+from serving.graph.ops import SnapshotGraph
 from serving.planning.decompose import QueryDecomposer, SubQuery, SubQueryKind
 from serving.planning.direct import DirectResolver
 from serving.planning.merge import DIRECT, ListMerger, PlannedLists, PlanTrace, SubQueryLists

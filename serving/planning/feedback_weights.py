@@ -28,8 +28,8 @@ from typing import Any
 from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
 from semantica.hits import STRATEGIES, RankedList, Strategy
 from semantica.layout import IndexLayout, normalize_repo_name
-from serving.fusion import WeightedRRF
-from serving.intent import INTENTS, Intent, IntentClassifier
+from serving.core.fusion import WeightedRRF
+from serving.core.intent import INTENTS, Intent, IntentClassifier
 
 VERDICT_LEARNED = "learned"
 VERDICT_DEFAULT = "default"

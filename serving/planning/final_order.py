@@ -29,7 +29,8 @@ from semantica.snapshot import Snapshot
 from semantica.source import GitError
 from semantica.token_vectors import single_thread_blas
 from serving.planning.file_ages import FileAges, freshness
-from serving.rerankers import RerankInput, register_reranker
+from serving.rerankers.base import RerankInput
+from serving.rerankers.registry import register_reranker
 
 log = logging.getLogger(__name__)
 

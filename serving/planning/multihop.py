@@ -22,8 +22,8 @@ from collections import defaultdict
 from semantica.config import MultiHopConfig
 from semantica.hits import RankedList
 from semantica.schema import EdgeType, ParsableEnum, SymbolKind
-from serving.graph_ops import PYTHON_INIT, SnapshotGraph
-from serving.intent import Intent, IntentResult
+from serving.core.intent import Intent, IntentResult
+from serving.graph.ops import PYTHON_INIT, SnapshotGraph
 
 USE_TYPES = frozenset({EdgeType.CALLS.value, EdgeType.REFERENCES.value, EdgeType.INHERITS.value})
 MAX_CHUNK_MAPS = 16

@@ -15,7 +15,7 @@ from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
 from semantica.layout import split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
-from serving.intent import IntentResult
+from serving.core.intent import IntentResult
 from serving.retrievers.base import Filters
 
 

@@ -26,7 +26,8 @@ from semantica.hits import Hit
 from semantica.schema import ParsableEnum, Symbol
 from semantica.snapshot import Snapshot, SnapshotSet
 from semantica.tokenizer import count_tokens
-from serving.rerankers import RerankInput, register_reranker
+from serving.rerankers.base import RerankInput
+from serving.rerankers.registry import register_reranker
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PATHLIKE = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.[A-Za-z]{1,5}\b")

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from semantica.hits import RankedList, Strategy
 from semantica.schema import Chunk
-from serving.intent import Expansions, IntentResult
+from serving.core.intent import Expansions, IntentResult
 
 ScoredList = list[tuple[str, float]]
 OVERFETCH_FACTOR = 4

@@ -14,7 +14,7 @@ from semantica.config import GranularConfig
 from semantica.granular import Granularity, function_key, outer_functions, path_of_key
 from semantica.lucene import LuceneShardSearcher
 from semantica.snapshot import Snapshot
-from serving.granular_fusion import GranularLists, localizer_key
+from serving.core.granular_fusion import GranularLists, localizer_key
 from serving.retrievers.base import Filters, ScoredList, merge_scored, to_ranked
 
 

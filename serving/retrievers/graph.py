@@ -17,7 +17,7 @@ from semantica.graph import GraphStore
 from semantica.hits import Strategy
 from semantica.languages import is_test_path
 from semantica.schema import Chunk, Symbol, file_node_id
-from serving.intent import Intent
+from serving.core.intent import Intent
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 
 CALLERS_PHRASE = re.compile(r"\b(who|what|which)\s+(calls|uses|invokes)\b|\bcallers?\s+of\b|\b(called|used|invoked)\s+by\b",

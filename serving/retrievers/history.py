@@ -17,8 +17,8 @@ from functools import cached_property
 
 from semantica.history.index import HistoryVotes, Voter
 from semantica.snapshot import Snapshot
-from serving.granular_fusion import localizer_key
-from serving.history_fusion import HistoryLists
+from serving.core.granular_fusion import localizer_key
+from serving.core.history_fusion import HistoryLists
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 
 FUNCTION_KINDS = frozenset({"function", "method"})

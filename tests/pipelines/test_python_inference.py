@@ -11,7 +11,7 @@ from pipelines.discover import RepoSource, SourceFile
 from pipelines.parse import FileParser, GraphResolver
 from semantica.config import ChunkConfig, DiscoverConfig
 from semantica.schema import Edge, EdgeType
-from tests.serving.test_late_stored import _git_repo
+from tests.serving.rerankers.test_late_stored import _git_repo
 
 REPO = "test/infer"
 FILES = {

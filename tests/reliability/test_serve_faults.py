@@ -1,7 +1,7 @@
 """Faults of the serving side: a Serve replica killed under HTTP traffic, and a drain shorter than a request.
 
 The replica test runs the real `semantica serve` stack (`serve_until`: local Ray node, every deployment
-of serving/app.py, the HTTP proxy) in a fresh process, with clients posting searches while `ray.kill`
+of serving/ray/app.py, the HTTP proxy) in a fresh process, with clients posting searches while `ray.kill`
 takes out a retriever replica and then the ingress replica. The drain test holds a request in flight
 in the real ingress app (stages in Serve's local testing mode) past `admission.drain_timeout_s`.
 """
@@ -20,9 +20,9 @@ import pytest
 from semantica.ray_runtime import run_in_fresh_process
 from tests.conftest import REPO_ROOT
 from tests.serving import local_ingress
+from tests.serving.api.http.test_http_admission import GatedFusion
 from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
-from tests.serving.test_app import make_tiny_index
-from tests.serving.test_http_admission import GatedFusion
+from tests.serving.ray.test_app import make_tiny_index
 
 DEADLINE_S = 10.0  # admission.deadline_s of the served app: no answer may take longer (plus the slack below)
 PROXY_TIMEOUT_S = DEADLINE_S + 5.0  # deadline + admission.proxy_grace_s: the proxy ends what a dead replica held (408)

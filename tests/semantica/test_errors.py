@@ -53,10 +53,10 @@ def test_long_messages_are_bounded():
 # -- the error taxonomy ----------------------------------------------------------------------------
 
 def _serving_errors():
-    from serving.graph_ops import UnknownNameError
-    from serving.graph_service import GraphRequestError
-    from serving.http_errors import ClientClosed, DeadlineExceeded, Forbidden, Overloaded, PayloadTooLarge, Unauthorized
-    from serving.remote import StageUnavailable
+    from serving.api.http.errors import ClientClosed, DeadlineExceeded, Forbidden, Overloaded, PayloadTooLarge, Unauthorized
+    from serving.graph.ops import UnknownNameError
+    from serving.graph.service import GraphRequestError
+    from serving.ray.remote import StageUnavailable
 
     return {QueryError("q"): 400, Unauthorized("u"): 401, Forbidden("f"): 403, UnknownRepoError("a/b", ["c/d"]): 404,
             UnknownNameError("n"): 404, PayloadTooLarge("p"): 413, GraphRequestError("g"): 422,
@@ -113,7 +113,7 @@ def test_unknown_repository_error_survives_pickling_across_processes():
 
 
 def test_describe_is_one_line_without_server_paths_and_keeps_the_kind_fields():
-    from serving.remote import StageUnavailable
+    from serving.ray.remote import StageUnavailable
 
     report = describe(StageUnavailable("Fusion", "ConnectionError: /srv/x/y.sock refused\nmore"))
     assert report.body()["stage"] == "Fusion" and "\n" not in report.message and "/srv" not in report.message
@@ -122,7 +122,7 @@ def test_describe_is_one_line_without_server_paths_and_keeps_the_kind_fields():
 
 @pytest.mark.parametrize(("op", "kind"), [("bogus", "invalid")])
 def test_the_daemon_answers_an_error_with_its_kind(tmp_path, op, kind):
-    from serving.daemon import QueryDaemon
+    from serving.api.daemon import QueryDaemon
     from tests.conftest import make_config
 
     daemon = QueryDaemon(make_config(tmp_path), tmp_path / "d.sock")
@@ -135,7 +135,7 @@ def test_the_daemon_answers_an_error_with_its_kind(tmp_path, op, kind):
 
 def test_mcp_turns_the_callers_mistakes_into_tool_errors_and_lets_bugs_raise():
     from semantica.source import GitError
-    from serving.mcp import is_user_error
+    from serving.api.mcp.server import is_user_error
 
     for mistake in (UnknownRepoError("a/b", []), ValueError("bad k"), GitError("not a repository"), OSError("gone"),
                     BrokenSnapshotError("unreadable")):

@@ -24,7 +24,7 @@ from starlette.routing import Route
 from semantica import observability
 from semantica.api import SearchRequest
 from semantica.config import ObservabilityConfig
-from serving.mcp import SemanticaTools
+from serving.api.mcp.server import SemanticaTools
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 

@@ -32,7 +32,7 @@ from semantica.onnx_export import ensure_export, export_directory
 from tests.conftest import GOLDEN_SET, REPO_ROOT
 
 MIN_COSINE = 0.9999
-SAMPLED_FILES = ("semantica/encoder.py", "semantica/layout.py", "serving/late_interaction.py", "jobs/cli.py",
+SAMPLED_FILES = ("semantica/encoder.py", "semantica/layout.py", "serving/rerankers/late_interaction.py", "jobs/cli.py",
                  "pipelines/discover.py")
 CORPUS_CHUNKS = 160
 TOP_K = 10

@@ -13,7 +13,7 @@ import yaml
 from ray import serve
 
 from semantica.config import Config, config_from_dict, config_to_dict
-from serving.app import IngressCore, deployment_options, ingress_app, stage_bindings
+from serving.ray.app import IngressCore, deployment_options, ingress_app, stage_bindings
 
 BASE_URL = "http://localhost"
 GATE = threading.Event()

@@ -9,7 +9,7 @@ from typing import Any
 
 from ray import serve
 
-from serving.app import StageDeployment
+from serving.ray.app import StageDeployment
 
 REQUEST_ID = "cluster-req-1"
 REPLICA_CPUS = 0.1  # fractional: a whole CPU per replica never places on a 2-core node
@@ -55,7 +55,7 @@ def call_across_processes(config_values: dict[str, Any]) -> dict[str, Any]:
     from semantica import observability
     from semantica.config import config_from_dict
     from semantica.ray_runtime import start_ray
-    from serving.remote import _RemoteIntent
+    from serving.ray.remote import _RemoteIntent
 
     config = config_from_dict(config_values)
     start_ray(config.ray)

@@ -25,7 +25,7 @@ def test_who_calls_returns_the_callers(pipeline):
 
 
 def test_camel_case_identifier_returns_its_definition_first(pipeline):
-    for name, path in [("WeightedRRF", "serving/fusion.py"), ("SnapshotWriter", "pipelines/write.py"),
+    for name, path in [("WeightedRRF", "serving/core/fusion.py"), ("SnapshotWriter", "pipelines/write.py"),
                        ("CsrGraphStore", "semantica/graph.py")]:
         response = pipeline.search(SearchRequest(name, k=5))
         assert symbols_of(response)[0] == f"{path}::{name}", (name, symbols_of(response))

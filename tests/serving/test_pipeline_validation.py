@@ -63,7 +63,7 @@ def test_k_left_out_means_the_configured_default(pipeline):
 def test_http_body_does_not_turn_true_into_one():
     from pydantic import ValidationError
 
-    from serving.app import SearchBody
+    from serving.ray.app import SearchBody
 
     with pytest.raises(ValidationError):
         SearchBody.model_validate({"query": "x", "k": True})

@@ -12,7 +12,7 @@ from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from serving.retrievers.base import RetrievalQuery
 from tests.conftest import make_config
-from tests.serving.test_late_stored import FILES, _git_repo
+from tests.serving.rerankers.test_late_stored import FILES, _git_repo
 
 MORE = {
     f"pkg/mod{i}.py": f'def handler_{i}(request, retries={i}):\n    """Handle request {i}: retry, resize or store."""\n'

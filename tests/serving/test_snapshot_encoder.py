@@ -8,7 +8,7 @@ from semantica.api import SearchRequest
 from semantica.encoder import resolve_model_path
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
-from tests.serving.test_app import REPO_NAME, make_tiny_index
+from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -15,7 +15,7 @@ import pytest
 from pipelines.indexer import Indexer
 from semantica.daemon_protocol import DaemonPaths
 from tests.conftest import REPO_ROOT, make_config
-from tests.serving.test_late_stored import FILES, QUERY, _git_repo
+from tests.serving.rerankers.test_late_stored import FILES, QUERY, _git_repo
 
 REPO = "t/daemon"
 NEW_FILE = ("cache/lru.py", 'def evict_least_recently_used(cache):\n    """Drop the oldest cache entry."""\n'

@@ -6,7 +6,7 @@ import subprocess
 
 from semantica.build_stats import DEFAULT_FILE, read_build_stats
 from tests.jobs.commands.test_cli import run_cli
-from tests.serving.test_app import FILES
+from tests.serving.ray.test_app import FILES
 
 
 def test_index_records_successful_and_failed_builds(tmp_path):

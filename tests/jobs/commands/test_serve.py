@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.serving.test_app import make_tiny_index
+from tests.serving.ray.test_app import make_tiny_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 STARTUP_S = 400

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from jobs.cli import main
-from serving.localizer.snapshot import SnapshotBuilder
-from serving.localizer.stage import LearnedLocalizer, LocalizerModels
+from serving.core.localizer.snapshot import SnapshotBuilder
+from serving.core.localizer.stage import LearnedLocalizer, LocalizerModels
 
 TOPICS = ["discount", "currency", "shipping", "invoice", "refund", "coupon", "tax", "receipt", "basket", "loyalty"]
 

@@ -12,7 +12,7 @@ import pytest
 from jobs.ltr.mine import load_mined
 from jobs.ltr.train import LtrTrainer, TrainError, ndcg_at, reciprocal_rank, with_signal
 from semantica.config import LtrTrainConfig
-from serving.ltr import LTR_FEATURE_NAMES, META_FILE, LtrModel, LtrModelError
+from serving.rerankers.ltr import LTR_FEATURE_NAMES, META_FILE, LtrModel, LtrModelError
 
 
 def test_ndcg_and_mrr_arithmetic():

@@ -9,12 +9,12 @@ import pytest
 
 from semantica.config import DecomposeConfig, PlanningConfig
 from semantica.hits import Strategy
-from serving.intent import IntentClassifier
+from serving.core.intent import IntentClassifier
 from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
 from serving.planning.merge import DIRECT, ListMerger, SubQueryLists
 from tests.conftest import make_config
-from tests.serving.test_late_stored import _git_repo
+from tests.serving.rerankers.test_late_stored import _git_repo
 
 R = "acme/ledger"
 

@@ -9,8 +9,8 @@ from jobs.cli import main
 from semantica.api import SearchRequest
 from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
 from semantica.hits import Strategy
-from serving.feedback import FeedbackLog
-from serving.intent import Intent
+from serving.api.http.feedback import FeedbackLog
+from serving.core.intent import Intent
 from serving.pipeline import SearchPipeline
 from serving.planning.feedback_weights import (
     VERDICT_DEFAULT,

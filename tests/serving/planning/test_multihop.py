@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from semantica.config import MultiHopConfig
-from serving.intent import IntentClassifier
+from serving.core.intent import IntentClassifier
 from serving.planning.multihop import MultiHop
 from tests.conftest import make_config
-from tests.serving.test_late_stored import _git_repo
+from tests.serving.rerankers.test_late_stored import _git_repo
 
 R = "acme/http"
 FILES = {

@@ -11,7 +11,7 @@ import pytest
 
 from semantica.api import QueryError, SearchRequest
 from semantica.config import ConfigError
-from serving.http_models import SearchBody
+from serving.api.http.models import SearchBody
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 

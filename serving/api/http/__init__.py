@@ -1,0 +1,1 @@
+"""The HTTP API: routes, guards, admission, errors, request models, metrics, feedback."""

@@ -1,0 +1,144 @@
+"""The OpenAPI contract of the HTTP API: every status a route answers, with the one error body, and the
+request constraints the server enforces, written into the document so that the schema and the server agree
+(what the schema allows, the server accepts; `tests/serving/api/http/test_http_fuzz.py` fuzzes both with schemathesis).
+
+The request models stay the validators; `apply_request_limits` only adds to the published document what
+the pipeline checks later (non-empty query, repository-name rules, k and depth bounds from conf, known
+strategies, modes and languages), so a client generating requests from the document never meets a refusal
+it could not have read there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from semantica.config import Config
+from semantica.errors import ErrorKind
+from semantica.languages import KNOWN_LANGUAGES
+from serving.graph.structural import GraphOp
+from serving.planning.modes import SearchMode
+from serving.retrievers.registry import enabled_specs
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="the request field, dotted (`repos`, `hits.0.repo`); empty for the whole body")
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer of the API (and of its guards in front of the routes)."""
+
+    model_config = ConfigDict(extra="allow")
+    error: str = Field(description="what kind of error: ValidationError, QueryError, UnknownRepoError, NotFound, ...")
+    message: str = Field(description="one line saying what to fix; no server path, no stack trace")
+    detail: list[FieldError] | None = Field(default=None, description="422: each invalid field")
+    reason: str | None = Field(default=None, description="400 host_not_allowed; 503 queue_full, queue_timeout, draining, drain_timeout")
+    stage: str | None = Field(default=None, description="503: the mandatory stage that is down")
+    reference: str | None = Field(default=None, description="500: quote it; the server log has the detail")
+    request_id: str | None = Field(default=None, description="the request's id (`X-Request-ID`): its log lines "
+                                                             "carry it too")
+
+
+class HealthBody(BaseModel):
+    """`GET /healthz`: 200 when the server answers, 503 when a mandatory stage is down or it is draining."""
+
+    model_config = ConfigDict(extra="allow")
+    status: str = Field(description="ok, degraded, unavailable or draining")
+    down: list[str] = Field(description="mandatory stages that do not answer")
+
+
+WHY = {
+    ErrorKind.BAD_REQUEST: "The request is refused: Host not served here, a malformed Content-Length, or a query the "
+                           "pipeline cannot answer (the message says why).",
+    ErrorKind.UNAUTHORIZED: "No bearer token, or a wrong one (auth is on).",
+    ErrorKind.FORBIDDEN: "The token may not read what the route shows (or, for a plan, every repository).",
+    ErrorKind.NOT_FOUND: "No published snapshot of a named repository (or the token may not read it), or no "
+                         "symbol of that name.",
+    ErrorKind.PAYLOAD_TOO_LARGE: "The body, a string, a list or the nesting is over a `limits.*` bound.",
+    ErrorKind.INVALID: "The body is not the documented JSON (`detail` lists each invalid field), or a plan's "
+                       "manifest names what this server does not plan.",
+    ErrorKind.UNAVAILABLE: "Overloaded or draining (Retry-After), a mandatory stage is down, or no asked "
+                           "repository's snapshot can be read.",
+    ErrorKind.DEADLINE_EXCEEDED: "The request outlived `admission.deadline_s`.",
+}
+BODY_ROUTE_ERRORS = (ErrorKind.BAD_REQUEST, ErrorKind.UNAUTHORIZED, ErrorKind.NOT_FOUND, ErrorKind.PAYLOAD_TOO_LARGE,
+                     ErrorKind.INVALID, ErrorKind.UNAVAILABLE, ErrorKind.DEADLINE_EXCEEDED)
+"""What a POST route may answer besides its success: the guards' (Host, token, sizes, scope), validation,
+admission (503, 504) and the pipeline's own."""
+READ_ROUTE_ERRORS = (ErrorKind.BAD_REQUEST, ErrorKind.UNAUTHORIZED, ErrorKind.UNAVAILABLE,
+                     ErrorKind.DEADLINE_EXCEEDED)
+METRICS_ROUTE_ERRORS = (ErrorKind.BAD_REQUEST, ErrorKind.UNAUTHORIZED, ErrorKind.FORBIDDEN)
+HEALTH_ROUTE_ERRORS = (ErrorKind.BAD_REQUEST, ErrorKind.UNAUTHORIZED)
+KNOWLEDGE_READ_ERRORS = (*READ_ROUTE_ERRORS, ErrorKind.NOT_FOUND, ErrorKind.INVALID)
+"""`GET /v1/knowledge[/{id}]`: a store or entry the token may not read answers like a missing one (404)."""
+PLAN_ROUTE_ERRORS = (*BODY_ROUTE_ERRORS, ErrorKind.FORBIDDEN)
+"""`POST /v1/plan`: it reads the server's file system, so only a token that may read every repository (403)."""
+KNOWLEDGE_WRITE_ERRORS = (*BODY_ROUTE_ERRORS, ErrorKind.FORBIDDEN)
+"""`POST /v1/knowledge`: the global store takes writes from unrestricted tokens only (403)."""
+
+
+def error_responses(kinds: tuple[ErrorKind, ...]) -> dict[int | str, dict[str, Any]]:
+    """FastAPI `responses=` for these error kinds, each with the real error body."""
+    return {kind.http_status: {"model": ErrorBody, "description": WHY[kind]} for kind in kinds}
+
+
+def text_response(media_type: str, description: str) -> dict[int | str, dict[str, Any]]:
+    return {200: {"description": description, "content": {media_type: {"schema": {"type": "string"}}}}}
+
+
+NOT_BLANK = r"\S"
+_NAME_CHAR = r"[^\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+_NAME_KEY = r"[^\s/\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+REPO_NAME_PATTERN = rf"^(?!(?:.*/)?\s*\.{{1,2}}\s*(?:/|$)){_NAME_CHAR}*{_NAME_KEY}{_NAME_CHAR}*$"
+"""`semantica.repo_names.normalize_repo_name` as a JSON-schema pattern: printable, some character that is not
+a space or `/`, no `.` or `..` segment (the 255-byte bound on the encoded name is the server's alone)."""
+
+
+def repo_name_schema() -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "pattern": REPO_NAME_PATTERN}
+
+
+def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, Any]:
+    """Write the server's request checks into the request bodies' schemas of `document` (in place)."""
+    schemas = document.get("components", {}).get("schemas", {})
+    names = repo_name_schema()
+    strategies = sorted(spec.name for spec in enabled_specs(config.retrieval.retrievers))
+    limits = {
+        "SearchBody": {
+            "query": {"minLength": 1, "pattern": NOT_BLANK},
+            "repos": {"items": names},
+            "primary_repo": {"anyOf": [names, {"type": "null"}]},
+            "k": {"minimum": 1, "maximum": config.query.max_k},
+            "context_budget": {"minimum": 0},
+            "strategies": {"items": {"type": "string", "enum": strategies}},
+            "mode": {"anyOf": [{"type": "string", "enum": [m.value for m in SearchMode]}, {"type": "null"}]},
+            "languages": {"items": {"type": "string", "enum": sorted(KNOWN_LANGUAGES)}},
+        },
+        "GraphBody": {
+            "op": {"enum": [op.value for op in GraphOp]},
+            "name": {"minLength": 1, "maxLength": 1000, "pattern": NOT_BLANK},
+            "repos": {"items": names},
+            "depth": {"minimum": 1, "maximum": config.graph_ops.max_depth},
+        },
+        "MapBody": {
+            "repos": {"items": names, "maxItems": 1},
+            "tokens": {"minimum": 1, "maximum": config.repo_map.max_tokens},
+        },
+        "PlanEntry": {"name": names},
+        "PlanBody": {"repos": {"minItems": 1}},
+        "FeedbackBody": {
+            "repos": {"items": names},
+            "snapshots": {"propertyNames": names},
+        },
+    }
+    for model, fields in limits.items():
+        properties = schemas.get(model, {}).get("properties", {})
+        for name, extra in fields.items():
+            if name in properties:
+                target = properties[name]
+                if "anyOf" in extra:
+                    target.pop("type", None)
+                target.update(extra)
+    return document

@@ -1,0 +1,204 @@
+"""ASGI guards in front of the routes: Host allowlist + bearer token (`AccessGuard`), then body size, field
+size, strict JSON and the caller's repository scope (`BodyGuard`). Each refuses with a JSON error before
+the route (or a model, or the pipeline) sees the request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from semantica.config import LimitsConfig
+from serving.api.http.errors import (
+    ApiError,
+    BadRequest,
+    ClientClosed,
+    PayloadTooLarge,
+    Unauthorized,
+    Unprocessable,
+    api_error_response,
+)
+from serving.api.http.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, bearer_token, check_repo_name
+
+PRINCIPAL = "principal"
+"""Key of the authenticated `Principal` in the ASGI scope's `state` (routes read `request.state.principal`)."""
+BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+def principal_of(scope: dict[str, Any]) -> Principal:
+    return scope.get("state", {}).get(PRINCIPAL, ANONYMOUS)
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""
+
+
+async def _refuse(exc: ApiError, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await api_error_response(exc)(scope, receive, send)
+
+
+class AccessGuard:
+    """Host header first (DNS rebinding), then the bearer token unless the path is public or auth is off."""
+
+    def __init__(self, app: Any, hosts: HostAllowlist, tokens: TokenStore | None, public_paths: tuple[str, ...]) -> None:
+        self.app, self.hosts, self.tokens, self.public_paths = app, hosts, tokens, public_paths
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = _header(scope, b"host")
+        if not self.hosts.allows(host):
+            await _refuse(BadRequest(f"Host {host!r} is not served here; add it to auth.allowed_hosts if it is yours",
+                                     reason="host_not_allowed"), scope, receive, send)
+            return
+        principal: Principal | None = ANONYMOUS
+        if self.tokens is not None:
+            token = bearer_token(_header(scope, b"authorization"))
+            principal = self.tokens.authenticate(token) if token else None
+            if principal is None and scope["path"] not in self.public_paths:
+                why = "a wrong bearer token" if token else "no bearer token"
+                await _refuse(Unauthorized(f"{why}: send `Authorization: Bearer <token>` (see auth.token_file)",
+                                           {"WWW-Authenticate": "Bearer"}), scope, receive, send)
+                return
+        scope.setdefault("state", {})[PRINCIPAL] = principal
+        await self.app(scope, receive, send)
+
+
+class BodyGuard:
+    """Reads a request body once, bounded: Content-Length and the streamed size against `max_body_bytes`,
+    then (JSON bodies) strict JSON (no NaN/Infinity), field sizes, repository names and the caller's scope:
+    a restricted token's `repos` must be its own (404 otherwise, as for an unknown one) and an empty or
+    missing `repos` becomes the repositories it may read. Every POST route that reads repositories takes
+    `repos`, so this one place guards them all."""
+
+    def __init__(self, app: Any, limits: LimitsConfig, visible_repos: Callable[[Principal], list[str]],
+                 unknown_repo: Callable[[str], ApiError]) -> None:
+        self.app, self.limits, self.visible_repos, self.unknown_repo = app, limits, visible_repos, unknown_repo
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await self._read(scope, receive)
+            body = self._check_json(scope, body)
+        except ApiError as exc:
+            await _refuse(exc, scope, receive, send)
+            return
+        await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
+
+    async def _read(self, scope: dict[str, Any], receive: Any) -> bytes:
+        limit = self.limits.max_body_bytes
+        declared = _header(scope, b"content-length")
+        if declared:
+            if not declared.isdigit():
+                raise BadRequest(f"Content-Length {declared!r} is not a number")
+            if int(declared) > limit:
+                raise PayloadTooLarge(f"the body is {declared} bytes; the limit is limits.max_body_bytes={limit}")
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientClosed("the client went away before sending the whole body")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"the body is over limits.max_body_bytes={limit} bytes")
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+    def _check_json(self, scope: dict[str, Any], body: bytes) -> bytes:
+        content_type = _header(scope, b"content-type").lower()
+        if (content_type and "json" not in content_type) or not body:
+            return body  # FastAPI reads a body without a content type as JSON too: so do we
+        try:
+            value = json.loads(body, parse_constant=_reject_constant)
+        except Unprocessable:
+            raise
+        except RecursionError:  # deeper than the parser's stack: far past limits.max_json_depth
+            raise PayloadTooLarge(f"body: nested deeper than limits.max_json_depth={self.limits.max_json_depth}") from None
+        except ValueError:
+            return body  # not JSON: the route's validation answers 422 with the parser's message
+        self._check_sizes(value, "body", 0)
+        if isinstance(value, dict) and scope["path"].startswith("/v1/"):
+            scoped = self._scope_repos(principal_of(scope), value)
+            if scoped is not None:
+                return json.dumps(value | {"repos": scoped}, allow_nan=False).encode()
+        return body
+
+    def _check_sizes(self, value: Any, where: str, depth: int) -> None:
+        limits = self.limits
+        if depth > limits.max_json_depth:
+            raise PayloadTooLarge(f"{where}: nested deeper than limits.max_json_depth={limits.max_json_depth}")
+        if isinstance(value, str) and len(value) > limits.max_string_chars:
+            raise PayloadTooLarge(f"{where}: {len(value)} characters; limits.max_string_chars={limits.max_string_chars}")
+        if isinstance(value, list):
+            if len(value) > limits.max_list_items:
+                raise PayloadTooLarge(f"{where}: {len(value)} items; limits.max_list_items={limits.max_list_items}")
+            for i, item in enumerate(value):
+                self._check_sizes(item, f"{where}[{i}]", depth + 1)
+        if isinstance(value, dict):
+            if len(value) > limits.max_list_items:
+                raise PayloadTooLarge(f"{where}: {len(value)} keys; limits.max_list_items={limits.max_list_items}")
+            for key, item in value.items():
+                self._check_sizes(key, f"{where} key", depth + 1)
+                self._check_sizes(item, f"{where}.{key}", depth + 1)
+
+    def _scope_repos(self, principal: Principal, body: dict[str, Any]) -> list[str] | None:
+        """The `repos` to put in the body for this caller, or None to leave the body as it is."""
+        requested = body.get("repos")
+        if requested is not None and not isinstance(requested, list):
+            return None  # the model answers 422
+        requested = [_entry_name(item) for item in requested or []]  # a plan's manifest entries: their names
+        if not all(isinstance(name, str) for name in requested):
+            return None  # the model answers 422
+        for name in requested or []:
+            try:
+                check_repo_name(name)
+            except ValueError as exc:
+                raise Unprocessable(f"repos: {exc}", detail=[{"field": "repos", "message": str(exc)}]) from None
+        if principal.unrestricted:
+            return None
+        for name in requested or []:
+            if not principal.may_read(name):
+                raise self.unknown_repo(name)
+        if requested:
+            return None
+        visible = self.visible_repos(principal)
+        if not visible:
+            raise self.unknown_repo("*")
+        return visible
+
+
+def _entry_name(item: Any) -> Any:
+    """A `repos` item's repository name: the item itself, or a manifest entry's `name` (`POST /v1/plan`)."""
+    return item.get("name") if isinstance(item, dict) else item
+
+
+def _reject_constant(name: str) -> float:
+    raise Unprocessable(f"{name} is not JSON: send finite numbers only")
+
+
+def _with_length(scope: dict[str, Any], length: int) -> dict[str, Any]:
+    headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+    return {**scope, "headers": [*headers, (b"content-length", str(length).encode())]}
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: the disconnect, when it comes
+
+    return replay

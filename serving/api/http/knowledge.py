@@ -1,0 +1,88 @@
+"""`/v1/knowledge` over the ingress core: list/search (GET), one entry (GET /v1/knowledge/{id}), add (POST).
+
+Scopes are the search scopes: a token reads the stores of the repositories it may read plus the global
+store; any other repository is answered exactly like one that does not exist (404, same message), so a
+token scoped elsewhere learns nothing about those entries. Only an unrestricted token writes the global store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from semantica.knowledge.entry import Status
+from semantica.knowledge.service import KnowledgeService
+from semantica.knowledge.store import KnowledgeInputError, UnknownEntryError
+from semantica.repo_names import RepoNameError, normalize_repo_name
+from serving.api.http.errors import Forbidden, NotFound, PayloadTooLarge, Unprocessable
+from serving.api.http.security import Principal
+
+TOO_LARGE = 413
+
+
+class KnowledgeBody(BaseModel):
+    """`POST /v1/knowledge`: one entry. `repo` '' = the global store. `repos` is the guard's scope (ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+    repo: str = Field(default="", description="the repository it is about; '' = global (unrestricted tokens only)")
+    repos: list[str] = Field(default_factory=list, description="ignored (set by the scope guard)")
+    title: str
+    text: str
+    kind: str = Field(default="fact", description="decision | rule | fact | how-to")
+    paths: list[str] = Field(default_factory=list)
+    symbols: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+    source_kind: str = Field(default="person", description="person | adr | doc | agent (agent: a candidate)")
+    source_ref: str = ""
+
+
+def _unknown_repo(name: str) -> NotFound:
+    return NotFound(f"repository {name!r} has no published snapshot (or this token may not read it)")
+
+
+class KnowledgeApi:
+    def __init__(self, service: KnowledgeService) -> None:
+        self.service = service
+
+    def readable(self, principal: Principal, repo: str | None) -> list[str] | None:
+        """Store names this caller may read (None: all); a repository it may not read is a 404 like an unknown one."""
+        if repo:
+            try:
+                name = normalize_repo_name(repo)
+            except RepoNameError as exc:
+                raise Unprocessable(f"repo: {exc}") from None
+            if not principal.may_read(name):
+                raise _unknown_repo(name)
+            return [name]
+        if principal.unrestricted:
+            return None
+        return [s.repo for s in self.service.base.stores(None, include_global=False) if principal.may_read(s.repo)]
+
+    def list(self, principal: Principal, repo: str | None, query: str, status: list[str], limit: int) -> dict[str, Any]:
+        try:
+            statuses = tuple(Status.parse(s) for s in status) or (Status.ACTIVE,)
+        except ValueError as exc:
+            raise Unprocessable(str(exc)) from None
+        entries = self.service.list(self.readable(principal, repo), statuses, query, limit)
+        return {"entries": [e.to_dict() for e in entries], "threshold": self.service.config.knowledge.threshold}
+
+    def get(self, principal: Principal, entry_id: str) -> dict[str, Any]:
+        try:
+            return self.service.show(entry_id, self.readable(principal, None))
+        except UnknownEntryError:
+            raise NotFound(f"no knowledge entry {entry_id!r} (or this token may not read it)") from None
+
+    def add(self, principal: Principal, body: KnowledgeBody) -> dict[str, Any]:
+        values = body.model_dump(exclude={"repo", "repos"})
+        if body.repo:
+            [repo] = self.readable(principal, body.repo) or [body.repo]
+        elif not principal.unrestricted:
+            raise Forbidden("the global knowledge store takes entries only from a token that may read every "
+                            "repository; name your repository in `repo`")
+        else:
+            repo = ""
+        try:
+            return self.service.add(repo, values, actor=principal.name).to_dict()
+        except KnowledgeInputError as exc:
+            raise (PayloadTooLarge(str(exc)) if exc.status == TOO_LARGE else Unprocessable(str(exc))) from None

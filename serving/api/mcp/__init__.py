@@ -1,0 +1,1 @@
+"""The MCP server: the query stages as tools, their token budget, outputs and frame errors."""

@@ -1,0 +1,394 @@
+"""The MCP adapter: Semantica's query stages as Model Context Protocol tools (official `mcp` SDK).
+
+Every tool calls the same `SearchPipeline` the CLI and the HTTP API use (one pipeline, no second copy),
+and `sync` calls the indexer injected by `jobs/mcp_cmd.py` (serving never imports pipelines). Each tool
+has a typed input schema (its annotated parameters) and a typed output schema (a pydantic model from
+`serving.api.mcp.models`); every answer carries the freshness of the snapshots it read.
+
+Adding a tool is one `ToolSpec` in `SemanticaTools.specs()` (or one in `extra` passed to `build_server`):
+the structural graph ops (`callers`, `callees`, `definition`, `references`) join that way when they land.
+Bad arguments become a tool error (`isError: true`, a message saying what to fix), never a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, ToolAnnotations
+from pydantic import BaseModel, Field
+from pydantic_core import to_json
+
+from semantica import observability
+from semantica.api import SearchRequest
+from semantica.config import Config
+from semantica.errors import ErrorKind, local_kind_of
+from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter
+from serving.api.mcp.models import (
+    ContextBlockOut,
+    ContextOut,
+    FileOut,
+    FreshnessOut,
+    GraphOut,
+    HitOut,
+    KnowledgeOut,
+    MapOut,
+    ProposedOut,
+    RepoOut,
+    ReposOut,
+    SearchOut,
+    StatusOut,
+    SyncOut,
+    freshness_list,
+)
+from serving.api.mcp.params import (
+    GRAPH_TOOLS,
+    Branch,
+    BudgetTokens,
+    Cursor,
+    Depth,
+    K,
+    Languages,
+    Mode,
+    Name,
+    Paths,
+    PrimaryRepo,
+    Query,
+    Repos,
+    SyncForce,
+    SyncPath,
+    SyncRef,
+    SyncRepo,
+)
+from serving.graph.service import GraphRequest, GraphService
+from serving.pipeline import SearchPipeline
+
+Syncer = Callable[..., dict[str, Any]]  # (repo, path, ref, force) -> pipelines.sync.SyncResult.to_dict()
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """A mistake the agent can act on (its kind in `semantica.errors`' table, not a bug): a tool error."""
+    kind = local_kind_of(exc)
+    return kind is not None and kind is not ErrorKind.INTERNAL
+
+
+INSTRUCTIONS = (
+    "Semantica searches indexed git repositories (hybrid: embeddings + BM25 + symbols + code graph). "
+    "Start with `search` to find code, `get_context` to get cited code for an answer, `list_repos` to see "
+    "what is indexed. Every answer has `freshness`: when a repository is `stale`, call `sync` on it first."
+)
+
+
+@dataclass
+class ToolSpec:
+    """One MCP tool: a typed function, its name and when an agent should use it."""
+
+    name: str
+    fn: Callable[..., Any]
+    description: str
+    read_only: bool = True
+    idempotent: bool = True  # the same call twice leaves the same state (sync: the second finds it fresh)
+    destructive: bool = False  # sync replaces a snapshot, but keeps the previous one: additive, not destructive
+
+
+class SemanticaTools:
+    """The tool functions over one `SearchPipeline` (and an injected syncer)."""
+
+    def __init__(self, config: Config, pipeline: SearchPipeline, syncer: Syncer | None = None) -> None:
+        self.config = config
+        self.pipeline = pipeline
+        self.syncer = syncer
+        self.cursors = CursorCodec()
+        self.packer = BudgetPacker(TokenCounter(config.encoder.model_path), self.cursors)
+
+    def specs(self) -> list[ToolSpec]:
+        specs = [
+            ToolSpec("search", self.search,
+                     "Find code in the indexed repositories: functions, classes, docs ranked by relevance, each with "
+                     "a `path:start-end` citation and its code, plus the files most worth opening. Use it first for "
+                     "any 'where is / how does / what calls' question. Check `freshness[].stale`."),
+            ToolSpec("get_context", self.get_context,
+                     "Get the best-matching code for a question packed into one cited text block within a token "
+                     "budget (deduplicated, each block under its `# path:start-end` citation). Use it when you need "
+                     "code to read or quote in an answer rather than a ranked list."),
+            ToolSpec("list_repos", self.list_repos,
+                     "List the indexed repositories with their snapshot, commit, build time and source path. Use it "
+                     "to learn which repository names `search` accepts."),
+            ToolSpec("index_status", self.index_status,
+                     "Tell whether each repository's index is fresh or stale compared with its source (working tree "
+                     "files changed, or the branch moved), listing the changed files. Cheap: use it before trusting "
+                     "answers about code you or others just edited."),
+        ]
+        specs += [ToolSpec(op, getattr(self, op), f"{what} Exact, from the code graph (not a similarity search), "
+                           "each answer cited at `path:line` and marked with how it was resolved; `depth` > 1 "
+                           "follows the edges transitively. Prefer it to `search` for these questions.")
+                  for op, what in GRAPH_TOOLS.items()]
+        specs.append(ToolSpec("repo_map", self.repo_map,  # serving/planning/repo_map.py
+                              "A compact map of one repository for orienting yourself: its files ranked by personalised "
+                              "PageRank over the code graph, seeded with the identifiers and paths in `query`, each "
+                              "with its top symbols (line and signature), within a token budget."))
+        specs += [
+            ToolSpec("knowledge_search", self.knowledge_search,
+                     "Search the team's knowledge entries (decisions, rules, facts, how-tos) with their trust score, "
+                     "source and last verification. Trusted relevant entries already lead `get_context`; use this to "
+                     "check a rule before changing code it is about."),
+            ToolSpec("knowledge_propose", self.knowledge_propose,
+                     "Propose a knowledge entry you learned (an agent's answer that proved right, a rule the code "
+                     "implies). It starts as a candidate: checked against the code, scored, and used only once "
+                     "trusted. Scope it with the paths and symbols it is about.", read_only=False),
+        ]
+        if self.syncer is not None:
+            specs.append(ToolSpec(
+                "sync", self.sync,
+                "Bring a repository's index up to date with its source (incremental: only changed files are "
+                "re-parsed and re-embedded) and return what changed. Call it when `stale` is true or after editing "
+                "files; with `path` it indexes a new repository. It does nothing when the index is already fresh "
+                "unless `force` is true.", read_only=False))
+        return specs
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def search(self, query: Query, repos: Repos = [], k: K = None, paths: Paths = [],  # noqa: B006 (schema defaults)
+               languages: Languages = [], branch: Branch = None, mode: Mode = None,  # noqa: B006
+               primary_repo: PrimaryRepo = None, budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> SearchOut:
+        key = self.cursors.key({"query": query, "repos": repos, "k": k, "paths": paths, "languages": languages,
+                                "branch": branch, "mode": mode, "primary_repo": primary_repo})
+        offset = self._offset("search", key, cursor)
+        response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
+                                              k=k or self.config.query.default_k,
+                                              path_globs=list(paths), languages=list(languages),
+                                              mode=mode, primary_repo=primary_repo))
+        lines = self.config.mcp.snippet_lines
+        full = SearchOut(
+            query=response.query, intent=response.intent["dominant"],
+            hits=[HitOut(rank=h.rank, repo=h.repo, path=h.path, start_line=h.start_line, end_line=h.end_line,
+                         citation=h.citation, symbol=h.symbol, kind=h.kind, score=h.score,
+                         content="\n".join(h.content.split("\n")[:lines])) for h in response.hits],
+            files=[FileOut(**f) for f in response.files[: len(response.hits) or 1]],
+            degraded=response.degraded, warnings=response.warnings,
+            freshness=freshness_list(response.freshness), timings_ms=response.timings_ms, plan=response.plan,
+        )
+        if budget_tokens is None and offset == 0:
+            return full
+
+        def answer(hits: list[dict[str, Any]], next_cursor: str | None) -> SearchOut:
+            shown = {(h["repo"], h["path"]) for h in hits}
+            return full.model_copy(update={
+                "hits": [HitOut(**h) for h in hits], "files": [f for f in full.files if (f.repo, f.path) in shown],
+                "next_cursor": next_cursor, "budget_tokens": budget_tokens})
+
+        return self._pack("search", key, offset, budget_tokens, [h.model_dump() for h in full.hits], answer, "content")
+
+    def get_context(self, query: Query, repos: Repos = [], k: K = None,  # noqa: B006
+                    token_budget: Annotated[int | None, Field(ge=1, description="max tokens of code (default from conf)")] = None,
+                    paths: Paths = [], languages: Languages = [], branch: Branch = None,  # noqa: B006
+                    budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> ContextOut:
+        key = self.cursors.key({"query": query, "repos": repos, "k": k, "token_budget": token_budget, "paths": paths,
+                                "languages": languages, "branch": branch})
+        offset = self._offset("get_context", key, cursor)
+        budget = token_budget or self.config.mcp.context_budget
+        if budget > self.config.mcp.max_context_budget:
+            raise ToolError(f"token_budget={budget} is above the maximum {self.config.mcp.max_context_budget}")
+        response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
+                                              k=k or self.config.query.default_k, path_globs=list(paths),
+                                              languages=list(languages), context_budget=budget), "get_context")
+        context = response.context
+        full = ContextOut(
+            query=response.query, text=context["text"],
+            blocks=[ContextBlockOut(citation=b["citation"], repo=b["repo"], path=b["path"], start_line=b["start_line"],
+                                    end_line=b["end_line"], tokens=b["tokens"]) for b in context["blocks"]],
+            tokens_used=context["tokens_used"], budget=context["budget"], truncated=context["truncated"],
+            freshness=freshness_list(response.freshness), knowledge=context.get("knowledge", []),
+        )
+        if budget_tokens is None and offset == 0:
+            return full
+
+        def answer(blocks: list[dict[str, Any]], next_cursor: str | None) -> ContextOut:
+            return full.model_copy(update={
+                "text": "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in blocks),
+                "blocks": [ContextBlockOut(**{f: b[f] for f in ContextBlockOut.model_fields}) for b in blocks],
+                "tokens_used": sum(b["tokens"] for b in blocks), "next_cursor": next_cursor,
+                "truncated": full.truncated or next_cursor is not None, "budget_tokens": budget_tokens})
+
+        return self._pack("get_context", key, offset, budget_tokens, [dict(b) for b in context["blocks"]], answer, "text")
+
+    def repo_map(self, repo: Annotated[str, Field(min_length=1, description="a repository name from list_repos")],
+                 query: Annotated[str, Field(description="what you are looking for (seeds the ranking)")] = "",
+                 tokens: Annotated[int | None, Field(ge=1, description="token budget (default from conf)")] = None,
+                 budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> MapOut:
+        from serving.planning.repo_map import RepoMapService
+
+        key = self.cursors.key({"repo": repo, "query": query, "tokens": tokens})
+        offset = self._offset("repo_map", key, cursor)
+        service = RepoMapService(self.config, self.pipeline.snapshots, self.pipeline.ranking_hooks.mapper)
+        result = self._guard(lambda: service.run(repo, query, tokens))
+        full = MapOut(**{k: result[k] for k in MapOut.model_fields if k in result})
+        if budget_tokens is None and offset == 0:
+            return full
+        sections = _map_sections(full.text)
+
+        def answer(files: list[dict[str, Any]], next_cursor: str | None) -> MapOut:
+            return full.model_copy(update={
+                "files": files, "text": "\n".join(_map_section(sections, f) for f in files),
+                "next_cursor": next_cursor, "budget_tokens": budget_tokens})
+
+        return self._pack("repo_map", key, offset, budget_tokens, list(full.files), answer, "symbols")
+
+    def list_repos(self) -> ReposOut:
+        out = []
+        for repo in self.pipeline.snapshots.repos():
+            manifest = self._guard(lambda r=repo: self.pipeline.snapshots.get(r).manifest)
+            source = manifest.source or {}
+            out.append(RepoOut(repo=manifest.repo, snapshot_id=manifest.snapshot_id,
+                               commit=source.get("commit") or manifest.commit, built_at=manifest.created,
+                               files=manifest.counts.get("files", 0), chunks=manifest.counts.get("chunks", 0),
+                               symbols=manifest.counts.get("symbols", 0), model=manifest.model_id,
+                               source=source.get("kind", ""), path=source.get("path", ""), ref=source.get("ref", ""),
+                               branch=source.get("branch", "")))
+        return ReposOut(repos=out)
+
+    def index_status(self, repo: Annotated[str | None, Field(description="one repository; omit for all")] = None
+                     ) -> StatusOut:
+        names = [repo] if repo else self.pipeline.snapshots.repos()
+        return StatusOut(repos=[FreshnessOut(**self._guard(lambda n=n: self.pipeline.snapshots.get(n).freshness()).to_dict())
+                                for n in names])
+
+    async def sync(self, repo: SyncRepo = None, path: SyncPath = None, ref: SyncRef = None, force: SyncForce = False,
+                   ctx: Context | None = None) -> SyncOut:
+        """Progress notifications (when the client sent a progress token): 0/1 when indexing starts, 1/1 at the end."""
+        syncer = self.syncer
+        if syncer is None:
+            raise ToolError("sync is not available on this server")
+        if not repo and not path:
+            raise ToolError("pass `repo` (an indexed repository) or `path` (a git checkout) to sync")
+        if ctx is not None:
+            await ctx.report_progress(0, 1, f"syncing {repo or path}")
+        out = await anyio.to_thread.run_sync(
+            lambda: SyncOut(**self._guard(lambda: syncer(repo=repo, path=path, ref=ref, force=force))))
+        if ctx is not None:
+            await ctx.report_progress(1, 1, out.reason)
+        return out
+
+    def callers(self, name: Name, repos: Repos = [], depth: Depth = None) -> GraphOut:  # noqa: B006
+        return self._graph("callers", name, repos, depth)
+
+    def callees(self, name: Name, repos: Repos = [], depth: Depth = None) -> GraphOut:  # noqa: B006
+        return self._graph("callees", name, repos, depth)
+
+    def definition(self, name: Name, repos: Repos = []) -> GraphOut:  # noqa: B006
+        return self._graph("defs", name, repos, None)
+
+    def references(self, name: Name, repos: Repos = []) -> GraphOut:  # noqa: B006
+        return self._graph("refs", name, repos, None)
+
+    def implementations(self, name: Name, repos: Repos = []) -> GraphOut:  # noqa: B006
+        return self._graph("impls", name, repos, None)
+
+    def knowledge_search(self, query: Annotated[str, Field(description="words to find; empty = the most trusted")] = "",
+                         repos: Repos = [],  # noqa: B006
+                         status: Annotated[list[str], Field(description="active (default), candidate, review, retired")] = [],  # noqa: B006
+                         limit: Annotated[int, Field(ge=1, le=200)] = 20) -> KnowledgeOut:
+        from semantica.knowledge.entry import Status
+
+        service = self.pipeline.knowledge.service
+        statuses = self._guard(lambda: tuple(Status.parse(s) for s in status)) or (Status.ACTIVE,)
+        entries = self._guard(lambda: service.list(list(repos) or None, statuses, query, limit))
+        return KnowledgeOut(entries=[e.to_dict() for e in entries], threshold=self.config.knowledge.threshold)
+
+    def knowledge_propose(self, title: Annotated[str, Field(min_length=1)], text: Annotated[str, Field(min_length=1)],
+                          repo: Annotated[str, Field(description="the repository it is about; '' = global")] = "",
+                          kind: Annotated[str, Field(description="decision | rule | fact | how-to")] = "fact",
+                          paths: Paths = [], symbols: Annotated[list[str], Field(description="symbols it is about")] = [],  # noqa: B006
+                          evidence: Annotated[list[str], Field(description="commits, tests, files that back it")] = [],  # noqa: B006
+                          source_ref: Annotated[str, Field(description="who you are / the question you answered")] = "",
+                          ) -> ProposedOut:
+        service = self.pipeline.knowledge.service
+        result = self._guard(lambda: service.add(repo, {
+            "title": title, "text": text, "kind": kind, "paths": list(paths), "symbols": list(symbols),
+            "evidence": list(evidence), "source_kind": "agent", "source_ref": source_ref}, actor="mcp"))
+        return ProposedOut(**result.to_dict())
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _offset(self, tool: str, key: str, cursor: str | None) -> int:
+        """Where a continuation starts; a cursor not issued for this call is a JSON-RPC invalid-params error."""
+        if cursor is None:
+            return 0
+        try:
+            return self.cursors.decode(cursor, tool, key)
+        except InvalidCursor as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+
+    def _pack(self, tool: str, key: str, offset: int, budget: int | None, items: list[dict[str, Any]],
+              answer: Callable[[list[dict[str, Any]], str | None], BaseModel], trim_field: str) -> Any:
+        """`answer` over the rank-order prefix of `items[offset:]` that fits `budget` tokens, with a cursor."""
+        try:
+            packed = self.packer.pack(items, offset, budget, lambda kept, c: to_json(answer(kept, c), indent=2).decode(),
+                                      lambda at: self.cursors.encode(tool, key, at), trim_field)
+        except InvalidCursor as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+        except BudgetTooSmall as exc:
+            raise ToolError(str(exc)) from None
+        following = packed.next_offset
+        return answer(packed.items, self.cursors.encode(tool, key, following) if following is not None else None)
+
+    def _graph(self, op: str, name: str, repos: list[str], depth: int | None) -> GraphOut:
+        service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
+        return GraphOut(**self._guard(lambda: service.run(GraphRequest(op, name, list(repos), depth))))
+
+    def _names(self, repos: list[str], branch: str | None) -> list[str]:
+        names = self.pipeline.snapshots.names_for(list(repos), branch)
+        if branch and not names:
+            raise ToolError(f"no repository has a snapshot of branch {branch!r}; index it with `semantica index --ref "
+                            f"{branch}` (list_repos shows the branches)")
+        return names
+
+    def _search(self, request: SearchRequest, tool: str = "search") -> Any:
+        with observability.span(f"mcp {tool}"):  # the request span the stage spans nest under
+            return self._guard(lambda: self.pipeline.search(request))
+
+    @staticmethod
+    def _guard(fn: Callable[[], Any]) -> Any:
+        """User mistakes (unknown repo, bad k, bad path, git errors) -> a ToolError the agent can act on."""
+        try:
+            return fn()
+        except ToolError:
+            raise
+        except Exception as exc:
+            if not is_user_error(exc):
+                raise
+            raise ToolError(str(exc)) from exc
+
+
+def _map_sections(text: str) -> dict[str, str]:
+    """A repo map's text by file: each section starts at its unindented `path:` line."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in text.split("\n"):
+        if line and not line.startswith(" ") and line.endswith(":"):
+            current = sections.setdefault(line[:-1], [])
+        current.append(line)
+    return {path: "\n".join(lines) for path, lines in sections.items()}
+
+
+def _map_section(sections: dict[str, str], file: dict[str, Any]) -> str:
+    """A file's section, cut to the symbols `file` keeps (a trimmed file keeps its first symbols)."""
+    lines = sections.get(file["path"], f"{file['path']}:").split("\n")
+    return "\n".join(lines[: 1 + len(file.get("symbols") or [])])
+
+
+def build_server(tools: SemanticaTools, extra: Sequence[ToolSpec] = ()) -> MCPServer:
+    """An MCP server exposing `tools.specs()` plus `extra` (e.g. the graph ops)."""
+    observability.configure(tools.config.observability)  # traces / JSON logs when conf turns them on
+    server = MCPServer(tools.config.mcp.name, instructions=INSTRUCTIONS)
+    for spec in [*tools.specs(), *extra]:
+        server.add_tool(spec.fn, name=spec.name, description=spec.description, structured_output=True,
+                        annotations=ToolAnnotations(title=spec.name.replace("_", " "), read_only_hint=spec.read_only,
+                                                    destructive_hint=spec.destructive, idempotent_hint=spec.idempotent,
+                                                    open_world_hint=False))
+    return server

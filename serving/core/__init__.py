@@ -1,0 +1,1 @@
+"""Core query stages: intent, fusion, localization, the learned localizer, context, query encoding, prefetch."""

@@ -1,0 +1,298 @@
+"""Candidates and their features, in one versioned schema for training and for query time.
+
+Files: every file any cheap list reaches (whole-file BM25, path BM25, the files of the function-body
+and function-name BM25 lists, files the query names or its traceback runs through, and extra lists
+such as history votes), ordered by the fixed fusion of those lists and cut at `max_file_candidates`.
+Functions: every function of the top `top_files` files of that order, plus the function lists' hits
+and the functions a traceback frame names, cut at `max_function_candidates`.
+
+A feature that does not apply is NaN (LightGBM routes missing values), never a made-up rank. Adding,
+removing or changing a feature bumps `SCHEMA_VERSION`; a model records the version it was trained on
+and refuses another.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from semantica.tokenizer import tokenize
+from serving.core.localizer.snapshot import Snapshot
+
+SCHEMA_VERSION = 1
+NAN = float("nan")
+RRF_K = 60.0
+TOP_HITS = 50  # a file's functions among the top this many of a function list
+TEST_PATH = re.compile(r"(^|/)(tests?|testing|mocks?)(/|_)|(^|/)test_[^/]*$|_test\.[a-z]+$|(^|/)conftest\.py$")
+EXAMPLE_PATH = re.compile(r"(^|/)(examples?|docs?|doc_src|benchmarks?|scripts?|tools?)/")
+FRAME = re.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
+PY_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w-]+\.py)\b")
+DOTTED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b")
+IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
+CODE_LIKE = re.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
+
+FILE_LISTS = ("content", "path", "body", "name", "history")
+"""Ranked file lists; `body`/`name` are the function lists seen at file level (a file's best function)."""
+FUNCTION_LISTS = ("body", "name", "history")
+
+FILE_FEATURES: tuple[str, ...] = (
+    *(f"{lst}_{kind}" for lst in FILE_LISTS for kind in ("rank", "rr", "score_rel")),
+    "body_hits50", "name_hits50", "lists_in", "fusion_rank", "fusion_rr",
+    "path_named", "module_named", "stem_named", "frame_hits", "frame_last",
+    "ids_defined", "code_ids_defined", "is_test", "is_example", "is_init", "log_lines", "n_functions", "depth",
+    "history_count", "history_fixes", "history_age_days",
+)
+FUNCTION_FEATURES: tuple[str, ...] = (
+    *(f"{lst}_{kind}" for lst in FUNCTION_LISTS for kind in ("rank", "rr", "score_rel")),
+    "file_content_rr", "file_path_rr", "file_body_rr", "file_fusion_rank", "file_fusion_rr", "fusion_rank",
+    "name_named", "code_name_named", "class_named", "frame_function", "file_frame_hits", "file_path_named",
+    "file_ids_defined", "is_test", "is_private", "is_dunder", "is_method", "log_lines", "position",
+    "file_n_functions", "history_count", "history_fixes", "history_age_days",
+)
+
+
+@dataclass
+class QuerySignals:
+    """What a query says outright: paths, modules, traceback frames and identifiers."""
+
+    text: str
+    tokens: list[str]
+    paths: list[str]
+    modules: list[str]
+    frames: list[tuple[str, str]]  # (path, function) innermost last
+    words: set[str]
+    code_words: set[str]
+
+    @classmethod
+    def parse(cls, text: str) -> QuerySignals:
+        frames = [(m.group(1).replace("\\", "/"), m.group(3) or "") for m in FRAME.finditer(text)]
+        paths = [m.group(1) for m in PY_PATH.finditer(text)]
+        modules = [m.group(1) for m in DOTTED.finditer(text) if not m.group(1).endswith(".py")]
+        words = {w for w in IDENT.findall(text)}
+        return cls(text, tokenize(text), paths, modules, frames, {w.lower() for w in words},
+                   {w.lower() for w in words if CODE_LIKE.search(w)})
+
+
+def _suffix_match(path: str, named: str) -> bool:
+    """`named` (a path from the query, maybe absolute or site-packages) ends with the candidate path,
+    or the candidate ends with `named` and `named` has a directory part."""
+    named = named.lstrip("./")
+    return named == path or named.endswith("/" + path) or ("/" in named and path.endswith("/" + named))
+
+
+def _module_paths(module: str) -> tuple[str, ...]:
+    """`a.b.c` -> path suffixes it may name: a/b/c.py, a/b/c/__init__.py, a/b.py (c an attribute)."""
+    parts = module.split(".")
+    out = ["/".join(parts) + ".py", "/".join(parts) + "/__init__.py"]
+    if len(parts) > 2:
+        out.append("/".join(parts[:-1]) + ".py")
+    return tuple(out)
+
+
+@dataclass
+class ListHit:
+    rank: int
+    score_rel: float
+
+
+def ranked(found: Sequence[tuple[str, float]]) -> dict[str, ListHit]:
+    """(key, score) best first -> key: rank (1-based, first occurrence) and score relative to the top."""
+    out: dict[str, ListHit] = {}
+    top = found[0][1] if found else 0.0
+    for key, score in found:
+        if key not in out:
+            out[key] = ListHit(len(out) + 1, score / top if top > 0 else 0.0)
+    return out
+
+
+@dataclass
+class HistorySignals:
+    """History retriever votes (key -> score, best first) and priors (key -> (changes, fixes, age days))."""
+
+    file_votes: list[tuple[str, float]] = field(default_factory=list)
+    function_votes: list[tuple[str, float]] = field(default_factory=list)
+    priors: Mapping[str, tuple[float, float, float]] = field(default_factory=dict)
+
+
+@dataclass
+class CandidateSet:
+    """One query's candidates, their features (rows follow `files`/`functions`) and fixed-fusion scores."""
+
+    files: list[str]
+    file_features: np.ndarray
+    file_fusion: np.ndarray
+    functions: list[str]
+    function_features: np.ndarray
+    function_fusion: np.ndarray
+    file_pool: int = 0  # files reached before the cut
+
+
+@dataclass
+class CandidateConfig:
+    file_list_depth: int = 200
+    function_list_depth: int = 200
+    max_file_candidates: int = 200
+    max_function_candidates: int = 500
+    top_files: int = 20
+    test_factor: float = 0.5
+    path_boost: float = 5.0
+
+
+def _rr(hit: ListHit | None) -> float:
+    return 1.0 / (RRF_K + hit.rank) if hit else 0.0
+
+
+def _rank(hit: ListHit | None) -> float:
+    return float(hit.rank) if hit else NAN
+
+
+def _rel(hit: ListHit | None) -> float:
+    return hit.score_rel if hit else NAN
+
+
+class CandidateGenerator:
+    """Builds a `CandidateSet` for a query over a `Snapshot`."""
+
+    def __init__(self, config: CandidateConfig) -> None:
+        self.config = config
+
+    def lists(self, snapshot: Snapshot, query: QuerySignals) -> dict[str, list[tuple[str, float]]]:
+        """The four BM25 lists: files (content, path) and functions (body, name)."""
+        c = self.config
+        ids, counts = snapshot.vocab.lookup(query.tokens)
+        out = {}
+        for name in ("content", "path"):
+            out[name] = [(snapshot.files[i].path, s) for i, s in snapshot.fields[name].search(ids, counts, c.file_list_depth)]
+        for name in ("body", "name"):
+            out[name] = [(snapshot.functions[i].key, s)
+                         for i, s in snapshot.fields[name].search(ids, counts, c.function_list_depth)]
+        return out
+
+    def build(self, snapshot: Snapshot, query_text: str, history: HistorySignals | None = None) -> CandidateSet:
+        c = self.config
+        query = QuerySignals.parse(query_text)
+        history = history or HistorySignals()
+        found = self.lists(snapshot, query)
+        file_lists = {"content": ranked(found["content"]), "path": ranked(found["path"]),
+                      "body": ranked([(k.split("::", 1)[0], s) for k, s in found["body"]]),
+                      "name": ranked([(k.split("::", 1)[0], s) for k, s in found["name"]]),
+                      "history": ranked([(k, s) for k, s in history.file_votes if k in snapshot.file_index])}
+        function_lists = {"body": ranked(found["body"]), "name": ranked(found["name"]),
+                          "history": ranked([(k, s) for k, s in history.function_votes if k in snapshot.function_index])}
+
+        named: dict[str, tuple[bool, bool, bool]] = {}
+        frame_hits: dict[str, int] = {}
+        frame_last: str = ""
+        frame_functions: set[str] = set()
+        module_suffixes = [s for m in query.modules for s in _module_paths(m)]
+        for doc in snapshot.files:
+            p = doc.path
+            stem = p.rsplit("/", 1)[-1].removesuffix(".py").lower()
+            path_named = any(_suffix_match(p, q) for q in query.paths)
+            module_named = any(p == s or p.endswith("/" + s) for s in module_suffixes)
+            stem_named = stem not in {"__init__", "__main__", "utils", "util", "core", "base"} and stem in query.words
+            hits = [fn for fp, fn in query.frames if _suffix_match(p, fp)]
+            if hits:
+                frame_hits[p] = len(hits)
+                names = {fn for fn in hits if fn}  # a frame names `total`; the key is `Class.total`
+                frame_functions.update(f.key for f in doc.functions if f.qualname.rsplit(".", 1)[-1] in names)
+            if path_named or module_named or stem_named:
+                named[p] = (path_named, module_named, stem_named)
+        if query.frames:
+            last = query.frames[-1][0]
+            frame_last = next((d.path for d in snapshot.files if _suffix_match(d.path, last)), "")
+
+        # fixed fusion over the cheap lists: the baseline, and the candidates' order before the cut
+        fusion: dict[str, float] = {}
+        for name in FILE_LISTS:
+            for key, hit in file_lists[name].items():
+                fusion[key] = fusion.get(key, 0.0) + _rr(hit)
+        for p in list(named) + list(frame_hits):
+            fusion.setdefault(p, 0.0)
+        for p in list(fusion):
+            if TEST_PATH.search(p):
+                fusion[p] *= c.test_factor
+            if p in named and (named[p][0] or named[p][1]) or p in frame_hits:
+                fusion[p] = fusion[p] * c.path_boost + 1.0 / RRF_K
+        order = sorted(fusion, key=lambda k: (-fusion[k], k))
+        pool = len(order)
+        files = order[: c.max_file_candidates]
+        file_rank = {p: i + 1 for i, p in enumerate(files)}
+
+        hits50 = {name: {} for name in ("body", "name")}
+        for name, counts in hits50.items():
+            for key, hit in function_lists[name].items():
+                if hit.rank <= TOP_HITS:
+                    path = key.split("::", 1)[0]
+                    counts[path] = counts.get(path, 0) + 1
+        rows = []
+        for p in files:
+            doc = snapshot.files[snapshot.file_index[p]]
+            row: list[float] = []
+            for name in FILE_LISTS:
+                hit = file_lists[name].get(p)
+                row += [_rank(hit), _rr(hit), _rel(hit)]
+            row += [float(hits50["body"].get(p, 0)), float(hits50["name"].get(p, 0)),
+                    sum(1 for name in FILE_LISTS if p in file_lists[name]),
+                    file_rank[p], 1.0 / (RRF_K + file_rank[p])]
+            pn, mn, sn = named.get(p, (False, False, False))
+            row += [float(pn), float(mn), float(sn), float(frame_hits.get(p, 0)), float(p == frame_last),
+                    float(len(query.words & doc.names)), float(len(query.code_words & doc.names)),
+                    float(bool(TEST_PATH.search(p))), float(bool(EXAMPLE_PATH.search(p))),
+                    float(p.endswith("__init__.py")), math.log1p(doc.lines), float(len(doc.functions)),
+                    float(p.count("/"))]
+            row += list(history.priors.get(p, (NAN, NAN, NAN)))
+            rows.append(row)
+
+        # functions: every function of the top files, the function lists' hits and the frames' functions
+        f_fusion: dict[str, float] = {}
+        for name in FUNCTION_LISTS:
+            for key, hit in function_lists[name].items():
+                f_fusion[key] = f_fusion.get(key, 0.0) + _rr(hit)
+        for p in files[: c.top_files]:
+            for fn in snapshot.files[snapshot.file_index[p]].functions:
+                f_fusion.setdefault(fn.key, 0.0)
+        for key in frame_functions:
+            if key in snapshot.function_index:
+                f_fusion[key] = f_fusion.get(key, 0.0) + 1.0 / RRF_K
+        for key in list(f_fusion):
+            path = key.split("::", 1)[0]
+            if path in file_rank:
+                f_fusion[key] += 1.0 / (RRF_K + file_rank[path])
+            if TEST_PATH.search(path):
+                f_fusion[key] *= c.test_factor
+        f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
+        functions = f_order[: c.max_function_candidates]
+        f_rows = []
+        for n, key in enumerate(functions, 1):
+            fn = snapshot.functions[snapshot.function_index[key]]
+            doc = snapshot.files[snapshot.file_index[fn.path]]
+            row = []
+            for name in FUNCTION_LISTS:
+                hit = function_lists[name].get(key)
+                row += [_rank(hit), _rr(hit), _rel(hit)]
+            parts = fn.qualname.split(".")
+            last = parts[-1].lower()
+            fr = file_rank.get(fn.path)
+            row += [_rr(file_lists["content"].get(fn.path)), _rr(file_lists["path"].get(fn.path)),
+                    _rr(file_lists["body"].get(fn.path)), float(fr) if fr else NAN,
+                    1.0 / (RRF_K + fr) if fr else 0.0, float(n),
+                    float(last in query.words), float(last in query.code_words),
+                    float(len(parts) > 1 and parts[0].lower() in query.words), float(key in frame_functions),
+                    float(frame_hits.get(fn.path, 0)), float(any(named.get(fn.path, (False, False, False))[:2])),
+                    float(len(query.words & doc.names)), float(bool(TEST_PATH.search(fn.path))),
+                    float(last.startswith("_") and not last.startswith("__")),
+                    float(last.startswith("__") and last.endswith("__")), float(len(parts) > 1),
+                    math.log1p(fn.end - fn.start + 1),
+                    fn.position / max(1, len(doc.functions)), float(len(doc.functions))]
+            row += list(history.priors.get(key, (NAN, NAN, NAN)))
+            f_rows.append(row)
+        return CandidateSet(
+            files, np.array(rows, dtype=np.float32).reshape(len(rows), len(FILE_FEATURES)),
+            np.array([fusion[p] for p in files], dtype=np.float32),
+            functions, np.array(f_rows, dtype=np.float32).reshape(len(f_rows), len(FUNCTION_FEATURES)),
+            np.array([f_fusion[k] for k in functions], dtype=np.float32), pool)

@@ -1,0 +1,174 @@
+"""Query-time localizer: candidates and features over the snapshot's files, ranked by the shipped models."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semantica.config import LocalizerConfig
+from serving.core.localizer.features import (
+    FILE_FEATURES,
+    FUNCTION_FEATURES,
+    SCHEMA_VERSION,
+    CandidateConfig,
+    CandidateGenerator,
+    CandidateSet,
+    HistorySignals,
+)
+from serving.core.localizer.snapshot import Snapshot, SnapshotBuilder
+
+FILE_MODEL, FUNCTION_MODEL, META = "files.txt", "functions.txt", "meta.json"
+ADAPT_DIR = "adapt"  # a snapshot's own models (serving/core/localizer/adapt.py), under its history/ directory
+
+
+class LocalizerModelError(ValueError):
+    """The model directory is missing, incomplete or was trained on another feature schema."""
+
+
+def candidate_config(config: LocalizerConfig) -> CandidateConfig:
+    return CandidateConfig(config.file_list_depth, config.function_list_depth, config.max_file_candidates,
+                           config.max_function_candidates, config.top_files, config.test_factor, config.path_boost)
+
+
+@dataclass
+class Ranked:
+    files: list[tuple[str, float]]
+    functions: list[tuple[str, float]]
+    candidates: CandidateSet
+
+
+class LocalizerModels:
+    """The two LightGBM rankers of a model directory (files.txt, functions.txt, meta.json)."""
+
+    def __init__(self, model_dir: str | Path) -> None:
+        root = Path(model_dir)
+        meta_file = root / META
+        if not meta_file.is_file():
+            raise LocalizerModelError(f"no localizer model in {root} (expected {META}, {FILE_MODEL}, "
+                                      f"{FUNCTION_MODEL}): run `semantica train-localizer --out {root}`")
+        meta = json.loads(meta_file.read_text())
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise LocalizerModelError(f"{root} was trained on feature schema {meta.get('schema_version')}, "
+                                      f"this code computes schema {SCHEMA_VERSION}: retrain it")
+        if tuple(meta.get("file_features", ())) != FILE_FEATURES or \
+                tuple(meta.get("function_features", ())) != FUNCTION_FEATURES:
+            raise LocalizerModelError(f"{root}: feature names differ from schema {SCHEMA_VERSION}: retrain it")
+        self.meta = meta
+        import lightgbm as lgb  # only when a model loads: lightgbm imports pandas, which the cold query path avoids
+
+        self.files = lgb.Booster(model_file=str(root / FILE_MODEL)) if (root / FILE_MODEL).is_file() else None
+        self.functions = lgb.Booster(model_file=str(root / FUNCTION_MODEL)) if (root / FUNCTION_MODEL).is_file() else None
+
+
+def _order(keys: list[str], scores: np.ndarray) -> list[tuple[str, float]]:
+    order = np.argsort(-scores, kind="stable")
+    return [(keys[i], float(scores[i])) for i in order]
+
+
+class LearnedLocalizer:
+    """Ranks a query's candidates: learned models where present, else the fixed fusion of the cheap lists."""
+
+    def __init__(self, config: LocalizerConfig, models: LocalizerModels | None) -> None:
+        self.generator = CandidateGenerator(candidate_config(config))
+        self.models = models
+
+    def rank(self, snapshot: Snapshot, query: str, history: HistorySignals | None = None,
+             learned_files: bool = True, learned_functions: bool = True) -> Ranked:
+        return self.rank_candidates(self.generator.build(snapshot, query, history), learned_files, learned_functions)
+
+    def rank_candidates(self, cands: CandidateSet, learned_files: bool = True, learned_functions: bool = True) -> Ranked:
+        file_scores = cands.file_fusion
+        if learned_files and self.models and self.models.files is not None and len(cands.files):
+            file_scores = self.models.files.predict(cands.file_features, num_threads=1)
+        function_scores = cands.function_fusion
+        if learned_functions and self.models and self.models.functions is not None and len(cands.functions):
+            function_scores = self.models.functions.predict(cands.function_features, num_threads=1)
+        return Ranked(_order(cands.files, np.asarray(file_scores)), _order(cands.functions, np.asarray(function_scores)),
+                      cands)
+
+
+def blend(today: list[str], learned: list[str], today_weight: float, learned_weight: float, rrf_k: float) -> list[str]:
+    """Reciprocal-rank blend of today's fixed-fusion ranking and the localizer's (weights from conf;
+    a weight of 0 drops that ranking, so `today_weight=0` is the localizer alone)."""
+    scores: dict[str, float] = {}
+    for ranking, weight in ((today, today_weight), (learned, learned_weight)):
+        if weight <= 0:
+            continue
+        for rank, key in enumerate(dict.fromkeys(ranking), 1):
+            scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
+    order = {key: n for n, key in enumerate(dict.fromkeys([*today, *learned]))}
+    return sorted(scores, key=lambda key: (-scores[key], order[key]))
+
+
+class LearnedStage:
+    """The optional `localizer` stage of the query pipeline (`localizer.enabled`): per queried snapshot, its
+    Python files (rebuilt from the chunks, as `file_lines` serves them) become a localizer `Snapshot` once
+    per snapshot id; the ranked files and functions are blended into today's lists."""
+
+    def __init__(self, config: LocalizerConfig) -> None:
+        self.config = config
+        self._localizer: LearnedLocalizer | None = None
+        self._adapted: dict[str, LearnedLocalizer] = {}  # snapshot key -> its adapted localizer (the newest only)
+        self._snapshots: dict[str, Snapshot] = {}
+        self._builder = SnapshotBuilder()
+        self._lock = threading.Lock()
+
+    def localizer(self) -> LearnedLocalizer:
+        if self._localizer is None:
+            c = self.config
+            models = LocalizerModels(c.model_dir) if c.learned_files or c.learned_functions else None
+            self._localizer = LearnedLocalizer(c, models)
+        return self._localizer
+
+    def localizer_for(self, served: Any) -> LearnedLocalizer:
+        """The snapshot's own adapted models (`history/adapt/`, history.adapt) in place of the shared ones when it
+        stores them; a function ranker it lacks comes from the shared models."""
+        history_dir = getattr(getattr(served, "paths", None), "history", None)
+        adapt_dir = Path(history_dir) / ADAPT_DIR if history_dir is not None else None
+        if adapt_dir is None or not (adapt_dir / META).is_file():
+            return self.localizer()
+        key = f"{served.repo}\x00{served.snapshot_id}"
+        with self._lock:
+            if key not in self._adapted:
+                models = LocalizerModels(adapt_dir)
+                if models.functions is None and self.config.learned_functions:
+                    try:
+                        models.functions = self.localizer().models.functions if self.localizer().models else None
+                    except LocalizerModelError:  # no shared model: functions keep the fixed fusion
+                        pass
+                self._adapted = {key: LearnedLocalizer(self.config, models)}
+            return self._adapted[key]
+
+    def snapshot(self, served: Any) -> Snapshot:
+        """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines)."""
+        key = f"{served.repo}\x00{served.snapshot_id}"
+        with self._lock:
+            if key not in self._snapshots:
+                texts = {p: "\n".join(served.file_lines(p)) for p in served.chunks_by_path if p.endswith(".py")}
+                self._snapshots = {key: self._builder.build(texts)}  # the newest snapshot only: memory stays flat
+            return self._snapshots[key]
+
+    def apply(self, query: str, served: Sequence[Any], files: list[dict[str, Any]],
+              functions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Today's file and function dicts, re-ranked; a query over several repositories is left as it is."""
+        if len(served) != 1:
+            return files, functions
+        repo = served[0].repo
+        ranked = self.localizer_for(served[0]).rank(self.snapshot(served[0]), query, None, self.config.learned_files,
+                                       self.config.learned_functions)
+        c = self.config
+        file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],
+                           c.today_weight, c.learned_weight, c.blend_rrf_k)
+        function_order = blend([f["function"] for f in functions if f["repo"] == repo],
+                               [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
+        depth = max(len(files), 1)
+        return ([{"repo": repo, "path": p, "score": round(1.0 / (c.blend_rrf_k + n), 6)}
+                 for n, p in enumerate(file_order[:depth], 1)],
+                [{"repo": repo, "function": k, "score": round(1.0 / (c.blend_rrf_k + n), 6)}
+                 for n, k in enumerate(function_order[: max(len(functions), 1)], 1)])

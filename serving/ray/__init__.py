@@ -1,0 +1,1 @@
+"""The Ray Serve graph: the deployments and the proxies that answer the stages remotely."""

@@ -1,0 +1,1 @@
+"""Rerankers: the protocol (base), the registry keyed by name, and the built-in plug-ins."""

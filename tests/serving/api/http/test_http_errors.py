@@ -1,0 +1,133 @@
+"""Every error over HTTP is JSON with the right status, on the real ingress app (stages in local mode)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from semantica.config import config_to_dict
+from serving.ray.app import IngressCore
+from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
+from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("http-errors")
+    config = make_tiny_index(root)
+    return config, local_stage_handles(config)
+
+
+@pytest.fixture
+def core(setup) -> IngressCore:
+    config, handles = setup
+    return make_core(config, handles)
+
+
+async def _post(core, path, **kwargs):
+    async with client(core) as http:
+        return await http.post(path, **kwargs)
+
+
+def _is_json_error(response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert body["error"] and isinstance(body["message"], str)
+    return body
+
+
+def test_search_answers_and_validation_errors_are_json_422(core):
+    ok = run(_post(core, "/v1/search", json={"query": "price_of", "k": 2}))
+    assert ok.status_code == 200 and ok.json()["hits"][0]["repo"] == REPO_NAME
+    bad_json = run(_post(core, "/v1/search", content=b"{nope", headers={"content-type": "application/json"}))
+    _is_json_error(bad_json, 422)
+    missing = _is_json_error(run(_post(core, "/v1/search", json={"k": 3})), 422)
+    assert missing["detail"][0]["field"] == "query"
+
+
+def test_k_must_be_a_real_integer(core):
+    for k in (True, 2.5, "3"):
+        body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "k": k})), 422)
+        assert body["detail"][0]["field"] == "k"
+
+
+def test_unknown_strategy_is_422_listing_the_valid_ones(core):
+    body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "strategies": ["bogus"]})), 422)
+    assert "bogus" in body["message"] and all(s in body["message"] for s in ("vector", "lexical", "symbol", "graph"))
+
+
+@pytest.mark.parametrize("name", ["", "   ", "..", "a/../b", "a\x00b", "a\nb", "a\x1bb", "./a"])
+def test_bad_repository_names_are_422(core, name):
+    for path in ("/v1/search", "/v1/feedback"):
+        body = _is_json_error(run(_post(core, path, json={"query": "cart", "chunk_ids": ["x"], "repos": [name]}))
+                              if path == "/v1/feedback" else
+                              run(_post(core, path, json={"query": "cart", "repos": [name]})), 422)
+        assert "repos" in json.dumps(body)
+
+
+def test_unknown_repository_is_404_without_server_paths(core):
+    body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "repos": ["no/such"]})), 404)
+    assert "no/such" in body["message"]
+    assert str(Path(core.config.paths.index_root)) not in body["message"] and "/tmp" not in body["message"]
+
+
+def _feedback_lines(core) -> list[str]:
+    return [line for f in sorted(Path(core.config.serve.feedback_dir).glob("*.jsonl"))
+            for line in f.read_text().splitlines()]
+
+
+def test_feedback_with_a_lone_surrogate_is_stored_clean(core):
+    raw = b'{"query": "why \\ud800 fails", "chunk_ids": ["c1"], "comment": "bell\\u0007 \\udfff", ' \
+          b'"hits": [{"path": "a\\ud83d.py"}]}'
+    r = run(_post(core, "/v1/feedback", content=raw, headers={"content-type": "application/json"}))
+    assert r.status_code == 201, r.text
+    record = json.loads(_feedback_lines(core)[-1])
+    assert record["query"].startswith("why ") and record["query"].endswith(" fails") and "\ud800" not in record["query"]
+    assert "\x07" not in record["comment"] and record["hits"][0]["path"].endswith(".py")
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"query": "q", "chunk_ids": ["c"], "rating": NaN}',
+    b'{"query": "q", "chunk_ids": ["c"], "rating": Infinity}',
+    b'{"query": "q", "chunk_ids": ["c"], "hits": [{"score": -Infinity}]}',
+])
+def test_feedback_refuses_nan_and_infinity(core, raw):
+    before = len(_feedback_lines(core))
+    _is_json_error(run(_post(core, "/v1/feedback", content=raw, headers={"content-type": "application/json"})), 422)
+    assert len(_feedback_lines(core)) == before  # nothing written
+    for line in _feedback_lines(core):  # what is there is strict JSON
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in the feedback log"))
+
+
+def test_unexpected_error_is_a_generic_json_500_without_detail(setup, caplog):
+    config, handles = setup
+
+    class Buggy(IngressCore):
+        def search(self, payload, principal=None):
+            raise RuntimeError("boom in /srv/secret/index/tiny+shop/lucene")
+
+    core = Buggy(config_to_dict(config), **handles)
+    body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart"})), 500)
+    assert body["error"] == "InternalError" and body["reference"]
+    assert "boom" not in body["message"] and "/srv" not in json.dumps(body) and "Traceback" not in json.dumps(body)
+    assert any("boom" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)  # the server log has it
+
+
+def test_errors_of_a_variant_config_are_still_json(setup):
+    config, handles = setup
+    core = make_core(variant(config, "query.max_k=5"), handles)
+    body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "k": 6})), 400)
+    assert body["error"] == "QueryError" and "5" in body["message"]
+
+
+def test_unknown_search_mode_is_422_listing_the_modes(core):
+    body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "mode": "fastest"})), 422)
+    assert body["detail"][0]["field"] == "mode"
+    assert all(m in body["message"] for m in ("hybrid", "vector_heavy", "lexical_heavy", "mmr_diverse", "exact_vector"))
+    ok = run(_post(core, "/v1/search", json={"query": "price_of", "k": 2, "mode": "exact_vector"}))
+    assert ok.status_code == 200 and ok.json()["plan"]["mode"] == "exact_vector"
