@@ -58,7 +58,7 @@ from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
 from serving.stages import build_stages
 
 APP_NAME = "semantica"
-DEFAULT_SERVE_CONFIG = Path(__file__).resolve().parent.parent / "conf" / "serve.yaml"
+DEFAULT_SERVE_CONFIG = Path(__file__).resolve().parents[2] / "conf" / "serve.yaml"  # from serving/ray/app.py
 
 
 def error_status(exc: BaseException) -> int:
