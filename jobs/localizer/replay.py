@@ -20,6 +20,7 @@ from jobs.localizer.gitread import TreeReader
 from jobs.ltr.mine import MineError
 from semantica.config import Config
 from serving.localizer.features import SCHEMA_VERSION, CandidateSet
+from serving.localizer.blobcache import open_blob_cache
 from serving.localizer.snapshot import SnapshotBuilder
 from serving.localizer.stage import (
     LearnedLocalizer,
@@ -45,6 +46,7 @@ class LearnedReplay:
             raise MineError(str(exc)) from None
         self.localizer = LearnedLocalizer(self.config, models)
         self.cache_dir = Path(config.paths.cache_dir) / CACHE_DIR  # candidates per instance, reused by later replays
+        self.blob_cache_dir = config.paths.cache_dir
 
     _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
     _builders: dict[str, tuple[TreeReader, SnapshotBuilder]] = {}
@@ -76,7 +78,8 @@ class LearnedReplay:
             if not git_dir.is_dir():
                 raise MineError(f"localizer.enabled needs the bare clone of {inst.repo} at {git_dir} "
                                 f"(set SEMANTICA_MIRRORS)")
-            self._builders[inst.repo] = (TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder())
+            self._builders[inst.repo] = (TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder(
+                open_blob_cache(self.config.blob_cache_file, self.blob_cache_dir)))
         reader, builder = self._builders[inst.repo]
         snapshot = builder.build(reader.texts(inst.base_commit))
         start = time.perf_counter()

@@ -21,6 +21,7 @@ from serving.localizer.features import (
     CandidateSet,
     HistorySignals,
 )
+from serving.localizer.blobcache import open_blob_cache
 from serving.localizer.snapshot import Snapshot, SnapshotBuilder
 
 FILE_MODEL, FUNCTION_MODEL, META = "files.txt", "functions.txt", "meta.json"
@@ -110,11 +111,12 @@ class LearnedStage:
     Python files (rebuilt from the chunks, as `file_lines` serves them) become a localizer `Snapshot` once
     per snapshot id; the ranked files and functions are blended into today's lists."""
 
-    def __init__(self, config: LocalizerConfig) -> None:
+    def __init__(self, config: LocalizerConfig, cache_dir: str | None = None) -> None:
+        """`cache_dir` (paths.cache_dir) holds the per-file parse cache unless `blob_cache_file` names one."""
         self.config = config
         self._localizer: LearnedLocalizer | None = None
         self._snapshots: dict[str, Snapshot] = {}
-        self._builder = SnapshotBuilder()
+        self._builder = SnapshotBuilder(open_blob_cache(config.blob_cache_file, cache_dir))
         self._lock = threading.Lock()
 
     def localizer(self) -> LearnedLocalizer:
