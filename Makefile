@@ -37,10 +37,10 @@ bench: install
 	$(PY) -m jobs.bench.watch
 
 # one 1M-line public repository (sympy, from the local mirror) indexed, sharded 1/8/32 and queried (docs/fast.md)
-SCALE_REPO ?= /work/.mirror/sympy+sympy/repo
+SCALE_REPO ?=  # empty: sympy under $$SEMANTICA_MIRRORS
 SCALE_WORK ?= $(shell mktemp -d)
 bench-scale: install
-	$(PY) -m jobs.bench.scale --repo $(SCALE_REPO) --name sympy/sympy --work $(SCALE_WORK)
+	$(PY) -m jobs.bench.scale $(if $(strip $(SCALE_REPO)),--repo $(SCALE_REPO)) --name sympy/sympy --work $(SCALE_WORK)
 
 lint: install
 	$(PY) -m pip install -q ruff

@@ -36,11 +36,15 @@ class LocalizerConfig:
     test_factor: float = 0.5  # the fixed fusion's test-file damping (as query.localize_test_factor)
     path_boost: float = 5.0  # ... and its boost for a file the query names (as query.localize_path_boost)
     max_file_bytes: int = 1000000
+    blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
     learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
     learned_functions: bool = True
     today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
     learned_weight: float = 1.0
     blend_rrf_k: float = 60.0
+    history_features: bool = False  # corpus features: history votes and priors (else NaN, as before)
+    history_max_commits: int = 3000  # ... from at most this many newest commits at or before each snapshot
+    history_functions: bool = False  # ... and function-level ones (parses every changed file: CPU)
     snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,
     max_staleness: int = 60  # ... none more than this many first-parent commits after it
     max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository

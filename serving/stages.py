@@ -60,7 +60,7 @@ class Stages:
         local_fusion = WeightedRRF(config.fusion)
         self.fusion = fusion or local_fusion
         self.localizer = Localizer(config.query, local_fusion, config.granular, config.history)  # cheap: always in the caller
-        self.learned_localizer = LearnedStage(config.localizer)  # models load on first use (localizer.enabled)
+        self.learned_localizer = LearnedStage(config.localizer, config.paths.cache_dir)  # models load on first use
         self.context_builder = context or ContextBuilder(config.context)
         self.planner = QueryPlanner(config)  # mode, dynamic K, budgets, retry (serving/planning/)
         self._late, self._cross = late, cross

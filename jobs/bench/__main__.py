@@ -26,7 +26,7 @@ from serving.pipeline import SearchPipeline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
-MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
+MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", ".semantica/mirrors"))  # bare clones; absent ones are skipped
 SYMPY_COMMIT = "d3b4158dea271485e3daa11bf82e69b8dab348ce"  # a SWE-bench Lite dev base commit
 SYMPY_CLONE = MIRRORS / "sympy+sympy" / "repo"
 BENCH_INSTANCES = REPO_ROOT.parent / "shared" / "bench" / "swebench_lite_dev.jsonl"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.bench.stats import PERCENTILE_99, percentile
+from jobs.eval.instances import mirror_clone
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "bench" / "results" / "fast" / "scale.json"
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repo", default="/work/.mirror/sympy+sympy/repo", help="a git repository (bare is fine)")
+    parser.add_argument("--repo", default=None, help="a git repository (bare is fine); default: sympy under $SEMANTICA_MIRRORS")
     parser.add_argument("--name", default="sympy/sympy")
     parser.add_argument("--commit", default="HEAD")
     parser.add_argument("--include", nargs="*", default=[], help="only paths matching these globs (a partial run)")
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
+    args.repo = args.repo or str(mirror_clone("sympy/sympy"))
     result = run(args)
     print(json.dumps(result, indent=1))
     return 0

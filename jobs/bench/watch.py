@@ -25,6 +25,7 @@ from typing import Any
 
 from jobs.bench.__main__ import RESULTS_DIR, machine
 from jobs.bench.stats import percentile
+from jobs.eval.instances import find_clone, mirrors_dir
 from pipelines.sync import SyncResult
 from pipelines.watch import RepoWatcher
 from semantica.api import SearchRequest
@@ -34,7 +35,7 @@ from semantica.snapshot import Snapshot
 from serving.pipeline import SearchPipeline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PYTEST_MIRROR = Path("/work/.mirror/pytest-dev+pytest/repo")
+PYTEST_REPO = "pytest-dev/pytest"
 DEFAULT_WORK = REPO_ROOT / ".semantica" / "bench-watch"
 NAME = "bench/watch"
 CHANGED_FILES = ("src/_pytest/nodes.py", "src/_pytest/fixtures.py", "src/_pytest/main.py", "src/_pytest/runner.py",
@@ -49,13 +50,15 @@ WAIT_S = 120.0
 def working_tree(work: Path) -> tuple[Path, str]:
     """A pytest working tree (fresh clone of the mirror, reset each run), else this repository."""
     tree = work / "pytest"
-    if PYTEST_MIRROR.exists():
+    mirrors = mirrors_dir()
+    mirror = find_clone(mirrors, PYTEST_REPO) if mirrors else None
+    if mirror is not None:
         if not tree.exists():
-            subprocess.run(["git", "clone", "-q", "--shared", str(PYTEST_MIRROR), str(tree)], check=True)
+            subprocess.run(["git", "clone", "-q", "--shared", str(mirror), str(tree)], check=True)
         subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--", "."], check=True)
         subprocess.run(["git", "-C", str(tree), "clean", "-qfd"], check=True)
-        return tree, "pytest-dev/pytest"
-    return REPO_ROOT, "semantica (no pytest mirror)"
+        return tree, PYTEST_REPO
+    return REPO_ROOT, "semantica (no pytest clone under $SEMANTICA_MIRRORS)"
 
 
 def bench_freshness(snapshot: Snapshot, runs: int) -> dict[str, Any]:

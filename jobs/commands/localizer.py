@@ -56,7 +56,21 @@ def run_mine(args: argparse.Namespace) -> int:
     by_repo: dict[str, list] = defaultdict(list)
     for row in rows:
         by_repo[row.repo].append(row)
-    miner = FeatureMiner(config.localizer, args.repos_dir, args.out)
+    from serving.core.localizer.blobcache import open_blob_cache
+
+    history = None
+    if config.localizer.history_features:
+        import dataclasses
+        from pathlib import Path
+
+        from jobs.localizer.history import CorpusHistory
+
+        loc = config.localizer
+        history = CorpusHistory(dataclasses.replace(config.history, max_commits=loc.history_max_commits,
+                                                    functions=loc.history_functions),
+                                config.history.cache_file or str(Path(config.paths.cache_dir) / "history.sqlite"))
+    miner = FeatureMiner(config.localizer, args.repos_dir, args.out, history=history,
+                         blob_cache=open_blob_cache(config.localizer.blob_cache_file, config.paths.cache_dir))
     total = 0
     for repo in sorted(by_repo):
         if args.repo and repo not in args.repo:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 
 from jobs.eval.history_report import replay_predictions, with_history
 from jobs.eval.history_tune import score
-from jobs.eval.instances import Instance, load_instances
+from jobs.eval.instances import Instance, load_instances, mirror_clone
 from jobs.eval.metrics import Prediction
 from jobs.eval.replay import LocalizationReplay
 from jobs.eval.tables import level_table
@@ -62,7 +61,7 @@ class AdaptedModelsByInstance:
         self.shared = shared
         self.adapter = RepositoryAdapter(config.history.adapt, config.localizer, config.localizer_train)
         self.reader = HistoryReader(config.history, work / "history.sqlite")
-        self.mirrors = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
+        self.clone = mirror_clone
         self.log = log
         self.meta: dict[str, dict] = {}
 
@@ -70,7 +69,7 @@ class AdaptedModelsByInstance:
         """instance id -> the instance whose base commit its model is trained at (see the module docstring)."""
         out: dict[str, Instance] = {}
         for repo in sorted({i.repo for i in instances}):
-            git_dir = str(self.mirrors / repo.replace("/", "+") / "repo")
+            git_dir = str(self.clone(repo))
             mine = sorted((i for i in instances if i.repo == repo), key=lambda i: commit_time(git_dir, i.base_commit))
             anchor, size = None, 0
             for inst in mine:
@@ -87,12 +86,12 @@ class AdaptedModelsByInstance:
         if not (root / "meta.json").is_file():
             builders = replay.learned._builders  # the replay's tree reader and snapshot builder per repository
             if inst.repo not in builders:
-                git_dir = self.mirrors / inst.repo.replace("/", "+") / "repo"
+                git_dir = self.clone(inst.repo)
                 builders[inst.repo] = (TreeReader(str(git_dir), self.config.localizer.max_file_bytes),
                                        SnapshotBuilder())
             reader, builder = builders[inst.repo]
             start = time.perf_counter()
-            history = self.reader.read(self.mirrors / inst.repo.replace("/", "+") / "repo", inst.base_commit)
+            history = self.reader.read(self.clone(inst.repo), inst.base_commit)
             read_s = time.perf_counter() - start
             snapshot = builder.build(reader.texts(inst.base_commit))
             adapted = self.adapter.train(snapshot, history.records, history.commit)

@@ -84,6 +84,14 @@ def mirrors_dir(given: str | os.PathLike[str] | None = None) -> Path | None:
     return Path(chosen) if chosen else None
 
 
+def mirror_clone(repo: str) -> Path:
+    """The bare clone of `repo` under $SEMANTICA_MIRRORS, or an EvalError saying what to set or fetch."""
+    root = mirrors_dir()
+    if root is None:
+        raise EvalError(f"set {MIRRORS_ENV} to the directory of bare clones (<owner>+<name>/repo) that holds {repo}")
+    return find_repo(root, repo)
+
+
 def find_clone(repos_dir: str | os.PathLike[str], repo: str) -> Path | None:
     """The first git repository among `repo_candidates`, or None."""
     return next((p for p in repo_candidates(repos_dir, repo) if is_git_repository(p)), None)

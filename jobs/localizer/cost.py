@@ -14,9 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-from jobs.eval.instances import load_instances
+from jobs.eval.instances import load_instances, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from semantica.config import load_config
+from serving.core.localizer.blobcache import open_blob_cache
 from serving.core.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.stage import LearnedLocalizer, LocalizerModels
 
@@ -29,11 +30,13 @@ def _pcts(values: list[float]) -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     instances_file, repo, model_dir = argv[:3]
-    config = load_config(None, [f"localizer.model_dir={model_dir}"]).localizer
+    full = load_config(None, [f"localizer.model_dir={model_dir}"])
+    config = full.localizer
     instances = [i for i in load_instances(instances_file) if i.repo == repo]
-    git_dir = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror")) / repo.replace("/", "+") / "repo"
+    git_dir = mirror_clone(repo)
     start = time.perf_counter()
-    snapshot = SnapshotBuilder().build(TreeReader(str(git_dir), config.max_file_bytes).texts(instances[0].base_commit))
+    builder = SnapshotBuilder(open_blob_cache(config.blob_cache_file, full.paths.cache_dir))
+    snapshot = builder.build(TreeReader(str(git_dir), config.max_file_bytes).texts(instances[0].base_commit))
     build = time.perf_counter() - start
     localizer = LearnedLocalizer(config, LocalizerModels(model_dir))
     cands_s, model_s = [], []

@@ -21,7 +21,9 @@ import polars as pl
 
 from jobs.localizer.corpus import LabelledCommit, check_corpus
 from jobs.localizer.gitread import TreeReader
+from jobs.localizer.history import CorpusHistory
 from semantica.config import LocalizerConfig
+from serving.core.localizer.blobcache import BlobCache
 from serving.core.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
 from serving.core.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.stage import candidate_config
@@ -44,8 +46,12 @@ class FeatureMiner:
     """Writes the feature tables of one repository at a time."""
 
     def __init__(self, config: LocalizerConfig, repos_dir: str | Path, out: str | Path,
-                 log: Callable[[str], None] = print) -> None:
+                 log: Callable[[str], None] = print, blob_cache: BlobCache | None = None,
+                 history: CorpusHistory | None = None) -> None:
+        """`history`: votes and priors as of each snapshot commit (None: the history features stay NaN)."""
         self.config = config
+        self.blob_cache = blob_cache
+        self.history = history
         self.repos_dir = Path(repos_dir)
         self.out = Path(out)
         self.generator = CandidateGenerator(candidate_config(config))
@@ -68,8 +74,9 @@ class FeatureMiner:
         stem = self.out / repo.replace("/", "+")
         if Path(f"{stem}.queries.parquet").is_file():
             return 0
-        reader = TreeReader(str(self.repos_dir / repo.replace("/", "+") / "repo"), self.config.max_file_bytes)
-        builder = SnapshotBuilder()
+        git_dir = self.repos_dir / repo.replace("/", "+") / "repo"
+        reader = TreeReader(str(git_dir), self.config.max_file_bytes)
+        builder = SnapshotBuilder(self.blob_cache)
         position = reader.first_parent_positions()
         newest = sorted((c for c in commits if c.sha in position), key=lambda c: position[c.sha])
         todo = newest[: self.config.max_queries_per_repo][::-1]  # oldest first
@@ -83,9 +90,10 @@ class FeatureMiner:
             snap_sha = group[0].parent
             snapshot = builder.build(reader.texts(snap_sha))
             snapshot_functions = {normalize_function(k) for k in snapshot.function_index}
+            past = self.history.at(git_dir, snap_sha) if self.history is not None else None
             for commit in group:
                 qid = qid_base + len(queries)
-                cands = self.generator.build(snapshot, commit.query)
+                cands = self.generator.build(snapshot, commit.query, past.signals(commit.query) if past else None)
                 gold_files = set(commit.files)
                 gold_funcs = {normalize_function(f) for f in commit.functions}
                 file_rows += [(qid, k, int(k in gold_files), float(s)) for k, s in zip(cands.files, cands.file_fusion)]
@@ -99,7 +107,8 @@ class FeatureMiner:
                                 "n_gold_functions": len(gold_funcs),
                                 "gold_files_in_snapshot": sum(1 for f in gold_files if f in snapshot.file_index),
                                 "gold_functions_in_snapshot": len(gold_funcs & snapshot_functions),
-                                "file_pool": cands.file_pool})
+                                "file_pool": cands.file_pool,
+                                "history_commits": len(past.searcher.history.records) if past else 0})
         reader.close()
         self.out.mkdir(parents=True, exist_ok=True)
         _frame(file_rows, FILE_FEATURES, file_block).write_parquet(f"{stem}.files.parquet")

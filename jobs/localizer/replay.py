@@ -1,24 +1,24 @@
 """The learned localizer in the localization replay: its candidates at each instance's base commit.
 
 The snapshot's Python files are read from the repository's bare clone under $SEMANTICA_MIRRORS
-(`<owner>+<name>/repo`, default /work/.mirror) at the base commit, exactly as the corpus features read
+(`<owner>+<name>/repo`) at the base commit, exactly as the corpus features read
 a parent commit, then `serving.core.localizer` ranks them; `blend` mixes the result into today's ranking.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from dataclasses import astuple
 from pathlib import Path
 
 import numpy as np
 
-from jobs.eval.instances import Instance
+from jobs.eval.instances import Instance, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from jobs.ltr.mine import MineError
 from semantica.config import Config
+from serving.core.localizer.blobcache import open_blob_cache
 from serving.core.localizer.features import SCHEMA_VERSION, CandidateSet
 from serving.core.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.stage import (
@@ -45,6 +45,7 @@ class LearnedReplay:
             raise MineError(str(exc)) from None
         self.localizer = LearnedLocalizer(self.config, models)
         self.cache_dir = Path(config.paths.cache_dir) / CACHE_DIR  # candidates per instance, reused by later replays
+        self.blob_cache_dir = config.paths.cache_dir
 
     _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
     _builders: dict[str, tuple[TreeReader, SnapshotBuilder]] = {}
@@ -72,11 +73,12 @@ class LearnedReplay:
                     z["function_features"], z["function_fusion"], int(z["file_pool"]))
             return cands
         if inst.repo not in self._builders:
-            git_dir = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror")) / inst.repo.replace("/", "+") / "repo"
+            git_dir = mirror_clone(inst.repo)
             if not git_dir.is_dir():
                 raise MineError(f"localizer.enabled needs the bare clone of {inst.repo} at {git_dir} "
                                 f"(set SEMANTICA_MIRRORS)")
-            self._builders[inst.repo] = (TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder())
+            self._builders[inst.repo] = (TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder(
+                open_blob_cache(self.config.blob_cache_file, self.blob_cache_dir)))
         reader, builder = self._builders[inst.repo]
         snapshot = builder.build(reader.texts(inst.base_commit))
         start = time.perf_counter()

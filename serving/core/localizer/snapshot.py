@@ -3,17 +3,19 @@
 Fields: a file's whole text, its path, each outer function's body (nested functions folded in, as in
 the SWE-bench gold) and its qualified name. Functions come from the stdlib `ast`, the same spans the
 corpus labels come from (jobs/train/pairs_source.function_spans). `SnapshotBuilder` keeps each
-document text's term counts, so building the next snapshot of the same repository is cheap.
+file's term counts by blob sha in memory and, given a `BlobCache`, on disk, so building the next snapshot
+of the same repository (in this process or a later one) only parses the files that changed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from semantica.granular import function_key
-from semantica.history.gitread import function_spans
+from serving.core.localizer.blobcache import BlobCache, ParsedBlob, blob_sha
 from serving.core.localizer.bm25 import Bm25Field, TermCounts, Vocabulary, term_counts
 
 PATH_WORDS = re.compile(r"[/._\-]+")
@@ -60,24 +62,38 @@ class Snapshot:
 
 
 class SnapshotBuilder:
-    """Builds `Snapshot`s from {path: text}; one builder per repository reuses term counts across snapshots."""
+    """Builds `Snapshot`s from {path: text}; one builder per repository reuses term counts across snapshots,
+    and an optional `BlobCache` across processes."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: BlobCache | None = None) -> None:
         self.vocab = Vocabulary()
+        self.cache = cache
         self._parsed: dict[str, _Parsed] = {}
         self._paths: dict[str, TermCounts] = {}
+        self.parsed_here = 0  # files parsed by this builder (neither in memory nor in the cache)
 
-    def _parse(self, text: str) -> _Parsed:
-        digest = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
-        parsed = self._parsed.get(digest)
-        if parsed is None:
-            lines = text.split("\n")
-            spans = [(s.qualname, s.start, s.end) for s in function_spans(text)]
-            parsed = _Parsed(len(lines), spans, term_counts(self.vocab, text),
-                             [term_counts(self.vocab, "\n".join(lines[a - 1: b])) for _, a, b in spans],
-                             [term_counts(self.vocab, q) for q, _, _ in spans])
-            self._parsed[digest] = parsed
-        return parsed
+    def _to_vocab(self, blob: ParsedBlob) -> _Parsed:
+        ids = np.fromiter((self.vocab.ids.setdefault(t, len(self.vocab.ids)) for t in blob.terms), dtype=np.int32,
+                          count=len(blob.terms))
+        docs = [TermCounts(ids[local], tfs.astype(np.float32)) for local, tfs in blob.docs]
+        n = len(blob.spans)
+        return _Parsed(blob.lines, blob.spans, docs[0], docs[1: 1 + n], docs[1 + n:])
+
+    def _parse_all(self, texts: dict[str, str]) -> dict[str, str]:
+        """path -> blob sha, every sha parsed into `self._parsed` (memory, then the cache, then parsing)."""
+        digests = {path: blob_sha(text) for path, text in texts.items()}
+        missing = {d: p for p, d in digests.items() if d not in self._parsed}
+        found = self.cache.get_many(missing) if self.cache is not None and missing else {}
+        fresh: dict[str, ParsedBlob] = {}
+        for digest, path in missing.items():
+            blob = found.get(digest)
+            if blob is None:
+                blob = fresh[digest] = ParsedBlob.parse(texts[path])
+            self._parsed[digest] = self._to_vocab(blob)
+        self.parsed_here += len(fresh)
+        if self.cache is not None:
+            self.cache.put_many(fresh)
+        return digests
 
     def _path_counts(self, path: str) -> TermCounts:
         if path not in self._paths:
@@ -87,8 +103,9 @@ class SnapshotBuilder:
     def build(self, texts: dict[str, str]) -> Snapshot:
         files: list[FileDoc] = []
         content, paths, bodies, names = [], [], [], []
+        digests = self._parse_all(texts)
         for path in sorted(texts):
-            parsed = self._parse(texts[path])
+            parsed = self._parsed[digests[path]]
             functions = [FunctionDoc(function_key(path, q), path, q, a, b, n) for n, (q, a, b) in enumerate(parsed.spans)]
             defined = {part.lower() for q, _, _ in parsed.spans for part in q.split(".")}
             files.append(FileDoc(path, parsed.lines, functions, frozenset(defined)))

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from semantica.config import LocalizerConfig
+from serving.core.localizer.blobcache import open_blob_cache
 from serving.core.localizer.features import (
     FILE_FEATURES,
     FUNCTION_FEATURES,
@@ -111,12 +112,13 @@ class LearnedStage:
     Python files (rebuilt from the chunks, as `file_lines` serves them) become a localizer `Snapshot` once
     per snapshot id; the ranked files and functions are blended into today's lists."""
 
-    def __init__(self, config: LocalizerConfig) -> None:
+    def __init__(self, config: LocalizerConfig, cache_dir: str | None = None) -> None:
+        """`cache_dir` (paths.cache_dir) holds the per-file parse cache unless `blob_cache_file` names one."""
         self.config = config
         self._localizer: LearnedLocalizer | None = None
         self._adapted: dict[str, LearnedLocalizer] = {}  # snapshot key -> its adapted localizer (the newest only)
         self._snapshots: dict[str, Snapshot] = {}
-        self._builder = SnapshotBuilder()
+        self._builder = SnapshotBuilder(open_blob_cache(config.blob_cache_file, cache_dir))
         self._lock = threading.Lock()
 
     def localizer(self) -> LearnedLocalizer:

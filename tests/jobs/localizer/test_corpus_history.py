@@ -1,0 +1,83 @@
+"""Corpus history features keep a strict time cut: a labelled commit whose own message gives its answer away
+is never read for its query (votes, BM25 statistics or priors), on a real tiny git repository."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import polars as pl
+
+from jobs.localizer.corpus import LabelledCommit
+from jobs.localizer.dataset import FeatureMiner
+from jobs.localizer.history import CorpusHistory
+from semantica.config_history import HistoryConfig
+from semantica.config_localizer import LocalizerConfig
+
+DAY, T0 = 86400, 1_600_000_000
+PARSER = 'def parse(text):\n    return text.split(",")\n\n\ndef render(rows):\n    return "\\n".join(rows)\n'
+UTILS = "def helper():\n    return 1\n"
+GIVEAWAY = "Fix zebra xylophone semicolon splitting in parse"
+
+
+def _git(repo: Path, *args: str, when: int = T0) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_AUTHOR_DATE": f"@{when} +0000",
+           "GIT_COMMITTER_DATE": f"@{when} +0000"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=env).stdout.strip()
+
+
+def _commit(repo: Path, files: dict[str, str], message: str, day: int) -> str:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+        _git(repo, "add", path)
+    _git(repo, "commit", "-q", "-m", message, when=T0 + day * DAY)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _repo(tmp_path: Path) -> tuple[Path, str, str]:
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q", "-b", "main")
+    _commit(work, {"pkg/parser.py": PARSER, "pkg/utils.py": UTILS}, "Initial import of the parser package", 0)
+    _commit(work, {"pkg/parser.py": PARSER.replace("join(rows)", "join(r.strip() for r in rows)")},
+            "Fix render dropping whitespace in rows", 10)
+    snapshot = _commit(work, {"pkg/utils.py": UTILS.replace("return 1", "return 11")},
+                       "Make helper return eleven for the tables", 30)
+    later = _commit(work, {"pkg/parser.py": PARSER.replace('split(",")', 'split(";")')}, GIVEAWAY, 40)
+    bare = tmp_path / "repos" / "acme+widgets" / "repo"
+    bare.parent.mkdir(parents=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    return bare, snapshot, later
+
+
+def test_labelled_commit_and_later_never_feed_its_history_features(tmp_path: Path) -> None:
+    git_dir, snapshot, later = _repo(tmp_path)
+    history = CorpusHistory(HistoryConfig(min_message_chars=10, functions=True), tmp_path / "history.sqlite")
+
+    leaky = history.at(git_dir, later)  # the control: read at the labelled commit, its message answers itself
+    assert later in {v.sha for vote in leaky.searcher.index.votes(GIVEAWAY).files for v in vote.voters}
+    assert leaky.priors["pkg/parser.py"][0] == 2  # an added file is no change: the fix and the labelled commit
+
+    past = history.at(git_dir, snapshot)  # what the miner reads: the later commit is cached, still never used
+    assert later not in past.shas and snapshot in past.shas
+    assert later not in {v.sha for vote in past.searcher.index.votes(GIVEAWAY).files for v in vote.voters}
+    assert past.priors["pkg/parser.py"][:2] == (1.0, 1.0)
+    assert "pkg/parser.py::parse" not in past.priors  # only the labelled commit changed parse
+    assert past.priors["pkg/parser.py::render"][:2] == (1.0, 1.0)
+
+    labelled = LabelledCommit("acme/widgets", later, snapshot, T0 + 40 * DAY, "squash", GIVEAWAY,
+                              ["pkg/parser.py"], ["pkg/parser.py::parse"])
+    out = tmp_path / "features"
+    miner = FeatureMiner(LocalizerConfig(), tmp_path / "repos", out, log=lambda _: None, history=history)
+    assert miner.mine_repo("acme/widgets", [labelled], 0) == 1
+    files = pl.read_parquet(out / "acme+widgets.files.parquet")
+    parser = files.filter(pl.col("key") == "pkg/parser.py").row(0, named=True)
+    assert parser["label"] == 1 and parser["history_count"] == 1.0 and parser["history_fixes"] == 1.0
+    assert math.isclose(parser["history_age_days"], 20.0)
+    queries = pl.read_parquet(out / "acme+widgets.queries.parquet")
+    assert queries["history_commits"].to_list() == [len(past.shas)]
