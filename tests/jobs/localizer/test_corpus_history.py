@@ -4,7 +4,6 @@ is never read for its query (votes, BM25 statistics or priors), on a real tiny g
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 from pathlib import Path
 
@@ -15,40 +14,29 @@ from jobs.localizer.dataset import FeatureMiner
 from jobs.localizer.history import CorpusHistory
 from semantica.config_history import HistoryConfig
 from semantica.config_localizer import LocalizerConfig
+from tests.dated_git import DAY, T0, commit, git
 
-DAY, T0 = 86400, 1_600_000_000
 PARSER = 'def parse(text):\n    return text.split(",")\n\n\ndef render(rows):\n    return "\\n".join(rows)\n'
 UTILS = "def helper():\n    return 1\n"
 GIVEAWAY = "Fix zebra xylophone semicolon splitting in parse"
 
 
-def _git(repo: Path, *args: str, when: int = T0) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
-           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_AUTHOR_DATE": f"@{when} +0000",
-           "GIT_COMMITTER_DATE": f"@{when} +0000"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
-def _commit(repo: Path, files: dict[str, str], message: str, day: int) -> str:
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-        _git(repo, "add", path)
-    _git(repo, "commit", "-q", "-m", message, when=T0 + day * DAY)
-    return _git(repo, "rev-parse", "HEAD")
+
+
 
 
 def _repo(tmp_path: Path) -> tuple[Path, str, str]:
     work = tmp_path / "work"
     work.mkdir()
-    _git(work, "init", "-q", "-b", "main")
-    _commit(work, {"pkg/parser.py": PARSER, "pkg/utils.py": UTILS}, "Initial import of the parser package", 0)
-    _commit(work, {"pkg/parser.py": PARSER.replace("join(rows)", "join(r.strip() for r in rows)")},
+    git(work, "init", "-q", "-b", "main")
+    commit(work, {"pkg/parser.py": PARSER, "pkg/utils.py": UTILS}, "Initial import of the parser package", 0)
+    commit(work, {"pkg/parser.py": PARSER.replace("join(rows)", "join(r.strip() for r in rows)")},
             "Fix render dropping whitespace in rows", 10)
-    snapshot = _commit(work, {"pkg/utils.py": UTILS.replace("return 1", "return 11")},
+    snapshot = commit(work, {"pkg/utils.py": UTILS.replace("return 1", "return 11")},
                        "Make helper return eleven for the tables", 30)
-    later = _commit(work, {"pkg/parser.py": PARSER.replace('split(",")', 'split(";")')}, GIVEAWAY, 40)
+    later = commit(work, {"pkg/parser.py": PARSER.replace('split(",")', 'split(";")')}, GIVEAWAY, 40)
     bare = tmp_path / "repos" / "acme+widgets" / "repo"
     bare.parent.mkdir(parents=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)

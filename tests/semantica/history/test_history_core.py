@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -10,9 +9,7 @@ import pytest
 
 from semantica.config_history import HistoryConfig
 from semantica.history import HistoryReader, HistorySearcher, load_history, save_history
-
-DAY = 86400
-T0 = 1_600_000_000
+from tests.dated_git import DAY, T0, commit, git
 
 PARSER = '''def parse(text):
     return text.split(",")
@@ -27,22 +24,10 @@ UTILS = '''def helper():
 '''
 
 
-def git(repo: Path, *args: str, when: int = T0, author: str = "Dev <dev@example.com>") -> str:
-    name, email = author.split(" <")
-    env = {**os.environ, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email.rstrip(">"),
-           "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email.rstrip(">"),
-           "GIT_AUTHOR_DATE": f"@{when} +0000", "GIT_COMMITTER_DATE": f"@{when} +0000"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
-def commit(repo: Path, files: dict[str, str], message: str, day: int, author: str = "Dev <dev@example.com>") -> str:
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-        git(repo, "add", path)
-    git(repo, "commit", "-q", "-m", message, when=T0 + day * DAY, author=author)
-    return git(repo, "rev-parse", "HEAD")
+
+
 
 
 @pytest.fixture()

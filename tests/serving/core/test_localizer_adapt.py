@@ -4,17 +4,15 @@ commits at or before the snapshot only, is stored in the snapshot, and the local
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import make_config
+from tests.dated_git import commit
 
 R = "acme/garden"
-DAY = 86400
-T0 = 1_600_000_000
 FILES = {
     "garden/watering.py": "def water_plants(bed, litres):\n    return [p.soak(litres) for p in bed]\n",
     "garden/pruning.py": "def prune_hedge(hedge, height):\n    return hedge.cut(height)\n",
@@ -33,17 +31,7 @@ FIXES = [("garden/watering.py", "Fix watering of plants when litres is zero"),
 LATER = ("garden/compost.py", "Fix zebra quokka marmalade")  # the later commit that gives its answer away
 
 
-def _commit(repo: Path, files: dict[str, str], message: str, day: int) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": f"@{T0 + day * DAY} +0000",
-           "GIT_COMMITTER_DATE": f"@{T0 + day * DAY} +0000"}
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=env)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", message], check=True, env=env)
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +39,13 @@ def garden(tmp_path_factory) -> dict[str, object]:
     repo = tmp_path_factory.mktemp("garden-adapt")
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     texts = dict(FILES)
-    _commit(repo, texts, "Start the garden package", 0)
+    commit(repo, texts, "Start the garden package", 0)
     shas = []
     for day, (path, message) in enumerate(FIXES, 1):
         texts[path] += f"\n\ndef step_{day}():\n    return {day}\n"
-        shas.append(_commit(repo, {path: texts[path]}, message, day))
+        shas.append(commit(repo, {path: texts[path]}, message, day))
     texts[LATER[0]] += "\n\ndef marmalade():\n    return 'zebra quokka'\n"
-    later = _commit(repo, {LATER[0]: texts[LATER[0]]}, LATER[1], 30)
+    later = commit(repo, {LATER[0]: texts[LATER[0]]}, LATER[1], 30)
     return {"repo": repo, "shas": shas, "snapshot": shas[-1], "later": later}
 
 

@@ -3,47 +3,34 @@ A later commit whose message gives the answer away never reaches votes, lists or
 
 from __future__ import annotations
 
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import make_config
+from tests.dated_git import commit
 
 R = "acme/shop"
-DAY = 86400
-T0 = 1_600_000_000
 BILLING = ("def invoice_total(lines):\n    return sum(line.amount for line in lines)\n\n\n"
            "def refund_invoice(invoice):\n    return -invoice_total(invoice.lines)\n")
 SHIPPING = ("def parcel_weight(parcel):\n    return parcel.grams / 1000\n\n\n"
             "def courier_for(parcel):\n    return 'fast' if parcel_weight(parcel) < 2 else 'slow'\n")
 
 
-def _commit(repo: Path, files: dict[str, str], message: str, day: int) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": f"@{T0 + day * DAY} +0000",
-           "GIT_COMMITTER_DATE": f"@{T0 + day * DAY} +0000"}
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=env)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", message], check=True, env=env)
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+
 
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory) -> dict[str, object]:
     repo = tmp_path_factory.mktemp("shop-history")
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    _commit(repo, {"shop/billing.py": BILLING, "shop/shipping.py": SHIPPING}, "Start the shop package", 0)
-    fix = _commit(repo, {"shop/billing.py": BILLING.replace("return -invoice_total(invoice.lines)",
+    commit(repo, {"shop/billing.py": BILLING, "shop/shipping.py": SHIPPING}, "Start the shop package", 0)
+    fix = commit(repo, {"shop/billing.py": BILLING.replace("return -invoice_total(invoice.lines)",
                                                             "return -abs(invoice_total(invoice.lines))")},
                   "Fix refund of discounted invoices going positive", 5)
-    snapshot = _commit(repo, {"shop/shipping.py": SHIPPING.replace("/ 1000", "/ 1000.0")},
+    snapshot = commit(repo, {"shop/shipping.py": SHIPPING.replace("/ 1000", "/ 1000.0")},
                        "Use float division for parcel weights", 9)
-    later = _commit(repo, {"shop/shipping.py": SHIPPING.replace("< 2", "< 3")},
+    later = commit(repo, {"shop/shipping.py": SHIPPING.replace("< 2", "< 3")},
                     "Fix zebra quokka courier threshold", 12)
     return {"repo": repo, "fix": fix, "snapshot": snapshot, "later": later}
 
