@@ -97,6 +97,11 @@ class Snapshot:
                 self._indexes[kind] = index_kind(kind).open(self)
             return self._indexes[kind]
 
+    def opened(self) -> set[str]:
+        """The index kinds opened so far (a prefetch opens them before the first query needs them)."""
+        with self._lock:
+            return set(self._indexes)
+
     @property
     def token_vectors(self) -> StoredTokenVectors | None:
         """The stored late-interaction token vectors (memory-mapped); None for a snapshot built without them."""

@@ -26,6 +26,8 @@ def modules() -> dict[str, Path]:
 def room(module: str) -> str:
     """serving.core.x -> serving.core; the api's ways in are rooms of their own (serving.api.http, .mcp)."""
     parts = module.split(".")
+    if len(parts) < 2:
+        return module  # the serving package itself
     return ".".join(parts[:3]) if parts[1] == "api" and len(parts) > 3 else ".".join(parts[:2])
 
 
