@@ -105,7 +105,7 @@ def test_model_directory_errors_are_clear(tmp_path):
 def test_shipped_models_load_and_rank_when_present(snapshot):
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2] / "models" / "localizer"
+    root = Path(__file__).resolve().parents[3] / "models" / "localizer"
     if not (root / "meta.json").is_file():
         pytest.skip("SKIPPED LOUDLY: no shipped localizer model in models/localizer")
     from semantica.config import LocalizerConfig

@@ -12,6 +12,7 @@ import pytest
 
 from semantica.config import config_to_dict
 from semantica.ray_runtime import run_in_fresh_process
+from tests.conftest import REPO_ROOT
 from tests.serving.ray.test_app import make_tiny_index
 from tests.serving.span_recording import REQUEST_ID, call_across_processes
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.timeout(900)
 
 def test_a_replica_in_another_process_joins_the_callers_trace(tmp_path, monkeypatch):
     config = make_tiny_index(tmp_path)
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = str(REPO_ROOT)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p))
     seen = run_in_fresh_process(call_across_processes, config_to_dict(config), timeout_s=840)
     [caller] = seen["caller"]
