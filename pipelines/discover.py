@@ -3,6 +3,9 @@
 A snapshot is either a commit (read from git objects, no checkout, so bare repositories work) or the
 working tree (`git ls-files`, honouring .gitignore). Every skipped file is reported as a `FileError`
 with a reason instead of silently disappearing. One file is read at a time so memory stays flat.
+
+Long because the two sources (git objects, working tree) share every skip rule; one module keeps a
+file's verdict identical whichever way it was read.
 """
 
 from __future__ import annotations

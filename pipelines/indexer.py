@@ -10,6 +10,9 @@ identical chunks, symbols and edges, cache the same verdicts and load the same g
 - per repository: resolve edges, write the snapshot into `<snapshot>.tmp`, load the graph store
   (Memgraph when `graph.store: memgraph`; before publish, so a failure keeps the old snapshot
   current), publish. One repository failing does not stop the others (`run`); `index` raises.
+
+Long because it is the one driver: each stage above is a short method here, and keeping their order and
+their timings in one place is what makes `index` and `index-batch` publish the same snapshot.
 """
 
 from __future__ import annotations

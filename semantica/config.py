@@ -4,7 +4,7 @@ Values come from, in increasing priority: the dataclass defaults (the RFC's valu
 (`conf/default.yaml` unless another is given), environment variables named
 `SEMANTICA__SECTION__FIELD` and CLI overrides `section.field=value`.
 
-Why one file over 400 lines: it is a catalogue of ~30 small, independent dataclasses (one per concern,
+Long because it is a catalogue of ~30 small, independent dataclasses (one per concern,
 each a screenful) plus the one loader; keeping every default in one place is the point, and each
 section mirrors a block of conf/default.yaml. The query-planning sections live in `semantica.config_planning`.
 """

@@ -5,6 +5,9 @@ interaction, an untrained ColBERT). Two numeric runtimes run it: ONNX Runtime ov
 of the checkpoint (`encoder.runtime: onnx`, the default: no torch import, a fast cold start) and
 PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's identity (`model_id`), so
 caches, stored token vectors and snapshots never mix vectors of two numeric paths.
+
+Long because both runtimes share one tokenisation, pooling and identity: splitting them would let the
+two numeric paths drift apart, which is what the identity exists to prevent.
 """
 
 from __future__ import annotations

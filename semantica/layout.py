@@ -1,5 +1,7 @@
-"""The on-disk index layout, the only code that knows where things live (over 400 lines on purpose:
-names, listing, build locks and atomic publish must change together, and nothing else touches paths).
+"""The on-disk index layout, the only code that knows where things live.
+
+Long because names, listing, build locks and atomic publish must change together, and nothing else
+touches paths.
 
 ```
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)
