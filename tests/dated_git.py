@@ -29,3 +29,11 @@ def commit(repo: Path, files: dict[str, str], message: str, day: int, author: st
         git(repo, "add", path)
     git(repo, "commit", "-q", "-m", message, when=T0 + day * DAY, author=author)
     return git(repo, "rev-parse", "HEAD")
+
+
+def one_commit_repo(repo: Path, files: dict[str, str]) -> Path:
+    """A new git repository at `repo` whose one commit (dated T0) holds `files`."""
+    repo.mkdir(parents=True, exist_ok=True)
+    git(repo, "init", "-q")
+    commit(repo, files, "initial", 0)
+    return repo

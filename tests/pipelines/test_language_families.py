@@ -4,7 +4,6 @@ one family module) registered on a real index."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from semantica.languages import Language, language_of, register_language, unregi
 from semantica.layout import IndexLayout
 from semantica.schema import EdgeType, file_node_id
 from tests.conftest import make_config
+from tests.dated_git import one_commit_repo
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -50,15 +50,7 @@ RUST_FILES = {
 
 
 def _repo(root: Path, files: dict[str, str]) -> Path:
-    repo = root / "repo"
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i"],
-                   check=True)
-    return repo
+    return one_commit_repo(root / "repo", files)
 
 
 def _index(root: Path, files: dict[str, str], name: str) -> Any:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from semantica.schema import ShardInfo
 from semantica.snapshot import Snapshot
 from semantica.vectors import VectorShardPaths, VectorShardSearcher
 from tests.conftest import make_config
+from tests.dated_git import one_commit_repo
 
 pytestmark = pytest.mark.timeout(600)
 REPO = "kinds/shop"
@@ -59,15 +59,7 @@ class PathWordsKind:
 
 
 def _repo(root: Path) -> Path:
-    repo = root / "repo"
-    for name, text in FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i"],
-                   check=True)
-    return repo
+    return one_commit_repo(root / "repo", FILES)
 
 
 @pytest.fixture(scope="module")
