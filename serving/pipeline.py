@@ -116,18 +116,6 @@ class SearchPipeline:
 
 
     @property
-    def late(self) -> Any:
-        return self.stages.late
-
-    @property
-    def cross(self) -> Any:
-        return self.stages.cross
-
-    @property
-    def ltr(self) -> Any:
-        return self.stages.ltr
-
-    @property
     def graph_ops(self) -> Any:
         return self.stages.graph_ops
 
