@@ -282,7 +282,7 @@ class LateInteractionReranker:
     def rerank(self, query: str, hits: list[Hit], chunks: dict[str, Chunk]) -> list[Hit]:
         """Re-score the first `top_n` hits; see the module docstring for the formula.
 
-        A hit whose chunk is in neither `chunks` nor `hit.chunk` gets MaxSim 0 (late_score None).
+        A hit whose chunk is in neither `chunks` nor `hit.chunk` gets MaxSim 0 (and no `scores` entry).
         """
         head, tail = hits[: self.config.top_n], hits[self.config.top_n :]
         if not head:
