@@ -11,8 +11,8 @@ from semantica.api import SearchRequest
 from semantica.config import load_config
 from semantica.encoder import shared_encoder
 from serving.pipeline import SearchPipeline
-from serving.ray.app import build_graph, deployment_options
-from serving.ray.remote import stage_deployments
+from serving.ray.app import StageDeployment, build_graph, deployment_options, error_status
+from serving.ray.remote import StageUnavailable, stage_deployments
 from serving.rerankers.base import RerankInput, rescored
 from serving.rerankers.registry import RERANKERS, register_reranker
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
@@ -89,3 +89,25 @@ def test_serve_gives_a_deployed_plugin_its_own_deployment(plugin):
     assert [h["chunk_id"] for h in answer["hits"]] == [h["chunk_id"] for h in local["hits"]]
     for remote, here in zip(answer["hits"], local["hits"]):
         assert remote["scores"][NAME] == pytest.approx(here["scores"][NAME], abs=1e-6)
+
+
+@serve.deployment
+class UnreachableReranker(StageDeployment.func_or_class):
+    def rerank(self, hits, given):
+        raise ConnectionError("reranker replica unreachable")
+
+
+def test_a_down_reranker_deployment_degrades_or_fails_as_the_plugin_says(plugin):
+    broken = {"EncoderCosine": UnreachableReranker}
+    handle = serve.run(build_graph(plugin, deployment_options(None), broken), _local_testing_mode=True)
+    answer = handle.search.remote({"query": QUERY, "repos": [REPO_NAME], "k": 20}).result()
+    assert [d["stage"] for d in answer["degraded"]] == [NAME] and "unreachable" in answer["degraded"][0]["error"]
+    assert answer["hits"] and all(NAME not in h["scores"] for h in answer["hits"])
+    EncoderCosine.optional = False  # a mandatory reranker that is down fails the request: 503
+    try:
+        handle = serve.run(build_graph(plugin, deployment_options(None), broken), _local_testing_mode=True)
+        with pytest.raises(StageUnavailable) as info:
+            handle.search.remote({"query": QUERY, "repos": [REPO_NAME], "k": 20}).result()
+        assert error_status(info.value) == 503 and info.value.stage == "EncoderCosine"
+    finally:
+        EncoderCosine.optional = True
