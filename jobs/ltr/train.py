@@ -225,8 +225,8 @@ class LtrTrainer:
         temp = root / (MODEL_FILE + ".tmp")
         model.save_model(str(temp))
         os.replace(temp, root / MODEL_FILE)
-        meta = {"format": LTR_FORMAT, SCHEMA_KEY: FEATURE_SCHEMA_VERSION, "feature_names": list(LTR_FEATURE_NAMES), "config": asdict(self.config),
-                "data": sources, "report": asdict(report)}
+        meta = {"format": LTR_FORMAT, SCHEMA_KEY: FEATURE_SCHEMA_VERSION, "feature_names": list(LTR_FEATURE_NAMES),
+                "config": asdict(self.config), "data": sources, "report": asdict(report)}
         (root / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return root
 

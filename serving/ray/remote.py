@@ -2,9 +2,10 @@
 
 `remote_stages(config, handles)` builds the same `Stages` as the in-process pipeline with each stage object
 replaced by a proxy that satisfies its protocol (classify, fuse, build, rerank, search_scored) and calls one
-`StageDeployment` through its handle. Every registered retriever in `retrieval.retrievers` and every reranker in
-`rerank.order` whose class says `deployed = True` gets its own deployment, named from its registry name. The Serve ingress runs `SearchPipeline(stages=remote_stages(...))`:
-exactly the in-process orchestration, with no subclass and nothing patched.
+`StageDeployment` through its handle. Every registered retriever in `retrieval.retrievers` and every reranker
+in `rerank.order` whose class says `deployed = True` gets its own deployment, named from its registry name.
+The Serve ingress runs `SearchPipeline(stages=remote_stages(...))`: exactly the in-process orchestration,
+with no subclass and nothing patched.
 
 Each call carries the request (`semantica.observability.carrier()`: the W3C `traceparent` of the stage's
 span and the request id) through `StageDeployment.traced`, so the replica's spans join the request's trace
