@@ -21,7 +21,7 @@ root = Path("/tmp/fast-eval/cache/token_vectors")
 # a projection fitted on this repository's tokens (the first 50k the indexer saw), per dim
 sample = []
 p = SearchPipeline(cfg)
-late = p.late
+late = p.stages.reranker("late_interaction").model
 for d in sorted(late.cache.directory.glob("*/*.npy"))[:400]:
     sample.append(np.load(d).astype(np.float32))
 sample = np.concatenate(sample)
@@ -35,7 +35,7 @@ for m in (32, 64, 96):
 results = {}
 for name, codec in variants.items():
     pipe = SearchPipeline(cfg)
-    rr = pipe.late
+    rr = pipe.stages.reranker("late_interaction").model
     def scores(query, chunks, rr=rr, codec=codec):
         q = rr.query_tokens(query)
         docs = rr.document_tokens(chunks)

@@ -72,9 +72,10 @@ class HitView:
     ranks: dict[str, int]
     citation: str
     content: str
-    late_score: float | None = None
-    cross_score: float | None = None
-    ltr_score: float | None = None
+    late_score: float | None = None  # scores["late_interaction"], kept for clients that read it
+    cross_score: float | None = None  # scores["cross_encoder"]
+    ltr_score: float | None = None  # scores["ltr"]
+    scores: dict[str, float] = field(default_factory=dict)  # each reranker that re-scored the hit: its own score
     features: list[float] | None = None
     explanation: str | None = None
     # the exact graph answer this hit cites (structural questions): {op, target, node, citation, line, sites,

@@ -1,27 +1,27 @@
-"""Result types shared by the serving stages: strategies, ranked lists, fused hits.
+"""Result types shared by the serving stages: ranked lists keyed by retriever name, fused hits.
 
 A retriever answers with a `RankedList` (`[(chunk_id, rank)]`, ranks 1-based); fusion turns the
 lists into `Hit`s that carry everything later stages and the learning-to-rank log need: the final
-score, the fused score, per-strategy ranks and RRF contributions, an 18-value feature vector
-(`FEATURE_NAMES`) and a readable explanation. Rerankers fill `ltr_score` / `late_score` / `cross_score` and
-update `score`.
+score, the fused score, per-retriever ranks and RRF contributions, the feature vector of the versioned
+schema (`semantica.feature_schema`) and a readable explanation. Each reranker records its own score in
+`Hit.scores[<reranker name>]` and updates `score`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from semantica.feature_schema import FEATURE_NAMES, FEATURE_STRATEGIES
 from semantica.schema import Chunk, ParsableEnum
 
+__all__ = ["ABSENT_RANK", "FEATURE_NAMES", "STRATEGIES", "STRATEGY_VALUES", "ChunkMeta", "Hit", "RankedList",
+           "Strategy", "strategy_key", "strategy_value"]
 
-class Strategy(ParsableEnum):
-    """A retrieval strategy (one index kind). The order here is the feature order."""
-
-    VECTOR = "vector"
-    LEXICAL = "lexical"
-    SYMBOL = "symbol"
-    GRAPH = "graph"
-
+Strategy = ParsableEnum("Strategy", {name.upper(): name for name in FEATURE_STRATEGIES},  # type: ignore[misc]
+                        module=__name__)
+"""The retrievers that own LTR features, as list keys (members hash and compare as their names, so a list
+keyed by the plain name is the same list). Their order is the feature schema's (`FEATURE_STRATEGIES`);
+retrievers themselves are named by string in `serving.retrievers.registry`."""
 
 STRATEGIES: tuple[Strategy, ...] = tuple(Strategy)
 STRATEGY_VALUES = frozenset(s.value for s in STRATEGIES)
@@ -44,20 +44,6 @@ ABSENT_RANK = 1000
 """Rank feature value for a strategy that did not return the hit (larger than any real rank, so
 "smaller is better" holds for every rank feature). Real ranks are 1-based; 0 never occurs."""
 
-FEATURE_NAMES: tuple[str, ...] = (
-    *(f"rank_{s.value}" for s in STRATEGIES),      # 1-based rank, ABSENT_RANK when absent
-    *(f"rrf_{s.value}" for s in STRATEGIES),       # w_s / (k_s + rank_s), 0.0 when absent
-    *(f"weight_{s.value}" for s in STRATEGIES),    # normalised intent weight of the strategy
-    "n_strategies",                                # M: strategies that returned the hit
-    "best_rank",                                   # lowest rank over those strategies
-    "avg_rank",                                    # mean rank over those strategies
-    "consensus",                                   # the consensus factor applied
-    "chunk_lines",                                 # chunk size in lines (0 when unknown)
-    "file_depth",                                  # number of '/' in the path (0 when unknown)
-)
-N_FEATURES = len(FEATURE_NAMES)
-assert N_FEATURES == 18
-
 
 @dataclass
 class ChunkMeta:
@@ -79,8 +65,8 @@ class ChunkMeta:
 
 @dataclass
 class Hit:
-    """One fused result. `score` is the current final score (fusion sets it to `fused_score`;
-    the LTR model, late interaction and the cross-encoder overwrite it)."""
+    """One fused result. `score` is the current final score (fusion sets it to `fused_score`; each reranker
+    that re-scores the hit overwrites it and records its own value in `scores[<reranker name>]`)."""
 
     chunk_id: str
     score: float
@@ -89,9 +75,7 @@ class Hit:
     rrf_scores: dict[str, float] = field(default_factory=dict)
     features: list[float] = field(default_factory=list)
     explanation: str = ""
-    late_score: float | None = None
-    cross_score: float | None = None
-    ltr_score: float | None = None
+    scores: dict[str, float] = field(default_factory=dict)
     chunk: Chunk | None = None
 
     @property

@@ -21,7 +21,7 @@ from semantica import observability
 from semantica.api import QueryError, SearchRequest, SearchResponse
 from semantica.config import Config
 from semantica.encoder import Encoder
-from semantica.hits import ChunkMeta, Hit, RankedList, Strategy, strategy_key
+from semantica.hits import ChunkMeta, Hit, RankedList, strategy_key
 from semantica.layout import BrokenSnapshotError, split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
@@ -42,6 +42,8 @@ from serving.retrievers.registry import RetrieverSpec, retriever_spec
 from serving.stages import Stages, build_stages
 
 SNAPSHOT_STAGE = "snapshot"
+SYMBOL_SEEDS = "symbol"
+"""The retriever whose own hits are a seeded retriever's `symbol_seeds` (the targets of "who calls X")."""
 log = logging.getLogger(__name__)
 
 
@@ -114,18 +116,6 @@ class SearchPipeline:
     def expansion(self) -> Any:  # decomposition + multi-hop (serving/planning/)
         return self.stages.expansion
 
-
-    @property
-    def late(self) -> Any:
-        return self.stages.late
-
-    @property
-    def cross(self) -> Any:
-        return self.stages.cross
-
-    @property
-    def ltr(self) -> Any:
-        return self.stages.ltr
 
     @property
     def graph_ops(self) -> Any:
@@ -218,7 +208,7 @@ class SearchPipeline:
             return {}
         return {s.repo: s.freshness().to_dict() for s in snapshots}
 
-    def search_with_lists(self, request: SearchRequest) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
+    def search_with_lists(self, request: SearchRequest) -> tuple[SearchResponse, dict[str, RankedList]]:
         """One uncached search that also returns each retriever's ranked chunk list: the offline jobs
         that learn or replay the later stages (`semantica mine`) need both from the same pass."""
         timer = StageTimer()
@@ -227,7 +217,7 @@ class SearchPipeline:
         return self._search(request, self._repos(request, degraded), timer, warnings, degraded)
 
     def _search(self, request: SearchRequest, snapshots: list[Snapshot], timer: StageTimer,
-                warnings: list[str], degraded: list[dict[str, str]]) -> tuple[SearchResponse, dict[Strategy, RankedList]]:
+                warnings: list[str], degraded: list[dict[str, str]]) -> tuple[SearchResponse, dict[str, RankedList]]:
         intent = timer.run("intent", lambda: self.intent.classify(request.query))
         enabled = [spec for spec in self.stages.retriever_specs if not request.strategies or spec.name in request.strategies]
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))
@@ -326,7 +316,7 @@ class SearchPipeline:
 
     def _retrieve(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: list[RetrieverSpec],
                   filters: Filters, timer: StageTimer, degraded: list[dict[str, str]],
-                  k: int | None = None) -> dict[Strategy | str, RankedList]:
+                  k: int | None = None) -> dict[str, RankedList]:
         """Every enabled retriever over every snapshot. Unseeded retrievers start at once; a seeded one
         (the graph walk) starts when its seed sources have answered, from their hits interleaved."""
         k = k or self.config.retrieval.k_per_retriever  # planning: a retry asks for more
@@ -345,7 +335,7 @@ class SearchPipeline:
             for spec in enabled:  # seed sources come before what they seed (enabled_specs orders them)
                 seed_lists = {name: [c for c, _ in futures[name].result()] for name in spec.seeded_by if name in futures}
                 rq = RetrievalQuery(text=query, intent=intent, seeds=interleave(*seed_lists.values()),
-                                    symbol_seeds=seed_lists.get(Strategy.SYMBOL.value, []))
+                                    symbol_seeds=seed_lists.get(SYMBOL_SEEDS, []))
                 futures[spec.name] = self._pool.submit(
                     attempt, spec.name, lambda n=spec.name, q=rq: retrievers.get(n).search_scored(q, k, filters))
             return {name: future.result() for name, future in futures.items()}

@@ -49,7 +49,7 @@ def time_retrievers(pipeline: SearchPipeline, name: str, queries: list[str]) -> 
     retrievers = pipeline.retrievers(pipeline.snapshots.get(name))
     out: dict[str, Any] = {}
     for strategy in ("vector", "lexical"):
-        retriever = getattr(retrievers, strategy)
+        retriever = retrievers.get(strategy)
         tops = {q: [c for c, _ in retriever.search_scored(RetrievalQuery(q), K)][:TOP_COMPARED] for q in queries}  # warm
         ms = []
         for _ in range(REPEATS):

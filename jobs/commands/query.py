@@ -12,7 +12,8 @@ SNIPPET_LINES = 6
 JSON_SCHEMA_DOC = """\
 --json prints one object: {query, intent: {dominant, probabilities, expansions}, hits: [{rank, chunk_id,
 repo, path, start_line, end_line, symbol, kind, score, fused_score, ranks: {strategy: rank}, citation,
-content, late_score, cross_score, features (with --explain), explanation (with --explain)}],
+content, late_score, cross_score, ltr_score, scores: {reranker: its score}, features (with --explain),
+explanation (with --explain)}],
 files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name", score}],
 context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,
 timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
@@ -37,8 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("--k", type=int, default=None, help="number of hits (default from conf: query.default_k)")
     query.add_argument("--path", action="append", default=[], metavar="GLOB", help="only paths matching GLOB")
     query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
-    query.add_argument("--strategy", action="append", default=[], choices=["vector", "lexical", "symbol", "graph"],
-                       help="use only these retrievers (repeatable; default: all four)")
+    query.add_argument("--strategy", action="append", default=[], metavar="RETRIEVER",
+                       help="use only these registered retrievers, e.g. vector, lexical, symbol, graph (repeatable; "
+                            "default: those in retrieval.retrievers; a name conf does not enable is an error)")
     query.add_argument("--explain", action="store_true",
                        help="show why each hit ranked (ranks, RRF, consensus) and the query plan (mode, K, budgets, "
                             "retries) when planning is on or --mode is given")

@@ -34,8 +34,9 @@ from jobs.eval.tables import ablation_table
 from jobs.ltr.mine import HitMiner, swebench_labeler
 from semantica.config import Config
 from semantica.encoder import Encoder
+from semantica.feature_schema import FEATURE_STRATEGIES
 
-ALL_STRATEGIES = ("vector", "lexical", "symbol", "graph")
+ALL_STRATEGIES = FEATURE_STRATEGIES  # the four built-in retrievers that fusion features describe
 EVAL_K = 10  # hits/context size of each request; file/function lists go query.file_rank_depth deep
 TOP_N = 50   # paths and functions written per instance
 MAX_CONSECUTIVE_FAILURES = 5  # the same error this many times in a row is not about one instance: stop

@@ -26,9 +26,9 @@ import polars as pl
 
 from jobs.ltr.mine import LABEL_COLUMN, RANK_COLUMN
 from semantica.config import IntentConfig, LtrTrainConfig
-from semantica.hits import FEATURE_NAMES
+from semantica.feature_schema import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
 from serving.core.intent import IntentClassifier
-from serving.rerankers.ltr import LTR_FEATURE_NAMES, LTR_FORMAT, META_FILE, MODEL_FILE, LtrFeaturizer
+from serving.rerankers.ltr import LTR_FEATURE_NAMES, LTR_FORMAT, META_FILE, MODEL_FILE, SCHEMA_KEY, LtrFeaturizer
 
 
 class TrainError(ValueError):
@@ -225,8 +225,8 @@ class LtrTrainer:
         temp = root / (MODEL_FILE + ".tmp")
         model.save_model(str(temp))
         os.replace(temp, root / MODEL_FILE)
-        meta = {"format": LTR_FORMAT, "feature_names": list(LTR_FEATURE_NAMES), "config": asdict(self.config),
-                "data": sources, "report": asdict(report)}
+        meta = {"format": LTR_FORMAT, SCHEMA_KEY: FEATURE_SCHEMA_VERSION, "feature_names": list(LTR_FEATURE_NAMES),
+                "config": asdict(self.config), "data": sources, "report": asdict(report)}
         (root / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return root
 

@@ -31,6 +31,10 @@ def file_lines(snapshots: list[Snapshot]) -> Callable[[str, str], list[str]]:
 
     return lines
 
+SCORE_FIELDS = {"late_score": "late_interaction", "cross_score": "cross_encoder", "ltr_score": "ltr"}
+"""The hit view's named score fields, from the reranker scores they have always shown (`Hit.scores`)."""
+
+
 def hit_view(rank: int, hit: Hit, chunk: Chunk, explain: bool) -> HitView:
     """One hit as the client sees it: where it is, its scores, and (with `explain`) why it ranks there."""
     return HitView(
@@ -38,7 +42,7 @@ def hit_view(rank: int, hit: Hit, chunk: Chunk, explain: bool) -> HitView:
         end_line=chunk.end_line, symbol=chunk.symbol, kind=chunk.kind, score=round(hit.score, 6),
         fused_score=round(hit.fused_score, 6), ranks=dict(hit.ranks),
         citation=f"{chunk.path}:{chunk.start_line}-{chunk.end_line}", content=chunk.content,
-        late_score=hit.late_score, cross_score=hit.cross_score, ltr_score=hit.ltr_score,
+        **{field_name: hit.scores.get(stage) for field_name, stage in SCORE_FIELDS.items()}, scores=dict(hit.scores),
         features=list(hit.features) if explain else None, explanation=hit.explanation if explain else None,
     )
 

@@ -59,8 +59,7 @@ class RoutedAnswer:
                 chunk_id=answer.chunk_id, score=seen.score if seen else score,
                 fused_score=seen.fused_score if seen else 0.0, ranks=dict(seen.ranks) if seen else {},
                 rrf_scores=dict(seen.rrf_scores) if seen else {}, features=list(seen.features) if seen else [],
-                explanation=explanation, late_score=seen.late_score if seen else None,
-                cross_score=seen.cross_score if seen else None, ltr_score=seen.ltr_score if seen else None,
+                explanation=explanation, scores=dict(seen.scores) if seen else {},
             ))
         return first + [h for h in hits if h.chunk_id not in self.by_chunk]
 

@@ -213,13 +213,16 @@ class FinalOrder:
 class FinalOrderStage:
     """Registry adapter: runs when a weight is non-zero; an optional stage (a failure keeps the order)."""
 
-    name, optional = "final_order", True
+    name, optional, deployed = "final_order", True, False
 
     def __init__(self, pipeline: Any) -> None:
         self.pipeline = pipeline
         hooks = getattr(pipeline, "ranking_hooks", None)  # share its per-snapshot caches with the file order
         self.stage = hooks.final if hooks is not None else FinalOrder(pipeline.config.final_order,
                                                                       pipeline.config.paths.cache_dir)
+
+    def warm_up(self) -> None:  # no model: what it reads is per snapshot, loaded on first use
+        pass
 
     def wanted(self, given: RerankInput) -> bool:
         return self.stage.active

@@ -267,7 +267,7 @@ class RepoScopeStage:
     """Scope selection: for broad queries over large repositories, the repository map's top files boost the
     hits in them (`boost`) or the hits are narrowed to them (`narrow`, never below k hits)."""
 
-    name, optional = "repo_scope", True
+    name, optional, deployed = "repo_scope", True, False
 
     def __init__(self, pipeline: Any) -> None:
         self.pipeline = pipeline
@@ -275,6 +275,9 @@ class RepoScopeStage:
         self.mode = ScopeMode.parse(self.config.scope_mode)
         hooks = getattr(pipeline, "ranking_hooks", None)
         self.mapper = hooks.mapper if hooks is not None else RepoMapper(self.config)
+
+    def warm_up(self) -> None:  # no model: what it reads is per snapshot, loaded on first use
+        pass
 
     def wanted(self, given: RerankInput) -> bool:
         return self.mode is not ScopeMode.OFF and len(given.request.query.split()) >= self.config.scope_min_query_words

@@ -3,13 +3,15 @@
     Ingress (FastAPI: /v1/search /v1/feedback /v1/repos /healthz /docs)
       -> Intent -> VectorRetriever | LexicalRetriever | SymbolRetriever (concurrently) -> GraphRetriever
       -> Fusion -> LateInteraction -> CrossEncoder (conditional) -> ContextBuilder
+      (a deployment per registered retriever, and per reranker in `rerank.order` that says `deployed = True`)
 
 The ingress runs the in-process `SearchPipeline` orchestration unchanged (validation, the concurrent
 retriever fan-out, degraded handling, localisation, views, the response cache) over
 `serving.ray.remote.remote_stages`: the stages `build_stages` makes, with proxies that call the deployments
 through `DeploymentHandle`s. Every deployment is one generic `StageDeployment` serving one stage of that
 same `build_stages(config)`, so no query logic lives here; a registered retriever gets its own
-`<Name>Retriever` deployment. Each deployment takes its replicas / autoscaling / `ray_actor_options` from
+`<Name>Retriever` deployment and a deployed reranker its own `<Name>` one (late_interaction -> LateInteraction),
+which loads the reranker's model (`warm_up`) before taking traffic. Each deployment takes its replicas / autoscaling / `ray_actor_options` from
 conf/serve.yaml.
 
 Errors are JSON with the status of their kind (`semantica.errors.ErrorKind`, docs/errors.md): 422
@@ -48,12 +50,17 @@ from serving.pipeline import SearchPipeline
 from serving.ray.remote import (  # noqa: F401 (StageUnavailable: re-exported, callers import it from here)
     CORE_DEPLOYMENTS,
     MANDATORY,
+    RERANKER_STAGE,
+    RETRIEVER_STAGE,
     StageUnavailable,
     _unwrap,
+    known_deployment,
     remote_stages,
+    reranker_deployment,
     retriever_deployment,
     stage_deployments,
 )
+from serving.rerankers.base import WARM_UP_TEXT, RerankInput
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
 from serving.stages import build_stages
 
@@ -73,26 +80,24 @@ def error_body(exc: BaseException) -> dict[str, Any]:
 
 # -- the stage deployment (one generic class; each deployment serves one stage) ------------------
 
-WARM_UP_QUERY = "warm up"
-RETRIEVER_STAGE = "retriever:"
-
-
 @serve.deployment(name="Stage")
 class StageDeployment:
     """One stage of `build_stages(config)` behind Ray Serve: `stage` is a core stage name
-    (`serving.ray.remote.CORE_DEPLOYMENTS`) or `retriever:<name>`; the proxies in `serving.ray.remote` call it."""
+    (`serving.ray.remote.CORE_DEPLOYMENTS`), `retriever:<name>` or `reranker:<name>`; the proxies in
+    `serving.ray.remote` call it."""
 
-    TARGETS = {"Intent": "intent", "Fusion": "fusion", "LateInteraction": "late", "CrossEncoder": "cross",
-               "ContextBuilder": "context_builder"}
-    ENDPOINTS = ("call", "search", "build_context")
+    TARGETS = {"Intent": "intent", "Fusion": "fusion", "ContextBuilder": "context_builder"}
+    ENDPOINTS = ("call", "search", "build_context", "rerank")
 
     def __init__(self, config: dict[str, Any], stage: str) -> None:
         self.stages = build_stages(config_from_dict(config))
         observability.configure(self.stages.config.observability)  # this replica's spans and JSON logs
         self.stage = stage
         self.retriever = stage[len(RETRIEVER_STAGE):] if stage.startswith(RETRIEVER_STAGE) else ""
-        if not self.retriever and stage not in self.TARGETS:
-            raise ValueError(f"unknown stage {stage!r}; known: {sorted(self.TARGETS)} or {RETRIEVER_STAGE}<name>")
+        self.reranker = stage[len(RERANKER_STAGE):] if stage.startswith(RERANKER_STAGE) else ""
+        if not self.retriever and not self.reranker and stage not in self.TARGETS:
+            raise ValueError(f"unknown stage {stage!r}; known: {sorted(self.TARGETS)}, {RETRIEVER_STAGE}<name> "
+                             f"or {RERANKER_STAGE}<name>")
         self.warm_up()
 
     def warm_up(self) -> None:
@@ -101,29 +106,34 @@ class StageDeployment:
         if self.retriever:
             for repo in self.stages.snapshots.repos():
                 try:
-                    self.search(repo, RetrievalQuery.of(WARM_UP_QUERY), 1, Filters())
+                    self.search(repo, RetrievalQuery.of(WARM_UP_TEXT), 1, Filters())
                 except Exception:  # a broken snapshot is reported by the request that needs it
                     continue
-        elif self.stage == "LateInteraction" and self.stages.config.late_interaction.enabled:
-            self.stages.late.encoder.encode_query(WARM_UP_QUERY)
+        elif self.reranker:
+            self.stages.reranker(self.reranker).warm_up()
 
     def traced(self, headers: dict[str, str], endpoint: str, *args: Any) -> Any:
         """`endpoint(*args)` inside the caller's request (`serving.ray.remote` sends `observability.carrier()`):
         a span `serve <Deployment>.<endpoint>` under the ingress's stage span, the request id in the logs."""
         if endpoint not in self.ENDPOINTS:
             raise ValueError(f"unknown endpoint {endpoint!r}; known: {', '.join(self.ENDPOINTS)}")
-        deployment = retriever_deployment(self.retriever) if self.retriever else self.stage
+        deployment = (retriever_deployment(self.retriever) if self.retriever
+                      else reranker_deployment(self.reranker) if self.reranker else self.stage)
         with observability.joined(headers, f"serve {deployment}.{endpoint}", **{"semantica.stage": self.stage}):
             return getattr(self, endpoint)(*args)
 
     def call(self, method: str, *args: Any) -> Any:
-        """`method` of this deployment's stage object (classify, fuse, rerank)."""
+        """`method` of this deployment's stage object (classify, fuse)."""
         return getattr(getattr(self.stages, self.TARGETS[self.stage]), method)(*args)
 
     def search(self, repo: str, query: RetrievalQuery, k: int, filters: Filters) -> ScoredList:
         """A retriever stage over `repo`'s current snapshot (the graph store is chosen by conf)."""
         snapshot = self.stages.snapshots.get(repo)
         return self.stages.retrievers(snapshot).get(self.retriever).search_scored(query, k, filters)
+
+    def rerank(self, hits: Any, given: RerankInput) -> Any:
+        """A reranker stage: its model lives in this replica."""
+        return self.stages.reranker(self.reranker).rerank(hits, given)
 
     def build_context(self, hits: Any, chunks: Any, lines: dict[tuple[str, str], list[str]],
                       budget: int | None) -> Any:
@@ -146,8 +156,8 @@ class IngressCore:
         self.config = config_from_dict(config)
         self.handles = handles
         self.pipeline = SearchPipeline(self.config, stages=remote_stages(self.config, handles))
-        if self.config.ltr.enabled:
-            _ = self.pipeline.ltr  # load the model before taking traffic: a bad model path fails the deploy
+        for stage in self.pipeline.rerankers:  # those that run here load their models before taking traffic
+            stage.warm_up()
         self.feedback_log = FeedbackLog(self.config.serve.feedback_dir)
         self.layout = IndexLayout(self.config.paths.index_root)
         self.hosts = HostAllowlist.of(self.config.auth, self.config.serve.host)
@@ -291,9 +301,9 @@ def deployment_options(serve_config: str | Path | None) -> dict[str, dict[str, A
     for item in app.get("deployments", []) or []:
         values = dict(item)
         name = values.pop("name")
-        if name != "Ingress" and name not in CORE_DEPLOYMENTS and not name.endswith("Retriever"):
-            raise ValueError(f"{path}: unknown deployment {name!r}; known: Ingress, {', '.join(CORE_DEPLOYMENTS)} "
-                             "or <Name>Retriever for a registered retriever")
+        if not known_deployment(name):
+            raise ValueError(f"{path}: unknown deployment {name!r}; known: Ingress, {', '.join(CORE_DEPLOYMENTS)}, "
+                             "<Name>Retriever for a registered retriever or <Name> for a deployed reranker")
         options[name] = values
     return options
 

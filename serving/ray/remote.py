@@ -2,8 +2,10 @@
 
 `remote_stages(config, handles)` builds the same `Stages` as the in-process pipeline with each stage object
 replaced by a proxy that satisfies its protocol (classify, fuse, build, rerank, search_scored) and calls one
-`StageDeployment` through its handle. The Serve ingress runs `SearchPipeline(stages=remote_stages(...))`:
-exactly the in-process orchestration, with no subclass and nothing patched.
+`StageDeployment` through its handle. Every registered retriever in `retrieval.retrievers` and every reranker
+in `rerank.order` whose class says `deployed = True` gets its own deployment, named from its registry name.
+The Serve ingress runs `SearchPipeline(stages=remote_stages(...))`: exactly the in-process orchestration,
+with no subclass and nothing patched.
 
 Each call carries the request (`semantica.observability.carrier()`: the W3C `traceparent` of the stage's
 span and the request id) through `StageDeployment.traced`, so the replica's spans join the request's trace
@@ -21,13 +23,16 @@ from semantica import observability
 from semantica.config import Config
 from semantica.errors import ErrorKind, kind_of
 from semantica.snapshot import Snapshot
-from serving.rerankers.cross_encoder import should_run as cross_should_run
+from serving.rerankers.base import Reranker, RerankInput
+from serving.rerankers.registry import deployed_rerankers, registered_rerankers
 from serving.retrievers.base import Filters, RetrievalQuery, ScoredList
 from serving.retrievers.registry import enabled_specs
 from serving.stages import Stages, build_stages
 
-CORE_DEPLOYMENTS = ("Intent", "Fusion", "LateInteraction", "CrossEncoder", "ContextBuilder")
-MANDATORY = ("Intent", "Fusion", "ContextBuilder")
+CORE_DEPLOYMENTS = ("Intent", "Fusion", "ContextBuilder")
+MANDATORY = CORE_DEPLOYMENTS
+RETRIEVER_STAGE = "retriever:"
+RERANKER_STAGE = "reranker:"
 
 
 def retriever_deployment(name: str) -> str:
@@ -35,10 +40,23 @@ def retriever_deployment(name: str) -> str:
     return f"{name[:1].upper()}{name[1:]}Retriever"
 
 
+def reranker_deployment(name: str) -> str:
+    """The deployment that serves the registered reranker `name` (late_interaction -> LateInteraction)."""
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+def known_deployment(name: str) -> bool:
+    """Whether conf/serve.yaml may configure a deployment called `name` (any registered plug-in's)."""
+    return (name == "Ingress" or name in CORE_DEPLOYMENTS or name.endswith("Retriever")
+            or name in {reranker_deployment(n) for n in deployed_rerankers(registered_rerankers())})
+
+
 def stage_deployments(config: Config) -> dict[str, str]:
     """Deployment name -> the stage it serves (`StageDeployment`'s `stage` argument)."""
     stages = {name: name for name in CORE_DEPLOYMENTS}
-    stages.update({retriever_deployment(s.name): f"retriever:{s.name}" for s in enabled_specs(config.retrieval.retrievers)})
+    stages.update({retriever_deployment(s.name): f"{RETRIEVER_STAGE}{s.name}"
+                   for s in enabled_specs(config.retrieval.retrievers)})
+    stages.update({reranker_deployment(n): f"{RERANKER_STAGE}{n}" for n in deployed_rerankers(config.rerank.order)})
     return stages
 
 
@@ -97,18 +115,23 @@ class _RemoteFusion(_Remote):
 
 
 class _RemoteReranker(_Remote):
-    def rerank(self, query: str, hits: Any, chunks: Any) -> Any:
-        wanted = {h.chunk_id for h in hits}  # ship only the chunks the stage can look at
-        return self.call("rerank", query, hits, {cid: c for cid, c in chunks.items() if cid in wanted})
+    """A deployed reranker: `wanted` is asked here (it loads no model), `rerank` runs in its deployment; a
+    mandatory one that is down fails the request (503), an optional one degrades it."""
 
+    deployed = True
 
-class _RemoteCross(_RemoteReranker):
-    def __init__(self, handle: DeploymentHandle, config: Config) -> None:
-        super().__init__(handle, "CrossEncoder", config.retrieval.timeout_s, mandatory=True)
-        self.config = config.cross_encoder
+    def __init__(self, local: Reranker, handle: DeploymentHandle, timeout_s: float) -> None:
+        super().__init__(handle, reranker_deployment(local.name), timeout_s, mandatory=not local.optional)
+        self.local, self.name, self.optional = local, local.name, local.optional
 
-    def should_run(self, query: str, intent: Any) -> bool:
-        return cross_should_run(self.config, query, intent)
+    def warm_up(self) -> None:
+        """Nothing here: its deployment warms the model before taking traffic."""
+
+    def wanted(self, given: RerankInput) -> bool:
+        return self.local.wanted(given)
+
+    def rerank(self, hits: Any, given: RerankInput) -> Any:
+        return self.invoke("rerank", hits, given.for_hits(hits))  # ship only the chunks the stage can look at
 
 
 class _RemoteContext(_Remote):
@@ -150,7 +173,6 @@ def remote_stages(config: Config, handles: dict[str, DeploymentHandle]) -> Stage
         intent=_RemoteIntent(handles["Intent"], "Intent", timeout, mandatory=True),
         fusion=_RemoteFusion(handles["Fusion"], "Fusion", timeout, mandatory=True),
         context=_RemoteContext(handles["ContextBuilder"], "ContextBuilder", timeout, mandatory=True),
-        late=_RemoteReranker(handles["LateInteraction"], "LateInteraction", timeout, mandatory=False),
-        cross=_RemoteCross(handles["CrossEncoder"], config),
         retrievers=lambda snapshot: _RemoteRepoRetrievers(snapshot, retriever_handles, timeout),
+        reranker_proxy=lambda local: _RemoteReranker(local, handles[reranker_deployment(local.name)], timeout),
     )

@@ -14,15 +14,19 @@ where `prev` is the hit's incoming `score` (the fused score, or the late-interac
 that stage ran before). A model with two labels uses logit[1] - logit[0] (so sigmoid = softmax p1).
 The re-scored hits are sorted by that score (ties keep their order); hits beyond `top_n` follow
 unchanged. Any load or inference failure raises `CrossEncoderError`: the request fails loudly.
+
+`CrossEncoderStage` is the registered reranker: it owns the checkpoint (loaded on first use, or in
+`warm_up`) and records the logit in `Hit.scores["cross_encoder"]`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -32,8 +36,11 @@ from semantica.config import CrossEncoderConfig  # noqa: E402
 from semantica.hits import Hit  # noqa: E402
 from semantica.schema import Chunk  # noqa: E402
 from serving.core.intent import Intent, IntentResult  # noqa: E402
+from serving.rerankers.base import RerankInput, flag, rescored  # noqa: E402
+from serving.rerankers.registry import register_reranker  # noqa: E402
 
 _WORD = re.compile(r"\w+")
+CROSS_STAGE = "cross_encoder"
 
 CHARS_PER_TOKEN_CAP = 16
 """Texts are cut to max_length x this many characters before tokenizing: no tokenizer piece is
@@ -180,17 +187,17 @@ class CrossEncoderReranker:
         logits = self.score_pairs(query, [c.embedding_text() for c in resolved])
         top_prev = max(h.score for h in head)
         cw, fw = self.config.cross_weight, self.config.fused_weight
-        rescored = []
+        ordered = []
         for position, (hit, chunk, logit) in enumerate(zip(head, resolved, logits)):
             prob = _sigmoid(logit)
             prev_norm = hit.score / top_prev if top_prev > 0 else 0.0
             score = cw * prob + fw * prev_norm
-            rescored.append((score, position, dataclasses.replace(
-                hit, score=score, cross_score=logit, chunk=chunk,
+            ordered.append((score, position, rescored(
+                hit, CROSS_STAGE, logit, score=score, chunk=chunk,
                 explanation=f"{hit.explanation}; cross {prob:.3f} (logit {logit:.2f}) -> {score:.4f}",
             )))
-        rescored.sort(key=lambda item: (-item[0], item[1]))
-        return [hit for _, _, hit in rescored] + list(tail)
+        ordered.sort(key=lambda item: (-item[0], item[1]))
+        return [hit for _, _, hit in ordered] + list(tail)
 
 
 def should_run(
@@ -206,3 +213,29 @@ def should_run(
         return True
     keywords = {k.lower() for k in config.keywords}
     return any(w in keywords for w in words)
+
+
+@register_reranker(CROSS_STAGE)
+class CrossEncoderStage:
+    """The registered stage: the conditional cross-encoder; when configured and asked for, a failure fails the
+    request. Owns the checkpoint; the Serve graph gives it its own deployment."""
+
+    name, optional, deployed = CROSS_STAGE, False, True
+
+    def __init__(self, stages: Any) -> None:
+        self.config: CrossEncoderConfig = stages.config.cross_encoder
+
+    @cached_property
+    def model(self) -> CrossEncoderReranker:
+        return CrossEncoderReranker.from_config(self.config)
+
+    def warm_up(self) -> None:
+        if self.config.enabled:  # a bad checkpoint fails the deploy, not the first request
+            _ = self.model
+
+    def wanted(self, given: RerankInput) -> bool:
+        return (flag(given.request.cross_encoder, self.config.enabled)
+                and should_run(self.config, given.request.query, given.intent))
+
+    def rerank(self, hits: list[Hit], given: RerankInput) -> list[Hit]:
+        return self.model.rerank(given.request.query, hits, given.chunks)

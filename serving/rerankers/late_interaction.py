@@ -16,29 +16,40 @@ existed, or with another late-interaction model) they are encoded on the fly and
 sha: in memory (LRU, `max_items`) and on disk (one `.npy` per sha, float16 by default, written
 atomically). Encoding 50 candidates x 256 tokens on CPU costs seconds. Use one cache directory per
 model: the key is the content sha only.
+
+`LateInteractionStage` is the registered reranker: it owns the model (built on first use, or in `warm_up`)
+and records MaxSim in `Hit.scores["late_interaction"]`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from semantica.config import EncoderConfig, LateInteractionConfig
-from semantica.encoder import Encoder, shared_encoder
+from semantica.encoder import Encoder, safe_name, shared_encoder
 from semantica.hits import Hit
 from semantica.schema import Chunk
 from semantica.token_vectors import StoredTokenVectors, single_thread_blas
+from serving.core.intent import Intent
+from serving.rerankers.base import WARM_UP_TEXT, RerankInput, rescored
+from serving.rerankers.registry import register_reranker
 
 StoredLookup = Callable[[str], tuple[StoredTokenVectors, dict[str, int]] | None]
 """repo -> (its snapshot's stored token vectors, chunk id -> row), or None when it stores none."""
+
+LATE_STAGE = "late_interaction"
+LATE_CACHE_DIR = "late_tokens"
+"""Under `paths.cache_dir`: encoded document token vectors, one folder per model and truncation length."""
 
 PRECOMPUTE_GROUP = 256
 """`precompute` encodes and stores this many chunks at a time (bounds memory)."""
@@ -271,7 +282,7 @@ class LateInteractionReranker:
     def rerank(self, query: str, hits: list[Hit], chunks: dict[str, Chunk]) -> list[Hit]:
         """Re-score the first `top_n` hits; see the module docstring for the formula.
 
-        A hit whose chunk is in neither `chunks` nor `hit.chunk` gets MaxSim 0 (late_score None).
+        A hit whose chunk is in neither `chunks` nor `hit.chunk` gets MaxSim 0 (and no `scores` entry).
         """
         head, tail = hits[: self.config.top_n], hits[self.config.top_n :]
         if not head:
@@ -280,7 +291,7 @@ class LateInteractionReranker:
         late_scores, from_store = self._late_scores(query, [c for c in resolved.values() if c is not None])
         top_fused = max(h.score for h in head)
         w = self.config.weight
-        rescored: list[tuple[float, int, Hit]] = []
+        ordered: list[tuple[float, int, Hit]] = []
         for position, hit in enumerate(head):
             chunk = resolved[hit.chunk_id]
             late = late_scores.get(hit.chunk_id) if chunk else None
@@ -288,12 +299,49 @@ class LateInteractionReranker:
             score = (1.0 - w) * fused_norm + w * max(0.0, late or 0.0)
             source = "stored" if hit.chunk_id in from_store else "encoded"
             note = f"late MaxSim {late:.3f} ({source})" if late is not None else "late MaxSim n/a (no chunk)"
-            rescored.append((score, position, dataclasses.replace(
-                hit,
-                score=score,
-                late_score=late,
-                chunk=chunk,
-                explanation=f"{hit.explanation}; {note} -> {score:.4f}",
+            ordered.append((score, position, rescored(
+                hit, LATE_STAGE, late, score=score, chunk=chunk, explanation=f"{hit.explanation}; {note} -> {score:.4f}",
             )))
-        rescored.sort(key=lambda item: (-item[0], item[1]))
-        return [hit for _, _, hit in rescored] + list(tail)
+        ordered.sort(key=lambda item: (-item[0], item[1]))
+        return [hit for _, _, hit in ordered] + list(tail)
+
+
+@register_reranker(LATE_STAGE)
+class LateInteractionStage:
+    """The registered stage: MaxSim over stored token vectors; conf may limit it to the intents where it
+    measurably helps. Owns its encoder and token cache; the Serve graph gives it its own deployment."""
+
+    name, optional, deployed = LATE_STAGE, True, True
+
+    def __init__(self, stages: Any) -> None:
+        self.stages = stages
+        self.config: LateInteractionConfig = stages.config.late_interaction
+        for intent in self.config.intents:  # late_interaction.intents: a typo fails here, not silently
+            Intent.parse(intent)
+
+    @cached_property
+    def model(self) -> LateInteractionReranker:
+        encoder = self.stages.encoder_factory()
+        # one token cache per model and truncation length: vectors never mix
+        model_dir = f"{safe_name(self.config.model_path or encoder.model_id)}-len{self.config.doc_max_length}"
+        cache = TokenEmbeddingCache(Path(self.stages.config.paths.cache_dir) / LATE_CACHE_DIR / model_dir,
+                                    self.config.memory_cache_items, self.config.dtype)
+        return LateInteractionReranker(self.config, encoder, cache, stored=self._stored_tokens,
+                                       query_tokens=self.stages.query_encoder.tokens)
+
+    def _stored_tokens(self, repo: str) -> tuple[StoredTokenVectors, dict[str, int]] | None:
+        snapshot = self.stages.snapshots.get(repo)
+        store = snapshot.token_vectors
+        return (store, snapshot.chunk_row) if store is not None else None
+
+    def warm_up(self) -> None:
+        if self.config.enabled:
+            self.model.encoder.encode_query(WARM_UP_TEXT)
+
+    def wanted(self, given: RerankInput) -> bool:
+        if given.request.late_interaction is not None:
+            return given.request.late_interaction
+        return self.config.enabled and (not self.config.intents or given.intent.dominant.value in self.config.intents)
+
+    def rerank(self, hits: list[Hit], given: RerankInput) -> list[Hit]:
+        return self.model.rerank(given.request.query, hits, given.chunks)

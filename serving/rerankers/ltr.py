@@ -1,6 +1,6 @@
 """Learning-to-rank: reorder the fused hits with a LightGBM ranker trained offline.
 
-`semantica mine` logs each fused hit's feature vector (`semantica.hits.FEATURE_NAMES`) with a
+`semantica mine` logs each fused hit's feature vector (`semantica.feature_schema.FEATURE_NAMES`) with a
 relevance label and the hit's path, symbol and kind; `semantica train-ltr` fits a LightGBM LambdaRank
 model and writes a model directory. The model sees `LTR_FEATURE_NAMES`: the 18 fusion features plus
 context features that `LtrFeaturizer` derives from the hit and the query (test path, chunk kind,
@@ -13,27 +13,33 @@ interaction, re-scores the first `ltr.top_n` fused hits:
     score(c)  = floor * fused(c) / max fused of the tail                         (tail, below the head)
 
 so later stages that blend `score` with their own (late interaction normalises by the top score)
-see positive, ordered values. Ties keep the fused order.
+see positive, ordered values. Ties keep the fused order. The raw model value is the hit's `scores["ltr"]`.
+
+A model directory records the feature schema version it was trained on (`semantica.feature_schema`); loading
+one made under another version, or with other feature names, is an `LtrModelError` that says to retrain.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from semantica.config import LtrConfig
-from semantica.hits import FEATURE_NAMES, ChunkMeta, Hit
+from semantica.feature_schema import FEATURE_NAMES, FEATURE_SCHEMA_VERSION
+from semantica.hits import ChunkMeta, Hit
 from semantica.languages import is_test_path
 from semantica.schema import Chunk, ChunkKind
 from serving.core.fusion import ExpansionMatcher
 from serving.core.intent import INTENTS, IntentResult
+from serving.rerankers.base import RerankInput, flag, rescored
+from serving.rerankers.registry import register_reranker
 
 CONTEXT_FEATURE_NAMES: tuple[str, ...] = (
     "is_test",                                   # 1 for a test file
@@ -62,6 +68,11 @@ class LtrFeaturizer:
 MODEL_FILE = "model.txt"
 META_FILE = "ltr.json"
 LTR_FORMAT = 1
+SCHEMA_KEY = "feature_schema_version"
+"""The `ltr.json` field that names the feature schema version the model was trained on."""
+
+
+LTR_STAGE = "ltr"
 
 
 class LtrModelError(RuntimeError):
@@ -88,6 +99,11 @@ class LtrModel:
                                 f"train one with `semantica train-ltr --data MINED --out {root}`")
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
         names = tuple(meta.get("feature_names") or ())
+        version = meta.get(SCHEMA_KEY)
+        if version != FEATURE_SCHEMA_VERSION:
+            raise LtrModelError(f"the LTR model in {root} was trained on feature schema version {version} "
+                                f"({SCHEMA_KEY} in {META_FILE}); this build uses version {FEATURE_SCHEMA_VERSION}: "
+                                f"train again with `semantica train-ltr --out {root}`")
         if meta.get("format") != LTR_FORMAT or names != LTR_FEATURE_NAMES:
             raise LtrModelError(f"the LTR model in {root} was trained on other features "
                                 f"({len(names)} named, format {meta.get('format')}); this build uses "
@@ -129,13 +145,38 @@ class LtrReranker:
         low, high = float(raw.min()), float(raw.max())
         spread = high - low
         floor = self.config.score_floor
-        rescored: list[tuple[float, int, Hit]] = []
+        ordered: list[tuple[float, int, Hit]] = []
         for position, (hit, value) in enumerate(zip(head, raw)):
             score = floor + (1.0 - floor) * ((float(value) - low) / spread if spread > 0 else 1.0)
-            rescored.append((score, position, dataclasses.replace(
-                hit, score=score, ltr_score=float(value),
+            ordered.append((score, position, rescored(
+                hit, LTR_STAGE, float(value), score=score,
                 explanation=f"{hit.explanation}; LTR {float(value):.3f} -> {score:.4f}")))
-        rescored.sort(key=lambda item: (-item[0], item[1]))
+        ordered.sort(key=lambda item: (-item[0], item[1]))
         top_tail = max((h.score for h in tail), default=0.0)
-        rest = [dataclasses.replace(h, score=floor * h.score / top_tail if top_tail > 0 else 0.0) for h in tail]
-        return [hit for _, _, hit in rescored] + rest
+        rest = [rescored(h, LTR_STAGE, None, score=floor * h.score / top_tail if top_tail > 0 else 0.0) for h in tail]
+        return [hit for _, _, hit in ordered] + rest
+
+
+@register_reranker(LTR_STAGE)
+class LtrStage:
+    """The registered stage: owns the trained model (loaded on first use) and runs where the pipeline runs
+    (in the Serve ingress too: a few trees over <= top_n rows are not worth a deployment)."""
+
+    name, optional, deployed = LTR_STAGE, True, False
+
+    def __init__(self, stages: Any) -> None:
+        self.config = stages.config.ltr
+
+    @cached_property
+    def model(self) -> LtrReranker:
+        return LtrReranker.from_config(self.config)
+
+    def warm_up(self) -> None:
+        if self.config.enabled:  # a bad model path fails the deploy, not the first request
+            _ = self.model
+
+    def wanted(self, given: RerankInput) -> bool:
+        return flag(given.request.ltr, self.config.enabled)
+
+    def rerank(self, hits: list[Hit], given: RerankInput) -> list[Hit]:
+        return self.model.rerank(hits, given.chunks, given.request.query, given.intent)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from semantica.hits import RankedList, Strategy
+from semantica.hits import RankedList
 from semantica.schema import Chunk
 from serving.core.intent import Expansions, IntentResult
 
@@ -77,7 +77,7 @@ def merge_scored(lists: Sequence[ScoredList], k: int) -> ScoredList:
 class Retriever(Protocol):
     """One index kind over one snapshot."""
 
-    strategy: Strategy
+    name: str  # the name it is registered under (`serving.retrievers.registry`)
 
     def search_scored(self, query: RetrievalQuery | str, k: int, filters: Filters | None = None) -> ScoredList: ...
 
@@ -87,7 +87,7 @@ class Retriever(Protocol):
 class BaseRetriever:
     """`search` and `batch_search` from one `search_scored`; filtering with over-fetch."""
 
-    strategy: Strategy
+    name: str
 
     def __init__(self, chunk_by_id: dict[str, Chunk]) -> None:
         self.chunk_by_id = chunk_by_id

@@ -1,4 +1,4 @@
-"""The built-in retrievers, registered by name (the four `Strategy` values, and `history`: past commits'
+"""The built-in retrievers, registered by name (vector, lexical, symbol, graph, and `history`: past commits'
 votes, serving/retrievers/history.py; add it to `retrieval.retrievers` to fuse it into the chunk hits)."""
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ from collections import defaultdict
 
 from semantica.config import GraphConfig
 from semantica.graph import GraphStore
-from semantica.hits import Strategy
 from semantica.languages import is_test_path
 from semantica.schema import Chunk, Symbol, file_node_id
 from serving.core.intent import Intent
@@ -28,7 +27,7 @@ CALLEES_PHRASE = re.compile(r"\bwhat\s+does\s+\S+\s+call\b|\bcallees?\s+of\b", r
 class GraphRetriever(BaseRetriever):
     """Neighbourhood of the seeds, scored by path cost and a PageRank prior."""
 
-    strategy = Strategy.GRAPH
+    name = "graph"  # its registry name
 
     def __init__(self, store: GraphStore, symbols: list[Symbol], chunks: list[Chunk],
                  pagerank: dict[str, float], config: GraphConfig) -> None:

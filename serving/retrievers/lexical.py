@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from semantica.hits import Strategy
 from semantica.lucene import LuceneShardSearcher
 from semantica.schema import Chunk
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, merge_scored
@@ -11,7 +10,7 @@ from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, m
 class LexicalRetriever(BaseRetriever):
     """BM25; the shard searcher sanitises queries so no Java exception reaches the caller."""
 
-    strategy = Strategy.LEXICAL
+    name = "lexical"  # its registry name
 
     def __init__(self, shards: list[LuceneShardSearcher], chunk_by_id: dict[str, Chunk]) -> None:
         super().__init__(chunk_by_id)

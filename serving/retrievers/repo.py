@@ -14,20 +14,6 @@ from serving.retrievers.granular import GranularRetriever
 from serving.retrievers.registry import retriever_spec
 
 
-class _ByName:
-    """`repo.lexical` reads (and, to swap in another object, sets) the retriever registered under the name."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, repo: RepoRetrievers | None, owner: type) -> Any:
-        return self if repo is None else repo.get(self.name)
-
-    def __set__(self, repo: RepoRetrievers, retriever: Any) -> None:
-        with repo._lock:
-            repo._built[self.name] = retriever
-
-
 class RepoRetrievers:
     """Every registered retriever over one snapshot (`get(name)`), built on first use."""
 
@@ -52,10 +38,11 @@ class RepoRetrievers:
         with self._lock:
             return set(self._built)
 
-    vector = _ByName("vector")
-    lexical = _ByName("lexical")
-    symbol = _ByName("symbol")
-    graph = _ByName("graph")
+    def replace(self, name: str, retriever: Any) -> None:
+        """Answer `name` with `retriever` over this snapshot from now on (a test swaps in a broken index)."""
+        spec = retriever_spec(name)
+        with self._lock:
+            self._built[spec.name] = retriever
 
     @cached_property
     def granular(self) -> GranularRetriever:

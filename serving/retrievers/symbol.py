@@ -11,7 +11,6 @@ import bisect
 import re
 from collections import defaultdict
 
-from semantica.hits import Strategy
 from semantica.schema import Chunk, Symbol
 from semantica.tokenizer import tokenize
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
@@ -30,7 +29,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 class SymbolRetriever(BaseRetriever):
     """An in-memory symbol table with exact, prefix and part lookups."""
 
-    strategy = Strategy.SYMBOL
+    name = "symbol"  # its registry name
 
     def __init__(self, symbols: list[Symbol], chunk_by_id: dict[str, Chunk], fuzzy_max_names: int = 4) -> None:
         super().__init__(chunk_by_id)

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from semantica.hits import Strategy
 from semantica.schema import Chunk
 from semantica.vectors import VectorShardSearcher
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, merge_scored
@@ -15,7 +14,7 @@ from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, m
 class VectorRetriever(BaseRetriever):
     """Cosine similarity of the query vector to chunk vectors."""
 
-    strategy = Strategy.VECTOR
+    name = "vector"  # its registry name
 
     def __init__(self, shards: list[VectorShardSearcher], chunks: list[Chunk],
                  encode_query: Callable[[str], np.ndarray]) -> None:

@@ -95,7 +95,7 @@ def test_a_failing_retriever_degrades_the_answer(indexed_self):
         def search_scored(self, *args, **kwargs):
             raise RuntimeError("lucene shard unreadable")
 
-    retrievers.lexical = BrokenIndex()
+    retrievers.replace("lexical", BrokenIndex())
     response = pipeline.search(SearchRequest("WeightedRRF", k=3))
     assert response.degraded == [{"stage": "lexical", "error": "RuntimeError: lucene shard unreadable"}]
     assert response.hits[0].symbol == "WeightedRRF"

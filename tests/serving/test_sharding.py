@@ -49,8 +49,8 @@ def test_faiss_and_lucene_fan_out_match_one_shard(two_layouts, query: str) -> No
     one, many = two_layouts
     k = 8
     for strategy in ("vector", "lexical"):
-        got = getattr(many.retrievers(many.snapshots.get("t/sharded")), strategy).search_scored(RetrievalQuery(query), k)
-        want = getattr(one.retrievers(one.snapshots.get("t/sharded")), strategy).search_scored(RetrievalQuery(query), k)
+        got = many.retrievers(many.snapshots.get("t/sharded")).get(strategy).search_scored(RetrievalQuery(query), k)
+        want = one.retrievers(one.snapshots.get("t/sharded")).get(strategy).search_scored(RetrievalQuery(query), k)
         assert [c for c, _ in got] == [c for c, _ in want], (strategy, got, want)
         assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-4), strategy
 

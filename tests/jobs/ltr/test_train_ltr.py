@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -12,7 +13,8 @@ import pytest
 from jobs.ltr.mine import load_mined
 from jobs.ltr.train import LtrTrainer, TrainError, ndcg_at, reciprocal_rank, with_signal
 from semantica.config import LtrTrainConfig
-from serving.rerankers.ltr import LTR_FEATURE_NAMES, META_FILE, LtrModel, LtrModelError
+from semantica.feature_schema import FEATURE_SCHEMA_VERSION
+from serving.rerankers.ltr import LTR_FEATURE_NAMES, META_FILE, SCHEMA_KEY, LtrModel, LtrModelError
 
 
 def test_ndcg_and_mrr_arithmetic():
@@ -92,3 +94,23 @@ def test_model_for_other_features_or_missing_files_is_refused(ltr_model_dir, tmp
     (stale / META_FILE).write_text(json.dumps(meta))
     with pytest.raises(LtrModelError, match="other features"):
         LtrModel.load(stale)
+
+
+def test_model_from_another_feature_schema_version_is_refused(ltr_model_dir, tmp_path):
+    meta = json.loads((ltr_model_dir / META_FILE).read_text())
+    assert meta[SCHEMA_KEY] == FEATURE_SCHEMA_VERSION  # training records the version it used
+    for version in (FEATURE_SCHEMA_VERSION + 1, None):
+        other = tmp_path / f"v{version}"
+        other.mkdir()
+        (other / "model.txt").write_bytes((ltr_model_dir / "model.txt").read_bytes())
+        (other / META_FILE).write_text(json.dumps({**meta, SCHEMA_KEY: version}))
+        with pytest.raises(LtrModelError, match=f"feature schema version {version}.*train again"):
+            LtrModel.load(other)
+
+
+@pytest.mark.parametrize("name", ["model", "model-no-self"])
+def test_shipped_models_load_under_the_current_schema(name):
+    directory = Path(__file__).resolve().parents[3] / "bench" / "results" / "ltr" / name
+    model = LtrModel.load(directory)
+    assert model.meta[SCHEMA_KEY] == FEATURE_SCHEMA_VERSION and model.feature_names == LTR_FEATURE_NAMES
+    assert model.predict(np.zeros((2, len(LTR_FEATURE_NAMES)))).shape == (2,)

@@ -75,12 +75,12 @@ def test_maxsim_prefers_matching_chunk(encoder: Encoder) -> None:
         "retry a network request with exponential backoff", hits, {c.chunk_id: c for c in CHUNKS}
     )
     assert out[0].chunk_id == CHUNKS[0].chunk_id
-    assert all(h.late_score is not None for h in out)
-    late = {h.chunk_id: h.late_score for h in out}
+    assert all("late_interaction" in h.scores for h in out)
+    late = {h.chunk_id: h.scores["late_interaction"] for h in out}
     assert late[CHUNKS[0].chunk_id] > max(late[CHUNKS[1].chunk_id], late[CHUNKS[2].chunk_id])
     # the blend formula, checked on the winner
     top = out[0]
-    expected = (1 - 0.9) * top.fused_score / 0.0102 + 0.9 * max(0.0, top.late_score)
+    expected = (1 - 0.9) * top.fused_score / 0.0102 + 0.9 * max(0.0, top.scores["late_interaction"])
     assert top.score == pytest.approx(expected)
     assert "late MaxSim" in top.explanation and top.chunk is not None
     assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
@@ -94,7 +94,7 @@ def test_hits_beyond_top_n_keep_their_order(encoder: Encoder) -> None:
     out = reranker.rerank("anything", hits, {c.chunk_id: c for c in many})
     assert {h.chunk_id for h in out[:2]} == {h.chunk_id for h in hits[:2]}
     assert out[2:] == hits[2:]
-    assert all(h.late_score is None for h in out[2:])
+    assert all("late_interaction" not in h.scores for h in out[2:])
 
 
 def test_empty_and_missing_chunks(encoder: Encoder) -> None:
@@ -104,7 +104,7 @@ def test_empty_and_missing_chunks(encoder: Encoder) -> None:
     real = Hit(chunk_id=CHUNKS[0].chunk_id, score=0.4, fused_score=0.4)
     out = reranker.rerank("", [ghost, real], {CHUNKS[0].chunk_id: CHUNKS[0]})
     assert {h.chunk_id for h in out} == {"ghost", CHUNKS[0].chunk_id}
-    assert next(h for h in out if h.chunk_id == "ghost").late_score is None
+    assert "late_interaction" not in next(h for h in out if h.chunk_id == "ghost").scores
 
 
 def test_disk_cache_round_trip(tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ def test_cache_hit_avoids_reencoding(encoder: Encoder, tmp_path: Path) -> None:
     assert counting2.token_texts == ["resize a picture"]
     assert [h.chunk_id for h in second] == [h.chunk_id for h in first]
     for a, b in zip(first, second):
-        assert a.late_score == pytest.approx(b.late_score, abs=1e-6)
+        assert a.scores["late_interaction"] == pytest.approx(b.scores["late_interaction"], abs=1e-6)
 
 
 def test_configured_model_path_loads_through_encoder(encoder: Encoder) -> None:

@@ -91,9 +91,10 @@ def test_query_scores_from_stored_vectors_close_to_encoded(indexed) -> None:
     # the uncompressed on-the-fly MaxSim, from the same candidates: compressed scores stay close
     stored = {h.chunk_id: h.late_score for h in response.hits}
     chunks = pipeline.snapshots.get("t/toolbox").chunk_by_id
-    encoded = pipeline.late._late_scores(QUERY, [chunks[c] for c in stored])
-    pipeline.late.stored = None
-    exact, from_store = pipeline.late._late_scores(QUERY, [chunks[c] for c in stored])
+    late = pipeline.stages.reranker("late_interaction").model
+    encoded = late._late_scores(QUERY, [chunks[c] for c in stored])
+    late.stored = None
+    exact, from_store = late._late_scores(QUERY, [chunks[c] for c in stored])
     assert not from_store and set(encoded[1]) == set(stored)
     for chunk_id, score in stored.items():
         assert score == pytest.approx(exact[chunk_id], abs=0.08)
@@ -139,7 +140,8 @@ def test_default_product_quantised_vectors_score_close_to_encoded(tmp_path) -> N
     assert response.hits[0].path == "net/retry.py" and not response.warnings
     stored = {h.chunk_id: h.late_score for h in response.hits}
     chunks = pipeline.snapshots.get("t/toolbox").chunk_by_id
-    pipeline.late.stored = None
-    exact, _ = pipeline.late._late_scores(QUERY, [chunks[c] for c in stored])
+    late = pipeline.stages.reranker("late_interaction").model
+    late.stored = None
+    exact, _ = late._late_scores(QUERY, [chunks[c] for c in stored])
     for chunk_id, score in stored.items():
         assert score == pytest.approx(exact[chunk_id], abs=0.05)

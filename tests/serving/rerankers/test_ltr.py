@@ -41,7 +41,7 @@ def test_reranker_orders_the_head_by_model_score_and_keeps_scores_ordered(indexe
     featurizer = LtrFeaturizer(QUERY, intent)
     raw = model.predict(np.asarray([featurizer.row(h.features, chunks[h.chunk_id].path, chunks[h.chunk_id].symbol,
                                                    chunks[h.chunk_id].kind) for h in hits[:25]]))
-    assert [h.ltr_score for h in head] == sorted(raw.tolist(), reverse=True)
+    assert [h.scores["ltr"] for h in head] == sorted(raw.tolist(), reverse=True)
     assert [h.chunk_id for h in tail] == [h.chunk_id for h in hits[25:]]  # the tail keeps its fused order
     scores = [h.score for h in reranked]
     assert scores == sorted(scores, reverse=True)
@@ -53,7 +53,7 @@ def test_pipeline_with_ltr_reports_the_stage_and_scores(indexed_self, ltr_pipeli
     response = ltr_pipeline.search(SearchRequest(QUERY, repos=[indexed_self.name], k=10, explain=True))
     assert not response.degraded
     assert "ltr" in response.timings_ms
-    assert all(h.ltr_score is not None for h in response.hits)
+    assert all(h.ltr_score is not None and h.ltr_score == h.scores["ltr"] for h in response.hits)
     assert "LTR" in response.hits[0].explanation
     off = ltr_pipeline.search(SearchRequest(QUERY, repos=[indexed_self.name], k=10, ltr=False))
     assert "ltr" not in off.timings_ms and all(h.ltr_score is None for h in off.hits)

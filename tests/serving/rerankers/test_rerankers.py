@@ -17,10 +17,13 @@ pytestmark = pytest.mark.timeout(300)
 class ReverseReranker:
     """A toy reranker: the fused order, reversed (so its effect is unmistakable)."""
 
-    name, optional = "reverse", True
+    name, optional, deployed = "reverse", True, False
 
-    def __init__(self, pipeline) -> None:
-        self.pipeline = pipeline
+    def __init__(self, stages) -> None:
+        self.stages = stages
+
+    def warm_up(self) -> None:
+        pass
 
     def wanted(self, given: RerankInput) -> bool:
         return True
@@ -71,4 +74,4 @@ def test_a_failing_optional_reranker_degrades_and_keeps_the_order(tiny):
 
 def test_unknown_reranker_names_the_registered_ones():
     with pytest.raises(ConfigError, match="late_interaction"):
-        build_rerankers(["nope"], pipeline=None)
+        build_rerankers(["nope"], None)
