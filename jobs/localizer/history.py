@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.history.priors import Prior
 from semantica.history.reader import HistoryReader
 from semantica.history.store import HistorySearcher

@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from semantica.config import LocalizerConfig, LocalizerTrainConfig
-from semantica.config_history import HistoryAdaptConfig
+from semantica.config import HistoryAdaptConfig
 from semantica.history.records import CommitRecord
 from serving.core.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
 from serving.core.localizer.fit import fit_ranker

@@ -61,3 +61,10 @@ class HistoryConfig:
     prior_half_life_days: float = 365.0
     cache_file: str = ""
     adapt: HistoryAdaptConfig = field(default_factory=HistoryAdaptConfig)
+
+
+@dataclass
+class HistorySettings:
+    """The history section of `Config` (semantica/history, serving/retrievers/history.py)."""
+
+    history: HistoryConfig = field(default_factory=HistoryConfig)
