@@ -364,16 +364,10 @@ class Indexer:
             reader.close()
 
     def _history_model(self, work: _RepoWork, history: Any) -> Any:
-        """The repository's own localizer (serving/core/localizer/adapt.py), trained on its kept commits at or before
-        the snapshot's commit over the Python files of that commit's tree; None below `adapt.min_queries`."""
-        from semantica.history.gitread import python_tree_texts
-        from serving.core.localizer.adapt import RepositoryAdapter
-        from serving.core.localizer.snapshot import SnapshotBuilder
+        """The repository's own localizer models (semantica/localizer/adapt.py); None below `adapt.min_queries`."""
+        from semantica.localizer.adapt import adapt_to_history
 
-        c = self.config
-        texts = python_tree_texts(work.source.repo_path, history.commit, c.localizer.max_file_bytes)
-        adapter = RepositoryAdapter(c.history.adapt, c.localizer, c.localizer_train)
-        return adapter.train(SnapshotBuilder().build(texts), history.records, history.commit)
+        return adapt_to_history(self.config, work.source.repo_path, history)
 
     def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
         """Stored token vectors for late interaction (`new_token_builder`); one kept builder (and its loaded

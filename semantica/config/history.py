@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class HistoryAdaptConfig:
-    """Per-repository adaptation (serving/core/localizer/adapt.py, docs/history.md): at index time a small LightGBM
+    """Per-repository adaptation (semantica/localizer/adapt.py, docs/history.md): at index time a small LightGBM
     ranker learns from the repository's own past commits (message -> changed files, and functions when the
     history reads them), all at or before the snapshot's commit; the localizer stage uses it in place of the
     shared model. Training settings not named here come from `localizer_train`."""

@@ -24,7 +24,7 @@ class LocalizerCorpusConfig:
 
 @dataclass
 class LocalizerConfig:
-    """The learned localizer: LightGBM rankers over cheap candidate lists (serving/core/localizer/)."""
+    """The learned localizer: LightGBM rankers over cheap candidate lists (semantica/localizer/, the stage in serving/core/localizer/)."""
 
     enabled: bool = False
     model_dir: str = "models/localizer"

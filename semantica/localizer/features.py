@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from semantica.tokenizer import tokenize
-from serving.core.localizer.snapshot import Snapshot
+from semantica.localizer.snapshot import Snapshot
 
 SCHEMA_VERSION = 1
 NAN = float("nan")
