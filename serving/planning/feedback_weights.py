@@ -23,13 +23,16 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
 from semantica.hits import STRATEGIES, RankedList, Strategy
 from semantica.layout import IndexLayout, normalize_repo_name
 from serving.core.fusion import WeightedRRF
 from serving.core.intent import INTENTS, Intent, IntentClassifier
+
+if TYPE_CHECKING:
+    from serving.stages import Stages
 
 VERDICT_LEARNED = "learned"
 VERDICT_DEFAULT = "default"
@@ -191,7 +194,7 @@ def reciprocal_rank(fusion: WeightedRRF, replayed: ReplayedSample, classifier: I
 class AbGate:
     """Learn on one part of the feedback, compare default vs learned fusion on the held-back part."""
 
-    def __init__(self, config: Config, stages: Any = None) -> None:
+    def __init__(self, config: Config, stages: Stages | None = None) -> None:
         from serving.stages import build_stages  # serving.stages builds the planner: imported when used
 
         self.config = config
