@@ -3,6 +3,9 @@
 A snapshot is either a commit (read from git objects, no checkout, so bare repositories work) or the
 working tree (`git ls-files`, honouring .gitignore). Every skipped file is reported as a `FileError`
 with a reason instead of silently disappearing. One file is read at a time so memory stays flat.
+
+Long because the two sources (git objects, working tree) share every skip rule; one module keeps a
+file's verdict identical whichever way it was read.
 """
 
 from __future__ import annotations
@@ -10,13 +13,13 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.ignore import IgnoreMatch, NestedIgnore, directory_of, git_ignored
-from pipelines.repo_origin import repo_name_from_path  # noqa: F401 (re-exported: callers name a repository here)
 from semantica.config import DiscoverConfig
 from semantica.errors import path_exists
 from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX, language_of  # noqa: F401 (re-exported)
@@ -27,6 +30,7 @@ GIT_MODE_SYMLINK = "120000"
 GIT_MODE_SUBMODULE = "160000"
 READ_CHUNK_BYTES = 1 << 16
 # https://host/owner/name(.git), ssh://git@host/owner/name, git@host:owner/name (not local paths).
+_REMOTE_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
 
 # A skip reason's kind, by how discovery words it (first match wins): what `semantica plan` groups by.
 SKIP_KINDS = (
@@ -85,6 +89,27 @@ def git_blob_sha(data: bytes) -> str:
 
 def _run_git(repo_path: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", "-C", repo_path, *args], capture_output=True, check=False)
+
+
+def repo_name_from_path(repo_path: str) -> str:
+    """`owner/name` from the origin remote URL, else the directory name.
+
+    A trailing `repo` or `.git` component is skipped and a `.git` suffix dropped, so
+    `/x/psf+requests/repo` -> `psf+requests` and `/x/flask.git` -> `flask`.
+    """
+    result = _run_git(repo_path, "config", "--get", "remote.origin.url")
+    url = result.stdout.decode("utf-8", "replace").strip() if result.returncode == 0 else ""
+    if _REMOTE_URL.match(url):
+        tail = re.split(r"[:/]", url.rstrip("/"))
+        parts = [p for p in tail if p]
+        if len(parts) >= 2:
+            name = parts[-1][: -len(".git")] if parts[-1].endswith(".git") else parts[-1]
+            return f"{parts[-2]}/{name}"
+    parts = list(Path(repo_path).resolve().parts)
+    while len(parts) > 1 and parts[-1] in ("repo", ".git"):
+        parts.pop()
+    name = parts[-1]
+    return name[: -len(".git")] if name.endswith(".git") and len(name) > len(".git") else name
 
 
 class RepoSource:
