@@ -10,15 +10,11 @@ identical chunks, symbols and edges, cache the same verdicts and load the same g
 - per repository: resolve edges, write the snapshot into `<snapshot>.tmp`, load the graph store
   (Memgraph when `graph.store: memgraph`; before publish, so a failure keeps the old snapshot
   current), publish. One repository failing does not stop the others (`run`); `index` raises.
-
-Long because it is the one driver: each stage above is a short method here, and keeping their order and
-their timings in one place is what makes `index` and `index-batch` publish the same snapshot.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +29,7 @@ from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
 from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
+from pipelines.source_record import record_source
 from pipelines.summary import (  # noqa: F401 (re-exported: callers import the summaries from the driver)
     STATUS_FAILED,
     STATUS_OK,
@@ -47,10 +44,8 @@ from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
-from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX
 from semantica.layout import IndexLayout, SnapshotPaths, keep_for, normalize_repo_name
 from semantica.schema import FileError
-from semantica.source import IndexableRule, SourceKind, SourceRecord, git_status
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
@@ -364,16 +359,10 @@ class Indexer:
             reader.close()
 
     def _history_model(self, work: _RepoWork, history: Any) -> Any:
-        """The repository's own localizer (serving/core/localizer/adapt.py), trained on its kept commits at or before
-        the snapshot's commit over the Python files of that commit's tree; None below `adapt.min_queries`."""
-        from semantica.history.gitread import python_tree_texts
-        from serving.core.localizer.adapt import RepositoryAdapter
-        from serving.core.localizer.snapshot import SnapshotBuilder
+        """The repository's own localizer models (semantica/localizer/adapt.py); None below `adapt.min_queries`."""
+        from semantica.localizer.adapt import adapt_to_history
 
-        c = self.config
-        texts = python_tree_texts(work.source.repo_path, history.commit, c.localizer.max_file_bytes)
-        adapter = RepositoryAdapter(c.history.adapt, c.localizer, c.localizer_train)
-        return adapter.train(SnapshotBuilder().build(texts), history.records, history.commit)
+        return adapt_to_history(self.config, work.source.repo_path, history)
 
     def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
         """Stored token vectors for late interaction (`new_token_builder`); one kept builder (and its loaded
@@ -392,24 +381,6 @@ class Indexer:
         from semantica.memgraph import MemgraphLoader, connect
 
         return MemgraphLoader(connect(self.config.graph.memgraph_uri))
-
-
-def record_source(source: RepoSource, ref: str | None, config: Config) -> SourceRecord:
-    """What a snapshot is built from, for the freshness check of every later answer."""
-    discover = source.config
-    rule = IndexableRule(suffixes=sorted(LANGUAGE_BY_SUFFIX), names=sorted(LANGUAGE_BY_NAME),
-                         vendored_dirs=list(discover.vendored_dirs), include_globs=list(discover.include_globs))
-    if source.commit is None and not source.bare:
-        if config.freshness.untracked_cache:  # a git index extension: later status calls skip unchanged dirs
-            subprocess.run(["git", "-C", source.repo_path, "update-index", "--untracked-cache"], capture_output=True,
-                           timeout=config.freshness.git_timeout_s, check=False)
-        status = git_status(source.repo_path, config.freshness.git_timeout_s)
-        return SourceRecord(kind=SourceKind.WORKTREE.value, path=source.repo_path, commit=status.head,
-                            branch=status.branch, dirty=status.changed, indexable=rule)
-    followed = ref or "HEAD"
-    is_sha = len(followed) == 40 and all(c in "0123456789abcdef" for c in followed)
-    return SourceRecord(kind=SourceKind.GIT.value, path=source.repo_path, ref=followed, commit=source.commit or "",
-                        branch="" if is_sha or followed == "HEAD" else followed, indexable=rule)
 
 
 def _raiser(exc: Exception) -> Callable[[_RepoWork], None]:

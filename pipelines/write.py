@@ -74,7 +74,7 @@ class SnapshotContent:
     source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord
     previous: SnapshotPaths | None = None  # the published snapshot whose unchanged shards are hard-linked
     history: Any = None  # semantica.history.History of the snapshot's commit (None: not a git source, or off)
-    history_model: Any = None  # serving.core.localizer.adapt.AdaptedModels (history.adapt), saved under history/adapt
+    history_model: Any = None  # semantica.localizer.adapt.AdaptedModels (history.adapt), saved under history/adapt
 
 
 @dataclass

@@ -25,8 +25,9 @@ from semantica.hits import ChunkMeta, Hit, RankedList, strategy_key
 from semantica.layout import BrokenSnapshotError, split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
-from serving.core.answer import attach_voters, context_dict, degraded_entry, explain_history, file_lines, hit_view, interleave
+from serving.core.answer import context_dict, degraded_entry, explain_history, file_lines, hit_view, interleave
 from serving.core.intent import IntentResult
+from serving.core.localization import LocalizationInputs
 from serving.core.localize import Localizer
 from serving.core.localizer.stage import LearnedStage
 from serving.core.prefetch import Prefetcher
@@ -262,17 +263,13 @@ class SearchPipeline:
                 history, voters = timer.run("history", lambda: self._history(request.query, snapshots, filters))
             except Exception as exc:  # optional lists: localization falls back to the others
                 degraded.append(degraded_entry("history", exc))
-        files, functions = timer.run("localize", lambda: self.localizer.localize(
-            lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None,  # planning
-            history if self.config.history.enabled else None))
-        attach_voters(files, functions, voters)
-        files = self.ranking_hooks.files(files, snapshots)  # trust and freshness in the file order
-        if self.config.localizer.enabled:  # the learned localizer (serving/core/localizer/), blended into the lists
-            try:
-                files, functions = timer.run("localizer", lambda: self.learned_localizer.apply(
-                    request.query, snapshots, files, functions))
-            except Exception as exc:  # optional stage: the fixed-fusion lists stand
-                degraded.append(degraded_entry("localizer", exc))
+        files, functions = self.stages.localization.run(
+            LocalizationInputs(lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None,
+                               history, voters),
+            lambda ranked: self.ranking_hooks.files(ranked, snapshots),  # trust and freshness in the file order
+            lambda ranked, ranked_functions: self.learned_localizer.apply(request.query, snapshots, ranked,
+                                                                           ranked_functions),
+            timed=timer.run, on_learned_error=lambda exc: degraded.append(degraded_entry("localizer", exc)))
         used = self._knowledge(request.query, snapshots, timer, degraded)
         hits = self.knowledge.boost(hits, used, chunks, request.k)
         budget = self.config.context.token_budget if request.context_budget is None else request.context_budget

@@ -19,6 +19,7 @@ from semantica.snapshot import Snapshot, SnapshotSet
 from serving.core.context import ContextBuilder
 from serving.core.fusion import WeightedRRF
 from serving.core.intent import IntentClassifier
+from serving.core.localization import LocalizationTail
 from serving.core.localize import Localizer
 from serving.core.localizer.stage import LearnedStage
 from serving.core.query_encoding import QueryEncoder
@@ -54,6 +55,7 @@ class Stages:
         local_fusion = WeightedRRF(config.fusion)
         self.fusion = fusion or local_fusion
         self.localizer = Localizer(config.query, local_fusion, config.granular, config.history)  # cheap: always in the caller
+        self.localization = LocalizationTail(config, self.localizer)  # fixed fusion, file order, learned blend
         self.learned_localizer = LearnedStage(config.localizer, config.paths.cache_dir)  # models load on first use
         self.context_builder = context or ContextBuilder(config.context)
         self.planner = QueryPlanner(config)  # mode, dynamic K, budgets, retry (serving/planning/)

@@ -58,7 +58,7 @@ class IndexedRepo:
 # next to the labelled modules (so a retriever still has to tell related code apart). Each has a "/": a
 # glob without one matches a file name anywhere (discover.include_globs).
 SELF_CORPUS_EXTRA = (
-    "jobs/localizer/train.py", "jobs/localizer/dataset.py", "serving/core/localizer/fit.py", "jobs/ltr/mine.py", "serving/rerankers/ltr.py",
+    "jobs/localizer/train.py", "jobs/localizer/dataset.py", "semantica/localizer/fit.py", "jobs/ltr/mine.py", "serving/rerankers/ltr.py",
     "semantica/hits.py", "semantica/source.py", "pipelines/manifest.py", "docs/errors.md",
 )
 

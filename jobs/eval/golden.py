@@ -3,8 +3,8 @@
 Format, one JSON object per line (blank lines and lines starting with `//` are ignored):
 
     {"query": "who calls _coerce",
-     "relevant_paths": ["semantica/config.py"],
-     "relevant_symbols": ["semantica/config.py::_build"],
+     "relevant_paths": ["semantica/config/loader.py"],
+     "relevant_symbols": ["semantica/config/loader.py::_build"],
      "intent": "flow"}                      # optional: symbol | flow | concept | code | balanced
 
 A hit (a chunk) is relevant when its path is in `relevant_paths` or its `path::symbol` is in

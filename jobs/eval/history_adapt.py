@@ -34,8 +34,8 @@ from jobs.localizer.gitread import TreeReader
 from semantica.config import Config, load_config
 from semantica.history import HistoryReader
 from semantica.history.reader import commit_time
-from serving.core.localizer.adapt import RepositoryAdapter
-from serving.core.localizer.snapshot import SnapshotBuilder
+from semantica.localizer.adapt import RepositoryAdapter
+from semantica.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.stage import LocalizerModels
 
 

@@ -20,7 +20,7 @@ import polars as pl
 
 from jobs.eval.instances import Instance, find_repo
 from jobs.ltr.mine import part_name
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.history import CommitRecord, HistoryReader, HistorySearcher
 from semantica.history.index import HistoryVotes, vote
 

@@ -16,7 +16,7 @@ from typing import Any
 from jobs.eval.history_lists import MinedHistory
 from jobs.eval.instances import Instance
 from jobs.eval.metrics import Prediction, evaluate
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 
 GRID: dict[str, Sequence[Any]] = {
     "top_commits": (10, 30, 60, 100),

@@ -1,10 +1,13 @@
-"""Replaying localization offline: the `Localizer` over mined retriever lists, scored against the gold.
+"""Replaying localization offline: the pipeline's localization tail over mined retriever lists, scored
+against the gold.
 
 `semantica mine swebench` (or `eval swebench --mine`) keeps each retriever's full ranked chunk list
 per instance under `OUT/lists/`. Localization is a pure function of those lists, the chunks' paths,
 kinds and symbols, and the query's intent, so any `query.localize_*` or `fusion.*` setting can be
 measured over the whole split in seconds, without indexing or embedding again
-(`semantica eval localize`). The numbers equal a full run's with the same settings.
+(`semantica eval localize`). The stages come from `build_stages(config)` and localization runs through
+`LocalizationTail.run`, as in `SearchPipeline._search`, so the numbers equal a full run's with the same
+settings; only freshness and the learned localizer read a bare clone at the base commit instead of a snapshot.
 """
 
 from __future__ import annotations
@@ -23,27 +26,15 @@ from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
 from jobs.eval.plan_lists import load_plan, merged_lists
 from jobs.eval.swebench import TOP_N
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
+from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.granular import Granularity, path_of_key
 from semantica.hits import Strategy, strategy_key
-from serving.core.fusion import WeightedRRF
 from serving.core.granular_fusion import GranularLists, localizer_key
 from serving.core.history_fusion import HistoryLists
-from serving.core.intent import IntentClassifier
-from serving.core.localize import Localizer
-from serving.planning.analyzer import ModeWeights
-from serving.planning.decompose import QueryDecomposer
-from serving.planning.merge import ListMerger, PlanTrace
-from serving.planning.multihop import MultiHop
-
-
-class ReplayPlanning:
-    """The planning pieces a replay needs (no retriever, no graph: their lists were mined)."""
-
-    def __init__(self, config: Config) -> None:
-        self.merger = ListMerger(config.planning)
-        self.decomposer = QueryDecomposer(config.planning.decompose)
-        self.multihop = MultiHop(config.planning.multihop)
+from serving.core.localization import LocalizationInputs, Ranked
+from serving.planning.merge import PlanTrace
+from serving.stages import Stages, build_stages
 
 
 @dataclass(frozen=True)
@@ -69,23 +60,14 @@ class LocalizationReplay:
         if not self.lists_dir.is_dir():
             raise MineError(f"no retriever lists under {self.lists_dir}: run `semantica mine swebench --out "
                             f"{mined_dir}` (or `eval swebench --mine {mined_dir}`) first")
-        self.intent = IntentClassifier(config.intent)
-        self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular, config.history)
+        self.stages: Stages = build_stages(config)  # no retriever, no graph is used: their lists were mined
+        self.intent = self.stages.intent  # intents are classified once, when an instance is first read
         self._history_loaded: dict[str, Any] = {}
-        self._mode_weights = self.mode_weights
         self.mined_dir = Path(mined_dir)
         self._loaded: dict[str, Any] = {}
         self._granular_loaded: dict[str, GranularLists] = {}
-        self._final_orders: dict[int, Any] = {}
         self.modes_used: dict[str, int] = {}
         self._plans: dict[str, PlanTrace] = {}
-        self.planning = ReplayPlanning(config)
-
-    @property
-    def mode_weights(self) -> ModeWeights | None:
-        """The planner's search-mode weights, when the pipeline would apply them to localization."""
-        p = self.config.planning
-        return ModeWeights(p) if p.enabled and p.analyzer.enabled and p.modes.apply_to_localize else None
 
     def _load(self, inst: Instance) -> tuple[dict[Strategy, list[tuple[str, int]]], dict[str, Any], Any] | None:
         """The instance's stored lists, chunk fields and intent, read once per replay object."""
@@ -117,21 +99,27 @@ class LocalizationReplay:
             return None
         lists, chunks, intent = loaded
         if self.config.planning.enabled and inst.instance_id in self._plans:
-            lists = merged_lists(self.planning.merger, self.planning.decomposer, self.planning.multihop, lists,
+            expansion = self.stages.expansion
+            lists = merged_lists(expansion.merger, expansion.decomposer, expansion.multihop, lists,
                                  self._plans[inst.instance_id], inst.problem_statement, intent)
         granular = self._granular(inst) if self.config.granular.enabled else None
-        multipliers = None
-        if self._mode_weights is not None:
-            mode, multipliers = self._mode_weights.for_query(inst.problem_statement)
-            self.modes_used[mode.value] = self.modes_used.get(mode.value, 0) + 1
+        plan = self.stages.planner.begin(SearchRequest(query=inst.problem_statement))  # the search mode's weights
+        multipliers = plan.localize_multipliers if plan else None
+        if plan is not None and self.config.planning.modes.apply_to_localize:
+            self.modes_used[plan.mode.value] = self.modes_used.get(plan.mode.value, 0) + 1
         history = self._history(inst) if self.config.history.enabled else None
-        files, functions = self.localizer.localize(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth),
-                                                   granular, multipliers, history)
-        files = self._final_order(inst, files)  # trust (and freshness) on the file list; weights 0 = as is
-        file_keys, function_keys = [f["path"] for f in files], [f["function"] for f in functions]
-        if self.config.localizer.enabled:  # the learned localizer, blended into today's ranking
-            file_keys, function_keys = self.learned.blend(inst, file_keys, function_keys)
-        return Prediction(file_keys[:TOP_N], function_keys[:TOP_N])
+        files, functions = self.stages.localization.run(
+            LocalizationInputs(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth), granular,
+                               multipliers, history),
+            lambda ranked: self._final_order(inst, ranked),  # trust (and freshness) on the file list
+            lambda ranked, ranked_functions: self._learned_blend(inst, ranked, ranked_functions))
+        return Prediction([f["path"] for f in files[:TOP_N]], [f["function"] for f in functions[:TOP_N]])
+
+    def _learned_blend(self, inst: Instance, files: Ranked, functions: Ranked) -> tuple[Ranked, Ranked]:
+        """The learned localizer's ranking at the base commit, blended into today's (as `LearnedStage.apply`)."""
+        file_keys, function_keys = self.learned.blend(inst, [f["path"] for f in files], [f["function"] for f in functions])
+        return ([{"repo": inst.repo, "path": key} for key in file_keys],
+                [{"repo": inst.repo, "function": key} for key in function_keys])
 
     @property
     def learned(self):  # noqa: ANN201 - jobs.localizer.replay.LearnedReplay, built on first use
@@ -145,11 +133,7 @@ class LocalizationReplay:
     def _final_order(self, inst: Instance, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """`final_order` on the replayed files: trust rules, and freshness from the repository's clone under
         `repos_dir` (or $SEMANTICA_MIRRORS) at the instance's base commit."""
-        from serving.planning.final_order import FinalOrder
-
-        order = self._final_orders.get(id(self.config))
-        if order is None:
-            order = self._final_orders[id(self.config)] = FinalOrder(self.config.final_order, self.config.paths.cache_dir)
+        order = self.stages.ranking_hooks.final  # the pipeline's FinalOrder, fed the clone's file ages
         fresh = None
         if self.config.final_order.beta:
             if self.repos_dir is None:
@@ -162,9 +146,7 @@ class LocalizationReplay:
     def reconfigure(self, config: Config) -> None:
         """Replay again with other `query`/`fusion`/`granular` settings, keeping what was read."""
         self.config = config
-        self.localizer = Localizer(config.query, WeightedRRF(config.fusion), config.granular, config.history)
-        self._mode_weights = self.mode_weights
-        self.planning = ReplayPlanning(config)
+        self.stages = build_stages(config)
 
     def _history(self, inst: Instance) -> HistoryLists:
         """The instance's history lists (`mine history`), voted with the current `history.*` weights."""

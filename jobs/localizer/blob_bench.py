@@ -16,8 +16,8 @@ from pathlib import Path
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from jobs.train.pairs_source import git
-from serving.core.localizer.blobcache import CACHE_FILE, BlobCache
-from serving.core.localizer.snapshot import SnapshotBuilder
+from semantica.localizer.blobcache import CACHE_FILE, BlobCache
+from semantica.localizer.snapshot import SnapshotBuilder
 
 
 def main(argv: list[str]) -> int:

@@ -17,8 +17,8 @@ from pathlib import Path
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from semantica.config import load_config
-from serving.core.localizer.blobcache import open_blob_cache
-from serving.core.localizer.snapshot import SnapshotBuilder
+from semantica.localizer.blobcache import open_blob_cache
+from semantica.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.stage import LearnedLocalizer, LocalizerModels
 
 

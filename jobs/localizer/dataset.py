@@ -4,7 +4,7 @@ A full snapshot per commit does not fit the CPU budget, so per repository the la
 taken oldest first in groups of `snapshot_every`; each group is answered on one snapshot, the parent of
 its oldest commit (so no snapshot is ever later than a commit's parent: nothing from the future). The
 staleness (first-parent commits between the snapshot and the commit's parent) is recorded per query
-and summarised in the model card. Candidates and features come from `serving.core.localizer` (the code
+and summarised in the model card. Candidates and features come from `semantica.localizer` (the code
 the query path runs). Output per repository: `OUT/<owner+name>.files.parquet`,
 `.functions.parquet` (one row per candidate) and `.queries.parquet` (one row per commit); a written
 repository is skipped, so an interrupted run resumes.
@@ -23,10 +23,10 @@ from jobs.localizer.corpus import LabelledCommit, check_corpus
 from jobs.localizer.gitread import TreeReader
 from jobs.localizer.history import CorpusHistory
 from semantica.config import LocalizerConfig
-from serving.core.localizer.blobcache import BlobCache
-from serving.core.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
-from serving.core.localizer.snapshot import SnapshotBuilder
-from serving.core.localizer.stage import candidate_config
+from semantica.localizer.blobcache import BlobCache
+from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
+from semantica.localizer.models import candidate_config
+from semantica.localizer.snapshot import SnapshotBuilder
 
 LEVELS = ("files", "functions")
 

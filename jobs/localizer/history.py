@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.history.priors import Prior
 from semantica.history.reader import HistoryReader
 from semantica.history.store import HistorySearcher
-from serving.core.localizer.features import NAN, HistorySignals
+from semantica.localizer.features import NAN, HistorySignals
 
 
 def prior_features(prior: Prior) -> tuple[float, float, float]:

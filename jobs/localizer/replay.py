@@ -18,17 +18,11 @@ from jobs.eval.instances import Instance, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from jobs.ltr.mine import MineError
 from semantica.config import Config
-from serving.core.localizer.blobcache import open_blob_cache
-from serving.core.localizer.features import SCHEMA_VERSION, CandidateSet
-from serving.core.localizer.snapshot import SnapshotBuilder
-from serving.core.localizer.stage import (
-    LearnedLocalizer,
-    LocalizerModelError,
-    LocalizerModels,
-    Ranked,
-    blend,
-    candidate_config,
-)
+from semantica.localizer.blobcache import open_blob_cache
+from semantica.localizer.features import SCHEMA_VERSION, CandidateSet
+from semantica.localizer.models import candidate_config
+from semantica.localizer.snapshot import SnapshotBuilder
+from serving.core.localizer.stage import LearnedLocalizer, LocalizerModelError, LocalizerModels, Ranked, blend
 
 CACHE_DIR = "localizer-candidates"
 

@@ -23,7 +23,7 @@ API::
     searcher.priors.ranked_files()                       # [(path, recency-weighted fix count)], best first
     save_history(history, snapshot_dir / "history")      # Parquet + JSON; HistorySearcher.open(dir, config)
 
-Filters and weights: `history.*` in conf/default.yaml (semantica/config_history.py).
+Filters and weights: `history.*` in conf/default.yaml (semantica/config/history.py).
 """
 
 from semantica.history.index import HistoryIndex, HistoryVotes, Vote, Voter

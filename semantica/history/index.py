@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import bm25s
 import numpy as np
 
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.granular import path_of_key
 from semantica.history.records import CommitRecord
 from semantica.tokenizer import tokenize

@@ -8,7 +8,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.granular import function_key
 from semantica.history.cache import HistoryCache
 from semantica.history.gitread import (

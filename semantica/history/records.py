@@ -6,7 +6,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.history.gitread import ISSUE_REF, PR_MERGE, TRAILER
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.history.index import HistoryIndex
 from semantica.history.priors import Priors
 from semantica.history.reader import History

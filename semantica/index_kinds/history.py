@@ -24,7 +24,7 @@ class HistoryKind:
 
         save_history(history, context.root / HISTORY_DIR)
         if context.inputs.history_model is not None:
-            from serving.core.localizer.stage import ADAPT_DIR
+            from semantica.localizer.models import ADAPT_DIR
 
             context.inputs.history_model.save(context.root / HISTORY_DIR / ADAPT_DIR)
         return KindWritten(counts={"history_commits": len(history.records)})

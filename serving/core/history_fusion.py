@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.history.index import HistoryVotes
 from semantica.hits import RankedList
 from serving.core.granular_fusion import localizer_key

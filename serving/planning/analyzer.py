@@ -165,18 +165,3 @@ class StrategySelector:
         wanted = int(c.modes.k_by_mode.get(mode.value, c.k_max))
         return max(c.k_min, min(c.k_max, wanted))
 
-
-class ModeWeights:
-    """query -> (mode, its fusion multipliers): what the planner applies, for offline replays
-    (`semantica eval localize` with planning.enabled and planning.modes.apply_to_localize)."""
-
-    def __init__(self, config: PlanningConfig) -> None:
-        from serving.planning.modes import mode_multipliers
-
-        self.analyzer = QueryAnalyzer(config)
-        self.selector = StrategySelector(config)
-        self.table = mode_multipliers(config.modes.multipliers)
-
-    def for_query(self, query: str) -> tuple[SearchMode, dict[Any, float]]:
-        choice = self.selector.select(query, self.analyzer.analyze(query))
-        return choice.mode, self.table[choice.mode]

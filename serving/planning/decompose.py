@@ -16,7 +16,7 @@ Rule-based and cheap (no LLM):
   sees the words rather than the stack.
 
 Frames and paths are looked up in the snapshot directly (`serving/planning/direct.py`); the rest go
-through the retrievers. Thresholds live in `planning.decompose` (semantica/config.py).
+through the retrievers. Thresholds live in `planning.decompose` (semantica/config/planning.py).
 """
 
 from __future__ import annotations

@@ -23,13 +23,16 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
 from semantica.hits import STRATEGIES, RankedList, Strategy
 from semantica.layout import IndexLayout, normalize_repo_name
 from serving.core.fusion import WeightedRRF
 from serving.core.intent import INTENTS, Intent, IntentClassifier
+
+if TYPE_CHECKING:
+    from serving.stages import Stages
 
 VERDICT_LEARNED = "learned"
 VERDICT_DEFAULT = "default"
@@ -177,6 +180,11 @@ class WeightLearner:
         return state
 
 
+def with_profiles(fusion: FusionConfig, profiles: dict[str, dict[str, float]]) -> WeightedRRF:
+    """The configured fusion with learned per-intent profiles in place of the conf ones."""
+    return WeightedRRF(dataclasses.replace(fusion, profiles=profiles))
+
+
 def reciprocal_rank(fusion: WeightedRRF, replayed: ReplayedSample, classifier: IntentClassifier) -> float:
     hits = fusion.fuse(replayed.lists, classifier.classify(replayed.sample.query))
     wanted = set(replayed.sample.chunk_ids)
@@ -186,10 +194,12 @@ def reciprocal_rank(fusion: WeightedRRF, replayed: ReplayedSample, classifier: I
 class AbGate:
     """Learn on one part of the feedback, compare default vs learned fusion on the held-back part."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, stages: Stages | None = None) -> None:
+        from serving.stages import build_stages  # serving.stages builds the planner: imported when used
+
         self.config = config
         self.learner = WeightLearner(config.feedback_weights, config.fusion)
-        self.classifier = IntentClassifier(config.intent)
+        self.stages = stages or build_stages(config)  # the default fusion and the classifier a query gets
 
     def split(self, samples: list[ReplayedSample]) -> tuple[list[ReplayedSample], list[ReplayedSample]]:
         c = self.config.feedback_weights
@@ -203,10 +213,10 @@ class AbGate:
         c = self.config.feedback_weights
         train, held = self.split(samples)
         state = self.learner.learn(train, LearnedWeights(repo))
-        default = WeightedRRF(self.config.fusion)
-        learned = WeightedRRF(dataclasses.replace(self.config.fusion, profiles=self.learner.profiles(state)))
-        rr_default = [reciprocal_rank(default, s, self.classifier) for s in held]
-        rr_learned = [reciprocal_rank(learned, s, self.classifier) for s in held]
+        default = self.stages.fusion
+        learned = with_profiles(self.config.fusion, self.learner.profiles(state))
+        rr_default = [reciprocal_rank(default, s, self.stages.intent) for s in held]
+        rr_learned = [reciprocal_rank(learned, s, self.stages.intent) for s in held]
         mean_default = sum(rr_default) / len(held) if held else 0.0
         mean_learned = sum(rr_learned) / len(held) if held else 0.0
         if len(held) < c.min_holdout:
@@ -318,8 +328,7 @@ class LearnedFusion:
         key = hash(json.dumps(profiles, sort_keys=True))
         cached = self._fusions.get(repos[0])
         if cached is None or cached[0] != key:
-            cached = self._fusions[repos[0]] = (key, WeightedRRF(dataclasses.replace(self.config.fusion,
-                                                                                    profiles=profiles)))
+            cached = self._fusions[repos[0]] = (key, with_profiles(self.config.fusion, profiles))
         return cached[1]
 
 
@@ -328,7 +337,7 @@ def replay_samples(pipeline: Any, samples: list[FeedbackSample]) -> tuple[list[R
     a sample none of whose chunks exists any more (the repository was re-indexed since) is skipped."""
     from semantica.api import SearchRequest
 
-    classifier = IntentClassifier(pipeline.config.intent)
+    classifier = pipeline.intent  # the pipeline's own stage (build_stages)
     replayed: list[ReplayedSample] = []
     skipped = 0
     for sample in samples:

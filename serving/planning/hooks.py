@@ -28,9 +28,8 @@ class RankingHooks:
         return self.learned.tag([s.repo for s in snapshots])
 
     def files(self, files: list[dict[str, Any]], snapshots: list[Snapshot]) -> list[dict[str, Any]]:
-        """Localized files reordered by trust and freshness (`final_order.apply_to_files`; weights 0 = as is)."""
-        if not self.config.final_order.apply_to_files:
-            return files
+        """Localized files reordered by trust and freshness (weights 0 = as is; the localization tail asks only
+        when `final_order.apply_to_files`)."""
         by_repo = {s.repo: s for s in snapshots}
         fresh: dict[str, Any] = {}
 

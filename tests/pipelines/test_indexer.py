@@ -33,11 +33,11 @@ def open_current(config, repo: str) -> Snapshot:
 def test_self_index_has_known_symbols_and_edges(indexed_self):
     snapshot = open_current(indexed_self.config, indexed_self.name)
     symbol_ids = {s.symbol_id for s in snapshot.symbols}
-    assert {"semantica/config.py::load_config", "semantica/schema.py::Chunk.build",
+    assert {"semantica/config/loader.py::load_config", "semantica/schema.py::Chunk.build",
             "pipelines/indexer.py::Indexer.index"} <= symbol_ids
     calls = {(e.src, e.dst) for e in snapshot.edges if e.type == "CALLS" and e.resolved}
-    assert ("semantica/config.py::load_config", "semantica/config.py::_build") in calls
-    assert ("semantica/config.py::_build", "semantica/config.py::_coerce") in calls
+    assert ("semantica/config/loader.py::load_config", "semantica/config/loader.py::_build") in calls
+    assert ("semantica/config/loader.py::_build", "semantica/config/loader.py::_coerce") in calls
     manifest = snapshot.manifest
     assert manifest.counts["chunks"] == len(snapshot.chunks) > 100
     assert manifest.dim == 384 and {s.kind for s in manifest.shards} == {"faiss", "lucene", "lucene_file",
@@ -79,8 +79,8 @@ def test_requests_at_fixed_commit(requests_clone, tmp_path):
 def small_repo(tmp_path) -> Path:
     repo = tmp_path / "small"
     (repo / "pkg").mkdir(parents=True)
-    for name in ("config.py", "schema.py", "tokenizer.py"):
-        (repo / "pkg" / name).write_text((REPO_ROOT / "semantica" / name).read_text())
+    for name in ("config/loader.py", "schema.py", "tokenizer.py"):
+        (repo / "pkg" / Path(name).name).write_text((REPO_ROOT / "semantica" / name).read_text())
     (repo / "README.md").write_text("# Small\n\nA test repository.\n\n## Usage\n\nImport pkg.\n")
     git(repo, "init", "-q")
     git(repo, "add", "-A")

@@ -50,17 +50,18 @@ def own_file(relative: str) -> SourceFile:
 
 def test_own_config_and_schema() -> None:
     parser = FileParser(ChunkConfig())
-    parsed = [parser.parse(REPO, own_file("semantica/config.py")), parser.parse(REPO, own_file("semantica/schema.py"))]
+    parsed = [parser.parse(REPO, own_file("semantica/config/loader.py")), parser.parse(REPO, own_file("semantica/schema.py")),
+              parser.parse(REPO, own_file("semantica/config/index.py"))]
     ids = symbol_ids(parsed)
-    assert {"semantica/config.py::load_config", "semantica/schema.py::Chunk.build",
-            "semantica/schema.py::Chunk", "semantica/config.py::ChunkConfig"} <= ids
+    assert {"semantica/config/loader.py::load_config", "semantica/schema.py::Chunk.build",
+            "semantica/schema.py::Chunk", "semantica/config/index.py::ChunkConfig"} <= ids
     edges = GraphResolver().resolve(parsed)
     calls = resolved(edges, EdgeType.CALLS)
-    assert ("semantica/config.py::load_config", "semantica/config.py::_build") in calls
-    assert ("semantica/config.py::_build", "semantica/config.py::_coerce") in calls
+    assert ("semantica/config/loader.py::load_config", "semantica/config/loader.py::_build") in calls
+    assert ("semantica/config/loader.py::_build", "semantica/config/loader.py::_coerce") in calls
     contains = resolved(edges, EdgeType.CONTAINS)
     assert ("semantica/schema.py::Chunk", "semantica/schema.py::Chunk.build") in contains
-    assert ("file:semantica/config.py", "semantica/config.py::load_config") in contains
+    assert ("file:semantica/config/loader.py", "semantica/config/loader.py::load_config") in contains
     schema = parsed[1]
     build = next(s for s in schema.symbols if s.qualname == "Chunk.build")
     assert build.kind == "method" and build.module == "semantica.schema" and build.parent == "semantica/schema.py::Chunk"
@@ -76,7 +77,7 @@ def test_own_config_and_schema() -> None:
 
 def test_chunks_lines_match_content_and_are_stable() -> None:
     parser = FileParser(ChunkConfig())
-    file = own_file("semantica/config.py")
+    file = own_file("semantica/config/loader.py")
     first, second = parser.parse(REPO, file), parser.parse(REPO, file)
     assert [c.chunk_id for c in first.chunks] == [c.chunk_id for c in second.chunks]
     lines = file.text.split("\n")

@@ -21,7 +21,7 @@ def symbols_of(response) -> list[str]:
 def test_who_calls_returns_the_callers(pipeline):
     response = pipeline.search(SearchRequest("who calls _coerce", k=10))
     assert response.intent["dominant"] == "flow"
-    assert "semantica/config.py::_build" in symbols_of(response)
+    assert "semantica/config/loader.py::_build" in symbols_of(response)
 
 
 def test_camel_case_identifier_returns_its_definition_first(pipeline):

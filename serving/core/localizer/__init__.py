@@ -1,6 +1,2 @@
-"""The learned localizer: cheap candidate lists, a versioned feature schema and LightGBM rankers.
-
-One code path for training (jobs/localizer, over public repositories' commits) and for query time
-(serving/core/localize.py): both hand `CandidateIndex` a snapshot's Python files and a query, and get
-the same candidates and the same features.
-"""
+"""The learned localizer at query time: `LearnedStage` ranks a served snapshot's candidates (built by
+semantica.localizer, the code training and index-time adaptation share) with the shipped or adapted models."""

@@ -1,4 +1,5 @@
-"""Query-time localizer: candidates and features over the snapshot's files, ranked by the shipped models."""
+"""Query-time localizer: candidates and features over the snapshot's files (semantica.localizer), ranked by the
+shipped models or the snapshot's own adapted ones."""
 
 from __future__ import annotations
 
@@ -12,29 +13,21 @@ from typing import Any
 import numpy as np
 
 from semantica.config import LocalizerConfig
-from serving.core.localizer.blobcache import open_blob_cache
-from serving.core.localizer.features import (
+from semantica.localizer.blobcache import open_blob_cache
+from semantica.localizer.features import (
     FILE_FEATURES,
     FUNCTION_FEATURES,
     SCHEMA_VERSION,
-    CandidateConfig,
     CandidateGenerator,
     CandidateSet,
     HistorySignals,
 )
-from serving.core.localizer.snapshot import Snapshot, SnapshotBuilder
-
-FILE_MODEL, FUNCTION_MODEL, META = "files.txt", "functions.txt", "meta.json"
-ADAPT_DIR = "adapt"  # a snapshot's own models (serving/core/localizer/adapt.py), under its history/ directory
+from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config
+from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 
 
 class LocalizerModelError(ValueError):
     """The model directory is missing, incomplete or was trained on another feature schema."""
-
-
-def candidate_config(config: LocalizerConfig) -> CandidateConfig:
-    return CandidateConfig(config.file_list_depth, config.function_list_depth, config.max_file_candidates,
-                           config.max_function_candidates, config.top_files, config.test_factor, config.path_boost)
 
 
 @dataclass

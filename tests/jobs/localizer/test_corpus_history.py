@@ -12,8 +12,7 @@ import polars as pl
 from jobs.localizer.corpus import LabelledCommit
 from jobs.localizer.dataset import FeatureMiner
 from jobs.localizer.history import CorpusHistory
-from semantica.config_history import HistoryConfig
-from semantica.config_localizer import LocalizerConfig
+from semantica.config import HistoryConfig, LocalizerConfig
 from tests.dated_git import DAY, T0, commit, git
 
 PARSER = 'def parse(text):\n    return text.split(",")\n\n\ndef render(rows):\n    return "\\n".join(rows)\n'

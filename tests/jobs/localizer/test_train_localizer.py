@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from jobs.cli import main
-from serving.core.localizer.snapshot import SnapshotBuilder
+from semantica.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.stage import LearnedLocalizer, LocalizerModels
 
 TOPICS = ["discount", "currency", "shipping", "invoice", "refund", "coupon", "tax", "receipt", "basket", "loyalty"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from semantica.config_history import HistoryConfig
+from semantica.config import HistoryConfig
 from semantica.history import HistoryReader, HistorySearcher, load_history, save_history
 from tests.dated_git import DAY, T0, commit, git
 

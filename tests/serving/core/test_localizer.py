@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from serving.core.localizer.features import (
+from semantica.localizer.features import (
     FILE_FEATURES,
     FUNCTION_FEATURES,
     SCHEMA_VERSION,
@@ -16,7 +16,7 @@ from serving.core.localizer.features import (
     CandidateGenerator,
     QuerySignals,
 )
-from serving.core.localizer.snapshot import SnapshotBuilder
+from semantica.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.stage import LocalizerModelError, LocalizerModels, blend
 
 FILES = {

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class HistoryAdaptConfig:
-    """Per-repository adaptation (serving/core/localizer/adapt.py, docs/history.md): at index time a small LightGBM
+    """Per-repository adaptation (semantica/localizer/adapt.py, docs/history.md): at index time a small LightGBM
     ranker learns from the repository's own past commits (message -> changed files, and functions when the
     history reads them), all at or before the snapshot's commit; the localizer stage uses it in place of the
     shared model. Training settings not named here come from `localizer_train`."""
@@ -61,3 +61,10 @@ class HistoryConfig:
     prior_half_life_days: float = 365.0
     cache_file: str = ""
     adapt: HistoryAdaptConfig = field(default_factory=HistoryAdaptConfig)
+
+
+@dataclass
+class HistorySettings:
+    """The history section of `Config` (semantica/history, serving/retrievers/history.py)."""
+
+    history: HistoryConfig = field(default_factory=HistoryConfig)

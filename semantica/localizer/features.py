@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from semantica.localizer.snapshot import Snapshot
 from semantica.tokenizer import tokenize
-from serving.core.localizer.snapshot import Snapshot
 
 SCHEMA_VERSION = 1
 NAN = float("nan")

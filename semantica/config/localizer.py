@@ -24,7 +24,7 @@ class LocalizerCorpusConfig:
 
 @dataclass
 class LocalizerConfig:
-    """The learned localizer: LightGBM rankers over cheap candidate lists (serving/core/localizer/)."""
+    """The learned localizer: LightGBM rankers over cheap candidate lists (semantica/localizer/, the stage in serving/core/localizer/)."""
 
     enabled: bool = False
     model_dir: str = "models/localizer"
@@ -69,3 +69,11 @@ class LocalizerTrainConfig:
     train_file_depth: int = 30  # training rows per query: the top this many candidates by fixed fusion + positives
     train_function_depth: int = 50
     tail_every: int = 5  # ... and every this-many-th candidate below them (an unbiased sample of the tail)
+
+
+@dataclass
+class LocalizerSettings:
+    """The learned localizer's sections of `Config`."""
+
+    localizer: LocalizerConfig = field(default_factory=LocalizerConfig)
+    localizer_train: LocalizerTrainConfig = field(default_factory=LocalizerTrainConfig)

@@ -1,4 +1,4 @@
-"""Per-repository adaptation (serving/core/localizer/adapt.py) on a real git repository: the model trains on the
+"""Per-repository adaptation (semantica/localizer/adapt.py) on a real git repository: the model trains on the
 commits at or before the snapshot only, is stored in the snapshot, and the localizer stage ranks with it."""
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ SETTINGS = ("history.index=true", "history.min_message_chars=5", "history.adapt.
 def _train(garden, commit: str, tmp_path: Path):
     from semantica.history import HistoryReader
     from semantica.history.gitread import python_tree_texts
-    from serving.core.localizer.adapt import RepositoryAdapter
-    from serving.core.localizer.snapshot import SnapshotBuilder
+    from semantica.localizer.adapt import RepositoryAdapter
+    from semantica.localizer.snapshot import SnapshotBuilder
 
     config = make_config(tmp_path, *SETTINGS, private_cache=True)
     reader = HistoryReader(config.history, tmp_path / "history.sqlite")
@@ -83,8 +83,8 @@ def test_too_few_commits_train_no_model(garden, tmp_path):
 
     from semantica.history import HistoryReader
     from semantica.history.gitread import python_tree_texts
-    from serving.core.localizer.adapt import RepositoryAdapter
-    from serving.core.localizer.snapshot import SnapshotBuilder
+    from semantica.localizer.adapt import RepositoryAdapter
+    from semantica.localizer.snapshot import SnapshotBuilder
 
     config = make_config(tmp_path, *SETTINGS, private_cache=True)
     reader = HistoryReader(config.history, tmp_path / "history.sqlite")

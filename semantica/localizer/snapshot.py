@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from semantica.granular import function_key
-from serving.core.localizer.blobcache import BlobCache, ParsedBlob, blob_sha
-from serving.core.localizer.bm25 import Bm25Field, TermCounts, Vocabulary, term_counts
+from semantica.localizer.blobcache import BlobCache, ParsedBlob, blob_sha
+from semantica.localizer.bm25 import Bm25Field, TermCounts, Vocabulary, term_counts
 
 PATH_WORDS = re.compile(r"[/._\-]+")
 BM25_K1, BM25_B = 1.2, 0.75  # Lucene's defaults, as the granular shards use

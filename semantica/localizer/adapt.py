@@ -4,7 +4,7 @@ At index time (`history.adapt.enabled`), each kept commit of the snapshot's hist
 snapshot's commit: semantica.history reads nothing later) becomes a query, its message, whose gold is the
 files (and outer functions) it changed. Its candidates and features come from the shared localizer code
 (`CandidateGenerator` over the snapshot's own files), and the model is fitted like the shipped one
-(`serving.core.localizer.fit`). One snapshot answers every training query: the code as of the snapshot, so a
+(`semantica.localizer.fit`). One snapshot answers every training query: the code as of the snapshot, so a
 fix's own edits are in the candidates' text (a bias toward the fixed state, never a look at the future).
 The model is stored in the snapshot (`history/adapt/`, the layout of a shipped model directory) and the
 localizer stage uses it in place of the shared model (serving/core/localizer/stage.py).
@@ -23,15 +23,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from semantica.config import LocalizerConfig, LocalizerTrainConfig
-from semantica.config_history import HistoryAdaptConfig
+from semantica.config import Config, HistoryAdaptConfig, LocalizerConfig, LocalizerTrainConfig
+from semantica.history.gitread import python_tree_texts
 from semantica.history.records import CommitRecord
-from serving.core.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
-from serving.core.localizer.fit import fit_ranker
-from serving.core.localizer.snapshot import Snapshot
-from serving.core.localizer.stage import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config
+from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
+from semantica.localizer.fit import fit_ranker
+from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config
+from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 
-__all__ = ["ADAPT_DIR", "AdaptedModels", "RepositoryAdapter"]
+__all__ = ["ADAPT_DIR", "AdaptedModels", "RepositoryAdapter", "adapt_to_history"]
 
 
 def normalize_function(key: str) -> str:
@@ -124,3 +124,12 @@ class RepositoryAdapter:
                 "features_s": round(features_s, 2), "train_s": round(time.perf_counter() - start - features_s, 2),
                 "params": {"num_rounds": c.num_rounds, "min_data_in_leaf": c.min_data_in_leaf, "seed": seed}}
         return AdaptedModels(files, functions, meta)
+
+
+def adapt_to_history(config: Config, repo_path: str, history: Any) -> AdaptedModels | None:
+    """The indexer's adaptation step (`history.adapt.enabled`): the repository's own models, trained on the kept
+    commits of `history` (a `semantica.history` read, all at or before its commit) over the Python files of that
+    commit's tree; None below `history.adapt.min_queries`."""
+    texts = python_tree_texts(repo_path, history.commit, config.localizer.max_file_bytes)
+    adapter = RepositoryAdapter(config.history.adapt, config.localizer, config.localizer_train)
+    return adapter.train(SnapshotBuilder().build(texts), history.records, history.commit)

@@ -236,3 +236,13 @@ class PlanningConfig:
     retry: PlanningRetryConfig = field(default_factory=PlanningRetryConfig)
     decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # sub-queries of issue-length queries
     multihop: MultiHopConfig = field(default_factory=MultiHopConfig)  # definitions -> uses over the graph
+
+
+@dataclass
+class PlanningSettings:
+    """The query-planning sections of `Config` (serving/planning/)."""
+
+    repo_map: RepoMapConfig = field(default_factory=RepoMapConfig)
+    final_order: FinalOrderConfig = field(default_factory=FinalOrderConfig)
+    feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
+    planning: PlanningConfig = field(default_factory=PlanningConfig)

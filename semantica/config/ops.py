@@ -1,5 +1,5 @@
-"""Sections of `Config` for the knowledge layer, the indexing dry run and observability
-(docs/knowledge.md, docs/plan.md, docs/observability.md)."""
+"""The operations area of `Config`: the Ray runtime, metrics, freshness, watching, the knowledge layer, the
+indexing dry run and observability (docs/knowledge.md, docs/plan.md, docs/observability.md)."""
 
 from __future__ import annotations
 
@@ -88,3 +88,60 @@ class ObservabilityConfig:
     json_logs: bool = False  # one JSON object per log record, with the request id
     access_log: bool = False  # one log line per HTTP request: method, path, status, duration (and the request id)
     log_level: str = "INFO"
+
+
+@dataclass
+class RayConfig:
+    """Local Ray defaults for a small machine (fractional CPUs avoid silent hangs)."""
+
+    address: str = ""
+    num_cpus: int = 2
+    actor_num_cpus: float = 0.5
+    embed_actors: int = 1
+    embed_batch_size: int = 64
+    startup_timeout_s: float = 120.0
+    startup_attempts: int = 3  # local ray.init tries when Ray's own 30 s raylet wait runs out (busy machine)
+    parse_batch_size: int = 16
+    job_timeout_s: float = 1800.0
+    clone_timeout_s: float = 600.0
+
+
+@dataclass
+class MetricsConfig:
+    """Prometheus: latency buckets (seconds) and where `index` / `index-batch` record build outcomes."""
+
+    latency_buckets_s: list[float] = field(
+        default_factory=lambda: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
+    build_stats_file: str = ""  # "" = <paths.index_root>/.build-stats.json (shared storage on a cluster)
+
+
+@dataclass
+class FreshnessConfig:
+    """Is a snapshot behind its source? Checked on every answer from git's index (no re-hash)."""
+
+    enabled: bool = True
+    git_timeout_s: float = 5.0
+    max_listed: int = 20  # changed paths listed per kind (edited/added/deleted/renamed); counts are exact
+    untracked_cache: bool = True  # index turns on git's untracked cache: `git status -uall` 10 ms -> 4 ms on pytest
+
+
+@dataclass
+class WatchConfig:
+    """`semantica watch`: filesystem events -> debounced incremental re-index."""
+
+    debounce_ms: int = 300
+    ignore_dirs: list[str] = field(default_factory=lambda: [".git", "__pycache__", ".semantica", ".venv", "node_modules",
+                                                           ".pytest_cache", ".mypy_cache", ".ruff_cache"])
+
+
+@dataclass
+class OpsSettings:
+    """The operations sections of `Config`: runtime, monitoring and the knowledge layer."""
+
+    ray: RayConfig = field(default_factory=RayConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    freshness: FreshnessConfig = field(default_factory=FreshnessConfig)
+    watch: WatchConfig = field(default_factory=WatchConfig)
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
+    plan: PlanConfig = field(default_factory=PlanConfig)
+    observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)

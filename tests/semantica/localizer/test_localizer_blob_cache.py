@@ -9,16 +9,16 @@ from pathlib import Path
 
 import numpy as np
 
+from semantica.localizer.blobcache import BlobCache, blob_sha, open_blob_cache
+from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 from semantica.tokenizer import tokenize
-from serving.core.localizer.blobcache import BlobCache, blob_sha, open_blob_cache
-from serving.core.localizer.snapshot import Snapshot, SnapshotBuilder
 
 ROOT = Path(__file__).resolve().parents[3]
 QUERY = "blend the learned ranking into today's fusion with reciprocal rank weights"
 
 
 def _texts() -> dict[str, str]:
-    return {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "serving" / "core" / "localizer").glob("*.py"))}
+    return {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "semantica" / "localizer").glob("*.py"))}
 
 
 def _scores(snapshot: Snapshot) -> dict[str, dict]:
@@ -31,7 +31,7 @@ def _scores(snapshot: Snapshot) -> dict[str, dict]:
 
 
 def test_blob_sha_is_gits() -> None:
-    text = (ROOT / "serving" / "core" / "localizer" / "bm25.py").read_text()
+    text = (ROOT / "semantica" / "localizer" / "bm25.py").read_text()
     git = subprocess.run(["git", "hash-object", "--stdin"], input=text.encode(), capture_output=True, check=True)
     assert blob_sha(text) == git.stdout.decode().strip()
 

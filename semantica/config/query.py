@@ -1,0 +1,226 @@
+"""The query area of `Config`: retrievers, fusion, rerankers, localization and context packing.
+Each section mirrors a block of conf/default.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class IntentConfig:
+    """Rule-based intent classifier."""
+
+    temperature: float = 1.0
+    base_score: float = 0.5
+    max_expansions: int = 16
+
+
+@dataclass
+class RetrievalConfig:
+    """How deep each retriever goes."""
+
+    k_per_retriever: int = 100
+    timeout_s: float = 30.0
+    symbol_fuzzy_max_names: int = 4
+    repo_parallelism: int = 8  # repositories a multi-repository query searches at once
+    # the registered retrievers a query runs (serving/retrievers/registry.py); a request may narrow them
+    retrievers: list[str] = field(default_factory=lambda: ["vector", "lexical", "symbol", "graph"])
+
+
+@dataclass
+class GraphConfig:
+    """Cost-aware graph walk (RFC values)."""
+
+    edge_costs: dict[str, float] = field(
+        default_factory=lambda: {
+            "CALLS": 1.0, "OVERRIDES": 1.1, "INHERITS": 1.25, "REFERENCES": 1.4,
+            "CONTAINS": 1.7, "IMPORTS": 2.0, "TESTS": 2.5,
+        }
+    )
+    test_path_penalty: float = 1.5
+    max_cost: float = 4.0
+    max_nodes: int = 200
+    seeds: int = 10
+    directed_seeds: int = 2
+    pagerank_weight: float = 0.2
+    pagerank_damping: float = 0.85
+    flow_cost_scale: float = 0.8
+    flow_budget_scale: float = 1.5
+    store: str = "embedded"
+    memgraph_uri: str = ""
+
+
+@dataclass
+class FusionConfig:
+    """Weighted RRF + consensus (RFC values)."""
+
+    rrf_k: dict[str, float] = field(
+        default_factory=lambda: {"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0}
+    )
+    profiles: dict[str, dict[str, float]] = field(
+        default_factory=lambda: {
+            "code": {"vector": 0.5, "lexical": 0.3, "symbol": 0.1, "graph": 0.1},
+            "symbol": {"vector": 0.2, "lexical": 0.2, "symbol": 0.5, "graph": 0.1},
+            "flow": {"vector": 0.2, "lexical": 0.1, "symbol": 0.2, "graph": 0.5},
+            "concept": {"vector": 0.7, "lexical": 0.2, "symbol": 0.05, "graph": 0.05},
+            "balanced": {"vector": 0.4, "lexical": 0.3, "symbol": 0.2, "graph": 0.1},
+        }
+    )
+    flow_boost: float = 1.3
+    flow_boost_min_p: float = 0.2
+    symbol_boost: float = 1.2
+    symbol_boost_min_p: float = 0.3
+    expansion_boost: float = 1.1
+    consensus_beta: float = 0.3
+    consensus_cap: float = 1.5
+    consensus_q0: float = 10.0
+    cutoffs: dict[str, int] = field(
+        default_factory=lambda: {"symbol": 20, "flow": 15, "concept": 60, "code": 40, "balanced": 40}
+    )
+    # registered retrievers beyond the four strategies: name -> raw weight (normalised with the profile's)
+    extra_weights: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class LateInteractionConfig:
+    """ColBERT-style MaxSim over token embeddings of the top fused hits."""
+
+    enabled: bool = True
+    model_path: str = ""
+    top_n: int = 30
+    doc_max_length: int = 256
+    weight: float = 0.5
+    memory_cache_items: int = 4096
+    dtype: str = "float16"
+    intents: list[str] = field(default_factory=list)  # run only for these dominant intents ([] = all)
+
+
+@dataclass
+class CrossEncoderConfig:
+    """Conditional cross-encoder. Off by default: no weights can be had offline."""
+
+    enabled: bool = False
+    model_path: str = ""
+    device: str = "auto"
+    batch_size: int = 16
+    max_length: int = 384
+    top_n: int = 20
+    intents: list[str] = field(default_factory=lambda: ["flow", "concept"])
+    min_query_words: int = 6
+    keywords: list[str] = field(default_factory=lambda: ["why", "how", "explain", "trace"])
+    cross_weight: float = 0.8
+    fused_weight: float = 0.2
+
+
+@dataclass
+class LtrConfig:
+    """Learning-to-rank reranking of the fused hits with a LightGBM model from `semantica train-ltr`.
+
+    Off until a model is trained: there is no model to ship, it is learned from mined labels."""
+
+    enabled: bool = False
+    model_path: str = ""  # the directory `semantica train-ltr --out` wrote (model.txt + ltr.json)
+    top_n: int = 50  # fused hits the model reorders (the rest keep their fused order, below them)
+    score_floor: float = 0.1  # reordered hits get scores in [score_floor, 1] so later stages can blend them
+
+
+@dataclass
+class RerankConfig:
+    """Which registered rerankers run after fusion, in this order (`serving.rerankers.registry.RERANKERS`)."""
+
+    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder", "repo_scope",
+                                                      "final_order"])
+
+
+@dataclass
+class LtrTrainConfig:
+    """Mining labelled feature vectors and training the LightGBM ranker (`semantica mine`, `train-ltr`)."""
+
+    mine_depth: int = 50  # fused hits mined per query (the candidates the model will reorder)
+    function_gain: int = 2  # label of a hit inside a gold function (SWE-bench)
+    file_gain: int = 1  # label of a hit in a gold file but outside the gold functions
+    objective: str = "lambdarank"
+    # small, heavily regularised trees: ~100 labelled queries overfit anything larger (leave-one-repo-out
+    # CV on the first 94 mined queries: 200 trees of 15 leaves lost 0.03 NDCG@10, these gained 0.11)
+    n_estimators: int = 100
+    learning_rate: float = 0.03
+    num_leaves: int = 3
+    min_child_samples: int = 200
+    eval_at: int = 10  # NDCG@eval_at is the training and report metric
+    seed: int = 13
+
+
+@dataclass
+class ContextConfig:
+    """Cited context packing."""
+
+    token_budget: int = 4000
+    fill_ratio: float = 0.95
+    context_lines: int = 2
+    max_block_lines: int = 24
+
+
+@dataclass
+class QueryConfig:
+    """Request validation and the in-process pipeline."""
+
+    default_k: int = 10
+    max_k: int = 200
+    max_query_chars: int = 20_000
+    query_cache_items: int = 256
+    file_rank_depth: int = 50
+    localize_test_factor: float = 0.5
+    localize_strategies: list[str] = field(default_factory=lambda: ["vector", "lexical"])
+    localize_path_boost: float = 5.0
+
+
+@dataclass
+class GranularConfig:
+    """Whole-file and function-level BM25 (semantica/granular.py) and how localization fuses them.
+
+    A file (function) at rank r in its granular list adds `file_weight / (rrf_k + r)`
+    (`function_weight / ...`) to its localization score, in the units of the fused strategy lists.
+    Candidates first: every function of the top `candidate_files` files becomes a function candidate,
+    and each function adds `file_prior_weight / (rrf_k + rank of its file)` (0 = off).
+    `query_repeats`: a query term counts as often as it occurs (an issue repeats what matters)."""
+
+    index: bool = True
+    enabled: bool = False
+    k: int = 200
+    query_repeats: bool = True
+    rrf_k: float = 60.0
+    file_weight: float = 0.0
+    function_weight: float = 0.0
+    candidate_files: int = 0
+    file_prior_weight: float = 0.0
+
+
+@dataclass
+class GraphOpsConfig:
+    """Exact structural answers (callers, callees, defs, refs, impls, imports) from the code graph."""
+
+    route_queries: bool = True  # `semantica query` answers a structural question from the graph first
+    route_depth: int = 1  # transitive depth of a routed question's answer
+    default_depth: int = 1  # `semantica callers ...` / POST /v1/graph without a depth
+    max_depth: int = 5  # a request deeper than this is refused (HTTP 422)
+    # a routed exact answer's score by resolution tier (bindings, unique name, bare name, unresolved), / depth
+    tier_scores: list[float] = field(default_factory=lambda: [1.0, 0.8, 0.5, 0.25])
+
+
+@dataclass
+class QuerySettings:
+    """The query sections of `Config`: what a search runs, how it fuses and reranks, what it returns."""
+
+    intent: IntentConfig = field(default_factory=IntentConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    late_interaction: LateInteractionConfig = field(default_factory=LateInteractionConfig)
+    cross_encoder: CrossEncoderConfig = field(default_factory=CrossEncoderConfig)
+    ltr: LtrConfig = field(default_factory=LtrConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    query: QueryConfig = field(default_factory=QueryConfig)
+    granular: GranularConfig = field(default_factory=GranularConfig)
+    graph_ops: GraphOpsConfig = field(default_factory=GraphOpsConfig)

@@ -1,0 +1,16 @@
+"""What a localizer model directory holds and which candidate settings it ranks: shared by the query-time
+stage (serving/core/localizer/stage.py), training (jobs/localizer) and per-repository adaptation at index
+time (semantica/localizer/adapt.py), so none of them imports another's package for a file name."""
+
+from __future__ import annotations
+
+from semantica.config import LocalizerConfig
+from semantica.localizer.features import CandidateConfig
+
+FILE_MODEL, FUNCTION_MODEL, META = "files.txt", "functions.txt", "meta.json"
+ADAPT_DIR = "adapt"  # a snapshot's own models (semantica/localizer/adapt.py), under its history/ directory
+
+
+def candidate_config(config: LocalizerConfig) -> CandidateConfig:
+    return CandidateConfig(config.file_list_depth, config.function_list_depth, config.max_file_candidates,
+                           config.max_function_candidates, config.top_files, config.test_factor, config.path_boost)
