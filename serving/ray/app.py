@@ -11,8 +11,8 @@ retriever fan-out, degraded handling, localisation, views, the response cache) o
 through `DeploymentHandle`s. Every deployment is one generic `StageDeployment` serving one stage of that
 same `build_stages(config)`, so no query logic lives here; a registered retriever gets its own
 `<Name>Retriever` deployment and a deployed reranker its own `<Name>` one (late_interaction -> LateInteraction),
-which loads the reranker's model (`warm_up`) before taking traffic. Each deployment takes its replicas / autoscaling / `ray_actor_options` from
-conf/serve.yaml.
+which loads the reranker's model (`warm_up`) before taking traffic. Each deployment takes its replicas /
+autoscaling / `ray_actor_options` from conf/serve.yaml.
 
 Errors are JSON with the status of their kind (`semantica.errors.ErrorKind`, docs/errors.md): 422
 (validation), 400 (`QueryError`), 404 (unknown repository), 503 (a mandatory stage - intent, fusion,

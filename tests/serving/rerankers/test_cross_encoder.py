@@ -110,7 +110,8 @@ def test_ordering_follows_blended_score(reranker: CrossEncoderReranker) -> None:
     assert [h.chunk_id for h in out] == sorted(expected, key=lambda cid: -expected[cid])
     for hit in out:
         assert hit.score == pytest.approx(expected[hit.chunk_id], abs=1e-6)
-        assert hit.scores["cross_encoder"] == pytest.approx(logits[[c.chunk_id for c in chunks].index(hit.chunk_id)]) and hit.chunk is not None
+        position = [c.chunk_id for c in chunks].index(hit.chunk_id)
+        assert hit.scores["cross_encoder"] == pytest.approx(logits[position]) and hit.chunk is not None
         assert "cross" in hit.explanation
 
 
