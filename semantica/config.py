@@ -113,6 +113,7 @@ class EncoderConfig:
     quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; docs/fast.md)
     runtime: str = "onnx"  # onnx (ONNX Runtime over a one-time export, no torch import) | torch (docs/fast.md)
     export_dir: str = ""  # where ONNX exports are cached by weights hash ("" = ~/.cache/semantica/onnx)
+    query_threads: int = 1  # ONNX intra-op threads for a one-text batch (a query; 0 = the batch session's)
 
 
 @dataclass
@@ -251,6 +252,7 @@ class TokenVectorsConfig:
     quantization: str = "pq"  # pq (FAISS product quantiser, pq_m bytes/token) | int8 (per-token scale) | float16
     pq_m: int = 64  # sub-quantisers (bytes per token) for pq; must divide the encoder width
     fit_sample_tokens: int = 50_000  # token vectors the projection is fitted on (first index per model)
+    fit_iterations: int = 25  # k-means iterations of the pq codec fit (FAISS's default; docs/fast.md)
     cache_segment_chunks: int = 2048  # chunks per content-addressed cache segment
 
 
