@@ -251,8 +251,8 @@ class TokenVectorsConfig:
     dim: int = 128  # int8/float16: PCA projection of the token outputs (0 = keep the encoder's width)
     quantization: str = "pq"  # pq (FAISS product quantiser, pq_m bytes/token) | int8 (per-token scale) | float16
     pq_m: int = 64  # sub-quantisers (bytes per token) for pq; must divide the encoder width
-    fit_sample_tokens: int = 50_000  # token vectors the projection is fitted on (first index per model)
-    fit_iterations: int = 25  # k-means iterations of the pq codec fit (FAISS's default; docs/fast.md)
+    fit_sample_tokens: int = 20_000  # token vectors the projection is fitted on (first index per model; docs/fast.md)
+    fit_iterations: int = 10  # k-means iterations of the pq codec fit (FAISS's default is 25; docs/fast.md)
     cache_segment_chunks: int = 2048  # chunks per content-addressed cache segment
 
 

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,8 @@ def run_variant(work: Path, name: str, overrides: list[str], files: list[str]) -
                                 "discover.include_globs=" + json.dumps(files), *overrides], environ={})
     indexer = Indexer(config, progress=False)
     indexer.runner.identity()  # the encoder loads (and exports once) outside the timing
-    entry: dict[str, Any] = {"variant": name, "overrides": overrides, "load_before": round(os.getloadavg()[0], 2)}
+    entry: dict[str, Any] = {"variant": name, "overrides": overrides, "load_before": round(os.getloadavg()[0], 2),
+                             "effective": {"encoder": asdict(config.encoder), "token_vectors": asdict(config.token_vectors)}}
     start = time.perf_counter()
     summary = indexer.index(str(REPO_ROOT), NAME)
     wall = time.perf_counter() - start
@@ -62,6 +64,7 @@ def run_variant(work: Path, name: str, overrides: list[str], files: list[str]) -
     for label, late in LATE.items():
         report = GoldenEval(pipeline, NAME, late_interaction=late).run(queries)
         entry[label] = {k: round(v, 4) for k, v in report.overall.items()}
+        entry[f"{label}_ndcg_by_intent"] = {i: round(m["NDCG@10"], 4) for i, m in report.by_intent.items()}
         entry[f"{label}_top5"] = [row["top"] for row in report.queries]
     entry["load_after"] = round(os.getloadavg()[0], 2)
     return entry
