@@ -113,7 +113,7 @@ class EncoderConfig:
     quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; docs/fast.md)
     runtime: str = "onnx"  # onnx (ONNX Runtime over a one-time export, no torch import) | torch (docs/fast.md)
     export_dir: str = ""  # where ONNX exports are cached by weights hash ("" = ~/.cache/semantica/onnx)
-    query_threads: int = 1  # ONNX intra-op threads for a one-text batch (a query; 0 = the batch session's)
+    query_threads: int = 0  # ONNX intra-op threads for a one-text batch (a query; 0 = the batch session; docs/fast.md)
 
 
 @dataclass
