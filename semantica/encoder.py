@@ -386,8 +386,12 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared_encoder(config: EncoderConfig) -> Encoder:
-    """One loaded model per (path, device, runtime) per process: model loads are too slow for a hot path."""
-    key = (config.model_path, config.device, config.model_id, config.quantize_int8, config.runtime, config.export_dir)
+    """One loaded model per encoder config per process: model loads are too slow for a hot path. The whole
+    config is the key: an encoder reads its lengths and batch sizes from its own config, so two configs that
+    differ only in `max_length` must not share one (a process comparing them would embed both alike)."""
+    import dataclasses
+
+    key = tuple(sorted((name, repr(value)) for name, value in dataclasses.asdict(config).items()))
     with _SHARED_LOCK:
         if key not in _SHARED:
             _SHARED[key] = Encoder(config)

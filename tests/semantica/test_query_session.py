@@ -45,3 +45,14 @@ def test_the_install_time_export_is_the_one_the_encoder_loads(tmp_path) -> None:
     bad = subprocess.run([sys.executable, "-m", "semantica.onnx_export", "--set", f"encoder.model_path={tmp_path}"],
                          cwd=REPO_ROOT, capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stdout.startswith("error: ") and len(bad.stdout.strip().splitlines()) == 1
+
+
+def test_shared_encoders_of_two_lengths_are_two_encoders() -> None:
+    """A process comparing two configs (a benchmark, a test) gets each its own lengths, never the first one's."""
+    from semantica.encoder import shared_encoder
+
+    long_text = "def f(x):\n" + "    y = x + 1\n" * 200
+    default, capped = shared_encoder(EncoderConfig()), shared_encoder(EncoderConfig(max_length=128))
+    assert shared_encoder(EncoderConfig()) is default and capped is not default
+    assert len(default.encode_tokens([long_text])[0]) == EncoderConfig().max_length - 2  # [CLS] and [SEP] dropped
+    assert len(capped.encode_tokens([long_text])[0]) == 128 - 2
