@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from semantica.config import LocalizerConfig
+from semantica.index_kinds.localizer import KIND as STORED_KIND
 from serving.core.localizer.blobcache import open_blob_cache
 from serving.core.localizer.features import (
     FILE_FEATURES,
@@ -148,10 +149,15 @@ class LearnedStage:
             return self._adapted[key]
 
     def snapshot(self, served: Any) -> Snapshot:
-        """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines)."""
+        """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines); its stored
+        localizer snapshot where the index holds one, else built here from its files (blob cache first)."""
         key = f"{served.repo}\x00{served.snapshot_id}"
         with self._lock:
             if key not in self._snapshots:
+                stored = served.index(STORED_KIND) if hasattr(served, "index") else None
+                if stored is not None:  # built at index time (the `localizer` index kind): no tokenizing here
+                    self._snapshots = {key: stored}
+                    return stored
                 texts = {p: "\n".join(served.file_lines(p)) for p in served.chunks_by_path if p.endswith(".py")}
                 self._snapshots = {key: self._builder.build(texts)}  # the newest snapshot only: memory stays flat
             return self._snapshots[key]
