@@ -1,7 +1,7 @@
 """Query latency with the localizer off and on, and the first query of a snapshot before and after the
 localizer snapshot is stored at index time (a benchmark, not a test):
 
-    python -m jobs.localizer.query_bench INSTANCES REPO WORK_DIR OUT.json [ON_OVERRIDE ...]
+    python -m jobs.localizer.query_bench INSTANCES REPO WORK_DIR OUT.json [--include GLOB ...] [--on OVERRIDE ...]
 
 Indexes REPO (its bare clone under $SEMANTICA_MIRRORS) at its first instance's base commit twice into
 WORK_DIR (the second index reuses the first one's embedding cache): once with the `localizer` index kind
@@ -9,12 +9,15 @@ written, once without. Then, in this one process:
 - first query: the localizer stage's time on the first query of a freshly opened snapshot, for the index
   without a stored snapshot (blob cache cold, then warm) and with one;
 - steady state: every instance's problem statement of REPO, `rounds` times, alternating the pipeline with
-  the localizer off and the one with ON_OVERRIDE (default: candidates-first + learned functions), the query
-  cache off; p50/p99 of each and their ratio.
+  the localizer off and the one with the `--on` overrides (default: candidates-first + learned functions), the
+  query cache off; p50/p99 of each and their ratio.
+`--include` restricts what is indexed (`discover.include_globs`): embedding a whole repository on 2 shared
+cores takes longer than the rest of the benchmark.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -53,16 +56,23 @@ def _first_query_ms(config: Config, repo: str, query: str) -> float:
 
 
 def main(argv: list[str]) -> int:
-    instances_file, repo, work_dir, out = argv[:4]
-    on = tuple(argv[4:]) or ON
-    work = Path(work_dir)
-    instances = [i for i in load_instances(instances_file) if i.repo == repo]
+    parser = argparse.ArgumentParser(prog="python -m jobs.localizer.query_bench")
+    parser.add_argument("instances")
+    parser.add_argument("repo")
+    parser.add_argument("work_dir")
+    parser.add_argument("out")
+    parser.add_argument("--include", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--on", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    args = parser.parse_args(argv)
+    repo, work, out, on = args.repo, Path(args.work_dir), args.out, tuple(args.on) or ON
+    include = (f"discover.include_globs={json.dumps(args.include)}",) if args.include else ()
+    instances = [i for i in load_instances(args.instances) if i.repo == repo]
     commit, queries = instances[0].base_commit, [i.problem_statement for i in instances]
     clone = str(mirror_clone(repo))
     index_s = {}
     for name, enabled in (("stored", "true"), ("unstored", "false")):
         start = time.perf_counter()
-        Indexer(_config(work, name, f"localizer.enabled={enabled}"), progress=False).index(clone, repo, commit)
+        Indexer(_config(work, name, *include, f"localizer.enabled={enabled}"), progress=False).index(clone, repo, commit)
         index_s[name] = round(time.perf_counter() - start, 1)
 
     cold_cache = work / "cold-blobs.sqlite"
@@ -90,7 +100,8 @@ def main(argv: list[str]) -> int:
                     stage.append(float(response.timings_ms[STAGE]))
     steady = {name: _summary(values) for name, values in total.items()}
     result = {
-        "repo": repo, "commit": commit, "queries": len(queries), "rounds": ROUNDS, "on": list(on),
+        "repo": repo, "commit": commit, "include": args.include, "queries": len(queries), "rounds": ROUNDS,
+        "on": list(on),
         "index_s": index_s, "first_query_localizer_ms": {k: round(v, 1) for k, v in first.items()},
         "query_ms": steady, "localizer_stage_ms": _summary(stage),
         "p50_ratio_on_off": round(steady["on"]["p50_ms"] / steady["off"]["p50_ms"], 3),

@@ -69,6 +69,16 @@ def test_stored_snapshot_ranks_as_the_one_built_from_the_served_files(repo, tmp_
     assert from_index.files[0][0] == "ledger/entries.py"
     assert "ledger/entries.py::reverse" in [k for k, _ in from_index.functions[:3]]
 
+    # the stage re-ranks today's dicts and keeps what earlier stages attached to them
+    voted = {"repo": REPO, "path": "ledger/accounts.py", "score": 0.5, "history": [{"sha": "abc"}]}
+    alone = LearnedStage(dataclasses.replace(config.localizer, today_weight=0.0))
+    files, functions = alone.apply(QUERY, [served], [voted], [{"repo": REPO, "function": "ledger/accounts.py::Account.balance",
+                                                               "score": 0.5, "history": [{"sha": "abc"}]}])
+    assert [f["path"] for f in files] == ["ledger/entries.py"]  # as many as today returned, the localizer's first
+    assert [f["function"] for f in functions] == [from_index.functions[0][0]]
+    files, _ = LearnedStage(dataclasses.replace(config.localizer, today_weight=5.0)).apply(QUERY, [served], [voted], [])
+    assert files == [{**voted, "score": files[0]["score"]}] and files[0]["score"] != voted["score"]
+
 
 def test_unchanged_python_files_are_linked_and_a_changed_one_rebuilt(repo, tmp_path):
     config = _config(tmp_path, True)

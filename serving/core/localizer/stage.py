@@ -175,8 +175,13 @@ class LearnedStage:
                            c.today_weight, c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],
                                [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
-        depth = max(len(files), 1)
-        return ([{"repo": repo, "path": p, "score": round(1.0 / (c.blend_rrf_k + n), 6)}
-                 for n, p in enumerate(file_order[:depth], 1)],
-                [{"repo": repo, "function": k, "score": round(1.0 / (c.blend_rrf_k + n), 6)}
-                 for n, k in enumerate(function_order[: max(len(functions), 1)], 1)])
+        return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),
+                _reordered(functions, "function", function_order, repo, c.blend_rrf_k))
+
+
+def _reordered(items: list[dict[str, Any]], field: str, order: list[str], repo: str, rrf_k: float) -> list[dict[str, Any]]:
+    """Today's dicts in the blended order (as many as today returned), each keeping what earlier stages attached
+    (history voters, ...) with its blended score; a key only the localizer found gets a new dict."""
+    known = {item[field]: item for item in items if item["repo"] == repo}
+    return [{**known.get(key, {"repo": repo, field: key}), "score": round(1.0 / (rrf_k + n), 6)}
+            for n, key in enumerate(order[: max(len(items), 1)], 1)]
