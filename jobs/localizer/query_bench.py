@@ -3,7 +3,7 @@ localizer snapshot is stored at index time (a benchmark, not a test):
 
     python -m jobs.localizer.query_bench INSTANCES REPO WORK_DIR OUT.json [--include GLOB ...] [--on OVERRIDE ...]
 
-Indexes REPO (its bare clone under $SEMANTICA_MIRRORS) at its first instance's base commit twice into
+Indexes REPO (its bare clone under $SEMANTICA_MIRRORS) at its first instance's base commit (or `--commit`) twice into
 WORK_DIR (the second index reuses the first one's embedding cache): once with the `localizer` index kind
 written, once without. Then, in this one process:
 - first query: the localizer stage's time on the first query of a freshly opened snapshot, for the index
@@ -62,12 +62,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("work_dir")
     parser.add_argument("out")
     parser.add_argument("--include", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--commit", default="", help="index this commit (default: the first instance's base commit)")
     parser.add_argument("--on", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args(argv)
     repo, work, out, on = args.repo, Path(args.work_dir), args.out, tuple(args.on) or ON
     include = (f"discover.include_globs={json.dumps(args.include)}",) if args.include else ()
     instances = [i for i in load_instances(args.instances) if i.repo == repo]
-    commit, queries = instances[0].base_commit, [i.problem_statement for i in instances]
+    commit, queries = args.commit or instances[0].base_commit, [i.problem_statement for i in instances]
     clone = str(mirror_clone(repo))
     index_s = {}
     for name, enabled in (("stored", "true"), ("unstored", "false")):
