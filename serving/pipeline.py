@@ -276,13 +276,13 @@ class SearchPipeline:
             lists, chunks, intent, depth, granular, plan.localize_multipliers if plan else None,  # planning
             history if self.config.history.enabled else None))
         attach_voters(files, functions, voters)
-        files = self.ranking_hooks.files(files, snapshots)  # trust and freshness in the file order
         if self.config.localizer.enabled:  # the learned localizer (serving/core/localizer/), blended into the lists
             try:
                 files, functions = timer.run("localizer", lambda: self.learned_localizer.apply(
                     request.query, snapshots, files, functions))
             except Exception as exc:  # optional stage: the fixed-fusion lists stand
                 degraded.append(degraded_entry("localizer", exc))
+        files = self.ranking_hooks.files(files, snapshots)  # trust and freshness in the final file order
         used = self._knowledge(request.query, snapshots, timer, degraded)
         hits = self.knowledge.boost(hits, used, chunks, request.k)
         budget = self.config.context.token_budget if request.context_budget is None else request.context_budget
