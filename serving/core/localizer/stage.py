@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from semantica.config import LocalizerConfig
+from semantica.index_kinds.localizer import KIND as STORED_KIND
 from semantica.localizer.blobcache import open_blob_cache
 from semantica.localizer.features import (
     FILE_FEATURES,
@@ -141,10 +142,15 @@ class LearnedStage:
             return self._adapted[key]
 
     def snapshot(self, served: Any) -> Snapshot:
-        """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines)."""
+        """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines); its stored
+        localizer snapshot where the index holds one, else built here from its files (blob cache first)."""
         key = f"{served.repo}\x00{served.snapshot_id}"
         with self._lock:
             if key not in self._snapshots:
+                stored = served.index(STORED_KIND) if hasattr(served, "index") else None
+                if stored is not None:  # built at index time (the `localizer` index kind): no tokenizing here
+                    self._snapshots = {key: stored}
+                    return stored
                 texts = {p: "\n".join(served.file_lines(p)) for p in served.chunks_by_path if p.endswith(".py")}
                 self._snapshots = {key: self._builder.build(texts)}  # the newest snapshot only: memory stays flat
             return self._snapshots[key]
@@ -162,8 +168,13 @@ class LearnedStage:
                            c.today_weight, c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],
                                [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
-        depth = max(len(files), 1)
-        return ([{"repo": repo, "path": p, "score": round(1.0 / (c.blend_rrf_k + n), 6)}
-                 for n, p in enumerate(file_order[:depth], 1)],
-                [{"repo": repo, "function": k, "score": round(1.0 / (c.blend_rrf_k + n), 6)}
-                 for n, k in enumerate(function_order[: max(len(functions), 1)], 1)])
+        return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),
+                _reordered(functions, "function", function_order, repo, c.blend_rrf_k))
+
+
+def _reordered(items: list[dict[str, Any]], field: str, order: list[str], repo: str, rrf_k: float) -> list[dict[str, Any]]:
+    """Today's dicts in the blended order (as many as today returned), each keeping what earlier stages attached
+    (history voters, ...) with its blended score; a key only the localizer found gets a new dict."""
+    known = {item[field]: item for item in items if item["repo"] == repo}
+    return [{**known.get(key, {"repo": repo, field: key}), "score": round(1.0 / (rrf_k + n), 6)}
+            for n, key in enumerate(order[: max(len(items), 1)], 1)]

@@ -70,3 +70,14 @@ def test_learned_blend_replaces_the_lists_and_a_failure_raises_or_degrades():
     errors = []
     files, _ = tail.run(inputs, lambda ranked: ranked, broken, on_learned_error=errors.append)
     assert paths(files) == ["shop/shipping.py", "shop/billing.py"] and [str(e) for e in errors] == ["no model"]
+
+
+def test_the_file_order_comes_after_the_learned_blend():
+    """Trust and freshness have the last word: a learned blend must not undo a demotion."""
+    tail, inputs = tail_and_inputs("localizer.enabled=true")
+    blended = [{"repo": R, "path": "shop/billing.py"}, {"repo": R, "path": "shop/shipping.py"}]
+    seen = []
+    files, _ = tail.run(inputs, lambda ranked: seen.append(paths(ranked)) or list(reversed(ranked)),
+                        lambda files, functions: (blended, functions))
+    assert seen == [["shop/billing.py", "shop/shipping.py"]]  # the order saw the blend's answer
+    assert paths(files) == ["shop/shipping.py", "shop/billing.py"]
