@@ -22,7 +22,8 @@ LISTS = {Strategy.VECTOR: [("c1", 1), ("c2", 2), ("c3", 3)], Strategy.LEXICAL: [
 
 
 def tail_and_inputs(*overrides: str):
-    config = load_config(None, list(overrides), environ={})
+    """The tail with the learned step off unless an override turns it on (it is on by default)."""
+    config = load_config(None, ["localizer.enabled=false", *overrides], environ={})
     stages = build_stages(config)
     intent = stages.intent.classify("which courier ships a heavy parcel")
     return stages.localization, LocalizationInputs(LISTS, CHUNKS, intent, depth=10)
@@ -32,7 +33,7 @@ def paths(ranked):
     return [item["path"] for item in ranked]
 
 
-def test_fixed_fusion_then_the_file_order_and_no_learned_step_by_default():
+def test_fixed_fusion_then_the_file_order_and_no_learned_step_when_off():
     tail, inputs = tail_and_inputs()
     seen = []
     files, functions = tail.run(inputs, lambda ranked: seen.append(paths(ranked)) or list(reversed(ranked)),
