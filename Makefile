@@ -28,7 +28,7 @@ demo: install
 	$(PY) -m jobs.demo
 
 test: install
-	$(PY) -m pytest -q --timeout=900
+	$(PY) -m pytest -q --timeout=900 --durations=25  # the slowest tests, so a regression in suite time shows in CI logs
 
 bench: install
 	$(PY) -m jobs.bench
