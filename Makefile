@@ -27,8 +27,9 @@ demo: install
 	$(PY) -m jobs.cli repos
 	$(PY) -m jobs.demo
 
+# --durations: the slowest tests, so a test that grows shows in CI logs (docs/reliability.md)
 test: install
-	$(PY) -m pytest -q --timeout=900 --durations=25  # the slowest tests, so a regression in suite time shows in CI logs
+	$(PY) -m pytest -q --timeout=900 --durations=25
 
 bench: install
 	$(PY) -m jobs.bench
