@@ -29,8 +29,11 @@ demo: install
 	$(PY) -m jobs.cli repos
 	$(PY) -m jobs.demo
 
+# --durations: the slowest tests, so a test that grows shows in CI logs (docs/reliability.md). PYTHONPATH: this
+# checkout's code in pytest, its CLI subprocesses and Ray's workers, even when .venv was installed from another one
+test: export PYTHONPATH := $(CURDIR)
 test: install
-	$(PY) -m pytest -q --timeout=900
+	$(PY) -m pytest -q --timeout=900 --durations=25
 
 bench: install
 	$(PY) -m jobs.bench
