@@ -3,7 +3,10 @@
 (and with the adapted localizer) over the same snapshot, queries alternating between the pipelines.
 
     python -m jobs.eval.history_cost --repo GIT_DIR --name OWNER/NAME --out FILE.json [--queries FILE.jsonl]
-        [--rounds N] [--set key=value ...]
+        [--rounds N] [--no-adapt] [--set key=value ...]
+
+`--no-adapt` leaves out the adapted-localizer index run and query variant (queries then run over the
+snapshot indexed with history).
 
 Every index run gets its own index root; the first run (history off) also warms the shared embedding and
 parse caches, so the history runs are compared with a second, warm run without history. The history runs
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo-filter", default="")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-index-cost", action="store_true")
+    parser.add_argument("--no-adapt", action="store_true", help="no history.adapt run or adapted-localizer variant")
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args(argv)
     work = Path(args.work)
@@ -99,8 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     plan = [("off-cold", ["history.index=false"]), ("off", ["history.index=false"]),
             ("history", ["history.index=true"]),
             ("history+adapt", ["history.index=true", "history.adapt.enabled=true"])]
+    if args.no_adapt:
+        plan = plan[:-1]
     if args.skip_index_cost:  # one run: the history stages' share of it is the ratio (`stage_ratio`)
-        plan = [("history+adapt", plan[-1][1])]
+        plan = [plan[-1]]
     for label, overrides in plan:
         run = index_run(args.repo, args.name, work, label, [*args.set, *overrides])
         print(json.dumps(run), flush=True)
@@ -119,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         report["index_ratio"] = {label: round(by[label]["wall_s"] / off["wall_s"], 3) for label in by}
         report["per_1000_commits"] = {label: {"extra_s": round(1000 * (by[label]["wall_s"] - off["wall_s"]) / commits, 1),
                                               "history_bytes": round(1000 * by[label]["history_bytes"] / commits)}
-                                      for label in ("history", "history+adapt")}
+                                      for label in ("history", "history+adapt") if label in by}
     if args.queries:
         queries = [json.loads(line)["problem_statement"] for line in Path(args.queries).read_text().splitlines()
                    if line.strip() and (not args.repo_filter or json.loads(line)["repo"] == args.repo_filter)]
@@ -128,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
                     "+ history + priors": ["history.enabled=true", "history.file_weight=0.5",
                                            "history.function_weight=0.5", "history.prior_weight=0.25"],
                     "+ adapted localizer": ["history.enabled=false", "localizer.enabled=true"]}
-        report["query"] = query_runs(by["history+adapt"]["index_root"], work / "cache", queries, args.rounds,
-                                     variants, args.set)
+        if args.no_adapt:
+            del variants["+ adapted localizer"]
+        report["query"] = query_runs(runs[-1]["index_root"], work / "cache", queries, args.rounds, variants, args.set)
         print(json.dumps(report["query"], indent=1))
     report["load_average_end"] = list(__import__("os").getloadavg())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
