@@ -3,7 +3,7 @@
 (and with the adapted localizer) over the same snapshot, queries alternating between the pipelines.
 
     python -m jobs.eval.history_cost --repo GIT_DIR --name OWNER/NAME --out FILE.json [--queries FILE.jsonl]
-        [--rounds N] [--no-adapt] [--set key=value ...]
+        [--rounds N] [--limit N] [--no-adapt] [--set key=value ...]
 
 `--no-adapt` leaves out the adapted-localizer index run and query variant (queries then run over the
 snapshot indexed with history). `--runs LABELS --append-to REPORT` adds (or redoes) some index runs of
@@ -56,8 +56,9 @@ def query_runs(index_root: str, cache: Path, queries: list[str], rounds: int, va
                base: list[str]) -> dict[str, Any]:
     from serving.pipeline import SearchPipeline, SearchRequest
 
+    fresh = "query.query_cache_items=0"  # every round searches: a cached answer would time the cache
     pipelines = {label: SearchPipeline(load_config(None, [f"paths.index_root={index_root}", f"paths.cache_dir={cache}",
-                                                          *base, *extra], environ={}))
+                                                          fresh, *base, *extra], environ={}))
                  for label, extra in variants.items()}
     for pipeline in pipelines.values():  # warm-up: snapshot open, models and BM25 loaded
         pipeline.search(SearchRequest(query=queries[0], k=10))
@@ -72,14 +73,14 @@ def query_runs(index_root: str, cache: Path, queries: list[str], rounds: int, va
                 for stage in ("history", "localizer"):
                     if stage in response.timings_ms:
                         stage_ms[label].setdefault(stage, []).append(response.timings_ms[stage])
-    out = {}
+    out: dict[str, Any] = {"queries": len(queries), "rounds": rounds}
     for label, values in times.items():
         v = np.array(values)
         out[label] = {"n": len(v), "p50_ms": round(float(np.percentile(v, 50)), 1),
                       "p99_ms": round(float(np.percentile(v, 99)), 1),
                       "stage_p50_ms": {s: round(float(np.median(x)), 1) for s, x in stage_ms[label].items()}}
-    first = next(iter(out))
-    for label in out:
+    first = next(iter(pipelines))
+    for label in pipelines:
         out[label]["p50_ratio"] = round(out[label]["p50_ms"] / out[first]["p50_ms"], 3)
         out[label]["p99_ratio"] = round(out[label]["p99_ms"] / out[first]["p99_ms"], 3)
     return out
@@ -126,10 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--queries", default="")
     parser.add_argument("--repo-filter", default="")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1, help="passes over the queries (the history retriever "
+                        "keeps a few recent queries' votes: more than 1 times that cache)")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many queries (0: all)")
     parser.add_argument("--skip-index-cost", action="store_true")
     parser.add_argument("--no-adapt", action="store_true", help="no history.adapt run or adapted-localizer variant")
-    parser.add_argument("--runs", default="", help="only these index runs (comma-separated labels of PLAN)")
+    parser.add_argument("--runs", default="", help="only these index runs (comma-separated labels of PLAN; 'none')")
     parser.add_argument("--append-to", default="", help="a report of an earlier run: its runs and queries are kept")
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args(argv)
@@ -161,9 +164,13 @@ def main(argv: list[str] | None = None) -> int:
                     "+ history": ["history.enabled=true", "history.file_weight=0.5", "history.function_weight=0.5"],
                     "+ history + priors": ["history.enabled=true", "history.file_weight=0.5",
                                            "history.function_weight=0.5", "history.prior_weight=0.25"],
+                    "+ localizer": ["history.enabled=false", "localizer.enabled=true"],
+                    "+ localizer with history features": ["history.enabled=false", "localizer.enabled=true",
+                                                          "localizer.history_features=true"],
                     "+ adapted localizer": ["history.enabled=false", "localizer.enabled=true"]}
         if args.no_adapt:
             del variants["+ adapted localizer"]
+        queries = queries[: args.limit or None]
         served = next(r for r in sorted(runs, key=lambda r: r["label"] != "history+adapt") if r["history_bytes"])
         report["query"] = query_runs(served["index_root"], work / "cache", queries, args.rounds, variants, args.set)
         print(json.dumps(report["query"], indent=1))
