@@ -28,6 +28,8 @@ class HistoryCache:
         with self._db:
             self._db.execute("CREATE TABLE IF NOT EXISTS commits (key TEXT, sha TEXT, record TEXT, "
                              "PRIMARY KEY (key, sha))")
+            self._db.execute("CREATE TABLE IF NOT EXISTS renames (key TEXT, sha TEXT, pairs TEXT, "
+                             "PRIMARY KEY (key, sha))")
 
     def get_many(self, shas: Iterable[str]) -> dict[str, CommitRecord | None]:
         """Cached shas -> record (None: the commit changed no Python file); unknown shas are absent."""
@@ -47,6 +49,25 @@ class HistoryCache:
         with self._lock, self._db:
             self._db.executemany("INSERT OR REPLACE INTO commits VALUES (?, ?, ?)",
                                  [(self.key, sha, json.dumps(r.to_dict()) if r else "") for sha, r in records.items()])
+
+    def get_renames(self, shas: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+        """Scanned shas -> the `.py` renames (old, new) each made against its first parent ([] for none); shas
+        never scanned are absent. Renames are facts of a commit, so they do not depend on the parse key."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        shas = list(shas)
+        with self._lock:
+            for start in range(0, len(shas), 500):
+                batch = shas[start: start + 500]
+                rows = self._db.execute(
+                    f"SELECT sha, pairs FROM renames WHERE key = ? AND sha IN ({','.join('?' * len(batch))})",
+                    [CACHE_VERSION, *batch]).fetchall()
+                out.update((sha, [tuple(p) for p in json.loads(pairs)]) for sha, pairs in rows)
+        return out
+
+    def put_renames(self, renames: dict[str, list[tuple[str, str]]]) -> None:
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO renames VALUES (?, ?, ?)",
+                                 [(CACHE_VERSION, sha, json.dumps(pairs)) for sha, pairs in renames.items()])
 
     def close(self) -> None:
         self._db.close()

@@ -151,3 +151,25 @@ def test_votes_follow_renames_up_to_the_snapshot_only(repo, tmp_path):
     assert "pkg/rows.py" in [v.key for v in moved.files]
     kept = HistorySearcher(reader.read(work, before), config()).index.votes("render drops whitespace")
     assert [v.key for v in kept.functions] == ["pkg/parser.py::render"]  # the later rename is not followed
+
+
+def test_reindex_takes_renames_from_the_cache_and_keeps_the_time_cut(repo, tmp_path, monkeypatch):
+    import semantica.history.reader as reader_module
+
+    work = tmp_path / "w4"
+    subprocess.run(["git", "clone", "-q", str(repo["git_dir"]), str(work)], check=True)
+    before = git(work, "rev-parse", "HEAD")
+    git(work, "mv", "pkg/parser.py", "pkg/rows.py")
+    git(work, "commit", "-q", "-m", "Move the parser module to rows.py", when=T0 + 50 * DAY)
+    after = git(work, "rev-parse", "HEAD")
+    first = HistoryReader(config(), tmp_path / "r.sqlite").read(work, after)
+
+    def no_git_log(*_args: object) -> dict:
+        raise AssertionError("a re-index of scanned commits must not scan git for renames")
+    monkeypatch.setattr(reader_module, "python_renames", no_git_log)
+    again = HistoryReader(config(), tmp_path / "r.sqlite").read(work, after)  # a fresh reader: disk cache only
+    assert [(r.sha, r.files, r.functions) for r in again.records] == [(r.sha, r.files, r.functions) for r in first.records]
+    assert "pkg/rows.py" in {f for r in again.records for f in r.files} and again.renamed_paths == first.renamed_paths > 0
+    earlier = HistoryReader(config(), tmp_path / "r.sqlite").read(work, before)  # cached, the later rename not applied
+    assert "pkg/parser.py" in {f for r in earlier.records for f in r.files}
+    assert "pkg/rows.py" not in {f for r in earlier.records for f in r.files} and earlier.renamed_paths == 0
