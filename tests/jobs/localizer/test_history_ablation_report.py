@@ -1,6 +1,6 @@
 """The history ablation summary (jobs/localizer/history_ablation.py) over the committed train-localizer
 reports: deltas are with-history minus without, per level and repository, and reports trained on other
-folds or queries are refused."""
+folds or labelled commits are refused."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ def test_reports_of_other_folds_or_queries_are_refused(reports, tmp_path):
     with pytest.raises(AblationError, match="folds"):
         summarize(with_history, other_folds)
     fewer = copy.deepcopy(without)
-    fewer["levels"]["files"]["learned"]["queries"] -= 1
-    with pytest.raises(AblationError, match="held-out queries"):
+    first = next(iter(fewer["corpus"]["repositories"]))
+    fewer["corpus"]["repositories"][first] -= 1
+    with pytest.raises(AblationError, match="labelled commits"):
         summarize(with_history, fewer)
     paths = [tmp_path / "with.json", tmp_path / "without.json"]
     for path, report in zip(paths, (with_history, other_folds)):
