@@ -138,13 +138,18 @@ def test_age_decay_prefers_the_recent_commit(repo):
     assert decayed.weight(record, 2.0, 2.0) == pytest.approx(0.5 ** 4)  # 20 days old, half-life 5 days
 
 
-def test_votes_follow_renames_up_to_the_snapshot_only(repo, tmp_path):
-    work = tmp_path / "w3"
+def _renamed_clone(repo, work: Path) -> tuple[str, str]:
+    """A clone of `repo` whose newest commit renames pkg/parser.py to pkg/rows.py: (before, after) shas."""
     subprocess.run(["git", "clone", "-q", str(repo["git_dir"]), str(work)], check=True)
     before = git(work, "rev-parse", "HEAD")
     git(work, "mv", "pkg/parser.py", "pkg/rows.py")
     git(work, "commit", "-q", "-m", "Move the parser module to rows.py", when=T0 + 50 * DAY)
-    after = git(work, "rev-parse", "HEAD")
+    return before, git(work, "rev-parse", "HEAD")
+
+
+def test_votes_follow_renames_up_to_the_snapshot_only(repo, tmp_path):
+    work = tmp_path / "w3"
+    before, after = _renamed_clone(repo, work)
     reader = HistoryReader(config(), tmp_path / "r.sqlite")
     moved = HistorySearcher(reader.read(work, after), config()).index.votes("render drops whitespace")
     assert [v.key for v in moved.functions] == ["pkg/rows.py::render"]
@@ -157,11 +162,7 @@ def test_reindex_takes_renames_from_the_cache_and_keeps_the_time_cut(repo, tmp_p
     import semantica.history.reader as reader_module
 
     work = tmp_path / "w4"
-    subprocess.run(["git", "clone", "-q", str(repo["git_dir"]), str(work)], check=True)
-    before = git(work, "rev-parse", "HEAD")
-    git(work, "mv", "pkg/parser.py", "pkg/rows.py")
-    git(work, "commit", "-q", "-m", "Move the parser module to rows.py", when=T0 + 50 * DAY)
-    after = git(work, "rev-parse", "HEAD")
+    before, after = _renamed_clone(repo, work)
     first = HistoryReader(config(), tmp_path / "r.sqlite").read(work, after)
 
     def no_git_log(*_args: object) -> dict:
