@@ -42,7 +42,7 @@ class LocalizerConfig:
     today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
     learned_weight: float = 1.0
     blend_rrf_k: float = 60.0
-    history_features: bool = False  # corpus features: history votes and priors (else NaN, as before)
+    history_features: bool = False  # history votes and priors as features, mined and at query time (else NaN)
     history_max_commits: int = 3000  # ... from at most this many newest commits at or before each snapshot
     history_functions: bool = False  # ... and function-level ones (parses every changed file: CPU)
     snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,

@@ -23,6 +23,7 @@ from semantica.localizer.features import (
     CandidateSet,
     HistorySignals,
 )
+from semantica.localizer.history_input import SnapshotHistory
 from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config
 from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 
@@ -112,6 +113,7 @@ class LearnedStage:
         self._localizer: LearnedLocalizer | None = None
         self._adapted: dict[str, LearnedLocalizer] = {}  # snapshot key -> its adapted localizer (the newest only)
         self._snapshots: dict[str, Snapshot] = {}
+        self._histories: dict[str, SnapshotHistory] = {}  # snapshot key -> its history inputs (the newest only)
         self._builder = SnapshotBuilder(open_blob_cache(config.blob_cache_file, cache_dir))
         self._lock = threading.Lock()
 
@@ -155,14 +157,29 @@ class LearnedStage:
                 self._snapshots = {key: self._builder.build(texts)}  # the newest snapshot only: memory stays flat
             return self._snapshots[key]
 
+    def history(self, served: Any, query: str) -> HistorySignals | None:
+        """The snapshot's history votes and priors as the corpus miner computes them (`localizer.history_features`);
+        None when that is off or the snapshot stores no history (the model then sees NaN, as without history)."""
+        if not self.config.history_features:
+            return None
+        searcher = getattr(served, "history", None)
+        if searcher is None:
+            return None
+        key = f"{served.repo}\x00{served.snapshot_id}"
+        with self._lock:
+            if key not in self._histories:
+                self._histories = {key: SnapshotHistory(searcher, self.config.history_functions)}
+            inputs = self._histories[key]
+        return inputs.signals(query)
+
     def apply(self, query: str, served: Sequence[Any], files: list[dict[str, Any]],
               functions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Today's file and function dicts, re-ranked; a query over several repositories is left as it is."""
         if len(served) != 1:
             return files, functions
         repo = served[0].repo
-        ranked = self.localizer_for(served[0]).rank(self.snapshot(served[0]), query, None, self.config.learned_files,
-                                       self.config.learned_functions)
+        ranked = self.localizer_for(served[0]).rank(self.snapshot(served[0]), query, self.history(served[0], query),
+                                                    self.config.learned_files, self.config.learned_functions)
         c = self.config
         file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],
                            c.today_weight, c.learned_weight, c.blend_rrf_k)
