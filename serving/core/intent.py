@@ -179,6 +179,15 @@ def _is_path(token: str) -> bool:
     return is_directory or (norm.count("/") >= 2 and len(segments) >= 3)
 
 
+def identifier_only(text: str, max_words: int = SHORT_QUERY_WORDS) -> bool:
+    """Whether the query is nothing but identifiers (plain or dotted), at most `max_words` of them: a lookup whose
+    answer is where those names are defined, not a description to match against file text."""
+    words = text.split()
+    if not 0 < len(words) <= max_words or not all(_IDENT.fullmatch(x) or _DOTTED.fullmatch(x) for x in words):
+        return False
+    return len(words) == 1 or any(_is_dotted(x) or _is_camel(x) or _is_snake(x) for x in words)  # not plain words
+
+
 def _is_module(dotted: str) -> bool:
     """`os.path`, `semantica.config`: every part lowercase, at least two characters."""
     parts = dotted.split(".")

@@ -26,6 +26,7 @@ from semantica.localizer.features import (
 from semantica.localizer.history_input import SnapshotHistory
 from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config
 from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
+from serving.core.intent import identifier_only
 
 
 class LocalizerModelError(ValueError):
@@ -174,8 +175,9 @@ class LearnedStage:
 
     def apply(self, query: str, served: Sequence[Any], files: list[dict[str, Any]],
               functions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Today's file and function dicts, re-ranked; a query over several repositories is left as it is."""
-        if len(served) != 1:
+        """Today's file and function dicts, re-ranked; a query over several repositories, or a bare identifier
+        lookup (`skip_identifier_queries`), is left as it is."""
+        if len(served) != 1 or (self.config.skip_identifier_queries and identifier_only(query)):
             return files, functions
         repo = served[0].repo
         ranked = self.localizer_for(served[0]).rank(self.snapshot(served[0]), query, self.history(served[0], query),

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from semantica.config import IntentConfig
-from serving.core.intent import INTENTS, Intent, IntentClassifier, IntentResult
+from serving.core.intent import INTENTS, Intent, IntentClassifier, IntentResult, identifier_only
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +133,12 @@ def test_intent_parse_errors() -> None:
     assert Intent.parse("FLOW") is Intent.FLOW
     with pytest.raises(ValueError, match="known intents"):
         Intent.parse("vibes")
+
+
+@pytest.mark.parametrize(("query", "lookup"), [
+    ("SnapshotWriter", True), ("JSONDecoder.raw_decode", True), ("load_config path", True), ("snapshot", True),
+    ("parse config file", False), ("where is the snapshot written", False), ("fix: crash in foo()", False),
+    ("a_b c_d e_f g_h", False),  # more than SHORT_QUERY_WORDS
+])
+def test_identifier_only_tells_a_name_lookup_from_a_description(query, lookup):
+    assert identifier_only(query) is lookup

@@ -26,3 +26,17 @@ def test_enabled_localizer_reranks_files_and_functions_and_is_timed(indexed_self
     # training_rows lives in semantica/localizer/fit.py; jobs/localizer/train.py trains with it
     assert response.files and response.files[0]["path"] in TRAINING_MODULES
     assert any(f["function"].endswith("training_rows") for f in response.functions[:10])
+
+
+def test_an_identifier_lookup_keeps_the_defining_file_first(indexed_self):
+    """The cheap text lists rank files that mention `snapshot` and `writer` often above the one file that defines
+    `SnapshotWriter`; a bare identifier lookup therefore keeps today's file order (skip_identifier_queries)."""
+    request = SearchRequest(query="SnapshotWriter", repos=[indexed_self.name], k=3)
+    kept = SearchPipeline(indexed_self.config).search(request)
+    assert indexed_self.config.localizer.enabled and indexed_self.config.localizer.skip_identifier_queries
+    assert kept.files[0]["path"] == "pipelines/write.py"
+    base = indexed_self.config
+    blended_config = dataclasses.replace(base, localizer=dataclasses.replace(base.localizer,
+                                                                             skip_identifier_queries=False))
+    blended = SearchPipeline(blended_config).search(request)
+    assert [f["path"] for f in blended.files] != [f["path"] for f in kept.files]  # the switch is what keeps it
