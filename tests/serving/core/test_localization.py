@@ -8,7 +8,6 @@ import pytest
 
 from jobs.eval.replay import ChunkRef
 from semantica.config import load_config
-from semantica.hits import Strategy
 from serving.core.localization import LocalizationInputs
 from serving.stages import build_stages
 
@@ -18,7 +17,7 @@ CHUNKS = {
     "c2": ChunkRef(R, "shop/billing.py", "invoice_total", "function"),
     "c3": ChunkRef(R, "shop/shipping.py", "parcel_weight", "function"),
 }
-LISTS = {Strategy.VECTOR: [("c1", 1), ("c2", 2), ("c3", 3)], Strategy.LEXICAL: [("c3", 1), ("c1", 2)]}
+LISTS = {"vector": [("c1", 1), ("c2", 2), ("c3", 3)], "lexical": [("c3", 1), ("c1", 2)]}
 
 
 def tail_and_inputs(*overrides: str):
