@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from semantica.config import DecomposeConfig, PlanningConfig
+from semantica.config import ConfigError, DecomposeConfig, MultiHopConfig, PlanningConfig
 from serving.core.intent import IntentClassifier
 from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
@@ -208,3 +208,17 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
         answered = _search(ledger_index, REPORT, *planning)
         assert replayed.files == [f["path"] for f in answered.files]
         assert replayed.functions == [f["function"] for f in answered.functions]
+
+
+def test_conf_names_are_checked_against_the_retriever_registry():
+    with pytest.raises(ConfigError, match=r"planning\.decompose\.direct_into: unknown strategy 'vectr'.*vector"):
+        ListMerger(PlanningConfig(decompose=DecomposeConfig(direct_into=["vectr"])))
+    with pytest.raises(ConfigError, match=r"planning\.multihop\.seed_from: unknown strategy 'nope'"):
+        ListMerger(PlanningConfig(multihop=MultiHopConfig(seed_from=["nope"])))
+    # a registered retriever that owns no LTR feature (history) is routed to like a built-in
+    config = PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND), routes={"calls.symbol": ["History"]},
+                                                      main_weight=0.5))
+    main = {"history": [("a", 1), ("b", 2)], "symbol": [("s", 1)]}
+    calls = SubQueryLists(SubQueryKind.CALLS, "latex", {"symbol": [("b", 1)]})
+    routed = ListMerger(config).merge(main, [calls])
+    assert [c for c, _ in routed["history"]] == ["b", "a"] and routed["symbol"] == main["symbol"]
