@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from semantica.config import GranularConfig, HistoryConfig, QueryConfig
@@ -13,7 +13,6 @@ from serving.core.fusion import ExpansionMatcher, WeightedRRF
 from serving.core.granular_fusion import GranularFusion, GranularLists
 from serving.core.history_fusion import HistoryFusion, HistoryLists
 from serving.core.intent import IntentResult
-from serving.retrievers.registry import conf_retriever_names
 
 FUNCTION_KINDS = frozenset({"function", "method"})
 PATH_MATCH = "path"
@@ -34,10 +33,13 @@ class Localizer:
     """
 
     def __init__(self, config: QueryConfig, fusion: WeightedRRF, granular: GranularConfig | None = None,
-                 history: HistoryConfig | None = None) -> None:
+                 history: HistoryConfig | None = None, voters: Iterable[str] | None = None) -> None:
+        """`voters`: the registered names of `query.localize_strategies` (`build_stages` checks them against
+        the retriever registry, which core does not import); by default the conf names, case folded."""
         self.config = config
         self.fusion = fusion
-        self.voters = set(conf_retriever_names(config.localize_strategies, "query.localize_strategies"))
+        self.voters = set(voters if voters is not None else
+                          (name.strip().lower() for name in config.localize_strategies))
         self.granular = GranularFusion(granular or GranularConfig())
         self.history = HistoryFusion(history or HistoryConfig())
 
