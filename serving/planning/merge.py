@@ -31,7 +31,7 @@ MAIN_SOURCE = "main"
 
 @dataclass
 class SubQueryLists:
-    """One sub-query's ranked lists: by strategy value, or `direct` for a frame/path lookup."""
+    """One sub-query's ranked lists: by retriever name, or `direct` for a frame/path lookup."""
 
     kind: SubQueryKind
     text: str
