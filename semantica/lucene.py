@@ -149,9 +149,9 @@ class LuceneShardSearcher:
         if not terms or k <= 0:
             return []
         try:
-            with JNI_CALLS:
+            with JNI_CALLS:  # only the method call: reading the hits' fields binds no shared method object
                 hits = self._searcher.search(terms, int(k))
-                return [(hit.docid, float(hit.score)) for hit in hits]
+            return [(hit.docid, float(hit.score)) for hit in hits]
         except Exception as exc:  # a Java exception must not reach the caller raw
             raise LuceneError(f"lexical search failed: {exc}") from exc
 

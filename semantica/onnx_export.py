@@ -164,3 +164,32 @@ def _quantize(fp32_path: Path, int8_path: Path) -> ExportedModel:
         tmp.unlink(missing_ok=True)
         raise ExportError(f"int8 quantisation of {fp32_path} failed: {exc}") from exc
     return _publish(tmp, int8_path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m semantica.onnx_export [--set section.field=value]`: make the configured encoder's export now
+    (`make install` runs it), so the first query of a fresh install loads a graph instead of importing torch."""
+    import argparse
+
+    from semantica.config import load_config
+    from semantica.encoder import EncoderLoadError, Runtime, encoder_identity
+
+    parser = argparse.ArgumentParser(description=main.__doc__.split("\n")[0] if main.__doc__ else None)
+    parser.add_argument("--config", default=None, help="YAML config (default: conf/default.yaml)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="section.field=value")
+    args = parser.parse_args(argv)
+    config = load_config(args.config, args.overrides)
+    if Runtime.parse(config.encoder.runtime) is not Runtime.ONNX:
+        print(f"encoder.runtime is {config.encoder.runtime!r}: nothing to export")
+        return 0
+    try:
+        model_id, _ = encoder_identity(config.encoder)
+    except (ExportError, EncoderLoadError) as exc:
+        print(f"error: {exc}")
+        return 1
+    print(f"ONNX export ready: {model_id}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

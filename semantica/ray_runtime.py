@@ -90,7 +90,14 @@ def start_ray(config: RayConfig, address: str | None = None, serve: bool = False
         ray.init(address=address, log_to_driver=False)
     else:
         runtime_env = {"worker_process_setup_hook": REPLICA_SETUP_HOOK} if serve else None
+        if serve:  # the node's processes inherit this environment, Serve's controller among them
+            os.environ.setdefault(SERVE_PROXY_READY_ENV, f"{config.serve_proxy_ready_s:g}")
         init_local_node(config, runtime_env)
+
+
+SERVE_PROXY_READY_ENV = "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"
+"""How long Serve's controller lets a new HTTP proxy start before it kills it. Ray's 5 s ran out on a loaded
+2-core machine: the proxy was killed while `serve.start` waited for it (ActorDiedError: killed by `ray.kill`)."""
 
 
 RAY_STARTUP_TIMEOUT = "timed out during startup"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -51,6 +52,17 @@ def read_parquet(path: Path) -> pa.Table:
     """One Parquet file, read by pyarrow's file reader: `pq.read_table` goes through `pyarrow.dataset`,
     which imports pandas (seconds of a cold CLI query under load)."""
     return pq.ParquetFile(path).read()
+
+
+def chunk_lines(chunks: Iterable[Chunk]) -> list[str]:
+    """One file's lines rebuilt from its chunks in row order (lines no chunk covers are empty); the index
+    writer and the reader rebuild a file the same way."""
+    lines: dict[int, str] = {}
+    for chunk in chunks:
+        for offset, text in enumerate(chunk.content.split("\n")):
+            lines.setdefault(chunk.start_line + offset, text)
+    last = max(lines, default=0)
+    return [lines.get(n, "") for n in range(1, last + 1)]
 
 
 @dataclass
@@ -116,12 +128,7 @@ class Snapshot:
 
     def file_lines(self, path: str) -> list[str]:
         """A file's lines rebuilt from its chunks (lines no chunk covers are empty)."""
-        lines: dict[int, str] = {}
-        for chunk in self.chunks_by_path.get(path, []):
-            for offset, text in enumerate(chunk.content.split("\n")):
-                lines.setdefault(chunk.start_line + offset, text)
-        last = max(lines, default=0)
-        return [lines.get(n, "") for n in range(1, last + 1)]
+        return chunk_lines(self.chunks_by_path.get(path, []))
 
     @cached_property
     def file_blobs(self) -> FileBlobs:

@@ -39,6 +39,7 @@ ROWS_FILE = "rows.npy"
 PROJECTION_FILE = "projection.npy"
 PQ_FILE = "pq.faiss"
 PQ_BITS = 8  # one byte per sub-vector code
+PQ_FIT_ITERATIONS = 25  # FAISS's default k-means rounds (token_vectors.fit_iterations)
 PQ_ROWS_PER_PASS = 256  # token vectors per numpy pass: pq_m x rows x 2**PQ_BITS distances (17 MB; 1,024 rows ran 8x slower)
 INT8_MAX = 127.0
 _EPS = 1e-12
@@ -128,8 +129,10 @@ class TokenCodec:
         return Quantization.parse(quantization) is Quantization.PQ or 0 < dim < source_dim
 
     @staticmethod
-    def fit(sample: np.ndarray, dim: int, quantization: Quantization | str, pq_m: int) -> TokenCodec:
-        """PCA projection (int8/float16) or a product quantiser (pq) trained on `sample`."""
+    def fit(sample: np.ndarray, dim: int, quantization: Quantization | str, pq_m: int,
+            iterations: int = PQ_FIT_ITERATIONS) -> TokenCodec:
+        """PCA projection (int8/float16) or a product quantiser (pq) trained on `sample` (`iterations` k-means
+        rounds per sub-space)."""
         quantization = Quantization.parse(quantization)
         source_dim = int(sample.shape[1])
         if quantization is not Quantization.PQ:
@@ -143,6 +146,7 @@ class TokenCodec:
         rows = max(len(sample), 1 << PQ_BITS)  # a tiny first repository: repeat its tokens up to one per centroid
         training = np.ascontiguousarray(np.resize(sample.astype(np.float32), (rows, source_dim)))
         pq = faiss.ProductQuantizer(source_dim, pq_m, PQ_BITS)
+        pq.cp.niter = max(1, iterations)
         pq.train(training)
         return TokenCodec(TokenProjection(None, source_dim), quantization, pq)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
@@ -32,6 +31,7 @@ from serving.core.localize import Localizer
 from serving.core.localizer.stage import LearnedStage
 from serving.core.prefetch import Prefetcher
 from serving.core.query_encoding import QueryEncoder
+from serving.core.result_cache import ResultCache
 from serving.core.validation import validate_request
 from serving.knowledge.inject import KnowledgeInjector
 from serving.planning.passes import PipelinePass  # query planning
@@ -77,8 +77,7 @@ class SearchPipeline:
         self.stages = stages or build_stages(config, snapshots, encoder_factory)
         self.config = self.stages.config
         self.snapshots = self.stages.snapshots
-        self._cache: OrderedDict[tuple, SearchResponse] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: ResultCache[SearchResponse] = ResultCache(config.query.query_cache_items)
         width = max(1, len(self.stages.retriever_specs))
         self._pool = ThreadPoolExecutor(max_workers=width * max(1, config.retrieval.repo_parallelism),
                                         thread_name_prefix="retrieve")
@@ -189,18 +188,13 @@ class SearchPipeline:
         snapshots = self._repos(request, degraded)
         key = request.cache_key(tuple(s.snapshot_id for s in snapshots) + self.ranking_hooks.cache_tag(snapshots)  # 15
                                 + self.knowledge.cache_tag(snapshots))
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                cached = self._cache[key]
-                return SearchResponse(**{**cached.__dict__, "cached": True, "freshness": self.freshness(snapshots)})
+        cached = self._cache.get(key)
+        if cached is not None:
+            return SearchResponse(**{**cached.__dict__, "cached": True, "freshness": self.freshness(snapshots)})
         asked = len(snapshots)  # retry's adjacent scope may add repositories the key does not name: not cached
         response, _ = self._search(request, snapshots, timer, warnings, degraded)
         if not response.degraded and len(snapshots) == asked:
-            with self._lock:
-                self._cache[key] = response
-                while len(self._cache) > self.config.query.query_cache_items:
-                    self._cache.popitem(last=False)
+            self._cache.put(key, response, {s.repo: s.snapshot_id for s in snapshots})
         return SearchResponse(**{**response.__dict__, "freshness": self.freshness(snapshots)})
 
     def freshness(self, snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:

@@ -21,6 +21,10 @@ MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
 REQUESTS_CLONE = MIRRORS / "psf+requests" / "repo"
 REQUESTS_COMMIT = "a0df2cbb10419037d11d04352b3175405ab52941"
 SELF_NAME = "semantica/self"
+# For a test that checks what an index holds (files, symbols, edges, lexical hits) and never reranks with
+# late interaction: no stored token vectors, which roughly triple a build's time; tests/semantica/test_token_vectors.py
+# and the late-interaction reranker tests cover them.
+WITHOUT_TOKEN_VECTORS = ("token_vectors.enabled=false", "late_interaction.enabled=false")
 GOLDEN_SET = REPO_ROOT / "conf" / "golden" / "semantica.jsonl"
 
 

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jobs.bench.stats import write_result as save
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "bench" / "results" / "fast.json"
 CORPUS_NAME = "bench/corpus"
@@ -182,12 +184,6 @@ def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: bool, out
         out["golden"]["int8_loss_points"] = round(100 * (process["new"]["ndcg10"] - result["ndcg10"]), 2)
         out["in_process"]["new_int8"] = result
     return out
-
-
-def save(result: dict[str, Any], path: Path) -> None:
-    """Written after each phase: a run cut short still leaves what it measured."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.bench.stats import PERCENTILE_99, percentile
+from jobs.bench.stats import write_result as save
 from jobs.eval.instances import mirror_clone
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -137,11 +138,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         entry["query_late_on"] = time_queries(config, args.name, queries, late=True)
         save(out, args.out)
     return out
-
-
-def save(result: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,12 @@
-"""Latency statistics shared by the benchmarks (one definition of a percentile for every bench)."""
+"""Latency statistics shared by the benchmarks (one definition of a percentile for every bench), and how
+they write their results."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 PERCENTILE_99 = 0.99
 
@@ -16,3 +20,9 @@ def percentile(values: Sequence[float], q: float) -> float:
     if not ordered:
         return 0.0
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def write_result(result: dict[str, Any], path: Path) -> None:
+    """A bench's JSON result, written after each phase: a run cut short still leaves what it measured."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")

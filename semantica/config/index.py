@@ -62,6 +62,7 @@ class EncoderConfig:
     quantize_int8: bool = False  # torch dynamic int8 Linear layers, per-channel, CPU (model id gets "+int8pc"; docs/fast.md)
     runtime: str = "onnx"  # onnx (ONNX Runtime over a one-time export, no torch import) | torch (docs/fast.md)
     export_dir: str = ""  # where ONNX exports are cached by weights hash ("" = ~/.cache/semantica/onnx)
+    query_threads: int = 0  # ONNX intra-op threads for a one-text batch (a query; 0 = the batch session; docs/fast.md)
 
 
 @dataclass
@@ -96,7 +97,7 @@ class IndexConfig:
     schema_version: int = 1
     stale_build_s: float = 3600.0  # a `.tmp` build without a lock file (older versions) is stale after this
     # index kinds a build writes, in order (semantica.index_kinds; each may also have its own switch)
-    kinds: list[str] = field(default_factory=lambda: ["faiss", "lucene", "granular", "tokens", "history"])
+    kinds: list[str] = field(default_factory=lambda: ["faiss", "lucene", "granular", "tokens", "history", "localizer"])
     overlap_files: int = 256  # in-process indexing parses this many files ahead of the encoder (0: parse all, then embed)
     overlap_depth: int = 2  # partitions parsed ahead at most (bounds the memory the overlap holds)
 
@@ -110,7 +111,8 @@ class TokenVectorsConfig:
     dim: int = 128  # int8/float16: PCA projection of the token outputs (0 = keep the encoder's width)
     quantization: str = "pq"  # pq (FAISS product quantiser, pq_m bytes/token) | int8 (per-token scale) | float16
     pq_m: int = 64  # sub-quantisers (bytes per token) for pq; must divide the encoder width
-    fit_sample_tokens: int = 50_000  # token vectors the projection is fitted on (first index per model)
+    fit_sample_tokens: int = 20_000  # token vectors the projection is fitted on (first index per model; docs/fast.md)
+    fit_iterations: int = 10  # k-means iterations of the pq codec fit (FAISS's default is 25; docs/fast.md)
     cache_segment_chunks: int = 2048  # chunks per content-addressed cache segment
 
 

@@ -26,7 +26,7 @@ class LocalizerCorpusConfig:
 class LocalizerConfig:
     """The learned localizer: LightGBM rankers over cheap candidate lists (semantica/localizer/, the stage in serving/core/localizer/)."""
 
-    enabled: bool = False
+    enabled: bool = True  # candidates-first by default (docs/localizer.md "Decision")
     model_dir: str = "models/localizer"
     top_files: int = 20
     file_list_depth: int = 200
@@ -37,12 +37,12 @@ class LocalizerConfig:
     path_boost: float = 5.0  # ... and its boost for a file the query names (as query.localize_path_boost)
     max_file_bytes: int = 1000000
     blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
-    learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
-    learned_functions: bool = True
+    learned_files: bool = False  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
+    learned_functions: bool = False
     today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
     learned_weight: float = 1.0
     blend_rrf_k: float = 60.0
-    history_features: bool = False  # corpus features: history votes and priors (else NaN, as before)
+    history_features: bool = False  # history votes and priors as features, mined and at query time (else NaN)
     history_max_commits: int = 3000  # ... from at most this many newest commits at or before each snapshot
     history_functions: bool = False  # ... and function-level ones (parses every changed file: CPU)
     snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,

@@ -101,6 +101,7 @@ class RayConfig:
     embed_batch_size: int = 64
     startup_timeout_s: float = 120.0
     startup_attempts: int = 3  # local ray.init tries when Ray's own 30 s raylet wait runs out (busy machine)
+    serve_proxy_ready_s: float = 60.0  # a local node's Serve proxy may take this long to start (Ray's 5 s ran out under load)
     parse_batch_size: int = 16
     job_timeout_s: float = 1800.0
     clone_timeout_s: float = 600.0

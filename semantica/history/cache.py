@@ -28,25 +28,41 @@ class HistoryCache:
         with self._db:
             self._db.execute("CREATE TABLE IF NOT EXISTS commits (key TEXT, sha TEXT, record TEXT, "
                              "PRIMARY KEY (key, sha))")
+            self._db.execute("CREATE TABLE IF NOT EXISTS renames (key TEXT, sha TEXT, pairs TEXT, "
+                             "PRIMARY KEY (key, sha))")
 
-    def get_many(self, shas: Iterable[str]) -> dict[str, CommitRecord | None]:
-        """Cached shas -> record (None: the commit changed no Python file); unknown shas are absent."""
-        out: dict[str, CommitRecord | None] = {}
+    def _select(self, table: str, column: str, key: str, shas: Iterable[str]) -> list[tuple[str, str]]:
+        """(sha, stored text) of the cached `shas` in `table` under `key`, 500 shas per query."""
+        rows: list[tuple[str, str]] = []
         shas = list(shas)
         with self._lock:
             for start in range(0, len(shas), 500):
                 batch = shas[start: start + 500]
-                rows = self._db.execute(
-                    f"SELECT sha, record FROM commits WHERE key = ? AND sha IN ({','.join('?' * len(batch))})",
-                    [self.key, *batch]).fetchall()
-                for sha, record in rows:
-                    out[sha] = CommitRecord.from_dict(json.loads(record)) if record else None
-        return out
+                rows += self._db.execute(
+                    f"SELECT sha, {column} FROM {table} WHERE key = ? AND sha IN ({','.join('?' * len(batch))})",
+                    [key, *batch]).fetchall()
+        return rows
+
+    def get_many(self, shas: Iterable[str]) -> dict[str, CommitRecord | None]:
+        """Cached shas -> record (None: the commit changed no Python file); unknown shas are absent."""
+        return {sha: CommitRecord.from_dict(json.loads(record)) if record else None
+                for sha, record in self._select("commits", "record", self.key, shas)}
 
     def put_many(self, records: dict[str, CommitRecord | None]) -> None:
         with self._lock, self._db:
             self._db.executemany("INSERT OR REPLACE INTO commits VALUES (?, ?, ?)",
                                  [(self.key, sha, json.dumps(r.to_dict()) if r else "") for sha, r in records.items()])
+
+    def get_renames(self, shas: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+        """Scanned shas -> the `.py` renames (old, new) each made against its first parent ([] for none); shas
+        never scanned are absent. Renames are facts of a commit, so they do not depend on the parse key."""
+        return {sha: [(old, new) for old, new in json.loads(pairs)]
+                for sha, pairs in self._select("renames", "pairs", CACHE_VERSION, shas)}
+
+    def put_renames(self, renames: dict[str, list[tuple[str, str]]]) -> None:
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO renames VALUES (?, ?, ?)",
+                                 [(CACHE_VERSION, sha, json.dumps(pairs)) for sha, pairs in renames.items()])
 
     def close(self) -> None:
         self._db.close()

@@ -96,12 +96,18 @@ class HistoryReader:
                        len(shas) - len(missing), dict(dropped), time.perf_counter() - started, live, renamed)
 
     def _renames(self, repo_path: str, commit: str, shas: list[str]) -> dict[str, list[tuple[str, str]]]:
-        """The renames of `shas` (one git log per repository while every sha asked for was already scanned)."""
+        """The renames of `shas`: from the sha cache when every sha was scanned before (a re-index reads no
+        git log), else one git log of `commit`'s whole first-parent line, kept in memory and in the cache."""
         scanned, events = self._rename_scans.get(repo_path, (set(), {}))
         if not set(shas) <= scanned:
+            stored = self.cache.get_renames(shas)
+            if len(stored) == len(set(shas)):
+                return {sha: stored[sha] for sha in shas if stored[sha]}
             events = {**events, **python_renames(repo_path, commit)}
-            scanned = scanned | set(first_parent_shas(repo_path, commit, 10 ** 9))
+            line = first_parent_shas(repo_path, commit, 10 ** 9)
+            scanned = scanned | set(line)
             self._rename_scans[repo_path] = (scanned, events)
+            self.cache.put_renames({sha: events.get(sha, []) for sha in line})
         return {sha: events[sha] for sha in shas if sha in events}
 
     def _at_snapshot_paths(self, repo_path: str, commit: str, shas: list[str], kept: list[CommitRecord],

@@ -66,6 +66,14 @@ class Bm25Field:
         values = idf[cols] * tfs * (k1 + 1.0) / (tfs + norm)
         self.weights = sparse.csc_matrix((values, (rows, cols)), shape=(self.n_docs, n_terms), dtype=np.float32)
 
+    @classmethod
+    def from_weights(cls, weights: sparse.csc_matrix) -> Bm25Field:
+        """A field whose BM25 weights were computed before (a stored localizer snapshot)."""
+        field = cls.__new__(cls)
+        field.n_docs = weights.shape[0]
+        field.weights = weights
+        return field
+
     def scores(self, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
         ids_ok = ids < self.weights.shape[1]
         ids, counts = ids[ids_ok], counts[ids_ok]

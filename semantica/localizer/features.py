@@ -34,6 +34,7 @@ PY_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w-]+\.py)\b")
 DOTTED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b")
 IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
 CODE_LIKE = re.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
+UNNAMED_STEMS = frozenset({"__init__", "__main__", "utils", "util", "core", "base"})  # too common to name a file
 
 FILE_LISTS = ("content", "path", "body", "name", "history")
 """Ranked file lists; `body`/`name` are the function lists seen at file level (a file's best function)."""
@@ -82,6 +83,32 @@ def _suffix_match(path: str, named: str) -> bool:
     or the candidate ends with `named` and `named` has a directory part."""
     named = named.lstrip("./")
     return named == path or named.endswith("/" + path) or ("/" in named and path.endswith("/" + named))
+
+
+def path_suffixes(path: str) -> frozenset[str]:
+    """The path and every tail after a "/": `a/b/c.py` -> {a/b/c.py, b/c.py, c.py}. `x.endswith("/" + p)` holds
+    exactly when `p` is a tail of `x` other than `x`, so suffix matches become set lookups."""
+    return frozenset([path, *(path[i + 1:] for i, ch in enumerate(path) if ch == "/")])
+
+
+@dataclass
+class FileLookups:
+    """What the per-query loops read about each file of a snapshot, built once per snapshot: its path tails,
+    lowercased stem and whether it is a test path (kept in `Snapshot.derived`)."""
+
+    suffixes: list[frozenset[str]]
+    stems: list[str]
+    tests: dict[str, bool]
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> FileLookups:
+        found = snapshot.derived.get(cls)
+        if found is None:
+            paths = [doc.path for doc in snapshot.files]
+            found = snapshot.derived[cls] = cls([path_suffixes(p) for p in paths],
+                                                [p.rsplit("/", 1)[-1].removesuffix(".py").lower() for p in paths],
+                                                {p: bool(TEST_PATH.search(p)) for p in paths})
+        return found
 
 
 def _module_paths(module: str) -> tuple[str, ...]:
@@ -188,14 +215,18 @@ class CandidateGenerator:
         frame_hits: dict[str, int] = {}
         frame_last: str = ""
         frame_functions: set[str] = set()
-        module_suffixes = [s for m in query.modules for s in _module_paths(m)]
-        for doc in snapshot.files:
+        lookups = FileLookups.of(snapshot)
+        # _suffix_match(p, q) as set lookups: p is q or a tail of q, or q (with a "/") is a tail of p
+        named_paths = [q.lstrip("./") for q in query.paths]
+        named_tails = {t for q in named_paths for t in path_suffixes(q)}
+        named_with_dir = {q for q in named_paths if "/" in q}
+        module_suffixes = {s for m in query.modules for s in _module_paths(m)}
+        for doc, suffixes, stem in zip(snapshot.files, lookups.suffixes, lookups.stems):
             p = doc.path
-            stem = p.rsplit("/", 1)[-1].removesuffix(".py").lower()
-            path_named = any(_suffix_match(p, q) for q in query.paths)
-            module_named = any(p == s or p.endswith("/" + s) for s in module_suffixes)
-            stem_named = stem not in {"__init__", "__main__", "utils", "util", "core", "base"} and stem in query.words
-            hits = [fn for fp, fn in query.frames if _suffix_match(p, fp)]
+            path_named = p in named_tails or not named_with_dir.isdisjoint(suffixes)
+            module_named = not module_suffixes.isdisjoint(suffixes)
+            stem_named = stem not in UNNAMED_STEMS and stem in query.words
+            hits = [fn for fp, fn in query.frames if _suffix_match(p, fp)] if query.frames else []
             if hits:
                 frame_hits[p] = len(hits)
                 names = {fn for fn in hits if fn}  # a frame names `total`; the key is `Class.total`
@@ -214,7 +245,7 @@ class CandidateGenerator:
         for p in list(named) + list(frame_hits):
             fusion.setdefault(p, 0.0)
         for p in list(fusion):
-            if TEST_PATH.search(p):
+            if lookups.tests[p]:
                 fusion[p] *= c.test_factor
             if p in named and (named[p][0] or named[p][1]) or p in frame_hits:
                 fusion[p] = fusion[p] * c.path_boost + 1.0 / RRF_K
@@ -242,7 +273,7 @@ class CandidateGenerator:
             pn, mn, sn = named.get(p, (False, False, False))
             row += [float(pn), float(mn), float(sn), float(frame_hits.get(p, 0)), float(p == frame_last),
                     float(len(query.words & doc.names)), float(len(query.code_words & doc.names)),
-                    float(bool(TEST_PATH.search(p))), float(bool(EXAMPLE_PATH.search(p))),
+                    float(lookups.tests[p]), float(bool(EXAMPLE_PATH.search(p))),
                     float(p.endswith("__init__.py")), math.log1p(doc.lines), float(len(doc.functions)),
                     float(p.count("/"))]
             row += list(history.priors.get(p, (NAN, NAN, NAN)))
@@ -263,7 +294,7 @@ class CandidateGenerator:
             path = key.split("::", 1)[0]
             if path in file_rank:
                 f_fusion[key] += 1.0 / (RRF_K + file_rank[path])
-            if TEST_PATH.search(path):
+            if lookups.tests[path]:
                 f_fusion[key] *= c.test_factor
         f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
         functions = f_order[: c.max_function_candidates]
@@ -284,7 +315,7 @@ class CandidateGenerator:
                     float(last in query.words), float(last in query.code_words),
                     float(len(parts) > 1 and parts[0].lower() in query.words), float(key in frame_functions),
                     float(frame_hits.get(fn.path, 0)), float(any(named.get(fn.path, (False, False, False))[:2])),
-                    float(len(query.words & doc.names)), float(bool(TEST_PATH.search(fn.path))),
+                    float(len(query.words & doc.names)), float(lookups.tests[fn.path]),
                     float(last.startswith("_") and not last.startswith("__")),
                     float(last.startswith("__") and last.endswith("__")), float(len(parts) > 1),
                     math.log1p(fn.end - fn.start + 1),

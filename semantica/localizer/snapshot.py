@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,7 @@ class Snapshot:
         self.vocab = vocab
         self.file_index = {doc.path: i for i, doc in enumerate(files)}
         self.function_index = {f.key: i for i, f in enumerate(self.functions)}
+        self.derived: dict[type, Any] = {}  # per-snapshot tables a query reads, built once by their owner (by type)
 
 
 class SnapshotBuilder:

@@ -1,8 +1,8 @@
 """The localization tail of a search: retriever lists -> ranked files and functions.
 
 Three steps, each behind its own switch: the fixed fusion (`Localizer`, with the granular and history lists
-when on), the final file order (trust and freshness, `final_order.apply_to_files`), and the learned
-localizer's blend (`localizer.enabled`). `SearchPipeline._search` and the offline replay
+when on), the learned localizer's blend (`localizer.enabled`), and the final file order (trust and
+freshness, `final_order.apply_to_files`), last so that no blend undoes a demotion. `SearchPipeline._search` and the offline replay
 (jobs/eval/replay.py) both call `LocalizationTail.run`, so a replayed number is what the pipeline answers;
 they differ only in where freshness and the learned ranking read the repository (a snapshot, or a bare
 clone at the instance's base commit), which they pass in.
@@ -50,7 +50,7 @@ class LocalizationInputs:
 
 
 class LocalizationTail:
-    """Fixed fusion, final file order, learned blend: the one localization path (see the module docstring)."""
+    """Fixed fusion, learned blend, final file order: the one localization path (see the module docstring)."""
 
     def __init__(self, config: Config, localizer: Localizer) -> None:
         self.config = config
@@ -64,8 +64,6 @@ class LocalizationTail:
         files, functions = timed("localize", lambda: self.localizer.localize(
             inputs.lists, inputs.chunks, inputs.intent, inputs.depth, inputs.granular, inputs.multipliers, history))
         attach_voters(files, functions, inputs.voters)
-        if self.config.final_order.apply_to_files:
-            files = order_files(files)
         if self.config.localizer.enabled:
             try:
                 files, functions = timed("localizer", lambda: learned(files, functions))
@@ -73,4 +71,6 @@ class LocalizationTail:
                 if on_learned_error is None:
                     raise
                 on_learned_error(exc)
+        if self.config.final_order.apply_to_files:  # last, so the learned blend cannot undo trust's demotions
+            files = order_files(files)
         return files, functions

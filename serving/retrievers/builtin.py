@@ -19,7 +19,8 @@ def _vector(repo: Any) -> VectorRetriever:
     configured = repo.encoder_factory()
     encoder = snapshot_encoder(m.model_id, m.dim, m.model_path, configured)
     encode = repo.encode_query if repo.encode_query and encoder is configured else encoder.encode_query
-    return VectorRetriever(repo.snapshot.vector_shards, repo.snapshot.chunks, encode)
+    return VectorRetriever(repo.snapshot.vector_shards, repo.snapshot.chunks, encode,
+                           repo.snapshot.config.faiss.query_threads)
 
 
 def _lexical(repo: Any) -> LexicalRetriever:

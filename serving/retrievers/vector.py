@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
 from semantica.schema import Chunk
 from semantica.vectors import VectorShardSearcher
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, merge_scored
+
+_OMP_LOCK = threading.Lock()
+
+
+@contextmanager
+def omp_threads(count: int) -> Iterator[None]:
+    """FAISS's OpenMP threads set to `count` for the block (0: left as is), then restored. One query's
+    search is too small to split: a parallel region still wakes every worker thread, which on a loaded
+    machine waits for a core. OpenMP's setting is per process, so blocks run one at a time."""
+    if count <= 0:
+        yield
+        return
+    import faiss
+
+    with _OMP_LOCK:
+        before = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(count)
+        try:
+            yield
+        finally:
+            faiss.omp_set_num_threads(before)
 
 
 class VectorRetriever(BaseRetriever):
@@ -17,18 +40,20 @@ class VectorRetriever(BaseRetriever):
     name = "vector"  # its registry name
 
     def __init__(self, shards: list[VectorShardSearcher], chunks: list[Chunk],
-                 encode_query: Callable[[str], np.ndarray]) -> None:
+                 encode_query: Callable[[str], np.ndarray], query_threads: int = 0) -> None:
         super().__init__({c.chunk_id: c for c in chunks})
         self.shards = shards
         self.chunk_ids = [c.chunk_id for c in chunks]
         self.encode_query = encode_query
+        self.query_threads = query_threads  # faiss.query_threads
 
     def _search(self, query: RetrievalQuery, k: int) -> ScoredList:
         if not query.text.strip():
             return []
         vector = self.encode_query(query.text).reshape(1, -1)
         lists: list[ScoredList] = []
-        for shard in self.shards:
-            scores, rows = shard.search(vector, k)
+        with omp_threads(self.query_threads):
+            searched = [shard.search(vector, k) for shard in self.shards]
+        for scores, rows in searched:
             lists.append([(self.chunk_ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0])
         return merge_scored(lists, k)

@@ -17,7 +17,7 @@ from pipelines.indexer import Indexer
 from semantica.encoder import shared_encoder
 from semantica.layout import CURRENT, IndexLayout
 from semantica.snapshot import Snapshot
-from tests.conftest import REPO_ROOT, REQUESTS_COMMIT, make_config
+from tests.conftest import REPO_ROOT, REQUESTS_COMMIT, WITHOUT_TOKEN_VECTORS, make_config
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 
@@ -64,7 +64,7 @@ def test_self_index_faiss_returns_a_chunk_for_its_own_text(indexed_self):
 
 
 def test_requests_at_fixed_commit(requests_clone, tmp_path):
-    config = make_config(tmp_path)
+    config = make_config(tmp_path, *WITHOUT_TOKEN_VECTORS)
     summary = Indexer(config, progress=False).index(str(requests_clone), "psf/requests", REQUESTS_COMMIT)
     assert summary.commit == REQUESTS_COMMIT and summary.files > 10
     snapshot = open_current(config, "psf/requests")

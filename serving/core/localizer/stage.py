@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from semantica.config import LocalizerConfig
+from semantica.index_kinds.localizer import KIND as STORED_KIND
 from semantica.localizer.blobcache import open_blob_cache
 from semantica.localizer.features import (
     FILE_FEATURES,
@@ -22,6 +23,7 @@ from semantica.localizer.features import (
     CandidateSet,
     HistorySignals,
 )
+from semantica.localizer.history_input import SnapshotHistory
 from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config
 from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 
@@ -111,6 +113,7 @@ class LearnedStage:
         self._localizer: LearnedLocalizer | None = None
         self._adapted: dict[str, LearnedLocalizer] = {}  # snapshot key -> its adapted localizer (the newest only)
         self._snapshots: dict[str, Snapshot] = {}
+        self._histories: dict[str, SnapshotHistory] = {}  # snapshot key -> its history inputs (the newest only)
         self._builder = SnapshotBuilder(open_blob_cache(config.blob_cache_file, cache_dir))
         self._lock = threading.Lock()
 
@@ -141,13 +144,33 @@ class LearnedStage:
             return self._adapted[key]
 
     def snapshot(self, served: Any) -> Snapshot:
-        """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines)."""
+        """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines); its stored
+        localizer snapshot where the index holds one, else built here from its files (blob cache first)."""
         key = f"{served.repo}\x00{served.snapshot_id}"
         with self._lock:
             if key not in self._snapshots:
+                stored = served.index(STORED_KIND) if hasattr(served, "index") else None
+                if stored is not None:  # built at index time (the `localizer` index kind): no tokenizing here
+                    self._snapshots = {key: stored}
+                    return stored
                 texts = {p: "\n".join(served.file_lines(p)) for p in served.chunks_by_path if p.endswith(".py")}
                 self._snapshots = {key: self._builder.build(texts)}  # the newest snapshot only: memory stays flat
             return self._snapshots[key]
+
+    def history(self, served: Any, query: str) -> HistorySignals | None:
+        """The snapshot's history votes and priors as the corpus miner computes them (`localizer.history_features`);
+        None when that is off or the snapshot stores no history (the model then sees NaN, as without history)."""
+        if not self.config.history_features:
+            return None
+        searcher = getattr(served, "history", None)
+        if searcher is None:
+            return None
+        key = f"{served.repo}\x00{served.snapshot_id}"
+        with self._lock:
+            if key not in self._histories:
+                self._histories = {key: SnapshotHistory(searcher, self.config.history_functions)}
+            inputs = self._histories[key]
+        return inputs.signals(query)
 
     def apply(self, query: str, served: Sequence[Any], files: list[dict[str, Any]],
               functions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -155,15 +178,20 @@ class LearnedStage:
         if len(served) != 1:
             return files, functions
         repo = served[0].repo
-        ranked = self.localizer_for(served[0]).rank(self.snapshot(served[0]), query, None, self.config.learned_files,
-                                       self.config.learned_functions)
+        ranked = self.localizer_for(served[0]).rank(self.snapshot(served[0]), query, self.history(served[0], query),
+                                                    self.config.learned_files, self.config.learned_functions)
         c = self.config
         file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],
                            c.today_weight, c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],
                                [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
-        depth = max(len(files), 1)
-        return ([{"repo": repo, "path": p, "score": round(1.0 / (c.blend_rrf_k + n), 6)}
-                 for n, p in enumerate(file_order[:depth], 1)],
-                [{"repo": repo, "function": k, "score": round(1.0 / (c.blend_rrf_k + n), 6)}
-                 for n, k in enumerate(function_order[: max(len(functions), 1)], 1)])
+        return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),
+                _reordered(functions, "function", function_order, repo, c.blend_rrf_k))
+
+
+def _reordered(items: list[dict[str, Any]], field: str, order: list[str], repo: str, rrf_k: float) -> list[dict[str, Any]]:
+    """Today's dicts in the blended order (as many as today returned), each keeping what earlier stages attached
+    (history voters, ...) with its blended score; a key only the localizer found gets a new dict."""
+    known = {item[field]: item for item in items if item["repo"] == repo}
+    return [{**known.get(key, {"repo": repo, field: key}), "score": round(1.0 / (rrf_k + n), 6)}
+            for n, key in enumerate(order[: max(len(items), 1)], 1)]

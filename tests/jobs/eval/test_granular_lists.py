@@ -14,6 +14,8 @@ from jobs.eval.replay import LocalizationReplay
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import load_config
 
+NO_LEARNED = "localizer.enabled=false"  # these replays are about the granular lists; the localizer reads clones of its own
+
 V1 = {
     "shop/shipping.py": "def parcel_weight(parcel):\n    return parcel.grams / 1000\n\n\n"
                         "def courier_for(parcel):\n    return 'fast' if parcel_weight(parcel) < 2 else 'slow'\n",
@@ -100,9 +102,9 @@ def test_unknown_commit_fails_that_instance_only(mined, tmp_path):
 
 def test_replay_fuses_granular_lists_into_localization(mined):
     out, inst, _, _, _ = mined
-    plain = LocalizationReplay(load_config(None, [], environ={}), out).predict(inst)
+    plain = LocalizationReplay(load_config(None, [NO_LEARNED], environ={}), out).predict(inst)
     assert plain.files == ["shop/billing.py"] and "shop/shipping.py::courier_for" not in plain.functions
-    fused_config = load_config(None, ["granular.enabled=true", "granular.file_weight=1", "granular.function_weight=1"],
+    fused_config = load_config(None, [NO_LEARNED, "granular.enabled=true", "granular.file_weight=1", "granular.function_weight=1"],
                                environ={})
     fused = LocalizationReplay(fused_config, out).predict(inst)
     assert fused.files[0] == "shop/shipping.py"
@@ -113,7 +115,7 @@ def test_replay_without_granular_lists_says_how_to_make_them(mined, tmp_path):
     out, inst, _, _, _ = mined
     other = tmp_path / "other"
     _lists(other, inst)
-    config = load_config(None, ["granular.enabled=true"], environ={})
+    config = load_config(None, [NO_LEARNED, "granular.enabled=true"], environ={})
     with pytest.raises(MineError, match="mine granular"):
         LocalizationReplay(config, other).predict(inst)
 
@@ -121,7 +123,7 @@ def test_replay_without_granular_lists_says_how_to_make_them(mined, tmp_path):
 def test_replay_freshness_reads_the_clones_it_is_given_and_has_no_default_path(mined, monkeypatch):
     out, inst, repos, _, _ = mined
     monkeypatch.delenv(MIRRORS_ENV, raising=False)
-    config = load_config(None, ["final_order.beta=0.1"], environ={})
+    config = load_config(None, [NO_LEARNED, "final_order.beta=0.1"], environ={})
     with pytest.raises(MineError, match="--repos-dir"):
         LocalizationReplay(config, out).predict(inst)
     assert find_clone(repos, inst.repo) == repos / "acme+shop" / "repo"

@@ -138,16 +138,39 @@ def test_age_decay_prefers_the_recent_commit(repo):
     assert decayed.weight(record, 2.0, 2.0) == pytest.approx(0.5 ** 4)  # 20 days old, half-life 5 days
 
 
-def test_votes_follow_renames_up_to_the_snapshot_only(repo, tmp_path):
-    work = tmp_path / "w3"
+def _renamed_clone(repo, work: Path) -> tuple[str, str]:
+    """A clone of `repo` whose newest commit renames pkg/parser.py to pkg/rows.py: (before, after) shas."""
     subprocess.run(["git", "clone", "-q", str(repo["git_dir"]), str(work)], check=True)
     before = git(work, "rev-parse", "HEAD")
     git(work, "mv", "pkg/parser.py", "pkg/rows.py")
     git(work, "commit", "-q", "-m", "Move the parser module to rows.py", when=T0 + 50 * DAY)
-    after = git(work, "rev-parse", "HEAD")
+    return before, git(work, "rev-parse", "HEAD")
+
+
+def test_votes_follow_renames_up_to_the_snapshot_only(repo, tmp_path):
+    work = tmp_path / "w3"
+    before, after = _renamed_clone(repo, work)
     reader = HistoryReader(config(), tmp_path / "r.sqlite")
     moved = HistorySearcher(reader.read(work, after), config()).index.votes("render drops whitespace")
     assert [v.key for v in moved.functions] == ["pkg/rows.py::render"]
     assert "pkg/rows.py" in [v.key for v in moved.files]
     kept = HistorySearcher(reader.read(work, before), config()).index.votes("render drops whitespace")
     assert [v.key for v in kept.functions] == ["pkg/parser.py::render"]  # the later rename is not followed
+
+
+def test_reindex_takes_renames_from_the_cache_and_keeps_the_time_cut(repo, tmp_path, monkeypatch):
+    import semantica.history.reader as reader_module
+
+    work = tmp_path / "w4"
+    before, after = _renamed_clone(repo, work)
+    first = HistoryReader(config(), tmp_path / "r.sqlite").read(work, after)
+
+    def no_git_log(*_args: object) -> dict:
+        raise AssertionError("a re-index of scanned commits must not scan git for renames")
+    monkeypatch.setattr(reader_module, "python_renames", no_git_log)
+    again = HistoryReader(config(), tmp_path / "r.sqlite").read(work, after)  # a fresh reader: disk cache only
+    assert [(r.sha, r.files, r.functions) for r in again.records] == [(r.sha, r.files, r.functions) for r in first.records]
+    assert "pkg/rows.py" in {f for r in again.records for f in r.files} and again.renamed_paths == first.renamed_paths > 0
+    earlier = HistoryReader(config(), tmp_path / "r.sqlite").read(work, before)  # cached, the later rename not applied
+    assert "pkg/parser.py" in {f for r in earlier.records for f in r.files}
+    assert "pkg/rows.py" not in {f for r in earlier.records for f in r.files} and earlier.renamed_paths == 0

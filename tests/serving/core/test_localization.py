@@ -21,7 +21,8 @@ LISTS = {"vector": [("c1", 1), ("c2", 2), ("c3", 3)], "lexical": [("c3", 1), ("c
 
 
 def tail_and_inputs(*overrides: str):
-    config = load_config(None, list(overrides), environ={})
+    """The tail with the learned step off unless an override turns it on (it is on by default)."""
+    config = load_config(None, ["localizer.enabled=false", *overrides], environ={})
     stages = build_stages(config)
     intent = stages.intent.classify("which courier ships a heavy parcel")
     return stages.localization, LocalizationInputs(LISTS, CHUNKS, intent, depth=10)
@@ -31,7 +32,7 @@ def paths(ranked):
     return [item["path"] for item in ranked]
 
 
-def test_fixed_fusion_then_the_file_order_and_no_learned_step_by_default():
+def test_fixed_fusion_then_the_file_order_and_no_learned_step_when_off():
     tail, inputs = tail_and_inputs()
     seen = []
     files, functions = tail.run(inputs, lambda ranked: seen.append(paths(ranked)) or list(reversed(ranked)),
@@ -76,3 +77,14 @@ def test_an_unknown_voter_is_a_config_error_naming_the_registered_retrievers():
         tail_and_inputs("query.localize_strategies=[vector,lexicl]")
     tail, inputs = tail_and_inputs("query.localize_strategies=[VECTOR]")  # names fold case like the registry
     assert tail.localizer.voters == {"vector"}
+
+
+def test_the_file_order_comes_after_the_learned_blend():
+    """Trust and freshness have the last word: a learned blend must not undo a demotion."""
+    tail, inputs = tail_and_inputs("localizer.enabled=true")
+    blended = [{"repo": R, "path": "shop/billing.py"}, {"repo": R, "path": "shop/shipping.py"}]
+    seen = []
+    files, _ = tail.run(inputs, lambda ranked: seen.append(paths(ranked)) or list(reversed(ranked)),
+                        lambda files, functions: (blended, functions))
+    assert seen == [["shop/billing.py", "shop/shipping.py"]]  # the order saw the blend's answer
+    assert paths(files) == ["shop/shipping.py", "shop/billing.py"]

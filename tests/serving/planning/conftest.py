@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from semantica.config import Config
-from tests.conftest import make_config
+from tests.conftest import WITHOUT_TOKEN_VECTORS, make_config
 
 PLANNING_REPO = "acme/shop"
 OLD_DATE = "2020-01-01T12:00:00+00:00"
@@ -73,8 +73,6 @@ def planning_repo(tmp_path_factory) -> PlanningRepo:
 
     tmp = tmp_path_factory.mktemp("planning")
     repo = make_repo(tmp / "shop")
-    # no stored token vectors and no late interaction: nothing here needs them, and they triple the build time
-    config = make_config(tmp, "final_order.freshness_horizon_days=3650", "token_vectors.enabled=false",
-                         "late_interaction.enabled=false")
+    config = make_config(tmp, "final_order.freshness_horizon_days=3650", *WITHOUT_TOKEN_VECTORS)
     Indexer(config, progress=False).index(str(repo), PLANNING_REPO)
     return PlanningRepo(config, PLANNING_REPO, repo, tmp)

@@ -197,6 +197,7 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
 
     overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false", "planning.modes.apply_to_localize=false")
     overrides = (*overrides, EVERY_KIND_SET)  # every kind's retriever lists are mined and replayed
+    overrides = (*overrides, "localizer.enabled=false")  # its replay reads a bare clone (jobs/localizer/replay.py)
     config = make_config(ledger_index, *overrides, "planning.multihop.enabled=true", "planning.multihop.triggers=[issue]")
     HitMiner(config.ltr_train, tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
                                                lambda path, symbol: int(path == "ledger/postings.py"))
@@ -205,7 +206,7 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
         planning = (f"planning.decompose.enabled={switch}", f"planning.multihop.enabled={switch}",
                     "planning.multihop.triggers=[issue]")
         replayed = LocalizationReplay(make_config(ledger_index, *overrides, *planning), tmp_path).predict(inst)
-        answered = _search(ledger_index, REPORT, *planning)
+        answered = _search(ledger_index, REPORT, *planning, "localizer.enabled=false")
         assert replayed.files == [f["path"] for f in answered.files]
         assert replayed.functions == [f["function"] for f in answered.functions]
 

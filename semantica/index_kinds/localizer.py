@@ -1,0 +1,57 @@
+"""The learned localizer's snapshot (`localizer/<key>/`, semantica.localizer.stored): the four BM25 fields
+over the snapshot's Python files, built at index time when `localizer.enabled`, so the first query of a
+snapshot loads it instead of tokenizing every file. Keyed by every Python file's path and blob sha: an
+unchanged set of files is hard-linked from the previous snapshot; a changed one is rebuilt through the
+localizer's blob cache (only the changed files are parsed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from semantica.index_kinds.base import KindWritten, WriteContext
+from semantica.index_kinds.sharding import KEY_CHARS, content_key
+
+KIND = "localizer"
+LOCALIZER_DIR = "localizer"
+PYTHON_SUFFIX = ".py"  # the localizer ranks Python files only (as its stage and the corpus miner)
+
+
+class LocalizerKind:
+    name = KIND
+    directories = (LOCALIZER_DIR,)
+
+    def write(self, context: WriteContext) -> KindWritten:
+        config = context.config
+        if not config.localizer.enabled:
+            return KindWritten()
+        from semantica.localizer.blobcache import CACHE_VERSION, blob_sha, open_blob_cache
+        from semantica.localizer.snapshot import SnapshotBuilder
+        from semantica.localizer.stored import FORMAT, save_snapshot
+        from semantica.snapshot import chunk_lines
+
+        by_path: dict[str, list[Any]] = {}
+        for chunk in context.inputs.chunks:
+            if chunk.path.endswith(PYTHON_SUFFIX):
+                by_path.setdefault(chunk.path, []).append(chunk)
+        texts = {path: "\n".join(chunk_lines(chunks)) for path, chunks in by_path.items()}
+        key = content_key(KIND, [str(FORMAT), CACHE_VERSION],
+                          (f"{path}\x00{blob_sha(texts[path])}" for path in sorted(texts)))
+        relative = f"{LOCALIZER_DIR}/{key[:KEY_CHARS]}"
+        if not context.linker.link(relative, KIND):
+            cache = open_blob_cache(config.localizer.blob_cache_file, config.paths.cache_dir)
+            try:
+                save_snapshot(SnapshotBuilder(cache).build(texts), context.root / relative)
+            finally:
+                if cache is not None:
+                    cache.close()
+        return KindWritten(counts={"localizer_files": len(texts)})
+
+    def open(self, snapshot: Any) -> Any:
+        """The stored `semantica.localizer.snapshot.Snapshot`; None for a snapshot built without one."""
+        directory = snapshot.paths.root / LOCALIZER_DIR
+        stored = sorted(p for p in directory.iterdir() if p.is_dir()) if directory.is_dir() else []
+        if not stored:
+            return None
+        from semantica.localizer.stored import load_snapshot
+
+        return load_snapshot(stored[0])
