@@ -11,34 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from semantica.feature_schema import FEATURE_NAMES, FEATURE_STRATEGIES
-from semantica.schema import Chunk, ParsableEnum
+from semantica.feature_schema import FEATURE_NAMES
+from semantica.schema import Chunk
 
-__all__ = ["ABSENT_RANK", "FEATURE_NAMES", "STRATEGIES", "STRATEGY_VALUES", "ChunkMeta", "Hit", "RankedList",
-           "Strategy", "strategy_key", "strategy_value"]
-
-Strategy = ParsableEnum("Strategy", {name.upper(): name for name in FEATURE_STRATEGIES},  # type: ignore[misc]
-                        module=__name__)
-"""The retrievers that own LTR features, as list keys (members hash and compare as their names, so a list
-keyed by the plain name is the same list). Their order is the feature schema's (`FEATURE_STRATEGIES`);
-retrievers themselves are named by string in `serving.retrievers.registry`."""
-
-STRATEGIES: tuple[Strategy, ...] = tuple(Strategy)
-STRATEGY_VALUES = frozenset(s.value for s in STRATEGIES)
-
-
-def strategy_key(name: Strategy | str) -> Strategy | str:
-    """A ranked list's key: a built-in strategy as its member, another registered retriever by its name
-    (the members hash and compare as their names, so either finds the same list)."""
-    value = name.value if isinstance(name, Strategy) else str(name).strip().lower()
-    return Strategy(value) if value in STRATEGY_VALUES else value
-
-
-def strategy_value(key: Strategy | str) -> str:
-    return key.value if isinstance(key, Strategy) else key
+__all__ = ["ABSENT_RANK", "FEATURE_NAMES", "ChunkMeta", "Hit", "RankedList"]
 
 RankedList = list[tuple[str, int]]
-"""One retriever's answer: (chunk_id, rank) pairs, rank 1 = best."""
+"""One retriever's answer: (chunk_id, rank) pairs, rank 1 = best. Ranked lists are keyed by the
+retriever's registered name (`serving.retrievers.registry`), a plain str."""
 
 ABSENT_RANK = 1000
 """Rank feature value for a strategy that did not return the hit (larger than any real rank, so

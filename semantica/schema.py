@@ -29,10 +29,7 @@ class ParsableEnum(str, Enum):
         except ValueError:
             known = ", ".join(member.value for member in cls)
             kind = cls.__name__.lower()
-            raise ValueError(f"unknown {kind} {value!r}; known {PLURALS.get(kind, kind + 's')}: {known}") from None
-
-
-PLURALS = {"strategy": "strategies"}
+            raise ValueError(f"unknown {kind} {value!r}; known {kind}s: {known}") from None
 
 
 class ChunkKind(str, Enum):

@@ -20,7 +20,7 @@ from semantica import observability
 from semantica.api import QueryError, SearchRequest, SearchResponse
 from semantica.config import Config
 from semantica.encoder import Encoder
-from semantica.hits import ChunkMeta, Hit, RankedList, strategy_key
+from semantica.hits import ChunkMeta, Hit, RankedList
 from semantica.layout import BrokenSnapshotError, split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
@@ -222,7 +222,7 @@ class SearchPipeline:
         expanded = None
         if self.config.planning.enabled:  # decomposition + multi-hop (each with its own switch too)
             lists, expanded = timer.run("planning", lambda: self.expansion.expand(
-                request.query, intent, snapshots, {strategy_key(spec.name) for spec in enabled}, filters, lists,
+                request.query, intent, snapshots, {spec.name for spec in enabled}, filters, lists,
                 lambda text, sub_intent, strategies: self._retrieve(
                     text, sub_intent, snapshots, [spec for spec in enabled if spec.name in strategies], filters,
                     StageTimer(), degraded)))
@@ -337,7 +337,7 @@ class SearchPipeline:
         for lists in per_repo:
             for name, hits in lists.items():
                 scored[name].append(hits)
-        return {strategy_key(name): to_ranked(merge_scored(lists, k)) for name, lists in scored.items()}
+        return {name: to_ranked(merge_scored(lists, k)) for name, lists in scored.items()}
 
     @property
     def ranking_hooks(self) -> Any:  # serving/planning/hooks.py

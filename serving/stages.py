@@ -27,7 +27,7 @@ from serving.graph.ops import GraphOps
 from serving.graph.route import GraphRouter
 from serving.planning.planner import QueryPlanner
 from serving.rerankers.registry import Reranker, build_rerankers
-from serving.retrievers.registry import RetrieverSpec, enabled_specs
+from serving.retrievers.registry import RetrieverSpec, conf_retriever_names, enabled_specs
 from serving.retrievers.repo import RepoRetrievers
 
 QUERY_ENCODING_ITEMS = 64
@@ -54,7 +54,8 @@ class Stages:
         self.intent = intent or IntentClassifier(config.intent)
         local_fusion = WeightedRRF(config.fusion)
         self.fusion = fusion or local_fusion
-        self.localizer = Localizer(config.query, local_fusion, config.granular, config.history)  # cheap: always in the caller
+        voters = conf_retriever_names(config.query.localize_strategies, "query.localize_strategies")
+        self.localizer = Localizer(config.query, local_fusion, config.granular, config.history, voters)  # cheap: always in the caller
         self.localization = LocalizationTail(config, self.localizer)  # fixed fusion, file order, learned blend
         self.learned_localizer = LearnedStage(config.localizer, config.paths.cache_dir)  # models load on first use
         self.context_builder = context or ContextBuilder(config.context)

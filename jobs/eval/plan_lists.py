@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from semantica.hits import RankedList, Strategy
+from semantica.hits import RankedList
 from serving.planning.decompose import SubQueryKind
 from serving.planning.merge import PlanTrace, SubQueryLists
 
@@ -74,8 +74,8 @@ def load_plan(directory: str | os.PathLike[str], file_name: str) -> tuple[PlanTr
     return trace, fields
 
 
-def merged_lists(merger: Any, decomposer: Any, multihop: Any, main: dict[Strategy, RankedList], trace: PlanTrace,
-                 query: str, intent: Any) -> dict[Strategy, RankedList]:
+def merged_lists(merger: Any, decomposer: Any, multihop: Any, main: dict[str, RankedList], trace: PlanTrace,
+                 query: str, intent: Any) -> dict[str, RankedList]:
     """What the pipeline would have fused with the current `planning` config, from mined lists."""
     subs = trace.sub_queries if decomposer.config.enabled else []
     hop = None

@@ -29,7 +29,6 @@ from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.granular import Granularity, path_of_key
-from semantica.hits import Strategy, strategy_key
 from serving.core.granular_fusion import GranularLists, localizer_key
 from serving.core.history_fusion import HistoryLists
 from serving.core.localization import LocalizationInputs, Ranked
@@ -69,7 +68,7 @@ class LocalizationReplay:
         self.modes_used: dict[str, int] = {}
         self._plans: dict[str, PlanTrace] = {}
 
-    def _load(self, inst: Instance) -> tuple[dict[Strategy, list[tuple[str, int]]], dict[str, Any], Any] | None:
+    def _load(self, inst: Instance) -> tuple[dict[str, list[tuple[str, int]]], dict[str, Any], Any] | None:
         """The instance's stored lists, chunk fields and intent, read once per replay object."""
         if inst.instance_id in self._loaded:
             return self._loaded[inst.instance_id]
@@ -77,11 +76,11 @@ class LocalizationReplay:
         if not file.is_file():
             return None
         frame = pl.read_parquet(file).sort(["strategy", "rank"])
-        lists: dict[Strategy, list[tuple[str, int]]] = {}
+        lists: dict[str, list[tuple[str, int]]] = {}
         chunks: dict[str, Any] = {}
         for strategy, rank, chunk_id, path, symbol, kind in frame.select(
                 "strategy", "rank", "chunk_id", "path", "symbol", "kind").iter_rows():
-            lists.setdefault(strategy_key(strategy), []).append((chunk_id, rank))
+            lists.setdefault(strategy, []).append((chunk_id, rank))
             chunks[chunk_id] = ChunkRef(inst.repo, path, symbol, kind)
         plan = load_plan(self.mined_dir, part_name(inst.instance_id))  # sub-query and multi-hop lists
         if plan is not None:

@@ -27,7 +27,7 @@ import polars as pl
 
 from jobs.eval.golden import GoldenQuery, hit_matches
 from semantica.config import LtrTrainConfig
-from semantica.hits import FEATURE_NAMES, strategy_value
+from semantica.hits import FEATURE_NAMES
 
 PARTS_DIR = "parts"
 LISTS_DIR = "lists"  # each strategy's full ranked list per query: replaying localization offline needs them
@@ -125,7 +125,7 @@ class HitMiner:
     @staticmethod
     def _lists_frame(lists: dict[Any, list[tuple[str, int]]], chunks: dict[str, Any], query_id: str) -> pl.DataFrame:
         """Every retriever's ranked chunk list (strategy, rank, chunk_id, path, symbol, kind)."""
-        rows = [{"query_id": query_id, "strategy": strategy_value(strategy), "rank": rank, "chunk_id": chunk_id,
+        rows = [{"query_id": query_id, "strategy": strategy, "rank": rank, "chunk_id": chunk_id,
                  "path": chunks[chunk_id].path, "symbol": chunks[chunk_id].symbol or "",
                  "kind": chunks[chunk_id].kind or ""}
                 for strategy, ranked in lists.items() for chunk_id, rank in ranked if chunk_id in chunks]

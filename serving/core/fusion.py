@@ -24,19 +24,15 @@ import math
 from collections.abc import Iterable, Mapping
 
 from semantica.config import FusionConfig
-from semantica.hits import (
-    ABSENT_RANK,
-    STRATEGIES,
-    STRATEGY_VALUES,
-    ChunkMeta,
-    Hit,
-    RankedList,
-    Strategy,
-    strategy_key,
-    strategy_value,
-)
+from semantica.feature_schema import FEATURE_STRATEGIES
+from semantica.hits import ABSENT_RANK, ChunkMeta, Hit, RankedList
 from semantica.schema import Chunk, module_of
 from serving.core.intent import INTENTS, Expansions, Intent, IntentResult
+
+GRAPH = "graph"
+"""The retriever the flow intent boosts (fusion.flow_boost)."""
+SYMBOL = "symbol"
+"""The retriever the symbol intent boosts (fusion.symbol_boost)."""
 
 
 def consensus_factor(
@@ -98,20 +94,20 @@ class WeightedRRF:
     def __init__(self, config: FusionConfig | None = None) -> None:
         self.config = config or FusionConfig()
         c = self.config
-        missing_k = [s.value for s in STRATEGIES if s.value not in c.rrf_k]
+        missing_k = [s for s in FEATURE_STRATEGIES if s not in c.rrf_k]
         if missing_k:
             raise ValueError(f"fusion.rrf_k lacks strategies {missing_k}")
-        for s in STRATEGIES:
-            if c.rrf_k[s.value] <= 0:
-                raise ValueError(f"fusion.rrf_k.{s.value} must be > 0, got {c.rrf_k[s.value]}")
+        for s in FEATURE_STRATEGIES:
+            if c.rrf_k[s] <= 0:
+                raise ValueError(f"fusion.rrf_k.{s} must be > 0, got {c.rrf_k[s]}")
         for intent in INTENTS:
             profile = c.profiles.get(intent.value)
             if profile is None:
                 raise ValueError(f"fusion.profiles lacks intent {intent.value!r}")
-            lacking = [s.value for s in STRATEGIES if s.value not in profile]
+            lacking = [s for s in FEATURE_STRATEGIES if s not in profile]
             if lacking:
                 raise ValueError(f"fusion.profiles.{intent.value} lacks strategies {lacking}")
-            unknown = sorted(set(profile) - {s.value for s in STRATEGIES})
+            unknown = sorted(set(profile) - set(FEATURE_STRATEGIES))
             if unknown:
                 raise ValueError(f"fusion.profiles.{intent.value}: unknown strategies {unknown}")
             if intent.value not in c.cutoffs:
@@ -126,25 +122,25 @@ class WeightedRRF:
         return consensus_factor(n_strategies, avg_rank, c.consensus_beta, c.consensus_cap, c.consensus_q0)
 
     def weights(self, intent: IntentResult | None, extra: Iterable[str] = (),
-                multipliers: Mapping[Strategy, float] | None = None) -> dict[Strategy | str, float]:
+                multipliers: Mapping[str, float] | None = None) -> dict[str, float]:
         """Normalised per-strategy weights for this intent (see the module docstring). `extra` names
         registered retrievers beyond the four strategies: their weight is `fusion.extra_weights[name]`.
         A search mode's `multipliers` (serving/planning) scale the intent weights before normalising."""
         c = self.config
         intent = intent or IntentResult.pure(Intent.BALANCED)
-        raw: dict[Strategy | str, float] = {
-            s: sum(intent.p(i) * c.profiles[i.value][s.value] for i in INTENTS) for s in STRATEGIES
+        raw: dict[str, float] = {
+            s: sum(intent.p(i) * c.profiles[i.value][s] for i in INTENTS) for s in FEATURE_STRATEGIES
         }
         for name in extra:
             if name not in c.extra_weights or name not in c.rrf_k:
-                raise ValueError(f"unknown strategy {name!r}: not one of {', '.join(sorted(STRATEGY_VALUES))}, and no "
+                raise ValueError(f"unknown strategy {name!r}: not one of {', '.join(sorted(FEATURE_STRATEGIES))}, and no "
                                  f"fusion weight for a registered retriever (fusion.extra_weights.{name}, "
                                  f"fusion.rrf_k.{name})")
             raw[name] = float(c.extra_weights[name])
         if intent.dominant is Intent.FLOW and intent.p(Intent.FLOW) > c.flow_boost_min_p:
-            raw[Strategy.GRAPH] *= c.flow_boost
+            raw[GRAPH] *= c.flow_boost
         if intent.dominant is Intent.SYMBOL and intent.p(Intent.SYMBOL) > c.symbol_boost_min_p:
-            raw[Strategy.SYMBOL] *= c.symbol_boost
+            raw[SYMBOL] *= c.symbol_boost
         for s, factor in (multipliers or {}).items():
             raw[s] *= factor
         total = sum(raw.values())
@@ -162,11 +158,11 @@ class WeightedRRF:
 
     def fuse(
         self,
-        lists: Mapping[Strategy | str, RankedList],
+        lists: Mapping[str, RankedList],
         intent: IntentResult | None = None,
         chunk_meta: Mapping[str, ChunkMeta | Chunk] | None = None,
         k: int | None = None,
-        multipliers: Mapping[Strategy, float] | None = None,
+        multipliers: Mapping[str, float] | None = None,
     ) -> list[Hit]:
         """Fuse the strategies' ranked lists. `intent` None means a pure balanced intent; `multipliers`
         (a search mode's, serving/planning) scale the intent weights.
@@ -176,23 +172,23 @@ class WeightedRRF:
         """
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        names = {key: strategy_key(key) for key in lists}
-        weights = self.weights(intent, [n for n in names.values() if not isinstance(n, Strategy)], multipliers)
+        names = {key: str(key).strip().lower() for key in lists}  # the registered name, however it was spelled
+        weights = self.weights(intent, [n for n in names.values() if n not in FEATURE_STRATEGIES], multipliers)
         matcher = ExpansionMatcher(intent.expansions if intent else Expansions())
-        ranks_by_chunk: dict[str, dict[Strategy | str, int]] = {}
+        ranks_by_chunk: dict[str, dict[str, int]] = {}
         for key, ranked in lists.items():
             strategy = names[key]
             for chunk_id, rank in ranked or []:
                 if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
                     raise ValueError(
-                        f"{strategy_value(strategy)}: rank of {chunk_id!r} must be an integer >= 1, got {rank!r}"
+                        f"{strategy}: rank of {chunk_id!r} must be an integer >= 1, got {rank!r}"
                     )
                 seen = ranks_by_chunk.setdefault(chunk_id, {})
                 if strategy not in seen or rank < seen[strategy]:
                     seen[strategy] = rank
 
-        k_of = {s: self.config.rrf_k[strategy_value(s)] for s in weights}
-        scored: list[tuple[float, int, str, dict[Strategy | str, int], str]] = []
+        k_of = {s: self.config.rrf_k[s] for s in weights}
+        scored: list[tuple[float, int, str, dict[str, int], str]] = []
         for chunk_id, ranks in ranks_by_chunk.items():
             fused = sum(weights[s] / (k_of[s] + r) for s, r in ranks.items())
             consensus = self.consensus(len(ranks), sum(ranks.values()) / len(ranks))
@@ -215,13 +211,13 @@ class WeightedRRF:
     def _hit(
         self,
         chunk_id: str,
-        ranks: dict[Strategy | str, int],
-        weights: dict[Strategy | str, float],
+        ranks: dict[str, int],
+        weights: dict[str, float],
         matched: str,
         chunk_meta: Mapping[str, ChunkMeta | Chunk] | None,
     ) -> Hit:
         c = self.config
-        rrf = {s: weights[s] / (c.rrf_k[strategy_value(s)] + r) for s, r in ranks.items()}
+        rrf = {s: weights[s] / (c.rrf_k[s] + r) for s, r in ranks.items()}
         fused = sum(rrf.values())
         n = len(ranks)
         best = min(ranks.values())
@@ -233,14 +229,14 @@ class WeightedRRF:
         score = fused * consensus * boost
 
         features = (
-            [float(ranks.get(s, ABSENT_RANK)) for s in STRATEGIES]
-            + [rrf.get(s, 0.0) for s in STRATEGIES]
-            + [weights[s] for s in STRATEGIES]
+            [float(ranks.get(s, ABSENT_RANK)) for s in FEATURE_STRATEGIES]
+            + [rrf.get(s, 0.0) for s in FEATURE_STRATEGIES]
+            + [weights[s] for s in FEATURE_STRATEGIES]
             + [float(n), float(best), avg, consensus]
             + [float(meta.size) if meta else 0.0, float(meta.path.count("/")) if meta else 0.0]
         )
-        ordered = [s for s in STRATEGIES if s in ranks] + [s for s in ranks if not isinstance(s, Strategy)]
-        terms = " + ".join(f"{strategy_value(s)} #{ranks[s]} ({rrf[s]:.4f})" for s in ordered)
+        ordered = [s for s in FEATURE_STRATEGIES if s in ranks] + [s for s in ranks if s not in FEATURE_STRATEGIES]
+        terms = " + ".join(f"{s} #{ranks[s]} ({rrf[s]:.4f})" for s in ordered)
         explanation = (
             f"{terms} = {fused:.4f} x consensus {consensus:.2f} "
             f"({n} strateg{'y' if n == 1 else 'ies'}, avg rank {avg:.1f})"
@@ -252,8 +248,8 @@ class WeightedRRF:
             chunk_id=chunk_id,
             score=score,
             fused_score=score,
-            ranks={strategy_value(s): r for s, r in ranks.items()},
-            rrf_scores={strategy_value(s): v for s, v in rrf.items()},
+            ranks=dict(ranks),
+            rrf_scores=rrf,
             features=features,
             explanation=explanation,
             chunk=raw_meta if isinstance(raw_meta, Chunk) else None,

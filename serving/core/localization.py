@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from semantica.config import Config
-from semantica.hits import RankedList, Strategy
+from semantica.hits import RankedList
 from serving.core.answer import attach_voters
 from serving.core.granular_fusion import GranularLists
 from serving.core.history_fusion import HistoryLists
@@ -39,12 +39,12 @@ def untimed(_step: str, step: Callable[[], Any]) -> Any:
 class LocalizationInputs:
     """What one query brings to localization: its retriever lists and the optional extra lists."""
 
-    lists: dict[Strategy, RankedList]
+    lists: dict[str, RankedList]
     chunks: Mapping[str, Any]  # chunk id -> its Chunk (or any object with repo, path, symbol and kind)
     intent: IntentResult
     depth: int
     granular: GranularLists | None = None
-    multipliers: Mapping[Strategy, float] | None = None  # the search mode's weights (planning.modes.apply_to_localize)
+    multipliers: Mapping[str, float] | None = None  # the search mode's weights (planning.modes.apply_to_localize)
     history: HistoryLists | None = None  # fused only when history.enabled
     voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file/function, for the answer
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from semantica.config import GranularConfig, HistoryConfig, QueryConfig
-from semantica.hits import ChunkMeta, RankedList, Strategy
+from semantica.hits import ChunkMeta, RankedList
 from semantica.languages import is_test_path
 from semantica.schema import Chunk
 from serving.core.fusion import ExpansionMatcher, WeightedRRF
@@ -33,9 +33,13 @@ class Localizer:
     """
 
     def __init__(self, config: QueryConfig, fusion: WeightedRRF, granular: GranularConfig | None = None,
-                 history: HistoryConfig | None = None) -> None:
+                 history: HistoryConfig | None = None, voters: Iterable[str] | None = None) -> None:
+        """`voters`: the registered names of `query.localize_strategies` (`build_stages` checks them against
+        the retriever registry, which core does not import); by default the conf names, case folded."""
         self.config = config
         self.fusion = fusion
+        self.voters = set(voters if voters is not None else
+                          (name.strip().lower() for name in config.localize_strategies))
         self.granular = GranularFusion(granular or GranularConfig())
         self.history = HistoryFusion(history or HistoryConfig())
 
@@ -49,11 +53,11 @@ class Localizer:
                 out[key] = len(out) + 1
         return list(out.items())
 
-    def _rank(self, lists: dict[Strategy, RankedList], key_of: Callable[[str], str | None],
+    def _rank(self, lists: dict[str, RankedList], key_of: Callable[[str], str | None],
               intent: IntentResult, path_of: Callable[[str], str], depth: int,
-              voters: set[Strategy] | None = None,
+              voters: set[str] | None = None,
               adjust: Callable[[dict[str, float]], dict[str, float]] | None = None,
-              multipliers: Mapping[Strategy, float] | None = None) -> list[tuple[str, float]]:
+              multipliers: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
         projected = {s: self._project(ranked, key_of) for s, ranked in lists.items() if voters is None or s in voters}
         fused = self.fusion.fuse(projected, intent, None, k=sum(len(v) for v in projected.values()),
                                  multipliers=multipliers)
@@ -71,10 +75,10 @@ class Localizer:
             scored.append((key, score))
         return sorted(scored, key=lambda item: -item[1])[:depth]
 
-    def localize(self, lists: dict[Strategy, RankedList], chunks: dict[str, Chunk],
+    def localize(self, lists: dict[str, RankedList], chunks: dict[str, Chunk],
                  intent: IntentResult, depth: int,
                  granular: GranularLists | None = None,
-                 multipliers: Mapping[Strategy, float] | None = None,
+                 multipliers: Mapping[str, float] | None = None,
                  history: HistoryLists | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """`multipliers`: a search mode's weights (serving/planning, planning.modes.apply_to_localize);
         `history`: the history retriever's vote and prior lists (fused when `history.enabled`)."""
@@ -91,7 +95,7 @@ class Localizer:
         def path_of(key: str) -> str:
             return key.split("\x00", 1)[1].split("::", 1)[0]
 
-        voters = {Strategy.parse(s) for s in self.config.localize_strategies}
+        voters = self.voters
         if not voters & set(lists):
             voters = set(lists)  # an ablation without any of them: let what ran vote
         use_granular = granular is not None and self.granular.config.enabled

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from semantica.config import PlanningConfig
-from semantica.hits import RankedList, Strategy
+from semantica.hits import RankedList
 from semantica.snapshot import Snapshot
 from serving.core.intent import IntentResult
 from serving.graph.ops import SnapshotGraph
@@ -25,9 +25,10 @@ from serving.planning.direct import DirectResolver
 from serving.planning.merge import DIRECT, ListMerger, PlannedLists, PlanTrace, SubQueryLists
 from serving.planning.multihop import MultiHop
 from serving.retrievers.base import Filters
+from serving.retrievers.registry import retriever_name
 
-Retrieve = Callable[[str, IntentResult, set[Strategy]], dict[Strategy, RankedList]]
-"""(text, its intent, strategies) -> ranked lists over the request's snapshots (the pipeline's retrieval)."""
+Retrieve = Callable[[str, IntentResult, set[str]], dict[str, RankedList]]
+"""(text, its intent, retriever names) -> ranked lists over the request's snapshots (the pipeline's retrieval)."""
 
 
 class QueryExpansion:
@@ -44,9 +45,9 @@ class QueryExpansion:
         self.graph_of = graph_of
         self._pool = ThreadPoolExecutor(max_workers=len(SubQueryKind), thread_name_prefix="subquery")
 
-    def expand(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: set[Strategy],
-               filters: Filters, main: dict[Strategy, RankedList],
-               retrieve: Retrieve) -> tuple[dict[Strategy, RankedList], dict[str, Any] | None]:
+    def expand(self, query: str, intent: IntentResult, snapshots: list[Snapshot], enabled: set[str],
+               filters: Filters, main: dict[str, RankedList],
+               retrieve: Retrieve) -> tuple[dict[str, RankedList], dict[str, Any] | None]:
         sub_queries = self.decomposer.decompose(query, intent)
         hop_wanted = self.multihop.wanted(intent, self.decomposer.is_issue(query))
         if not sub_queries and not hop_wanted:
@@ -65,7 +66,7 @@ class QueryExpansion:
         merged = self.merger.merge(main, subs, trace.hop_decomposed if hop_wanted else None)
         return PlannedLists(merged, trace), plan
 
-    def _run(self, sub_queries: list[SubQuery], enabled: set[Strategy], graphs: list[SnapshotGraph],
+    def _run(self, sub_queries: list[SubQuery], enabled: set[str], graphs: list[SnapshotGraph],
              allowed: Callable[[str], bool], retrieve: Retrieve) -> list[SubQueryLists]:
         """Every sub-query's lists, in parallel (direct lookups inline: dictionary work)."""
         def one(sub: SubQuery) -> SubQueryLists:
@@ -74,13 +75,13 @@ class QueryExpansion:
                     else (lambda g: self.direct.paths(g, sub.paths))
                 ranked = _concat([[(c, r) for c, r in lookup(g) if allowed(c)] for g in graphs])
                 return SubQueryLists(sub.kind, sub.text, {DIRECT: ranked})
-            strategies = {Strategy.parse(s) for s in self.config.decompose.strategies.get(sub.kind.value, [])} & enabled
+            strategies = {retriever_name(s) for s in self.config.decompose.strategies.get(sub.kind.value, [])} & enabled
             lists = retrieve(sub.text, self.classify(sub.text), strategies) if strategies else {}
-            return SubQueryLists(sub.kind, sub.text, {s.value: ranked for s, ranked in lists.items()})
+            return SubQueryLists(sub.kind, sub.text, dict(lists))
 
         return list(self._pool.map(one, sub_queries))
 
-    def _hop(self, graphs: list[SnapshotGraph], lists: dict[Strategy, RankedList],
+    def _hop(self, graphs: list[SnapshotGraph], lists: dict[str, RankedList],
              allowed: Callable[[str], bool]) -> RankedList:
         seeds = self.merger.seeds(lists, self.config.multihop.seeds)
         return _concat([[(c, r) for c, r in self.multihop.neighbours(g, seeds) if allowed(c)] for g in graphs])

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
-from semantica.hits import STRATEGIES, RankedList, Strategy
+from semantica.feature_schema import FEATURE_STRATEGIES
+from semantica.hits import RankedList
 from semantica.layout import IndexLayout, normalize_repo_name
 from serving.core.fusion import WeightedRRF
 from serving.core.intent import INTENTS, Intent, IntentClassifier
@@ -56,7 +57,7 @@ class ReplayedSample:
 
     sample: FeedbackSample
     intent: Intent
-    lists: dict[Strategy, RankedList]
+    lists: dict[str, RankedList]
 
 
 def read_feedback(directory: str | Path, repo: str) -> list[FeedbackSample]:
@@ -128,14 +129,17 @@ class WeightLearner:
         total = sum(profile.values()) or 1.0
         return {s: w / total for s, w in profile.items()}
 
-    def credit(self, lists: dict[Strategy, RankedList], selected: Iterable[str]) -> dict[str, float] | None:
-        """Each strategy's share of the selected chunks' unweighted RRF credit; None when none found them."""
+    def credit(self, lists: dict[str, RankedList], selected: Iterable[str]) -> dict[str, float] | None:
+        """Each weighted strategy's share of the selected chunks' unweighted RRF credit (the feature schema's
+        strategies: the ones with a profile weight to learn); None when none found them."""
         wanted = set(selected)
-        credit = {s.value: 0.0 for s in STRATEGIES}
+        credit = dict.fromkeys(FEATURE_STRATEGIES, 0.0)
         for strategy, ranked in lists.items():
+            if strategy not in credit:
+                continue
             for chunk_id, rank in ranked:
                 if chunk_id in wanted:
-                    credit[strategy.value] += 1.0 / (self.fusion.rrf_k[strategy.value] + rank)
+                    credit[strategy] += 1.0 / (self.fusion.rrf_k[strategy] + rank)
         total = sum(credit.values())
         return {s: c / total for s, c in credit.items()} if total > 0 else None
 

@@ -2,7 +2,7 @@
 
 The pipeline and the offline replay (`semantica eval localize`) both call `ListMerger.merge`, so a
 replay over mined lists reproduces what the pipeline fused. The result keeps the shape every later
-stage expects (`{Strategy: RankedList}`): chunk fusion, localization and mining are unchanged.
+stage expects (`{retriever name: RankedList}`): chunk fusion, localization and mining are unchanged.
 
 For strategy s, a chunk c scores
 
@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from semantica.config import PlanningConfig
-from semantica.hits import RankedList, Strategy
+from semantica.hits import RankedList
 from serving.planning.decompose import SubQueryKind
+from serving.retrievers.registry import conf_retriever_names, retriever_name
 
 DIRECT = "direct"
 """The list key of a frame/path lookup (not a retriever)."""
@@ -30,7 +31,7 @@ MAIN_SOURCE = "main"
 
 @dataclass
 class SubQueryLists:
-    """One sub-query's ranked lists: by strategy value, or `direct` for a frame/path lookup."""
+    """One sub-query's ranked lists: by retriever name, or `direct` for a frame/path lookup."""
 
     kind: SubQueryKind
     text: str
@@ -42,16 +43,16 @@ class PlanTrace:
     """Every list the planning stage saw, for mining and `--explain`: the main lists, each sub-query's,
     and the multi-hop list (seeded from the main lists alone, and from the decomposed ones)."""
 
-    main: dict[Strategy, RankedList]
+    main: dict[str, RankedList]
     sub_queries: list[SubQueryLists] = field(default_factory=list)
     hop_main: RankedList = field(default_factory=list)
     hop_decomposed: RankedList = field(default_factory=list)
 
 
 class PlannedLists(dict):
-    """The merged `{Strategy: RankedList}` (a plain dict to every stage) carrying its `PlanTrace`."""
+    """The merged `{retriever name: RankedList}` (a plain dict to every stage) carrying its `PlanTrace`."""
 
-    def __init__(self, merged: dict[Strategy, RankedList], trace: PlanTrace) -> None:
+    def __init__(self, merged: dict[str, RankedList], trace: PlanTrace) -> None:
         super().__init__(merged)
         self.trace = trace
 
@@ -62,38 +63,39 @@ class ListMerger:
     def __init__(self, config: PlanningConfig) -> None:
         self.config = config
         d = config.decompose
-        self.direct_into = {Strategy.parse(s) for s in d.direct_into}
-        self.hop_into = {Strategy.parse(s) for s in config.multihop.into}
-        self.routes = {route: {Strategy.parse(s) for s in targets} for route, targets in d.routes.items()}
+        self.direct_into = set(conf_retriever_names(d.direct_into, "planning.decompose.direct_into"))
+        self.hop_into = set(conf_retriever_names(config.multihop.into, "planning.multihop.into"))
+        self.seed_from = set(conf_retriever_names(config.multihop.seed_from, "planning.multihop.seed_from"))
+        self.routes = {route: set(conf_retriever_names(targets, f"planning.decompose.routes.{route}"))
+                       for route, targets in d.routes.items()}
         for route in d.routes:
             kind, _, strategy = route.partition(".")
             SubQueryKind.parse(kind)
-            Strategy.parse(strategy)  # "kind.strategy", both known, or a clear error
+            conf_retriever_names([strategy], f"planning.decompose.routes.{route}")  # "kind.retriever", both known
         for kind, names in d.strategies.items():
             SubQueryKind.parse(kind)
-            for name in names:
-                Strategy.parse(name)
+            conf_retriever_names(names, f"planning.decompose.strategies.{kind}")
 
     def weight(self, kind: SubQueryKind) -> float:
         return float(self.config.decompose.weights.get(kind.value, 0.0))
 
-    def merge(self, main: dict[Strategy, RankedList], sub_queries: list[SubQueryLists],
-              hop: RankedList | None = None) -> dict[Strategy, RankedList]:
+    def merge(self, main: dict[str, RankedList], sub_queries: list[SubQueryLists],
+              hop: RankedList | None = None) -> dict[str, RankedList]:
         d = self.config.decompose
-        feeds: dict[Strategy, list[tuple[float, RankedList]]] = {s: [] for s in main}
+        feeds: dict[str, list[tuple[float, RankedList]]] = {s: [] for s in main}
         for sub in sub_queries:
             w = self.weight(sub.kind)
             if w <= 0:
                 continue
             for key, ranked in sub.lists.items():
                 targets = self.direct_into if key == DIRECT else \
-                    self.routes.get(f"{sub.kind.value}.{key}", {Strategy.parse(key)})
+                    self.routes.get(f"{sub.kind.value}.{key}", {retriever_name(key)})
                 for strategy in targets & set(main):
                     feeds[strategy].append((w, ranked))
         if hop and self.config.multihop.weight > 0:
             for strategy in self.hop_into & set(main):
                 feeds[strategy].append((self.config.multihop.weight, hop))
-        merged: dict[Strategy, RankedList] = {}
+        merged: dict[str, RankedList] = {}
         for strategy, ranked in main.items():
             extra = [(w, r) for w, r in feeds[strategy] if r]
             merged[strategy] = self._fuse(ranked, extra, d.rrf_k, d.main_weight, max(d.max_list, len(ranked))) \
@@ -115,13 +117,12 @@ class ListMerger:
         best = sorted(score, key=lambda c: (-score[c], order[c]))[:limit]
         return [(chunk_id, rank) for rank, chunk_id in enumerate(best, 1)]
 
-    def seeds(self, lists: dict[Strategy, RankedList], n: int) -> list[str]:
+    def seeds(self, lists: dict[str, RankedList], n: int) -> list[str]:
         """The first hits multi-hop starts from: plain RRF over the `multihop.seed_from` lists (cheap, no features)."""
         k = self.config.decompose.rrf_k
-        wanted = {Strategy.parse(s) for s in self.config.multihop.seed_from}
         score: dict[str, float] = {}
         for strategy, ranked in lists.items():
-            if strategy not in wanted:
+            if strategy not in self.seed_from:
                 continue
             for chunk_id, rank in ranked:
                 score[chunk_id] = score.get(chunk_id, 0.0) + 1.0 / (k + rank)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import IntEnum
 
-from semantica.hits import STRATEGIES, Strategy
+from semantica.feature_schema import FEATURE_STRATEGIES
 from semantica.schema import ParsableEnum
 
 
@@ -41,21 +41,22 @@ class RetryLevel(IntEnum):
             raise ValueError(f"unknown retry level {value!r}; known retry levels: {known}") from None
 
 
-def mode_multipliers(table: Mapping[str, Mapping[str, float]]) -> dict[SearchMode, dict[Strategy, float]]:
-    """planning.modes.multipliers checked: every mode, every strategy, no unknown names, no negative value."""
+def mode_multipliers(table: Mapping[str, Mapping[str, float]]) -> dict[SearchMode, dict[str, float]]:
+    """planning.modes.multipliers checked: every mode, every weighted strategy (the feature schema's), no
+    unknown names, no negative value."""
     unknown = sorted(set(table) - {m.value for m in SearchMode})
     if unknown:
         raise ValueError(f"planning.modes.multipliers: unknown modes {unknown}; "
                          f"known modes: {', '.join(m.value for m in SearchMode)}")
-    out: dict[SearchMode, dict[Strategy, float]] = {}
+    out: dict[SearchMode, dict[str, float]] = {}
     for mode in SearchMode:
         row = table.get(mode.value)
         if row is None:
             raise ValueError(f"planning.modes.multipliers lacks mode {mode.value!r}")
-        bad = sorted(set(row) - {s.value for s in STRATEGIES})
+        bad = sorted(set(row) - set(FEATURE_STRATEGIES))
         if bad:
             raise ValueError(f"planning.modes.multipliers.{mode.value}: unknown strategies {bad}")
-        values = {s: float(row.get(s.value, 1.0)) for s in STRATEGIES}
+        values = {s: float(row.get(s, 1.0)) for s in FEATURE_STRATEGIES}
         if any(v < 0 for v in values.values()) or not any(v > 0 for v in values.values()):
             raise ValueError(f"planning.modes.multipliers.{mode.value}: values must be >= 0, one > 0")
         out[mode] = values

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from semantica.api import SearchRequest
-from semantica.hits import ChunkMeta, Hit, RankedList, Strategy
+from semantica.hits import ChunkMeta, Hit, RankedList
 from semantica.layout import split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
@@ -22,7 +22,7 @@ from serving.retrievers.base import Filters
 class PipelinePass:
     """Bound to one request: its intent, enabled strategies, filters, timer and `degraded` list."""
 
-    def __init__(self, pipeline: Any, request: SearchRequest, intent: IntentResult, enabled: set[Strategy],
+    def __init__(self, pipeline: Any, request: SearchRequest, intent: IntentResult, enabled: set[str],
                  filters: Filters, chunks: dict[str, Chunk], timer: Any, degraded: list[dict[str, str]]) -> None:
         self.pipeline = pipeline
         self.request = request
@@ -39,7 +39,7 @@ class PipelinePass:
         return max(int(self.pipeline.config.fusion.cutoffs[self.intent.dominant.value]), self.request.k or 0)
 
     def retrieve(self, query: str, snapshots: Sequence[Snapshot], k: int,
-                 paths: Sequence[str] = ()) -> dict[Strategy, RankedList]:
+                 paths: Sequence[str] = ()) -> dict[str, RankedList]:
         """Each retriever's list for `query` over `snapshots`, optionally only within `paths`."""
         filters = self.filters
         if paths:
@@ -53,8 +53,8 @@ class PipelinePass:
         return self.pipeline._retrieve(query, self.intent, list(snapshots), self.enabled, filters, self.timer,
                                        self.degraded, k=k)
 
-    def rank(self, lists: dict[Strategy, RankedList], depth: int,
-             multipliers: dict[Strategy, float] | None) -> list[Hit]:
+    def rank(self, lists: dict[str, RankedList], depth: int,
+             multipliers: dict[str, float] | None) -> list[Hit]:
         """Fuse (with the mode's multipliers) and rerank, as the pipeline's first pass does."""
         meta = {cid: ChunkMeta.from_chunk(self.chunks[cid]) for ranked in lists.values() for cid, _ in ranked
                 if cid in self.chunks}

@@ -13,7 +13,7 @@ from typing import Any
 
 from semantica.api import QueryError, SearchRequest
 from semantica.config import Config
-from semantica.hits import Hit, RankedList, Strategy
+from semantica.hits import Hit, RankedList
 from semantica.layout import normalize_repo_name
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
@@ -32,8 +32,8 @@ class Plan:
     choice: ModeChoice
     k: int
     k_source: str
-    multipliers: dict[Strategy, float] | None
-    localize_multipliers: dict[Strategy, float] | None
+    multipliers: dict[str, float] | None
+    localize_multipliers: dict[str, float] | None
     budgets: BudgetPlan | None = None
     verdict: Verdict | None = None
     retries: list[dict[str, Any]] = field(default_factory=list)
@@ -54,7 +54,7 @@ class Plan:
         return {
             "mode": self.mode.value, "why": self.choice.why, "features": self.choice.features.to_dict(),
             "k": self.k, "k_source": self.k_source,
-            "weights": {s.value: m for s, m in self.multipliers.items()} if self.multipliers else None,
+            "weights": dict(self.multipliers) if self.multipliers else None,
             "budgets": ({"primary": self.budgets.primary, "why": self.budgets.why, "shares": self.budgets.budgets}
                         if self.budgets else None),
             "verdict": self.verdict.to_dict() if self.verdict else None,
@@ -147,7 +147,7 @@ class QueryPlanner:
         relaxed_k = max(1, round(c.retrieval.k_per_retriever * r.relax_k_factor))
         depth = max(plan.k, round(run.cutoff * r.relax_k_factor))
         queries = [run.request.query]
-        lists: dict[Strategy, RankedList] = {}
+        lists: dict[str, RankedList] = {}
         for level in RetryLevel:
             if level is RetryLevel.NONE:
                 continue
@@ -184,7 +184,7 @@ class QueryPlanner:
         return best
 
     def _adjacent(self, run: PipelinePass, hits: list[Hit], snapshots: list[Snapshot], queries: list[str],
-                  k: int, lists: dict[Strategy, RankedList]) -> tuple[dict[Strategy, RankedList], dict[str, Any]]:
+                  k: int, lists: dict[str, RankedList]) -> tuple[dict[str, RankedList], dict[str, Any]]:
         r = self.config.planning.retry
         searched = {s.repo for s in snapshots}
         scope: dict[str, Any] = {"repos": [], "seeds": [], "paths": []}

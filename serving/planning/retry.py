@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from semantica.config import ConfigError, PlanningRetryConfig
-from semantica.hits import Hit, RankedList, Strategy
+from semantica.hits import Hit, RankedList
 from semantica.schema import Chunk, EdgeType
 from semantica.snapshot import Snapshot
 from serving.planning.analyzer import QueryFeatures, is_identifier
@@ -125,9 +125,9 @@ def _file_of(node: str) -> str:
     return node.removeprefix(FILE_NODE_PREFIX).split("::", 1)[0] if node else ""
 
 
-def merge_ranked(many: Sequence[Mapping[Strategy, RankedList]], rrf_k: float) -> dict[Strategy, RankedList]:
+def merge_ranked(many: Sequence[Mapping[str, RankedList]], rrf_k: float) -> dict[str, RankedList]:
     """One ranked list per strategy from several passes (queries, scopes): reciprocal-rank merge."""
-    scores: dict[Strategy, dict[str, float]] = {}
+    scores: dict[str, dict[str, float]] = {}
     for lists in many:
         for strategy, ranked in lists.items():
             table = scores.setdefault(strategy, {})

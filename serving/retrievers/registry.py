@@ -11,7 +11,7 @@ explained, but adds no LTR feature until the schema lists it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,20 @@ def retriever_spec(name: str) -> RetrieverSpec:
     if spec is None:
         raise ValueError(f"unknown strategy {name!r}; known strategies: {', '.join(RETRIEVERS)}")
     return spec
+
+
+def retriever_name(name: str) -> str:
+    """The registered name a ranked list is keyed by (case and spaces folded); unknown is a ValueError."""
+    return retriever_spec(name).name
+
+
+def conf_retriever_names(names: Iterable[str], where: str) -> list[str]:
+    """The registered names of the retrievers a conf key lists, in order; an unknown one is a ConfigError
+    naming the key and listing the registered retrievers."""
+    try:
+        return [retriever_name(n) for n in names]
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def enabled_specs(names: list[str]) -> list[RetrieverSpec]:

@@ -7,12 +7,13 @@ import math
 import pytest
 
 from semantica.config import FusionConfig
-from semantica.hits import ABSENT_RANK, FEATURE_NAMES, ChunkMeta, Strategy
+from semantica.feature_schema import FEATURE_STRATEGIES
+from semantica.hits import ABSENT_RANK, FEATURE_NAMES, ChunkMeta
 from semantica.schema import Chunk
 from serving.core.fusion import WeightedRRF, consensus_factor
 from serving.core.intent import Expansions, Intent, IntentResult
 
-V, L, S, G = Strategy.VECTOR, Strategy.LEXICAL, Strategy.SYMBOL, Strategy.GRAPH
+V, L, S, G = "vector", "lexical", "symbol", "graph"
 
 
 @pytest.fixture()
@@ -98,8 +99,8 @@ def test_flow_boost(rrf: WeightedRRF) -> None:
     probs = {Intent.FLOW: 0.2, Intent.SYMBOL: 0.2, Intent.CODE: 0.2, Intent.CONCEPT: 0.2,
              Intent.BALANCED: 0.2}
     plain = rrf.weights(_intent(probs, Intent.FLOW))
-    mixed = {s: sum(0.2 * FusionConfig().profiles[i][s.value] for i in FusionConfig().profiles)
-             for s in Strategy}
+    mixed = {s: sum(0.2 * FusionConfig().profiles[i][s] for i in FusionConfig().profiles)
+             for s in FEATURE_STRATEGIES}
     assert plain == {s: pytest.approx(v / sum(mixed.values())) for s, v in mixed.items()}
 
 

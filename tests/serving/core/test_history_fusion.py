@@ -6,7 +6,6 @@ import pytest
 
 from semantica.config import HistoryConfig, QueryConfig
 from semantica.history.index import HistoryVotes, Vote
-from semantica.hits import Strategy
 from serving.core.fusion import WeightedRRF
 from serving.core.granular_fusion import localizer_key
 from serving.core.history_fusion import HistoryFusion, HistoryLists
@@ -56,7 +55,7 @@ def test_localizer_fuses_history_only_when_enabled(tmp_path):
 
     config = make_config(tmp_path)
     chunks = {"c1": Chunk("a.py", "f"), "c2": Chunk("b.py", "g")}
-    lists = {Strategy.LEXICAL: [("c1", 1), ("c2", 2)]}
+    lists = {"lexical": [("c1", 1), ("c2", 2)]}
     history = HistoryLists(files=[(key("b.py"), 1)], functions=[(key("b.py::g"), 1)])
     intent = IntentResult.pure("concept")
     query = QueryConfig(**{**vars(config.query), "localize_strategies": ["lexical"]})

@@ -7,8 +7,7 @@ import dataclasses
 import pytest
 
 from jobs.eval.replay import ChunkRef
-from semantica.config import load_config
-from semantica.hits import Strategy
+from semantica.config import ConfigError, load_config
 from serving.core.localization import LocalizationInputs
 from serving.stages import build_stages
 
@@ -18,7 +17,7 @@ CHUNKS = {
     "c2": ChunkRef(R, "shop/billing.py", "invoice_total", "function"),
     "c3": ChunkRef(R, "shop/shipping.py", "parcel_weight", "function"),
 }
-LISTS = {Strategy.VECTOR: [("c1", 1), ("c2", 2), ("c3", 3)], Strategy.LEXICAL: [("c3", 1), ("c1", 2)]}
+LISTS = {"vector": [("c1", 1), ("c2", 2), ("c3", 3)], "lexical": [("c3", 1), ("c1", 2)]}
 
 
 def tail_and_inputs(*overrides: str):
@@ -71,6 +70,13 @@ def test_learned_blend_replaces_the_lists_and_a_failure_raises_or_degrades():
     errors = []
     files, _ = tail.run(inputs, lambda ranked: ranked, broken, on_learned_error=errors.append)
     assert paths(files) == ["shop/shipping.py", "shop/billing.py"] and [str(e) for e in errors] == ["no model"]
+
+
+def test_an_unknown_voter_is_a_config_error_naming_the_registered_retrievers():
+    with pytest.raises(ConfigError, match=r"query\.localize_strategies: unknown strategy 'lexicl'.*lexical"):
+        tail_and_inputs("query.localize_strategies=[vector,lexicl]")
+    tail, inputs = tail_and_inputs("query.localize_strategies=[VECTOR]")  # names fold case like the registry
+    assert tail.localizer.voters == {"vector"}
 
 
 def test_the_file_order_comes_after_the_learned_blend():

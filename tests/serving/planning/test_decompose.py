@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from semantica.config import DecomposeConfig, PlanningConfig
-from semantica.hits import Strategy
+from semantica.config import ConfigError, DecomposeConfig, MultiHopConfig, PlanningConfig
 from serving.core.intent import IntentClassifier
 from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
@@ -103,24 +102,24 @@ def test_merge_folds_direct_lists_into_voters_and_keeps_untouched_strategies():
     config = PlanningConfig()
     config.decompose.weights["frame"] = config.decompose.main_weight  # the mechanics at equal weights
     merger = ListMerger(config)
-    main = {Strategy.VECTOR: [("a", 1), ("b", 2)], Strategy.SYMBOL: [("s", 1)]}
+    main = {"vector": [("a", 1), ("b", 2)], "symbol": [("s", 1)]}
     frame = SubQueryLists(SubQueryKind.FRAME, "x.py:1", {DIRECT: [("b", 1), ("c", 2)]})
     merged = merger.merge(main, [frame])
-    assert merged[Strategy.SYMBOL] == main[Strategy.SYMBOL]
-    assert [c for c, _ in merged[Strategy.VECTOR]] == ["b", "a", "c"]  # b: main 2 + frame 1 beats a: main 1
+    assert merged["symbol"] == main["symbol"]
+    assert [c for c, _ in merged["vector"]] == ["b", "a", "c"]  # b: main 2 + frame 1 beats a: main 1
     assert merger.merge(main, []) == main
 
 
 def test_routes_send_a_sub_query_list_to_other_strategies_and_reject_unknown_names():
-    main = {Strategy.LEXICAL: [("a", 1), ("b", 2)], Strategy.SYMBOL: [("s", 1)]}
+    main = {"lexical": [("a", 1), ("b", 2)], "symbol": [("s", 1)]}
     calls = SubQueryLists(SubQueryKind.CALLS, "latex", {"symbol": [("b", 1)]})
     plain = ListMerger(PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND))))
-    assert plain.merge(main, [calls])[Strategy.LEXICAL] == main[Strategy.LEXICAL]  # its own strategy only
-    assert plain.merge(main, [calls])[Strategy.SYMBOL] != main[Strategy.SYMBOL]
+    assert plain.merge(main, [calls])["lexical"] == main["lexical"]  # its own strategy only
+    assert plain.merge(main, [calls])["symbol"] != main["symbol"]
     config = PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND), routes={"calls.symbol": ["lexical"]},
                                                       main_weight=0.5))
     routed = ListMerger(config).merge(main, [calls])
-    assert [c for c, _ in routed[Strategy.LEXICAL]] == ["b", "a"] and routed[Strategy.SYMBOL] == main[Strategy.SYMBOL]
+    assert [c for c, _ in routed["lexical"]] == ["b", "a"] and routed["symbol"] == main["symbol"]
     for bad, said in (("calls.symbl", "symbl"), ("call.symbol", "call"), ("calls", "''")):
         with pytest.raises(ValueError, match=said):
             ListMerger(PlanningConfig(decompose=DecomposeConfig(routes={bad: ["lexical"]})))
@@ -210,3 +209,17 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
         answered = _search(ledger_index, REPORT, *planning, "localizer.enabled=false")
         assert replayed.files == [f["path"] for f in answered.files]
         assert replayed.functions == [f["function"] for f in answered.functions]
+
+
+def test_conf_names_are_checked_against_the_retriever_registry():
+    with pytest.raises(ConfigError, match=r"planning\.decompose\.direct_into: unknown strategy 'vectr'.*vector"):
+        ListMerger(PlanningConfig(decompose=DecomposeConfig(direct_into=["vectr"])))
+    with pytest.raises(ConfigError, match=r"planning\.multihop\.seed_from: unknown strategy 'nope'"):
+        ListMerger(PlanningConfig(multihop=MultiHopConfig(seed_from=["nope"])))
+    # a registered retriever that owns no LTR feature (history) is routed to like a built-in
+    config = PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND), routes={"calls.symbol": ["History"]},
+                                                      main_weight=0.5))
+    main = {"history": [("a", 1), ("b", 2)], "symbol": [("s", 1)]}
+    calls = SubQueryLists(SubQueryKind.CALLS, "latex", {"symbol": [("b", 1)]})
+    routed = ListMerger(config).merge(main, [calls])
+    assert [c for c, _ in routed["history"]] == ["b", "a"] and routed["symbol"] == main["symbol"]

@@ -8,7 +8,6 @@ import json
 from jobs.cli import main
 from semantica.api import SearchRequest
 from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
-from semantica.hits import Strategy
 from serving.api.http.feedback import FeedbackLog
 from serving.core.intent import Intent
 from serving.pipeline import SearchPipeline
@@ -31,8 +30,8 @@ def _lexical_wins(n: int) -> list[ReplayedSample]:
     """Queries where the user picked the chunk lexical ranked first; vector ranked two other chunks above it."""
     samples = []
     for i in range(n):
-        lists = {Strategy.LEXICAL: [(f"good{i}", 1), (f"bad{i}", 2)],
-                 Strategy.VECTOR: [(f"bad{i}", 1), (f"other{i}", 2), (f"good{i}", 30)]}
+        lists = {"lexical": [(f"good{i}", 1), (f"bad{i}", 2)],
+                 "vector": [(f"bad{i}", 1), (f"other{i}", 2), (f"good{i}", 30)]}
         samples.append(ReplayedSample(FeedbackSample(f"r{i}", CONCEPT_QUERY, "acme/shop", [f"good{i}"]),
                                       Intent.CONCEPT, lists))
     return samples

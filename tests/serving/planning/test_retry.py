@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from semantica.config import ConfigError, PlanningConfig, PlanningRetryConfig
-from semantica.hits import Hit, Strategy
+from semantica.hits import Hit
 from semantica.schema import Chunk
 from serving.planning.analyzer import QueryAnalyzer
 from serving.planning.retry import QueryRewriter, ResultEvaluator, merge_ranked, split_identifier
@@ -41,9 +41,9 @@ def test_rewrites_split_identifiers_and_drop_stop_words():
 
 
 def test_merge_ranked_rewards_agreement_across_passes():
-    merged = merge_ranked([{Strategy.LEXICAL: [("a", 1), ("b", 2)]}, {Strategy.LEXICAL: [("b", 1), ("c", 2)]},
-                           {Strategy.VECTOR: [("c", 1)]}], 60.0)
-    assert merged[Strategy.LEXICAL] == [("b", 1), ("a", 2), ("c", 3)] and merged[Strategy.VECTOR] == [("c", 1)]
+    merged = merge_ranked([{"lexical": [("a", 1), ("b", 2)]}, {"lexical": [("b", 1), ("c", 2)]},
+                           {"vector": [("c", 1)]}], 60.0)
+    assert merged["lexical"] == [("b", 1), ("a", 2), ("c", 3)] and merged["vector"] == [("c", 1)]
 
 
 def test_llm_hook_is_off_and_refuses_a_missing_url():
