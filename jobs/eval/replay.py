@@ -31,6 +31,7 @@ from semantica.config import Config
 from semantica.granular import Granularity, path_of_key
 from serving.core.granular_fusion import GranularLists, localizer_key
 from serving.core.history_fusion import HistoryLists
+from serving.core.intent import identifier_only
 from serving.core.localization import LocalizationInputs, Ranked
 from serving.planning.merge import PlanTrace
 from serving.stages import Stages, build_stages
@@ -115,7 +116,10 @@ class LocalizationReplay:
         return Prediction([f["path"] for f in files[:TOP_N]], [f["function"] for f in functions[:TOP_N]])
 
     def _learned_blend(self, inst: Instance, files: Ranked, functions: Ranked) -> tuple[Ranked, Ranked]:
-        """The learned localizer's ranking at the base commit, blended into today's (as `LearnedStage.apply`)."""
+        """The learned localizer's ranking at the base commit, blended into today's (as `LearnedStage.apply`,
+        which also leaves an identifier lookup as it is)."""
+        if self.config.localizer.skip_identifier_queries and identifier_only(inst.problem_statement):
+            return files, functions
         file_keys, function_keys = self.learned.blend(inst, [f["path"] for f in files], [f["function"] for f in functions])
         return ([{"repo": inst.repo, "path": key} for key in file_keys],
                 [{"repo": inst.repo, "function": key} for key in function_keys])

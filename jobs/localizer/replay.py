@@ -3,6 +3,8 @@
 The snapshot's Python files are read from the repository's bare clone under $SEMANTICA_MIRRORS
 (`<owner>+<name>/repo`) at the base commit, exactly as the corpus features read
 a parent commit, then `serving.core.localizer` ranks them; `blend` mixes the result into today's ranking.
+Only the files the indexer would discover there (`discover.*`: include globs, ignore rules, sizes) are
+candidates, so a replay ranks the same files as the snapshot a full run indexed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from jobs.eval.instances import Instance, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from jobs.ltr.mine import MineError
+from pipelines.discover import RepoSource
 from semantica.config import Config
 from semantica.localizer.blobcache import open_blob_cache
 from semantica.localizer.features import SCHEMA_VERSION, CandidateSet
@@ -40,14 +43,15 @@ class LearnedReplay:
         self.localizer = LearnedLocalizer(self.config, models)
         self.cache_dir = Path(config.paths.cache_dir) / CACHE_DIR  # candidates per instance, reused by later replays
         self.blob_cache_dir = config.paths.cache_dir
+        self.discover = config.discover  # which files a snapshot at the base commit would hold
 
     _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
-    _builders: dict[str, tuple[TreeReader, SnapshotBuilder]] = {}
+    _builders: dict[str, tuple[Path, TreeReader, SnapshotBuilder]] = {}
     seconds: list[float] = []  # candidates and features per query computed here (the snapshot build excluded)
     model_seconds: list[float] = []  # the two models' scoring per query
 
     def _stored(self, inst: Instance) -> tuple[tuple, Path]:
-        key = (inst.instance_id, astuple(candidate_config(self.config)))
+        key = (inst.instance_id, astuple(candidate_config(self.config)), repr(self.discover))
         digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
         return key, self.cache_dir / f"{inst.instance_id}-{digest}.npz"
 
@@ -71,10 +75,12 @@ class LearnedReplay:
             if not git_dir.is_dir():
                 raise MineError(f"localizer.enabled needs the bare clone of {inst.repo} at {git_dir} "
                                 f"(set SEMANTICA_MIRRORS)")
-            self._builders[inst.repo] = (TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder(
+            self._builders[inst.repo] = (git_dir, TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder(
                 open_blob_cache(self.config.blob_cache_file, self.blob_cache_dir)))
-        reader, builder = self._builders[inst.repo]
-        snapshot = builder.build(reader.texts(inst.base_commit))
+        git_dir, reader, builder = self._builders[inst.repo]
+        entries, _ = RepoSource(str(git_dir), inst.base_commit, self.discover).entries()
+        indexed = {entry.path for entry in entries}
+        snapshot = builder.build({path: text for path, text in reader.texts(inst.base_commit).items() if path in indexed})
         start = time.perf_counter()
         cands = self._candidates[key] = self.localizer.generator.build(snapshot, inst.problem_statement)
         self.seconds.append(time.perf_counter() - start)
