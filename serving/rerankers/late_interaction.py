@@ -317,7 +317,8 @@ class LateInteractionReranker:
 @register_reranker(LATE_STAGE)
 class LateInteractionStage:
     """The registered stage: MaxSim over stored token vectors; conf may limit it to the intents where it
-    measurably helps and skip queries that are one identifier (`skip_identifier_queries`). Owns its encoder and token cache; the Serve graph gives it its own deployment."""
+    measurably helps and skip queries that are one identifier (`skip_identifier_queries`). Owns its encoder and
+    token cache; the Serve graph gives it its own deployment."""
 
     name, optional, deployed = LATE_STAGE, True, True
 
