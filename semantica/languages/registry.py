@@ -44,7 +44,9 @@ def language_row(name: str) -> Language | None:
 
 def language_of(path: str) -> str:
     """Language name from the file name, or "" when unknown."""
-    name = PurePosixPath(path).name
+    name = path.rpartition("/")[2]
+    if name in ("", ".", ".."):  # a path ending in a separator or a dot segment: let pathlib normalise it
+        name = PurePosixPath(path).name
     if name in LANGUAGE_BY_NAME:
         return LANGUAGE_BY_NAME[name]
     lower = name.lower()

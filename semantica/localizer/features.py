@@ -199,7 +199,10 @@ class CandidateGenerator:
                          for i, s in snapshot.fields[name].search(ids, counts, c.function_list_depth)]
         return out
 
-    def build(self, snapshot: Snapshot, query_text: str, history: HistorySignals | None = None) -> CandidateSet:
+    def build(self, snapshot: Snapshot, query_text: str, history: HistorySignals | None = None,
+              features: bool = True) -> CandidateSet:
+        """`features=False` (no model will read them) leaves both feature matrices without columns; the
+        candidates and their fixed-fusion scores are the same either way."""
         c = self.config
         query = QuerySignals.parse(query_text)
         history = history or HistorySignals()
@@ -254,30 +257,31 @@ class CandidateGenerator:
         files = order[: c.max_file_candidates]
         file_rank = {p: i + 1 for i, p in enumerate(files)}
 
-        hits50 = {name: {} for name in ("body", "name")}
-        for name, counts in hits50.items():
-            for key, hit in function_lists[name].items():
-                if hit.rank <= TOP_HITS:
-                    path = key.split("::", 1)[0]
-                    counts[path] = counts.get(path, 0) + 1
-        rows = []
-        for p in files:
-            doc = snapshot.files[snapshot.file_index[p]]
-            row: list[float] = []
-            for name in FILE_LISTS:
-                hit = file_lists[name].get(p)
-                row += [_rank(hit), _rr(hit), _rel(hit)]
-            row += [float(hits50["body"].get(p, 0)), float(hits50["name"].get(p, 0)),
-                    sum(1 for name in FILE_LISTS if p in file_lists[name]),
-                    file_rank[p], 1.0 / (RRF_K + file_rank[p])]
-            pn, mn, sn = named.get(p, (False, False, False))
-            row += [float(pn), float(mn), float(sn), float(frame_hits.get(p, 0)), float(p == frame_last),
-                    float(len(query.words & doc.names)), float(len(query.code_words & doc.names)),
-                    float(lookups.tests[p]), float(bool(EXAMPLE_PATH.search(p))),
-                    float(p.endswith("__init__.py")), math.log1p(doc.lines), float(len(doc.functions)),
-                    float(p.count("/"))]
-            row += list(history.priors.get(p, (NAN, NAN, NAN)))
-            rows.append(row)
+        rows: list[list[float]] = []
+        if features:  # the rows only a learned model reads
+            hits50 = {name: {} for name in ("body", "name")}
+            for name, counts in hits50.items():
+                for key, hit in function_lists[name].items():
+                    if hit.rank <= TOP_HITS:
+                        path = key.split("::", 1)[0]
+                        counts[path] = counts.get(path, 0) + 1
+            for p in files:
+                doc = snapshot.files[snapshot.file_index[p]]
+                row: list[float] = []
+                for name in FILE_LISTS:
+                    hit = file_lists[name].get(p)
+                    row += [_rank(hit), _rr(hit), _rel(hit)]
+                row += [float(hits50["body"].get(p, 0)), float(hits50["name"].get(p, 0)),
+                        sum(1 for name in FILE_LISTS if p in file_lists[name]),
+                        file_rank[p], 1.0 / (RRF_K + file_rank[p])]
+                pn, mn, sn = named.get(p, (False, False, False))
+                row += [float(pn), float(mn), float(sn), float(frame_hits.get(p, 0)), float(p == frame_last),
+                        float(len(query.words & doc.names)), float(len(query.code_words & doc.names)),
+                        float(lookups.tests[p]), float(bool(EXAMPLE_PATH.search(p))),
+                        float(p.endswith("__init__.py")), math.log1p(doc.lines), float(len(doc.functions)),
+                        float(p.count("/"))]
+                row += list(history.priors.get(p, (NAN, NAN, NAN)))
+                rows.append(row)
 
         # functions: every function of the top files, the function lists' hits and the frames' functions
         f_fusion: dict[str, float] = {}
@@ -298,32 +302,33 @@ class CandidateGenerator:
                 f_fusion[key] *= c.test_factor
         f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
         functions = f_order[: c.max_function_candidates]
-        f_rows = []
-        for n, key in enumerate(functions, 1):
-            fn = snapshot.functions[snapshot.function_index[key]]
-            doc = snapshot.files[snapshot.file_index[fn.path]]
-            row = []
-            for name in FUNCTION_LISTS:
-                hit = function_lists[name].get(key)
-                row += [_rank(hit), _rr(hit), _rel(hit)]
-            parts = fn.qualname.split(".")
-            last = parts[-1].lower()
-            fr = file_rank.get(fn.path)
-            row += [_rr(file_lists["content"].get(fn.path)), _rr(file_lists["path"].get(fn.path)),
-                    _rr(file_lists["body"].get(fn.path)), float(fr) if fr else NAN,
-                    1.0 / (RRF_K + fr) if fr else 0.0, float(n),
-                    float(last in query.words), float(last in query.code_words),
-                    float(len(parts) > 1 and parts[0].lower() in query.words), float(key in frame_functions),
-                    float(frame_hits.get(fn.path, 0)), float(any(named.get(fn.path, (False, False, False))[:2])),
-                    float(len(query.words & doc.names)), float(lookups.tests[fn.path]),
-                    float(last.startswith("_") and not last.startswith("__")),
-                    float(last.startswith("__") and last.endswith("__")), float(len(parts) > 1),
-                    math.log1p(fn.end - fn.start + 1),
-                    fn.position / max(1, len(doc.functions)), float(len(doc.functions))]
-            row += list(history.priors.get(key, (NAN, NAN, NAN)))
-            f_rows.append(row)
+        f_rows: list[list[float]] = []
+        if features:
+            for n, key in enumerate(functions, 1):
+                fn = snapshot.functions[snapshot.function_index[key]]
+                doc = snapshot.files[snapshot.file_index[fn.path]]
+                row = []
+                for name in FUNCTION_LISTS:
+                    hit = function_lists[name].get(key)
+                    row += [_rank(hit), _rr(hit), _rel(hit)]
+                parts = fn.qualname.split(".")
+                last = parts[-1].lower()
+                fr = file_rank.get(fn.path)
+                row += [_rr(file_lists["content"].get(fn.path)), _rr(file_lists["path"].get(fn.path)),
+                        _rr(file_lists["body"].get(fn.path)), float(fr) if fr else NAN,
+                        1.0 / (RRF_K + fr) if fr else 0.0, float(n),
+                        float(last in query.words), float(last in query.code_words),
+                        float(len(parts) > 1 and parts[0].lower() in query.words), float(key in frame_functions),
+                        float(frame_hits.get(fn.path, 0)), float(any(named.get(fn.path, (False, False, False))[:2])),
+                        float(len(query.words & doc.names)), float(lookups.tests[fn.path]),
+                        float(last.startswith("_") and not last.startswith("__")),
+                        float(last.startswith("__") and last.endswith("__")), float(len(parts) > 1),
+                        math.log1p(fn.end - fn.start + 1),
+                        fn.position / max(1, len(doc.functions)), float(len(doc.functions))]
+                row += list(history.priors.get(key, (NAN, NAN, NAN)))
+                f_rows.append(row)
         return CandidateSet(
-            files, np.array(rows, dtype=np.float32).reshape(len(rows), len(FILE_FEATURES)),
+            files, np.array(rows, dtype=np.float32).reshape(len(files), len(FILE_FEATURES) if features else 0),
             np.array([fusion[p] for p in files], dtype=np.float32),
-            functions, np.array(f_rows, dtype=np.float32).reshape(len(f_rows), len(FUNCTION_FEATURES)),
+            functions, np.array(f_rows, dtype=np.float32).reshape(len(functions), len(FUNCTION_FEATURES) if features else 0),
             np.array([f_fusion[k] for k in functions], dtype=np.float32), pool)

@@ -170,6 +170,31 @@ class WeightedRRF:
         A chunk listed twice by one strategy keeps its best rank. Ranks must be integers >= 1.
         Chunks missing from `chunk_meta` get size/depth 0 and no expansion boost.
         """
+        scored, weights = self._scored(lists, intent, chunk_meta, k, multipliers)
+        # features and explanations only for the hits that survive the cutoff
+        return [self._hit(chunk_id, ranks, weights, matched, chunk_meta) for _, _, chunk_id, ranks, matched in scored]
+
+    def scores(
+        self,
+        lists: Mapping[Strategy | str, RankedList],
+        intent: IntentResult | None = None,
+        k: int | None = None,
+        multipliers: Mapping[Strategy, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """`fuse`'s (chunk id, score) pairs in its order, without building hits: localization fuses file
+        and function keys that need no features or explanations (no metadata, so no expansion boost)."""
+        scored, _ = self._scored(lists, intent, None, k, multipliers)
+        return [(chunk_id, score) for score, _, chunk_id, _, _ in scored]
+
+    def _scored(
+        self,
+        lists: Mapping[Strategy | str, RankedList],
+        intent: IntentResult | None,
+        chunk_meta: Mapping[str, ChunkMeta | Chunk] | None,
+        k: int | None,
+        multipliers: Mapping[Strategy, float] | None,
+    ) -> tuple[list[tuple[float, int, str, dict[Strategy | str, int], str]], dict[Strategy | str, float]]:
+        """(score, best rank, chunk id, ranks, matched expansion) sorted and cut, and the strategy weights."""
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         names = {key: str(key).strip().lower() for key in lists}  # the registered name, however it was spelled
@@ -197,11 +222,7 @@ class WeightedRRF:
             boost = self.config.expansion_boost if matched else 1.0
             scored.append((fused * consensus * boost, min(ranks.values()), chunk_id, ranks, matched))
         scored.sort(key=lambda item: (-item[0], item[1], item[2]))
-        # features and explanations only for the hits that survive the cutoff
-        return [
-            self._hit(chunk_id, ranks, weights, matched, chunk_meta)
-            for _, _, chunk_id, ranks, matched in scored[: self.cutoff(intent, k)]
-        ]
+        return scored[: self.cutoff(intent, k)], weights
 
     @staticmethod
     def _meta(chunk_meta: Mapping[str, ChunkMeta | Chunk] | None, chunk_id: str) -> ChunkMeta | None:

@@ -59,9 +59,8 @@ class Localizer:
               adjust: Callable[[dict[str, float]], dict[str, float]] | None = None,
               multipliers: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
         projected = {s: self._project(ranked, key_of) for s, ranked in lists.items() if voters is None or s in voters}
-        fused = self.fusion.fuse(projected, intent, None, k=sum(len(v) for v in projected.values()),
-                                 multipliers=multipliers)
-        base = {hit.chunk_id: hit.score for hit in fused}
+        base = dict(self.fusion.scores(projected, intent, k=sum(len(v) for v in projected.values()),
+                                       multipliers=multipliers))
         if adjust is not None:  # granular BM25 lists and candidates (serving/core/granular_fusion.py)
             base = adjust(base)
         matcher = ExpansionMatcher(intent.expansions)

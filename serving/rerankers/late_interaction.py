@@ -55,6 +55,8 @@ PRECOMPUTE_GROUP = 256
 """`precompute` encodes and stores this many chunks at a time (bounds memory)."""
 
 _SAFE_KEY = re.compile(r"[0-9A-Za-z_-]{1,128}")
+_IDENTIFIER_QUERY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+"""One name, dotted or not (`raw_decode`, `JSONDecoder.raw_decode`): what `skip_identifier_queries` skips."""
 _DTYPES = {"float16": np.float16, "float32": np.float32}
 
 
@@ -63,6 +65,12 @@ def _dtype(name: str | np.dtype | type) -> np.dtype:
     if key not in _DTYPES:
         raise ValueError(f"late_interaction.dtype must be one of {sorted(_DTYPES)}, got {name!r}")
     return np.dtype(_DTYPES[key])
+
+
+def is_identifier_query(query: str) -> bool:
+    """Whether the whole query is one (optionally dotted) identifier: the retrievers' exact-name lists
+    already place its definition, and MaxSim over one name's sub-tokens left every such golden query unchanged."""
+    return _IDENTIFIER_QUERY.fullmatch(query.strip()) is not None
 
 
 def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:
@@ -309,7 +317,8 @@ class LateInteractionReranker:
 @register_reranker(LATE_STAGE)
 class LateInteractionStage:
     """The registered stage: MaxSim over stored token vectors; conf may limit it to the intents where it
-    measurably helps. Owns its encoder and token cache; the Serve graph gives it its own deployment."""
+    measurably helps and skip queries that are one identifier (`skip_identifier_queries`). Owns its encoder and
+    token cache; the Serve graph gives it its own deployment."""
 
     name, optional, deployed = LATE_STAGE, True, True
 
@@ -341,6 +350,8 @@ class LateInteractionStage:
     def wanted(self, given: RerankInput) -> bool:
         if given.request.late_interaction is not None:
             return given.request.late_interaction
+        if self.config.skip_identifier_queries and is_identifier_query(given.request.query):
+            return False
         return self.config.enabled and (not self.config.intents or given.intent.dominant.value in self.config.intents)
 
     def rerank(self, hits: list[Hit], given: RerankInput) -> list[Hit]:

@@ -29,6 +29,14 @@ def test_the_graph_retriever_localization_and_ltr_share_the_rule() -> None:
         is is_test_path
 
 
+@pytest.mark.parametrize(("path", "language"), [
+    ("pkg/a.py", "python"), ("a.py", "python"), ("pkg/a.py/", "python"), ("pkg/a.py/.", "python"),
+    ("pkg//Makefile", "make"), ("", ""), ("/", ""), ("pkg/..", ""), ("pkg/.py", ""), ("x\\y.go", "go")])
+def test_language_of_odd_paths(path: str, language: str) -> None:
+    """The file name is the last segment, with pathlib's reading of trailing separators and dot segments."""
+    assert language_of(path) == language
+
+
 def test_language_table() -> None:
     assert language_of("pkg/a.py") == "python" and language_of("Makefile") == "make" and language_of("x.unknown") == ""
     assert {"python", "go", "rust", "java", "typescript", "javascript"} <= KNOWN_LANGUAGES

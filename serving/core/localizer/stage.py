@@ -77,7 +77,16 @@ class LearnedLocalizer:
 
     def rank(self, snapshot: Snapshot, query: str, history: HistorySignals | None = None,
              learned_files: bool = True, learned_functions: bool = True) -> Ranked:
-        return self.rank_candidates(self.generator.build(snapshot, query, history), learned_files, learned_functions)
+        """Feature rows are built only when a model will read them (candidates-first reads the fusion only)."""
+        features = self.reads_features(learned_files, learned_functions)
+        return self.rank_candidates(self.generator.build(snapshot, query, history, features=features),
+                                    learned_files, learned_functions)
+
+    def reads_features(self, learned_files: bool, learned_functions: bool) -> bool:
+        """Whether `rank_candidates` will predict with a model (and so read the feature rows)."""
+        models = self.models
+        return bool(models) and (learned_files and models.files is not None
+                                 or learned_functions and models.functions is not None)
 
     def rank_candidates(self, cands: CandidateSet, learned_files: bool = True, learned_functions: bool = True) -> Ranked:
         file_scores = cands.file_fusion

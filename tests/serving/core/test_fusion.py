@@ -212,3 +212,14 @@ def test_bad_inputs_raise_clearly(rrf: WeightedRRF) -> None:
         cfg = FusionConfig()
         del cfg.profiles["flow"]
         WeightedRRF(cfg)
+
+
+def test_scores_are_fuses_order_and_scores_without_hits(rrf: WeightedRRF) -> None:
+    lists = {V: [("a", 1), ("b", 2), ("c", 3), ("d", 4)], L: [("c", 1), ("a", 2), ("e", 3)], S: [("e", 1), ("b", 2)]}
+    intent = _intent({Intent.SYMBOL: 0.6, Intent.CODE: 0.4}, Intent.SYMBOL)
+    for k in (None, 2, 50):
+        assert rrf.scores(lists, intent, k=k) == [(h.chunk_id, h.score) for h in rrf.fuse(lists, intent, None, k=k)]
+    halved = {V: 0.5}
+    assert rrf.scores(lists, intent, k=50, multipliers=halved) == [
+        (h.chunk_id, h.score) for h in rrf.fuse(lists, intent, None, k=50, multipliers=halved)]
+    assert rrf.scores({}, intent) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,6 +49,32 @@ def test_bm25_fields_rank_the_file_and_function_the_query_describes(snapshot):
     first = _features(cands, "functions", "shop/pricing.py::apply_discount")
     assert first["body_rank"] == 1 and first["name_rank"] == 1 and first["code_name_named"] == 1.0
     assert _features(cands, "files", "shop/pricing.py")["code_ids_defined"] == 1.0
+
+
+@pytest.mark.parametrize("query", ["apply_discount gives a wrong price for 100 percent", "Cart.total",
+                                   'File "shop/cart.py", line 3, in total'])
+def test_candidates_without_features_are_the_same_candidates(snapshot, query):
+    generator = CandidateGenerator(CandidateConfig(top_files=1))
+    full, lean = generator.build(snapshot, query), generator.build(snapshot, query, features=False)
+    assert lean.files == full.files and lean.functions == full.functions and lean.file_pool == full.file_pool
+    assert np.array_equal(lean.file_fusion, full.file_fusion) and np.array_equal(lean.function_fusion, full.function_fusion)
+    assert lean.file_features.shape == (len(full.files), 0) and lean.function_features.shape == (len(full.functions), 0)
+    assert full.file_features.shape == (len(full.files), len(FILE_FEATURES))
+
+
+def test_features_are_built_only_for_a_model_that_reads_them(snapshot, tmp_path):
+    from semantica.config import LocalizerConfig
+    from serving.core.localizer.stage import LearnedLocalizer
+
+    fusion_only = LearnedLocalizer(LocalizerConfig(), None).rank(snapshot, "apply_discount is wrong")
+    assert fusion_only.candidates.file_features.shape[1] == 0 and fusion_only.files[0][0] == "shop/pricing.py"
+    root = Path(__file__).resolve().parents[3] / "models" / "localizer"
+    if not (root / "meta.json").is_file():
+        pytest.skip("SKIPPED LOUDLY: no shipped localizer model in models/localizer")
+    localizer = LearnedLocalizer(LocalizerConfig(), LocalizerModels(root))
+    assert localizer.rank(snapshot, "apply_discount is wrong").candidates.file_features.shape[1] == len(FILE_FEATURES)
+    unread = localizer.rank(snapshot, "apply_discount is wrong", learned_files=False, learned_functions=False)
+    assert unread.candidates.function_features.shape[1] == 0
 
 
 def test_every_function_of_the_top_files_is_a_candidate_even_unmatched(snapshot):
@@ -103,8 +130,6 @@ def test_model_directory_errors_are_clear(tmp_path):
 
 
 def test_shipped_models_load_and_rank_when_present(snapshot):
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[3] / "models" / "localizer"
     if not (root / "meta.json").is_file():
         pytest.skip("SKIPPED LOUDLY: no shipped localizer model in models/localizer")

@@ -128,6 +128,26 @@ def test_intent_rule_runs_late_interaction_only_for_listed_intents(indexed) -> N
         SearchPipeline(typo)
 
 
+@pytest.mark.parametrize("query", ["retry_with_backoff", " net.retry.retry_with_backoff "])
+def test_one_identifier_query_skips_late_interaction(indexed, query: str) -> None:
+    config, _, _, _ = indexed
+    skipping = SearchPipeline(config).search(SearchRequest(query, repos=["t/toolbox"]))
+    assert config.late_interaction.skip_identifier_queries and "late_interaction" not in skipping.timings_ms
+    assert skipping.hits[0].path == "net/retry.py"
+    off = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction,
+                                                                            skip_identifier_queries=False))
+    running = SearchPipeline(off).search(SearchRequest(query, repos=["t/toolbox"]))
+    assert "late_interaction" in running.timings_ms and running.hits[0].path == "net/retry.py"
+    forced = SearchPipeline(config).search(SearchRequest(query, repos=["t/toolbox"], late_interaction=True))
+    assert "late_interaction" in forced.timings_ms  # an explicit request wins over the switch
+
+
+def test_a_sentence_still_runs_late_interaction(indexed) -> None:
+    config, _, _, _ = indexed
+    for query in (QUERY, "retry_with_backoff(fn)", "net/retry.py"):
+        assert "late_interaction" in SearchPipeline(config).search(SearchRequest(query, repos=["t/toolbox"])).timings_ms
+
+
 def test_default_product_quantised_vectors_score_close_to_encoded(tmp_path) -> None:
     repo = _git_repo(tmp_path / "repo", FILES)
     config = make_config(tmp_path, private_cache=True)  # the default codec: pq, pq_m bytes per token
