@@ -176,10 +176,10 @@ class WeightedRRF:
 
     def scores(
         self,
-        lists: Mapping[Strategy | str, RankedList],
+        lists: Mapping[str, RankedList],
         intent: IntentResult | None = None,
         k: int | None = None,
-        multipliers: Mapping[Strategy, float] | None = None,
+        multipliers: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         """`fuse`'s (chunk id, score) pairs in its order, without building hits: localization fuses file
         and function keys that need no features or explanations (no metadata, so no expansion boost)."""
@@ -188,12 +188,12 @@ class WeightedRRF:
 
     def _scored(
         self,
-        lists: Mapping[Strategy | str, RankedList],
+        lists: Mapping[str, RankedList],
         intent: IntentResult | None,
         chunk_meta: Mapping[str, ChunkMeta | Chunk] | None,
         k: int | None,
-        multipliers: Mapping[Strategy, float] | None,
-    ) -> tuple[list[tuple[float, int, str, dict[Strategy | str, int], str]], dict[Strategy | str, float]]:
+        multipliers: Mapping[str, float] | None,
+    ) -> tuple[list[tuple[float, int, str, dict[str, int], str]], dict[str, float]]:
         """(score, best rank, chunk id, ranks, matched expansion) sorted and cut, and the strategy weights."""
         if k is not None and k < 0:
             raise ValueError(f"k must be >= 0, got {k}")

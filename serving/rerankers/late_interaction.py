@@ -40,7 +40,7 @@ from semantica.encoder import Encoder, safe_name, shared_encoder
 from semantica.hits import Hit
 from semantica.schema import Chunk
 from semantica.token_vectors import StoredTokenVectors, single_thread_blas
-from serving.core.intent import Intent
+from serving.core.intent import Intent, identifier_only
 from serving.rerankers.base import WARM_UP_TEXT, RerankInput, rescored
 from serving.rerankers.registry import register_reranker
 
@@ -55,7 +55,6 @@ PRECOMPUTE_GROUP = 256
 """`precompute` encodes and stores this many chunks at a time (bounds memory)."""
 
 _SAFE_KEY = re.compile(r"[0-9A-Za-z_-]{1,128}")
-_IDENTIFIER_QUERY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 """One name, dotted or not (`raw_decode`, `JSONDecoder.raw_decode`): what `skip_identifier_queries` skips."""
 _DTYPES = {"float16": np.float16, "float32": np.float32}
 
@@ -65,12 +64,6 @@ def _dtype(name: str | np.dtype | type) -> np.dtype:
     if key not in _DTYPES:
         raise ValueError(f"late_interaction.dtype must be one of {sorted(_DTYPES)}, got {name!r}")
     return np.dtype(_DTYPES[key])
-
-
-def is_identifier_query(query: str) -> bool:
-    """Whether the whole query is one (optionally dotted) identifier: the retrievers' exact-name lists
-    already place its definition, and MaxSim over one name's sub-tokens left every such golden query unchanged."""
-    return _IDENTIFIER_QUERY.fullmatch(query.strip()) is not None
 
 
 def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:
@@ -350,7 +343,7 @@ class LateInteractionStage:
     def wanted(self, given: RerankInput) -> bool:
         if given.request.late_interaction is not None:
             return given.request.late_interaction
-        if self.config.skip_identifier_queries and is_identifier_query(given.request.query):
+        if self.config.skip_identifier_queries and identifier_only(given.request.query, max_words=1):
             return False
         return self.config.enabled and (not self.config.intents or given.intent.dominant.value in self.config.intents)
 
