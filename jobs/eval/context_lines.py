@@ -136,7 +136,8 @@ def upstream_patch(git_dir: Path, inst: Instance) -> str | None:
         sha, *parents = shas.split()
         if subject.startswith("Revert") or "backport" in subject.lower():
             continue
-        if subject.startswith(f"Merge pull request #{number} ") and len(parents) == 2:
+        if len(parents) == 2 and (subject.startswith(f"Merge pull request #{number} ")
+                                  or subject.endswith(f"(#{number})")):
             base = git(git_dir, "merge-base", parents[0], parents[1]).strip()
             return git(git_dir, "diff", base, parents[1], "--", *inst.gold_files)
         if subject.endswith(f"(#{number})") and len(parents) == 1:
@@ -175,8 +176,8 @@ class ContextReplay:
             chunks.update((c.chunk_id, c) for c in self._parsed[key])
         return lines, chunks
 
-    def contexts(self, inst: Instance, gold_paths: set[str], budgets: Sequence[int],
-                 localizer_first: bool) -> tuple[dict[str, list[str]], list[Context], float]:
+    def contexts(self, inst: Instance, gold_paths: set[str], budgets: Sequence[int], localizer_first: bool,
+                 k: int) -> tuple[dict[str, list[str]], list[Context], float]:
         """Base lines of the listed and gold files, the context per budget, and the share of listed chunks
         that the rebuilt chunks reproduce."""
         frame = pl.read_parquet(self.lists_dir / part_name(inst.instance_id)).sort(["strategy", "rank"])
@@ -188,7 +189,6 @@ class ContextReplay:
         found = len(listed & chunks.keys()) / len(listed) if listed else 0.0
         intent = self.localization.intent.classify(inst.problem_statement)
         meta = {cid: ChunkMeta.from_chunk(chunks[cid]) for cid in listed if cid in chunks}
-        k = self.config.query.default_k
         hits = [h for h in self.fusion.fuse(lists, intent, meta, k) if h.chunk_id in chunks][:k]
         if localizer_first:
             prediction = self.localization.predict(inst)
@@ -201,6 +201,13 @@ class ContextReplay:
 
 def mean(values: Sequence[float]) -> float:
     return round(100 * sum(values) / len(values), 1) if values else 0.0
+
+
+def variants(config: Config) -> dict[str, tuple[bool, int]]:
+    """Name -> (localizer_first, request k): the default k, and the localization depth (more hits to pack)."""
+    default, deep = config.query.default_k, config.query.file_rank_depth
+    return {"hits": (False, default), "first": (True, default), f"hits_k{deep}": (False, deep),
+            f"first_k{deep}": (True, deep)}
 
 
 def run(instances: Sequence[Instance], config: Config, mined: Path, repos_dir: Path,
@@ -219,8 +226,8 @@ def run(instances: Sequence[Instance], config: Config, mined: Path, repos_dir: P
             skipped[inst.instance_id] = "no patch (field or upstream pull request)"
             continue
         row: dict[str, Any] = {"instance_id": inst.instance_id, "repo": inst.repo}
-        for switch in (False, True):
-            lines, contexts, found = replay.contexts(inst, set(inst.gold_files), budgets, switch)
+        for variant, (switch, k) in variants(config).items():
+            lines, contexts, found = replay.contexts(inst, set(inst.gold_files), budgets, switch, k)
             gold, unplaced = gold_lines(patch, lines)
             if not gold:
                 break
@@ -228,24 +235,26 @@ def run(instances: Sequence[Instance], config: Config, mined: Path, repos_dir: P
                        chunks_rebuilt=round(found, 4))
             for budget, context in zip(budgets, contexts):
                 line_cov, file_cov = covered(gold, context)
-                row[f"{'first' if switch else 'hits'}_{budget}"] = {"lines": round(line_cov, 4),
-                                                                    "files": round(file_cov, 4)}
+                row[f"{variant}_{budget}"] = {"lines": round(line_cov, 4), "files": round(file_cov, 4),
+                                              "tokens": context.tokens_used}
         if "gold_lines" not in row:
             skipped[inst.instance_id] = "no hunk placed on the base files"
             continue
         rows.append(row)
         log(f"{inst.instance_id}: gold {row['gold_lines']} lines, 4k lines "
             f"{row['hits_4000']['lines']:.2f} -> {row['first_4000']['lines']:.2f}")
-    return {"instances": len(rows), "skipped": skipped, "summary": summarise(rows, budgets), "rows": rows}
+    names = list(variants(config))
+    return {"instances": len(rows), "skipped": skipped, "summary": summarise(rows, budgets, names), "rows": rows}
 
 
-def summarise(rows: list[dict[str, Any]], budgets: Sequence[int]) -> dict[str, Any]:
+def summarise(rows: list[dict[str, Any]], budgets: Sequence[int], names: Sequence[str]) -> dict[str, Any]:
     """Mean line and file coverage (percent) per budget and variant, overall and per repository."""
     groups = {"all": rows} | {repo: [r for r in rows if r["repo"] == repo] for repo in sorted({r["repo"] for r in rows})}
     return {name: {"n": len(group)} | {f"{variant}_{budget}": {
         "lines": mean([r[f"{variant}_{budget}"]["lines"] for r in group]),
-        "files": mean([r[f"{variant}_{budget}"]["files"] for r in group])}
-        for variant in ("hits", "first") for budget in budgets} for name, group in groups.items()}
+        "files": mean([r[f"{variant}_{budget}"]["files"] for r in group]),
+        "tokens": round(sum(r[f"{variant}_{budget}"]["tokens"] for r in group) / max(len(group), 1))}
+        for variant in names for budget in budgets} for name, group in groups.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

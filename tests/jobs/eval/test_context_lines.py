@@ -60,6 +60,14 @@ def test_upstream_patch_from_a_merged_pull_request(tmp_path: Path) -> None:
     assert upstream_patch(repo / ".git", Instance("o__r-13", "o/r", base, "issue", gold_files=["m.py"])) is None
 
 
+def test_upstream_patch_from_a_squash_commit(tmp_path: Path) -> None:
+    repo = one_commit_repo(tmp_path / "r", {"m.py": BASE})
+    base = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"m.py": BASE.replace("line 7\n", "line seven\n")}, "Fix the seventh line (#21)", 1)
+    patch = upstream_patch(repo / ".git", Instance("o__r-21", "o/r", base, "issue", gold_files=["m.py"]))
+    assert patch is not None and gold_lines(patch, {"m.py": _lines(BASE)})[0] == {"m.py": {7}}
+
+
 def test_coverage_counts_lines_inside_the_packed_blocks() -> None:
     text = BASE
     built = [Chunk.build("o/r", "m.py", "python", lo, hi, "function", name, "\n".join(_lines(text)[lo - 1:hi]))
