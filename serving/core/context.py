@@ -60,15 +60,16 @@ class Context:
 
 def localizer_first_hits(hits: list[Hit], functions: list[dict], chunks: Mapping[str, Chunk],
                          count: int) -> list[Hit]:
-    """The first chunk of each of the top `count` functions ("path::Qualified.name"), in the localizer's
+    """The first chunk of each of the top `count` functions (`repo`, "path::Qualified.name"), in the localizer's
     order, then `hits`: the builder packs in this order, and its dedupe drops a hit the functions cover."""
-    wanted = [f["function"] for f in functions[:count] if "function" in f]
-    first: dict[str, Chunk] = {}
+    wanted = [(f.get("repo"), f["function"]) for f in functions[:count] if "function" in f]
+    first: dict[tuple[str | None, str], Chunk] = {}
     keys = set(wanted)
     for chunk in chunks.values():
-        key = f"{chunk.path}::{chunk.symbol}"
-        if key in keys and (key not in first or chunk.start_line < first[key].start_line):
-            first[key] = chunk
+        name = f"{chunk.path}::{chunk.symbol}"
+        for key in ((chunk.repo, name), (None, name)):  # a function named without its repo matches any
+            if key in keys and (key not in first or chunk.start_line < first[key].start_line):
+                first[key] = chunk
     led = [Hit(chunk_id=first[key].chunk_id, score=0.0, fused_score=0.0, chunk=first[key])
            for key in wanted if key in first]
     return led + list(hits)

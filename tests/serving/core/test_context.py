@@ -129,3 +129,5 @@ def test_localizer_first_puts_top_functions_ahead_and_dedupes() -> None:
     context = ContextBuilder(ContextConfig(context_lines=0)).build(ordered, table)
     assert [b.path for b in context.blocks] == ["a.py", "b.py"]  # the repeated function is packed once
     assert localizer_first_hits(hits, [{"function": "a.py::Top.run"}], table, 0) == hits
+    assert localizer_first_hits(hits, [{"repo": "other", "function": "a.py::Top.run"}], table, 5) == hits
+    assert localizer_first_hits(hits, [{"repo": "r", "function": "a.py::Top.run"}], table, 5)[0].chunk_id == body.chunk_id
