@@ -25,6 +25,7 @@ from semantica.layout import BrokenSnapshotError, split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.core.answer import context_dict, degraded_entry, explain_history, file_lines, hit_view, interleave
+from serving.core.context import localizer_first_hits
 from serving.core.intent import IntentResult
 from serving.core.localization import LocalizationInputs
 from serving.core.localize import Localizer
@@ -269,8 +270,11 @@ class SearchPipeline:
         budget = self.config.context.token_budget if request.context_budget is None else request.context_budget
         injected = self.knowledge.render(used, budget)
         top = hits[: request.k]
+        packed = top
+        if self.config.context.localizer_first and self.config.localizer.enabled:
+            packed = localizer_first_hits(top, functions, chunks, self.config.context.localizer_functions)
         context = timer.run("context", lambda: self.context_builder.build(
-            self.knowledge.dedupe(top, injected.entries, chunks), chunks, file_lines(snapshots),
+            self.knowledge.dedupe(packed, injected.entries, chunks), chunks, file_lines(snapshots),
             budget - injected.tokens))
         response = SearchResponse(
             query=request.query,

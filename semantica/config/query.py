@@ -159,6 +159,8 @@ class ContextConfig:
     fill_ratio: float = 0.95
     context_lines: int = 2
     max_block_lines: int = 24
+    localizer_first: bool = True  # spend the budget on the localizer's top functions before the hits
+    localizer_functions: int = 5  # how many of the answer's top functions lead when localizer_first
 
 
 @dataclass

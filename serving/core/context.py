@@ -12,11 +12,14 @@ For each hit, best first:
    fit); either way `truncated` is set.
 
 Citations read `path:start-end` (1-based, inclusive, after trimming).
+
+With `localizer_first` (and the learned localizer on), `localizer_first_hits` puts the chunks of the
+answer's top `localizer_functions` functions ahead of the hits, so the budget goes to them first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from semantica.config import ContextConfig
@@ -53,6 +56,23 @@ class Context:
     def render(self) -> str:
         """Blocks as text, each under its citation."""
         return "\n\n".join(f"# {b.citation}\n{b.text}" for b in self.blocks)
+
+
+def localizer_first_hits(hits: list[Hit], functions: list[dict], chunks: Mapping[str, Chunk],
+                         count: int) -> list[Hit]:
+    """The first chunk of each of the top `count` functions (`repo`, "path::Qualified.name"), in the localizer's
+    order, then `hits`: the builder packs in this order, and its dedupe drops a hit the functions cover."""
+    wanted = [(f.get("repo"), f["function"]) for f in functions[:count] if "function" in f]
+    first: dict[tuple[str | None, str], Chunk] = {}
+    keys = set(wanted)
+    for chunk in chunks.values():
+        name = f"{chunk.path}::{chunk.symbol}"
+        for key in ((chunk.repo, name), (None, name)):  # a function named without its repo matches any
+            if key in keys and (key not in first or chunk.start_line < first[key].start_line):
+                first[key] = chunk
+    led = [Hit(chunk_id=first[key].chunk_id, score=0.0, fused_score=0.0, chunk=first[key])
+           for key in wanted if key in first]
+    return led + list(hits)
 
 
 def citation(path: str, start_line: int, end_line: int) -> str:

@@ -106,3 +106,18 @@ def test_strategy_subset_only_uses_those_retrievers(pipeline):
     response = pipeline.search(SearchRequest("consensus factor", k=5, strategies=["lexical"], late_interaction=False))
     assert all(set(h.ranks) == {"lexical"} for h in response.hits)
     assert "vector" not in response.timings_ms
+
+
+def test_context_leads_with_the_localizers_top_functions(indexed_self):
+    from dataclasses import replace
+
+    config = indexed_self.config
+    assert config.localizer.enabled and config.context.localizer_first  # the defaults under test
+    request = SearchRequest("who calls _coerce", k=3)
+    on = SearchPipeline(config).search(request)
+    top = [f["function"].split("::")[0] for f in on.functions[:config.context.localizer_functions]]
+    paths = [b["citation"].rsplit(":", 1)[0] for b in on.context["blocks"]]
+    assert paths[: len(top)] == top  # each top function's first chunk, in the localizer's order, then the hits
+    off = SearchPipeline(replace(config, context=replace(config.context, localizer_first=False))).search(request)
+    off_paths = [b["citation"].rsplit(":", 1)[0] for b in off.context["blocks"]]
+    assert off_paths[0] == off.hits[0].path and not set(top) <= set(off_paths)  # three hits alone miss some

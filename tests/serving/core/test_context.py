@@ -114,3 +114,20 @@ def test_huge_chunk_is_cheap() -> None:
     chunk = Chunk.build("r", "big.py", "python", 1, 100_000, "window", "", content)
     ctx = ContextBuilder(ContextConfig()).build(_hits([chunk]), _table([chunk]))
     assert ctx.blocks[0].citation == "big.py:1-24"
+
+
+def test_localizer_first_puts_top_functions_ahead_and_dedupes() -> None:
+    from serving.core.context import localizer_first_hits
+
+    body = Chunk.build("r", "a.py", "python", 1, 5, "method", "Top.run", "\n".join(FILE[0:5]))
+    later = Chunk.build("r", "a.py", "python", 3, 4, "method", "Top.run", "\n".join(FILE[2:4]))  # first piece leads
+    other = _chunk("b.py", 1, 3)
+    table = _table([body, later, other])
+    hits = _hits([other, body])
+    ordered = localizer_first_hits(hits, [{"function": "a.py::Top.run"}, {"function": "gone.py::f"}], table, 5)
+    assert [h.chunk_id for h in ordered] == [body.chunk_id, other.chunk_id, body.chunk_id]
+    context = ContextBuilder(ContextConfig(context_lines=0)).build(ordered, table)
+    assert [b.path for b in context.blocks] == ["a.py", "b.py"]  # the repeated function is packed once
+    assert localizer_first_hits(hits, [{"function": "a.py::Top.run"}], table, 0) == hits
+    assert localizer_first_hits(hits, [{"repo": "other", "function": "a.py::Top.run"}], table, 5) == hits
+    assert localizer_first_hits(hits, [{"repo": "r", "function": "a.py::Top.run"}], table, 5)[0].chunk_id == body.chunk_id
