@@ -96,9 +96,10 @@ def loro(points: Sequence[GridPoint], labels: Sequence[str], instances: Sequence
 
 
 def run(instances: Sequence[Instance], mined: str, settings: Sequence[Setting] = SETTINGS,
-        base: Sequence[str] = (), config_file: str | None = None) -> dict[str, Any]:
-    """Every setting's alternatives replayed and chosen by leave-one-repository-out; returns the report."""
-    replay = LocalizationReplay(load_config(config_file, list(base)), mined)
+        base: Sequence[str] = (), config_file: str | None = None, repos_dir: str | None = None) -> dict[str, Any]:
+    """Every setting's alternatives replayed and chosen by leave-one-repository-out; returns the report.
+    `repos_dir` holds the bare clones the learned localizer reads (else $SEMANTICA_MIRRORS)."""
+    replay = LocalizationReplay(load_config(config_file, list(base)), mined, repos_dir)
     gold = {i.instance_id: i.gold() for i in instances}
     report: dict[str, Any] = {"instances": len(instances), "repos": sorted({i.repo for i in instances}),
                               "base": list(base), "settings": {}}
@@ -151,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--compare", nargs="+", metavar="SECTION.FIELD=VALUE",
                         help="instead of the settings: the configured defaults against these overrides together")
     parser.add_argument("--config", metavar="FILE")
+    parser.add_argument("--repos-dir", metavar="DIR", help="bare clones (default: $SEMANTICA_MIRRORS)")
     parser.add_argument("--repo-filter", nargs="+", default=[], metavar="OWNER/NAME")
     parser.add_argument("--out", metavar="FILE", help="write the JSON report here too")
     args = parser.parse_args(argv)
@@ -158,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = [s for s in SETTINGS if not args.setting or s.name in args.setting]
     if args.compare:
         settings = [Setting("defaults", (("current", ()), ("proposed", tuple(args.compare))))]
-    report = run(instances, args.mined, settings, args.set, args.config)
+    report = run(instances, args.mined, settings, args.set, args.config, args.repos_dir)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

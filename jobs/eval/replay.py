@@ -54,7 +54,7 @@ class LocalizationReplay:
                  repos_dir: str | os.PathLike[str] | None = None,
                  history_dir: str | os.PathLike[str] | None = None) -> None:
         self.config = config
-        self.repos_dir = mirrors_dir(repos_dir)  # bare clones, read only for `final_order.beta` (freshness)
+        self.repos_dir = mirrors_dir(repos_dir)  # bare clones: freshness (`final_order.beta`) and the learned localizer
         self.history_dir = history_dir
         self.lists_dir = Path(mined_dir) / LISTS_DIR
         if not self.lists_dir.is_dir():
@@ -130,7 +130,7 @@ class LocalizationReplay:
         if getattr(self, "_learned_for", None) != key:
             from jobs.localizer.replay import LearnedReplay
 
-            self._learned, self._learned_for = LearnedReplay(self.config), key
+            self._learned, self._learned_for = LearnedReplay(self.config, self.repos_dir), key
         return self._learned
 
     def _final_order(self, inst: Instance, files: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jobs.eval.instances import Instance, mirror_clone
+from jobs.eval.instances import Instance, find_repo, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
@@ -33,8 +33,9 @@ CACHE_DIR = "localizer-candidates"
 class LearnedReplay:
     """Ranks an instance's candidates with the configured localizer (one snapshot builder per repository)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, repos_dir: Path | None = None) -> None:
         self.config = config.localizer
+        self.repos_dir = repos_dir  # the replay's bare clones; None: $SEMANTICA_MIRRORS
         need_models = self.config.learned_files or self.config.learned_functions
         try:
             models = LocalizerModels(self.config.model_dir) if need_models else None
@@ -53,7 +54,7 @@ class LearnedReplay:
     def _stored(self, inst: Instance) -> tuple[tuple, Path]:
         key = (inst.instance_id, astuple(candidate_config(self.config)), repr(self.discover))
         digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
-        return key, self.cache_dir / f"{inst.instance_id}-{digest}.npz"
+        return key, self.cache_dir / f"{inst.instance_id.replace('/', '+')}-{digest}.npz"  # ids may hold a repo name
 
     def cached(self, inst: Instance) -> bool:
         """Are the instance's candidates already computed (in memory or in the cache directory)?"""
@@ -71,7 +72,7 @@ class LearnedReplay:
                     z["function_features"], z["function_fusion"], int(z["file_pool"]))
             return cands
         if inst.repo not in self._builders:
-            git_dir = mirror_clone(inst.repo)
+            git_dir = find_repo(self.repos_dir, inst.repo) if self.repos_dir else mirror_clone(inst.repo)
             if not git_dir.is_dir():
                 raise MineError(f"localizer.enabled needs the bare clone of {inst.repo} at {git_dir} "
                                 f"(set SEMANTICA_MIRRORS)")

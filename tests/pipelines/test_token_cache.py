@@ -32,7 +32,7 @@ def test_a_codec_fitted_from_a_sample_is_the_one_a_second_process_loads(tmp_path
     dim, length = encoder.dim, config.late_interaction.doc_max_length
     driver = new_token_builder(config, encoder.model_id, dim)
     assert driver is not None and driver.codec is None  # a fresh cache has no codec yet
-    chunks = _chunks("semantica/hits.py")
+    chunks = _chunks("serving/core/fusion.py")  # enough chunks that the sample stops before the last
     driver.sample_for_codec(chunks, lambda texts: encoder.encode_tokens(texts, length), 4)
     driver.fit_now()
     assert driver.codec is not None

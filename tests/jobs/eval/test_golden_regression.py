@@ -167,7 +167,7 @@ def test_localization_replay_reproduces_the_full_run(swebench_run, capsys):
     full = {r["instance_id"]: r for r in map(json.loads, (tmp / "pred.full.jsonl").read_text().splitlines())}
     # the run's settings: the learned localizer ranks the files its snapshot held (the smoke files only)
     replay = LocalizationReplay(load_config(None, [f"discover.include_globs={json.dumps(SMOKE_FILES)}"], environ={}),
-                                tmp / "mined")
+                                tmp / "mined", MIRRORS)
     for inst in load_instances(INSTANCES):
         if inst.instance_id in full:
             predicted = replay.predict(inst)
