@@ -36,7 +36,7 @@ from jobs.ltr.mine import LISTS_DIR, part_name
 from pipelines.discover import RepoSource
 from pipelines.parse import FileParser
 from semantica.config import Config, load_config
-from semantica.hits import ChunkMeta, strategy_key
+from semantica.hits import ChunkMeta
 from semantica.schema import Chunk, FileError
 from serving.core.context import Context, ContextBuilder, localizer_first_hits
 
@@ -183,7 +183,7 @@ class ContextReplay:
         frame = pl.read_parquet(self.lists_dir / part_name(inst.instance_id)).sort(["strategy", "rank"])
         lists: dict[Any, list[tuple[str, int]]] = {}
         for strategy, rank, chunk_id in frame.select("strategy", "rank", "chunk_id").iter_rows():
-            lists.setdefault(strategy_key(strategy), []).append((chunk_id, rank))
+            lists.setdefault(strategy, []).append((chunk_id, rank))
         lines, chunks = self.files(inst, set(frame["path"].to_list()) | gold_paths)
         listed = {cid for ranked in lists.values() for cid, _ in ranked}
         found = len(listed & chunks.keys()) / len(listed) if listed else 0.0
