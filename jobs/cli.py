@@ -17,7 +17,8 @@ from semantica.config import Config, load_config
 from semantica.errors import CLI_INTERRUPTED_EXIT, CLI_USAGE_EXIT, ErrorKind, local_kind_of
 
 COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
-                   "pairs", "daemon", "planning", "knowledge", "plan", "deploy", "localizer")  # modules of jobs/commands/
+                   "pairs", "daemon", "planning", "knowledge", "plan", "deploy", "localizer",
+                   "train_encoder")  # modules of jobs/commands/
 LIGHT_COMMANDS = ("query", "daemon")  # parsed without importing the other commands' modules (a warm query is ~0.3 s)
 EXIT_USAGE = CLI_USAGE_EXIT
 EXIT_FAILED = ErrorKind.INTERNAL.cli_exit
