@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from jobs.localizer.corpus import is_benchmark_repo
 from jobs.train.pairs import PairsError, load_pairs
 from semantica.config import Config, TrainEncoderConfig
 from semantica.encoder import EncoderLoadError, choose_device, resolve_model_path
@@ -52,13 +53,17 @@ def pairs_hash(pairs_dir: Path) -> str:
 
 
 def read_pairs(pairs_dir: Path, kinds: Sequence[str], hard_negatives: int) -> list[TrainingPair]:
-    """The mined rows of the wanted kinds that have a query and a positive, in the files' order."""
+    """The mined rows of the wanted kinds that have a query and a positive, in the files' order; refused when
+    any row comes from a SWE-bench repository (the dev split measures on them)."""
     if not pairs_dir.is_dir():
         raise TrainEncoderError(f"--pairs {pairs_dir} is not a directory (run `semantica mine-pairs --out DIR` first)")
     try:
         frame = load_pairs(pairs_dir)
     except PairsError as exc:
         raise TrainEncoderError(str(exc)) from None
+    banned = sorted(r for r in set(frame["repo"].to_list()) if is_benchmark_repo(r))
+    if banned:
+        raise TrainEncoderError(f"pairs from SWE-bench repositories must not train a shipped model: {', '.join(banned)}")
     out = []
     for row in frame.filter(frame["kind"].is_in(list(kinds))).iter_rows(named=True):
         positives = row["positive_documents"] or []

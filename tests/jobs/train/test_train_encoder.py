@@ -129,3 +129,11 @@ def test_cli_trains_and_refuses_bad_input_in_one_line(tiny_bert, pairs_dir, tmp_
         assert err.startswith("semantica train-encoder: error:") and "\n" not in err
     with pytest.raises(TrainEncoderError, match="no commit pairs"):
         EncoderTrainer(_config(tiny_bert, "train_encoder.kinds=[commit]"), pairs_dir, tmp_path / "y")
+
+
+def test_pairs_from_a_swebench_repository_are_refused(tiny_bert, pairs_dir, tmp_path):
+    frame = pl.read_parquet(pairs_dir / "acme+shop" / "docstring.parquet").with_columns(pl.lit("django/django").alias("repo"))
+    (tmp_path / "django+django").mkdir()
+    frame.write_parquet(tmp_path / "django+django" / "docstring.parquet")
+    with pytest.raises(TrainEncoderError, match="must not train a shipped model: django/django"):
+        EncoderTrainer(_config(tiny_bert), tmp_path, tmp_path / "out")
