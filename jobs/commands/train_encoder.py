@@ -9,10 +9,11 @@ from jobs.cli import CliError, add_common, config_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from jobs.train.encoder import __doc__ as encoder_doc
-
+    # the description is this module's docstring: importing the trainer (polars, the pairs miner) on every parse
+    # would slow each other command's start
     train = sub.add_parser("train-encoder", help="contrastive fine-tuning of the encoder on `mine-pairs` output",
-                           description=encoder_doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+                           description=__doc__ + " InfoNCE over in-batch and mined hard negatives; a re-run "
+                           "with the same --out continues from OUT/checkpoints/last.pt (docs/localizer.md).")
     train.add_argument("--pairs", required=True, metavar="DIR", help="a `semantica mine-pairs --out` directory")
     train.add_argument("--out", required=True, metavar="DIR",
                        help="the trained model directory (a re-run continues from its last checkpoint)")
