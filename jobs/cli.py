@@ -17,8 +17,11 @@ from semantica.config import Config, load_config
 from semantica.errors import CLI_INTERRUPTED_EXIT, CLI_USAGE_EXIT, ErrorKind, local_kind_of
 
 COMMAND_MODULES = ("index", "query", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
-                   "pairs", "daemon", "planning", "knowledge", "plan", "deploy", "localizer")  # modules of jobs/commands/
-LIGHT_COMMANDS = ("query", "daemon")  # parsed without importing the other commands' modules (a warm query is ~0.3 s)
+                   "pairs", "daemon", "planning", "knowledge", "plan", "deploy", "localizer",
+                   "train_encoder")  # modules of jobs/commands/
+# parsed without importing the other commands' modules (a warm query is ~0.3 s; train-encoder runs on a GPU
+# machine that lacks the serving stack's packages)
+LIGHT_COMMANDS = ("query", "daemon", "train_encoder")
 EXIT_USAGE = CLI_USAGE_EXIT
 EXIT_FAILED = ErrorKind.INTERNAL.cli_exit
 
@@ -54,7 +57,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in ([only] if only in LIGHT_COMMANDS else COMMAND_MODULES):
+    module = (only or "").replace("-", "_")
+    for name in ([module] if module in LIGHT_COMMANDS else COMMAND_MODULES):
         importlib.import_module(f"jobs.commands.{name}").register(sub)
     return parser
 

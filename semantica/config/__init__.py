@@ -42,6 +42,7 @@ from semantica.config.localizer import (
     LocalizerCorpusConfig,
     LocalizerSettings,
     LocalizerTrainConfig,
+    TrainEncoderConfig,
 )
 from semantica.config.ops import (
     FreshnessConfig,
@@ -159,6 +160,7 @@ __all__ = [
     "ServeSettings",
     "ShardsConfig",
     "TokenVectorsConfig",
+    "TrainEncoderConfig",
     "WatchConfig",
     "config_from_dict",
     "config_to_dict",

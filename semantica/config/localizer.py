@@ -73,8 +73,30 @@ class LocalizerTrainConfig:
 
 
 @dataclass
+class TrainEncoderConfig:
+    """`semantica train-encoder` (jobs/train/encoder.py): contrastive fine-tuning of the bi-encoder on mined pairs."""
+
+    base_model: str = ""  # a local checkpoint directory; '' = the configured encoder (encoder.model_path)
+    batch_size: int = 32  # queries per step: each one's positive is every other query's in-batch negative
+    learning_rate: float = 2e-5
+    epochs: int = 1
+    max_steps: int = 0  # optimizer steps in all, overriding epochs (0 = epochs x pairs // batch_size)
+    temperature: float = 0.05  # InfoNCE: cosine similarities are divided by this before the softmax
+    hard_negatives: int = 1  # mined BM25 negatives per query added to the batch's documents
+    query_max_length: int = 64
+    max_length: int = 256  # document tokens
+    seed: int = 13
+    checkpoint_every: int = 200  # steps between resumable checkpoints (one is also written when the run stops)
+    log_every: int = 10  # steps between progress lines
+    eval_pairs: int = 256  # the first this many pairs measure the start and final loss (no dropout)
+    kinds: list[str] = field(default_factory=lambda: ["docstring", "commit"])  # which mined pair kinds to train on
+    device: str = "auto"  # auto: cuda when torch sees a GPU (bf16 autocast there), else cpu
+
+
+@dataclass
 class LocalizerSettings:
     """The learned localizer's sections of `Config`."""
 
     localizer: LocalizerConfig = field(default_factory=LocalizerConfig)
     localizer_train: LocalizerTrainConfig = field(default_factory=LocalizerTrainConfig)
+    train_encoder: TrainEncoderConfig = field(default_factory=TrainEncoderConfig)

@@ -1,0 +1,139 @@
+"""`semantica train-encoder` on CPU: a tiny BERT (MiniLM's vocabulary) trained on pairs in the miner's format."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from jobs.cli import main
+from jobs.train.encoder import CARD_FILE, EncoderTrainer, TrainEncoderError, mean_pool
+from jobs.train.pairs import PAIR_SCHEMA, Pair
+from semantica.config import EncoderConfig, load_config
+from semantica.encoder import Encoder, resolve_model_path
+
+TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+FUNCTIONS = {
+    "Return the total price of all items in the cart": "def cart_total(items):\n    return sum(i.price for i in items)",
+    "Count the items in the cart": "def cart_count(items):\n    return len(items)",
+    "Parse a date string in ISO format": "def parse_date(text):\n    return datetime.fromisoformat(text)",
+    "Send an email to the customer": "def send_email(to, body):\n    smtp.sendmail(SENDER, to, body)",
+    "Read the configuration file from disk": "def read_config(path):\n    return yaml.safe_load(open(path))",
+    "Hash a password with a random salt": "def hash_password(pw):\n    return bcrypt.hashpw(pw, bcrypt.gensalt())",
+    "Resize an image to a thumbnail": "def thumbnail(image):\n    return image.resize((64, 64))",
+    "Retry a network request on timeout": "def retry(fetch):\n    for _ in range(3):\n        try: return fetch()\n"
+                                          "        except Timeout: pass",
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> Path:
+    """A 2-layer, 32-wide BERT with the MiniLM tokenizer: a base model that trains in seconds."""
+    from transformers import BertConfig, BertModel
+
+    minilm = resolve_model_path("")
+    out = tmp_path_factory.mktemp("tiny-bert")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=512)
+    BertModel(config).save_pretrained(str(out))
+    for name in TOKENIZER_FILES:
+        shutil.copy(minilm / name, out / name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pairs_dir(tmp_path_factory) -> Path:
+    """Docstring pairs in `mine-pairs` output layout, each with the next function as its hard negative."""
+    out = tmp_path_factory.mktemp("pairs")
+    items = list(FUNCTIONS.items())
+    rows = []
+    for n, (query, code) in enumerate(items):
+        negative = items[(n + 1) % len(items)][1]
+        pair = Pair("docstring", "acme/shop", "c0ffee", "", "shop/util.py", code.split("(")[0][4:], query,
+                    [f"shop/util.py::{n}"], [code], [f"shop/util.py::{n + 1}"], [negative])
+        rows.append({**pair.__dict__, "dedup_key": pair.dedup_key()})
+    (out / "acme+shop").mkdir()
+    pl.DataFrame(rows, schema=PAIR_SCHEMA).write_parquet(out / "acme+shop" / "docstring.parquet")
+    return out
+
+
+def _config(base: Path, *overrides: str):
+    return load_config(None, [f"train_encoder.base_model={base}", "train_encoder.batch_size=4",
+                              "train_encoder.learning_rate=0.001", "train_encoder.checkpoint_every=2",
+                              "train_encoder.device=cpu", *overrides], environ={})
+
+
+def test_training_lowers_the_loss_and_the_output_serves_through_the_encoder(tiny_bert, pairs_dir, tmp_path):
+    out = tmp_path / "model"
+    card = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=12"), pairs_dir, out, log=lambda _m: None).run()
+    assert card["steps"] == 12 and card["pairs"] == len(FUNCTIONS) and card["hard_negatives"] == len(FUNCTIONS)
+    assert card["final_loss"] < card["start_loss"] * 0.8
+    assert json.loads((out / CARD_FILE).read_text())["pairs_sha256"] == card["pairs_sha256"]
+
+    encoder = Encoder(EncoderConfig(model_path=str(out), runtime="torch", device="cpu", model_id="tiny-trained"))
+    queries, documents = list(FUNCTIONS), list(FUNCTIONS.values())
+    vectors = encoder.encode(queries + documents)
+    assert vectors.shape == (2 * len(FUNCTIONS), 32)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # the trainer's pooling is the served one: the same text gives the same vector both ways
+    trainer = EncoderTrainer(_config(out), pairs_dir, tmp_path / "again", log=lambda _m: None)
+    trainer.model.eval()
+    with torch.no_grad():
+        trained = trainer._embed(queries, 64).numpy()
+    assert np.allclose(trained, encoder.encode(queries, 64), atol=1e-4)
+
+
+def test_a_stopped_run_resumes_to_the_uninterrupted_result(tiny_bert, pairs_dir, tmp_path):
+    whole = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=4"), pairs_dir, tmp_path / "whole",
+                           log=lambda _m: None)
+    whole.run()
+    lines: list[str] = []
+    first = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=2"), pairs_dir, tmp_path / "split", log=lines.append)
+    assert first.run()["steps"] == 2
+    second = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=4"), pairs_dir, tmp_path / "split",
+                            log=lines.append)
+    card = second.run()
+    assert card["steps"] == 4 and any(line.startswith("resumed from") and "step 2" in line for line in lines)
+    assert any(line.startswith("step 4/4 loss") and "pairs/s" in line for line in lines)
+    assert second.optimizer.state_dict()["state"][0]["step"] == whole.optimizer.state_dict()["state"][0]["step"] == 4
+    for (name, mine), (_, theirs) in zip(second.model.state_dict().items(), whole.model.state_dict().items()):
+        assert torch.equal(mine, theirs), name
+
+
+def test_mean_pool_ignores_padding():
+    hidden = torch.tensor([[[3.0, 4.0], [100.0, 100.0]]])
+    pooled = mean_pool(hidden, torch.tensor([[1, 0]]))
+    assert torch.allclose(pooled, torch.tensor([[0.6, 0.8]]))
+
+
+def test_cli_trains_and_refuses_bad_input_in_one_line(tiny_bert, pairs_dir, tmp_path, capsys):
+    out = tmp_path / "cli"
+    common = ["--set", f"train_encoder.base_model={tiny_bert}", "--set", "train_encoder.max_steps=2",
+              "--set", "train_encoder.batch_size=4", "--set", "train_encoder.device=cpu"]
+    assert main(["train-encoder", "--pairs", str(pairs_dir), "--out", str(out), *common]) == 0
+    assert f"encoder.model_path={out}" in capsys.readouterr().out
+    assert json.loads((out / CARD_FILE).read_text())["command"].startswith("semantica train-encoder --pairs")
+    assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for pairs, target in ((empty, tmp_path / "x"), (tmp_path / "missing", tmp_path / "x"), (pairs_dir, out / CARD_FILE)):
+        assert main(["train-encoder", "--pairs", str(pairs), "--out", str(target), *common]) != 0
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("semantica train-encoder: error:") and "\n" not in err
+    with pytest.raises(TrainEncoderError, match="no commit pairs"):
+        EncoderTrainer(_config(tiny_bert, "train_encoder.kinds=[commit]"), pairs_dir, tmp_path / "y")
+
+
+def test_pairs_from_a_swebench_repository_are_refused(tiny_bert, pairs_dir, tmp_path):
+    frame = pl.read_parquet(pairs_dir / "acme+shop" / "docstring.parquet").with_columns(pl.lit("django/django").alias("repo"))
+    (tmp_path / "django+django").mkdir()
+    frame.write_parquet(tmp_path / "django+django" / "docstring.parquet")
+    with pytest.raises(TrainEncoderError, match="must not train a shipped model: django/django"):
+        EncoderTrainer(_config(tiny_bert), tmp_path, tmp_path / "out")
