@@ -1,0 +1,78 @@
+"""The encoder's ONNX Runtime forward pass: CPU sessions over the checkpoint's one-time export
+(semantica/onnx_export.py). `semantica.encoder.Encoder` tokenises, pools and names the vectors for both runtimes;
+this module only runs the graph."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semantica.config import EncoderConfig
+from semantica.encoder import EXPORT_SHA_CHARS, EncoderLoadError, export_root
+
+
+def _onnx_session(onnx_path: Path, intra_op_threads: int) -> Any:
+    """One ONNX Runtime CPU session (`intra_op_threads` 0 = ORT's default, one per core)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # warnings about unused initialisers are noise in CLI output
+    # no busy-waiting workers between ops: on a shared or loaded machine they burn the cores others need
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.inter_op_num_threads = 1
+    if intra_op_threads > 0:
+        options.intra_op_num_threads = intra_op_threads
+    try:
+        return ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+        raise EncoderLoadError(f"cannot load the ONNX export {onnx_path}: {exc} (delete it to re-export)") from exc
+
+
+class OnnxForward:
+    """ONNX Runtime on CPU over the exported graph (fp32, or ORT dynamic int8).
+
+    A one-row batch (a query) runs on its own session with `encoder.query_threads` intra-op threads: the
+    matmuls of a few tokens are too small to split across cores, and handing them to a second thread
+    costs a wake-up per op. The same graph file, so the same numbers."""
+
+    def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
+        from semantica.onnx_export import OUTPUT_NAME
+
+        self.onnx_path = onnx_path
+        self.session = _onnx_session(onnx_path, config.torch_threads)
+        self.query_threads = config.query_threads
+        self._query_session: Any = None  # made on the first one-row batch (indexing never needs it)
+        self._query_lock = threading.Lock()
+        self.output = OUTPUT_NAME
+        self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def _session_for(self, rows: int) -> Any:
+        if rows != 1 or self.query_threads <= 0:
+            return self.session
+        with self._query_lock:
+            if self._query_session is None:
+                self._query_session = _onnx_session(self.onnx_path, self.query_threads)
+            return self._query_session
+
+    def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        session = self._session_for(len(inputs["input_ids"]))
+        return session.run([self.output], {k: v for k, v in inputs.items() if k in self.inputs})[0]
+
+
+def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[OnnxForward, str]:
+    """The forward pass over the checkpoint's ONNX export (made once, cached by weights hash) and the export's
+    short hash, which joins the encoder's identity."""
+    from semantica.onnx_export import ExportError, ensure_export
+
+    if config.device not in ("auto", "cpu"):
+        raise EncoderLoadError(f"encoder.runtime=onnx runs on CPU; encoder.device is {config.device!r} "
+                               "(set encoder.runtime=torch for a GPU)")
+    try:
+        exported = ensure_export(model_path, export_root(config), config.quantize_int8)
+    except ExportError as exc:
+        raise EncoderLoadError(str(exc)) from exc
+    return OnnxForward(config, exported.path), exported.sha[:EXPORT_SHA_CHARS]
