@@ -3,9 +3,8 @@
 A snapshot is either a commit (read from git objects, no checkout, so bare repositories work) or the
 working tree (`git ls-files`, honouring .gitignore). Every skipped file is reported as a `FileError`
 with a reason instead of silently disappearing. One file is read at a time so memory stays flat.
-
-Long because the two sources (git objects, working tree) share every skip rule; one module keeps a
-file's verdict identical whichever way it was read.
+The two sources (git objects, working tree) share every skip rule here, so a file's verdict is the same
+whichever way it was read.
 """
 
 from __future__ import annotations
@@ -31,20 +30,6 @@ GIT_MODE_SUBMODULE = "160000"
 READ_CHUNK_BYTES = 1 << 16
 # https://host/owner/name(.git), ssh://git@host/owner/name, git@host:owner/name (not local paths).
 _REMOTE_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
-
-# A skip reason's kind, by how discovery words it (first match wins): what `semantica plan` groups by.
-SKIP_KINDS = (
-    ("ignored by ", "ignored"), ("vendored directory", "vendored"), ("generated", "generated"),
-    ("oversized", "huge"), ("symlink", "symlink"), ("binary", "binary"), ("not valid UTF-8", "not-utf8"),
-    ("unknown file type", "unknown-type"), ("submodule", "submodule"), ("excluded by", "excluded"),
-    ("missing from", "missing"),
-)
-
-
-def skip_kind(reason: str) -> str:
-    """The kind of a discovery skip reason (`other` for one no kind describes)."""
-    return next((kind for prefix, kind in SKIP_KINDS if reason.startswith(prefix)), "other")
-
 
 class DiscoveryError(ValueError):
     """The repository or commit cannot be read; the message says what is wrong and what to do."""

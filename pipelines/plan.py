@@ -15,10 +15,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.discover import STAGE, SourceFile, skip_kind
+from pipelines.discover import STAGE, SourceFile
 from pipelines.manifest import RepoSpec, open_spec
 from semantica.config import Config, PlanConfig
 from semantica.schema import FileError
+
+# A skip reason's kind, by how discovery words it (first match wins): what `semantica plan` groups by.
+SKIP_KINDS = (
+    ("ignored by ", "ignored"), ("vendored directory", "vendored"), ("generated", "generated"),
+    ("oversized", "huge"), ("symlink", "symlink"), ("binary", "binary"), ("not valid UTF-8", "not-utf8"),
+    ("unknown file type", "unknown-type"), ("submodule", "submodule"), ("excluded by", "excluded"),
+    ("missing from", "missing"),
+)
+
+
+def skip_kind(reason: str) -> str:
+    """The kind of a discovery skip reason (`other` for one no kind describes)."""
+    return next((kind for prefix, kind in SKIP_KINDS if reason.startswith(prefix)), "other")
+
 
 KIB = 1024
 EXCLUDED_REASON = "excluded by the manifest's exclude globs"
