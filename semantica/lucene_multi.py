@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from semantica.config import LuceneConfig
-from semantica.lucene import JNI_CALLS, LuceneError, start_jvm
+from semantica.lucene import ID_FIELD, JNI_CALLS, LuceneError, id_only_fields, read_doc_ids, start_jvm
 from semantica.tokenizer import tokenize, unique_terms
 
 CONTENTS_FIELD = "contents"
-ID_FIELD = "id"
 BM25_K1 = 0.9  # Anserini's defaults (SimpleSearcher)
 BM25_B = 0.4
 SCORE_DECIMALS = 4
@@ -49,6 +48,8 @@ class LuceneMultiShardSearcher:
             self._reader = autoclass("org.apache.lucene.index.MultiReader")(readers, True)  # closes the shards with it
         except Exception as exc:  # a missing or corrupt shard: say which set failed
             raise LuceneError(f"cannot open Lucene shards {[str(d) for d in directories]}: {exc}") from exc
+        self._ids = self._doc_ids(directories, [reader.maxDoc() for reader in readers])
+        self._id_fields = id_only_fields()
         self._searcher = index_searcher(cast("org.apache.lucene.index.IndexReader", self._reader))
         self._searcher.setSimilarity(autoclass("org.apache.lucene.search.similarities.BM25Similarity")(BM25_K1, BM25_B))
         self._term = autoclass("org.apache.lucene.index.Term")
@@ -59,6 +60,17 @@ class LuceneMultiShardSearcher:
         string_type = autoclass("org.apache.lucene.search.SortField$Type").STRING_VAL
         self._sort = autoclass("org.apache.lucene.search.Sort")(
             sort_field.FIELD_SCORE, sort_field(ID_FIELD, string_type))  # ties by id, as Anserini breaks them
+
+    @staticmethod
+    def _doc_ids(directories: Sequence[Path], max_docs: list[int]) -> list[str] | None:
+        """Every shard's id list, concatenated in the MultiReader's doc-number order; None if one is missing."""
+        ids: list[str] = []
+        for directory, max_doc in zip(directories, max_docs, strict=True):
+            shard_ids = read_doc_ids(directory, max_doc)
+            if shard_ids is None:
+                return None
+            ids.extend(shard_ids)
+        return ids
 
     def sanitise(self, query: str) -> str:
         clean = query.encode("utf-8", "ignore").decode("utf-8", "ignore")
@@ -74,8 +86,12 @@ class LuceneMultiShardSearcher:
                 for term in terms:
                     builder.add(self._term_query(self._term(CONTENTS_FIELD, term)), self._should)
                 top = self._searcher.search(builder.build(), int(k), self._sort, True)
-                stored = self._searcher.storedFields()
-                hits = [(stored.document(sd.doc).get(ID_FIELD), float(sd.score)) for sd in top.scoreDocs]
+                if self._ids is not None:
+                    hits = [(self._ids[sd.doc], float(sd.score)) for sd in top.scoreDocs]
+                else:
+                    stored = self._searcher.storedFields()
+                    hits = [(stored.document(sd.doc, self._id_fields).get(ID_FIELD), float(sd.score))
+                            for sd in top.scoreDocs]
         except Exception as exc:  # a Java exception must not reach the caller raw
             raise LuceneError(f"lexical search failed: {exc}") from exc
         # Anserini rounds scores to SCORE_DECIMALS and orders equal ones by id; do the same
