@@ -12,7 +12,6 @@ The overload test (8 and 32 clients against admission control) is `jobs.bench.lo
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -24,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from jobs.bench.stats import percentile
+from jobs.bench.stats import percentile, report_result
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -131,9 +130,7 @@ def main(argv: list[str] | None = None) -> int:
               "overhead_ratio_p50": round(http["p50_ms"] / inproc["p50_ms"], 2),
               "overhead_ratio_throughput": round(inproc["throughput_rps"] / http["throughput_rps"], 2),
               "cpus": os.cpu_count()}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    report_result(result, RESULTS)
     return 0
 
 

@@ -12,14 +12,13 @@ server sheds, and the p99 of what it answers stays under `admission.deadline_s`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import threading
 import time
 from pathlib import Path
 
 from jobs.bench.http import serve_http, use_index
-from jobs.bench.stats import percentile
+from jobs.bench.stats import percentile, report_result
 
 SUBJECTS = ["reciprocal rank fusion", "late interaction rerank", "snapshot publish", "vector shard search",
             "lexical lucene searcher", "context token budget", "intent classifier", "graph retriever",
@@ -93,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline_ms = config.admission.deadline_s * 1000
     result = {"admission": vars(config.admission), "levels": results, "cpus": os.cpu_count(),
               "p99_under_deadline": all(r["p99_ms"] is None or r["p99_ms"] <= deadline_ms for r in results)}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    report_result(result, RESULTS)
     return 0
 
 

@@ -26,3 +26,9 @@ def write_result(result: dict[str, Any], path: Path) -> None:
     """A bench's JSON result, written after each phase: a run cut short still leaves what it measured."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def report_result(result: dict[str, Any], path: Path) -> None:
+    """`write_result`, then the same JSON on stdout: a bench run by hand shows what it wrote."""
+    write_result(result, path)
+    print(json.dumps(result, indent=2))

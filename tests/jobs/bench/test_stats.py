@@ -1,10 +1,13 @@
-"""One percentile for every benchmark: nearest rank, and no crash on a bench that timed nothing."""
+"""One percentile for every benchmark: nearest rank, and no crash on a bench that timed nothing; one way to write
+a bench's result."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from jobs.bench.stats import PERCENTILE_99, percentile
+from jobs.bench.stats import PERCENTILE_99, percentile, report_result
 
 
 def test_empty_list_is_zero_not_a_crash() -> None:
@@ -23,3 +26,10 @@ def test_nearest_rank_on_unsorted_values() -> None:
 def test_q_outside_zero_one_is_refused() -> None:
     with pytest.raises(ValueError, match="within"):
         percentile([1.0], 99)
+
+
+def test_a_result_is_written_into_a_new_directory_and_shown(tmp_path, capsys) -> None:
+    result = {"p50_ms": 12.5, "levels": [{"clients": 4}], "cpus": 2}
+    path = tmp_path / "bench" / "results" / "x.json"
+    report_result(result, path)
+    assert json.loads(path.read_text()) == result == json.loads(capsys.readouterr().out)
