@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from jobs.bench.http import serve_http, use_index
-from jobs.bench.stats import percentile, report_result
+from jobs.bench.stats import percentile, report_result, run_clients
 
 SUBJECTS = ["reciprocal rank fusion", "late interaction rerank", "snapshot publish", "vector shard search",
             "lexical lucene searcher", "context token budget", "intent classifier", "graph retriever",
@@ -58,13 +58,7 @@ def drive_level(base_url: str, clients: int, per_client: int) -> dict[str, float
                     else:
                         counts["errors"] += 1
 
-    start = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
+    wall = run_clients(worker, clients)
     return {"clients": clients, "requests": clients * per_client, "answered": len(answered), **counts,
             "p50_ms": round(percentile(answered, 0.5), 1) if answered else None,
             "p99_ms": round(percentile(answered, 0.99), 1) if answered else None,

@@ -4,7 +4,9 @@ they write their results."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,18 @@ def percentile(values: Sequence[float], q: float) -> float:
     if not ordered:
         return 0.0
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def run_clients(worker: Callable[[int], None], clients: int) -> float:
+    """`worker(0)` .. `worker(clients - 1)` on as many threads at once (load from concurrent clients); the wall
+    seconds until the last one ends."""
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - start
 
 
 def write_result(result: dict[str, Any], path: Path) -> None:

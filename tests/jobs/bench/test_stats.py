@@ -4,10 +4,11 @@ a bench's result."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
-from jobs.bench.stats import PERCENTILE_99, percentile, report_result
+from jobs.bench.stats import PERCENTILE_99, percentile, report_result, run_clients
 
 
 def test_empty_list_is_zero_not_a_crash() -> None:
@@ -33,3 +34,15 @@ def test_a_result_is_written_into_a_new_directory_and_shown(tmp_path, capsys) ->
     path = tmp_path / "bench" / "results" / "x.json"
     report_result(result, path)
     assert json.loads(path.read_text()) == result == json.loads(capsys.readouterr().out)
+
+
+def test_clients_run_at_once_each_with_its_own_number() -> None:
+    together = threading.Barrier(4, timeout=60)  # broken (an error) unless all four wait at the same time
+    seen: list[int] = []
+
+    def worker(n: int) -> None:
+        together.wait()
+        seen.append(n)
+
+    assert run_clients(worker, 4) >= 0.0
+    assert sorted(seen) == [0, 1, 2, 3] and not together.broken
