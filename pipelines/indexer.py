@@ -40,12 +40,15 @@ from pipelines.summary import (  # noqa: F401 (re-exported: callers import the s
 )
 from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from pipelines.write import SnapshotContent, SnapshotWriter
+from semantica.branch_keys import keep_for
 from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
 from semantica.graph import GRAPH_STORE_MEMGRAPH
-from semantica.layout import IndexLayout, SnapshotPaths, keep_for, normalize_repo_name
+from semantica.layout import IndexLayout
+from semantica.repo_names import normalize_repo_name
 from semantica.schema import FileError
+from semantica.snapshot_paths import SnapshotPaths
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed

@@ -23,15 +23,10 @@ from typing import Any
 import yaml
 
 from pipelines.discover import Discovery, FileEntry, RepoSource, repo_name_from_path
+from semantica.branch_keys import branch_key, plain_repo_name, split_branch_key
 from semantica.config import DiscoverConfig
-from semantica.layout import (
-    LayoutError,
-    RepoNameError,
-    branch_key,
-    normalize_repo_name,
-    plain_repo_name,
-    split_branch_key,
-)
+from semantica.layout_errors import LayoutError
+from semantica.repo_names import RepoNameError, normalize_repo_name
 
 CLONES_DIR = "clones"
 LIST_KEYS = ("include", "exclude", "refs")

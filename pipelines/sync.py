@@ -16,7 +16,8 @@ from typing import Any
 from pipelines.discover import repo_name_from_path
 from pipelines.indexer import Indexer, IndexSummary
 from semantica.config import Config
-from semantica.layout import IndexLayout, UnknownRepoError
+from semantica.layout import IndexLayout
+from semantica.layout_errors import UnknownRepoError
 from semantica.snapshot import Snapshot
 from semantica.source import SourceKind, SourceRecord, compare_blobs
 

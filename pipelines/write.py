@@ -31,7 +31,6 @@ from pipelines.token_cache import TokenVectorBuilder
 from semantica.config import Config
 from semantica.encoder import parse_model_id
 from semantica.graph import CsrGraphStore
-from semantica.layout import SnapshotPaths, directory_checksums
 from semantica.schema import (
     CHUNK_ARROW_SCHEMA,
     EDGE_ARROW_SCHEMA,
@@ -45,6 +44,7 @@ from semantica.schema import (
     Symbol,
     file_node_id,
 )
+from semantica.snapshot_paths import SnapshotPaths, directory_checksums
 from semantica.source import write_file_blobs
 
 

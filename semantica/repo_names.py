@@ -1,6 +1,6 @@
 """Repository name -> index directory: the one check and the one reversible, collision-free mapping.
 
-`semantica.layout` re-exports these; see its docstring for the layout and the old mapping.
+`semantica.layout` maps names to directories with these; see its docstring for the layout and the old mapping.
 """
 
 from __future__ import annotations

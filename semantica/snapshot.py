@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from semantica.branch_keys import branch_key, split_branch_key
 from semantica.config import Config
 from semantica.errors import public_message
 from semantica.freshness import Freshness, FreshnessChecker
@@ -23,20 +24,12 @@ from semantica.index_kinds.history import KIND as HISTORY_KIND
 from semantica.index_kinds.lucene import KIND as LUCENE_KIND
 from semantica.index_kinds.tokens import KIND as TOKENS_KIND
 from semantica.index_kinds.vectors import KIND as VECTORS_KIND
-from semantica.layout import (
-    BrokenSnapshotError,
-    IndexLayout,
-    LayoutError,
-    RepoEntry,
-    RepoState,
-    SnapshotPaths,
-    UnknownRepoError,
-    branch_key,
-    normalize_repo_name,
-    split_branch_key,
-)
+from semantica.layout import IndexLayout, RepoEntry, RepoState
+from semantica.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
 from semantica.lucene import LuceneShardSearcher
 from semantica.lucene_multi import LuceneMultiShardSearcher
+from semantica.repo_names import normalize_repo_name
+from semantica.snapshot_paths import SnapshotPaths
 
 if TYPE_CHECKING:
     from semantica.history import HistorySearcher

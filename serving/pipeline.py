@@ -18,10 +18,11 @@ from typing import Any
 
 from semantica import observability
 from semantica.api import QueryError, SearchRequest, SearchResponse
+from semantica.branch_keys import split_branch_key
 from semantica.config import Config
 from semantica.encoder import Encoder
 from semantica.hits import ChunkMeta, Hit, RankedList
-from semantica.layout import BrokenSnapshotError, split_branch_key
+from semantica.layout_errors import BrokenSnapshotError
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.core.answer import context_dict, degraded_entry, explain_history, file_lines, hit_view, interleave

@@ -175,3 +175,20 @@ def ltr_model_dir(mined_golden, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("ltr-model")
     assert main(["train-ltr", "--data", str(mined_golden.directory), "--out", str(out)]) == 0
     return out
+
+
+@pytest.fixture()
+def spans():  # noqa: ANN201 - an InMemorySpanExporter (opentelemetry loads only for the tests that trace)
+    """Tracing on for the test, every finished span kept in memory; off again afterwards."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from semantica import observability
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    observability.enable(provider)
+    yield exporter
+    observability.disable()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.bench.ratios import REQUESTS_QUERIES, summary
+from jobs.bench.stats import report_result
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "bench" / "results" / "cli_daemon.json"
@@ -83,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                           "load_avg_1m_at_start": round(os.getloadavg()[0], 2)},
               **bench(common, args.repo, args.runs, args.cold_runs)}
     result["machine"]["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    report_result(result, Path(args.out))
     return 0
 
 

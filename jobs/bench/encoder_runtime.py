@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from jobs.bench.ratios import REQUESTS_QUERIES, SELF_QUERIES
+from jobs.bench.stats import report_result
 from semantica.config import load_config
 from semantica.encoder import Encoder
 
@@ -124,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
               "cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
               "variants": run(texts, queries, args.rounds, tuple(args.variants))}
     result["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    report_result(result, Path(args.out))
     return 0
 
 

@@ -12,7 +12,6 @@ The overload test (8 and 32 clients against admission control) is `jobs.bench.lo
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -24,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from jobs.bench.stats import percentile
+from jobs.bench.stats import percentile, report_result, run_clients
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -53,13 +52,7 @@ def drive(call: Callable[[str], None], clients: int, per_client: int) -> dict[st
             with lock:
                 latencies.append((time.perf_counter() - start) * 1000)
 
-    start = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
+    wall = run_clients(worker, clients)
     return {"requests": len(latencies), "errors": errors[0], "p50_ms": round(percentile(latencies, 0.5), 1),
             "p99_ms": round(percentile(latencies, 0.99), 1), "mean_ms": round(statistics.mean(latencies), 1),
             "throughput_rps": round(len(latencies) / wall, 2), "wall_s": round(wall, 2)}
@@ -131,9 +124,7 @@ def main(argv: list[str] | None = None) -> int:
               "overhead_ratio_p50": round(http["p50_ms"] / inproc["p50_ms"], 2),
               "overhead_ratio_throughput": round(inproc["throughput_rps"] / http["throughput_rps"], 2),
               "cpus": os.cpu_count()}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    report_result(result, RESULTS)
     return 0
 
 

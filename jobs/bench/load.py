@@ -12,14 +12,13 @@ server sheds, and the p99 of what it answers stays under `admission.deadline_s`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import threading
 import time
 from pathlib import Path
 
 from jobs.bench.http import serve_http, use_index
-from jobs.bench.stats import percentile
+from jobs.bench.stats import percentile, report_result, run_clients
 
 SUBJECTS = ["reciprocal rank fusion", "late interaction rerank", "snapshot publish", "vector shard search",
             "lexical lucene searcher", "context token budget", "intent classifier", "graph retriever",
@@ -59,13 +58,7 @@ def drive_level(base_url: str, clients: int, per_client: int) -> dict[str, float
                     else:
                         counts["errors"] += 1
 
-    start = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
+    wall = run_clients(worker, clients)
     return {"clients": clients, "requests": clients * per_client, "answered": len(answered), **counts,
             "p50_ms": round(percentile(answered, 0.5), 1) if answered else None,
             "p99_ms": round(percentile(answered, 0.99), 1) if answered else None,
@@ -93,9 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline_ms = config.admission.deadline_s * 1000
     result = {"admission": vars(config.admission), "levels": results, "cpus": os.cpu_count(),
               "p99_under_deadline": all(r["p99_ms"] is None or r["p99_ms"] <= deadline_ms for r in results)}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    report_result(result, RESULTS)
     return 0
 
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jobs.bench.stats import write_result
 from jobs.eval.instances import load_instances
 from jobs.eval.replay import LocalizationReplay
 from semantica.config import Config, load_config
@@ -148,8 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         results["latency"] = latency(instances, args.overrides, args.index_root, args.latency_repeats)
         print(json.dumps(results["latency"]))
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    write_result(results, out)
     return 0
 
 

@@ -12,7 +12,6 @@ Results: bench/results/shards.json and docs/results.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.bench.ratios import REQUESTS_QUERIES, SELF_QUERIES, summary
+from jobs.bench.stats import report_result
 from semantica.config import load_config
 from serving.pipeline import SearchPipeline
 from serving.retrievers.base import RetrievalQuery
@@ -89,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                             "fan_out_cost_p50_ms": round(b[strategy]["p50_ms"] - a[strategy]["p50_ms"], 2),
                             "ratio_p50": round(b[strategy]["p50_ms"] / max(a[strategy]["p50_ms"], 1e-9), 2),
                             f"same_top{TOP_COMPARED}_queries": f"{same}/{len(queries)}"}
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    report_result(result, Path(args.out))
     return 0
 
 

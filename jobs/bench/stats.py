@@ -4,7 +4,9 @@ they write their results."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,25 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def run_clients(worker: Callable[[int], None], clients: int) -> float:
+    """`worker(0)` .. `worker(clients - 1)` on as many threads at once (load from concurrent clients); the wall
+    seconds until the last one ends."""
+    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - start
+
+
 def write_result(result: dict[str, Any], path: Path) -> None:
     """A bench's JSON result, written after each phase: a run cut short still leaves what it measured."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def report_result(result: dict[str, Any], path: Path) -> None:
+    """`write_result`, then the same JSON on stdout: a bench run by hand shows what it wrote."""
+    write_result(result, path)
+    print(json.dumps(result, indent=2))

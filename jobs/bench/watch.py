@@ -13,7 +13,6 @@ Results: bench/results/watch.json and a table on stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -24,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from jobs.bench.__main__ import RESULTS_DIR, machine
-from jobs.bench.stats import percentile
+from jobs.bench.stats import percentile, write_result
 from jobs.eval.instances import find_clone, mirrors_dir
 from pipelines.sync import SyncResult
 from pipelines.watch import RepoWatcher
 from semantica.api import SearchRequest
+from semantica.branch_keys import branch_key
 from semantica.config import load_config
-from semantica.layout import IndexLayout, branch_key
+from semantica.layout import IndexLayout
 from semantica.snapshot import Snapshot
 from serving.pipeline import SearchPipeline
 
@@ -192,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--", "."], check=False)
     if not args.no_branch:
         results["second_branch"] = bench_branch(tree, config, files, initial, initial_s)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    write_result(results, Path(args.out))
     change = results["one_file_change_to_queryable"]
     print(f"one-file change -> queryable: p50 {change['p50_s']} s, p90 {change['p90_s']} s, max {change['max_s']} s "
           f"(debounce {change['debounce_ms']} ms); results in {args.out}")

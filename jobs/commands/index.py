@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_index(args: argparse.Namespace) -> int:
     from pipelines.indexer import Indexer
-    from semantica.layout import plain_repo_name
+    from semantica.branch_keys import plain_repo_name
 
     if args.name is not None:
         args.name = plain_repo_name(args.name)  # before any work: `@` names come only from --ref
@@ -44,7 +44,7 @@ def run_index(args: argparse.Namespace) -> int:
     indexer = Indexer(config, progress=not args.json)
     if args.ref:
         from pipelines.discover import repo_name_from_path
-        from semantica.layout import branch_key
+        from semantica.branch_keys import branch_key
 
         if args.commit:
             raise ValueError("pass either --commit or --ref, not both")
@@ -94,7 +94,8 @@ def print_summary(summary) -> None:  # noqa: ANN001 (pipelines.indexer.IndexSumm
 
 
 def run_repos(args: argparse.Namespace) -> int:
-    from semantica.layout import IndexLayout, split_branch_key
+    from semantica.branch_keys import split_branch_key
+    from semantica.layout import IndexLayout
     from semantica.snapshot import SnapshotSet
 
     config = config_from_args(args)

@@ -4,7 +4,8 @@ The snapshot's Python files are read from the repository's bare clone under $SEM
 (`<owner>+<name>/repo`) at the base commit, exactly as the corpus features read
 a parent commit, then `serving.core.localizer` ranks them; `blend` mixes the result into today's ranking.
 Only the files the indexer would discover there (`discover.*`: include globs, ignore rules, sizes) are
-candidates, so a replay ranks the same files as the snapshot a full run indexed.
+candidates, so a replay ranks the same files as the snapshot a full run indexed; they are found once per base
+commit, however many instances share it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from jobs.eval.instances import Instance, find_repo, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
-from semantica.config import Config
+from semantica.config import Config, DiscoverConfig
 from semantica.localizer.blobcache import open_blob_cache
 from semantica.localizer.features import SCHEMA_VERSION, CandidateSet
 from semantica.localizer.models import candidate_config
@@ -28,6 +29,21 @@ from semantica.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.stage import LearnedLocalizer, LocalizerModelError, LocalizerModels, Ranked, blend
 
 CACHE_DIR = "localizer-candidates"
+
+
+class DiscoveredPaths:
+    """The paths the indexer would discover at a commit (`git ls-tree`, include globs, ignore rules, sizes), found
+    once per (clone, commit, discover settings): every instance replayed at one base commit shares them."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, str, str], frozenset[str]] = {}
+
+    def at(self, git_dir: Path, commit: str, discover: DiscoverConfig) -> frozenset[str]:
+        key = (str(git_dir), commit, repr(discover))
+        if key not in self._found:
+            entries, _ = RepoSource(str(git_dir), commit, discover).entries()
+            self._found[key] = frozenset(entry.path for entry in entries)
+        return self._found[key]
 
 
 class LearnedReplay:
@@ -48,6 +64,7 @@ class LearnedReplay:
 
     _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
     _builders: dict[str, tuple[Path, TreeReader, SnapshotBuilder]] = {}
+    _discovered = DiscoveredPaths()  # per base commit, shared like the builders
     seconds: list[float] = []  # candidates and features per query computed here (the snapshot build excluded)
     model_seconds: list[float] = []  # the two models' scoring per query
 
@@ -79,8 +96,7 @@ class LearnedReplay:
             self._builders[inst.repo] = (git_dir, TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder(
                 open_blob_cache(self.config.blob_cache_file, self.blob_cache_dir)))
         git_dir, reader, builder = self._builders[inst.repo]
-        entries, _ = RepoSource(str(git_dir), inst.base_commit, self.discover).entries()
-        indexed = {entry.path for entry in entries}
+        indexed = self._discovered.at(git_dir, inst.base_commit, self.discover)
         snapshot = builder.build({path: text for path, text in reader.texts(inst.base_commit).items() if path in indexed})
         start = time.perf_counter()
         cands = self._candidates[key] = self.localizer.generator.build(snapshot, inst.problem_statement)

@@ -1,8 +1,8 @@
 """`semantica train-encoder`: contrastive fine-tuning of the bi-encoder on mined pairs (`semantica mine-pairs`).
 
 InfoNCE over each batch: a query's positive against every other query's positive (in-batch negatives)
-and the mined BM25 hard negatives, on mean-pooled, L2-normalised embeddings (the pooling
-`semantica.encoder.Encoder` serves with). CUDA with bf16 autocast when torch sees a GPU, else CPU.
+and the mined BM25 hard negatives, on mean-pooled, L2-normalised embeddings (`semantica.pooling.torch_mean_pool`,
+the pooling `semantica.encoder.Encoder` serves with). CUDA with bf16 autocast when torch sees a GPU, else CPU.
 Resumable: `OUT/checkpoints/last.pt` holds model, optimizer, step and RNG state; a re-run with the same
 pairs continues from it and reaches the same weights as an uninterrupted run (the batch order is a
 function of seed and epoch alone). `OUT` ends as a `from_pretrained` model directory plus
@@ -24,6 +24,7 @@ from jobs.localizer.corpus import is_benchmark_repo
 from jobs.train.pairs import PairsError, load_pairs
 from semantica.config import Config, TrainEncoderConfig
 from semantica.encoder import EncoderLoadError, choose_device, resolve_model_path
+from semantica.pooling import torch_mean_pool
 
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_FILE = "last.pt"
@@ -74,15 +75,6 @@ def read_pairs(pairs_dir: Path, kinds: Sequence[str], hard_negatives: int) -> li
     return out
 
 
-def mean_pool(hidden: Any, mask: Any) -> Any:
-    """Masked mean over tokens, L2-normalised: `Encoder.encode_with_tokens` in torch (gradients flow)."""
-    import torch
-
-    weights = mask.unsqueeze(-1).to(hidden.dtype)
-    pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
-    return torch.nn.functional.normalize(pooled.float(), dim=-1)
-
-
 class EncoderTrainer:
     """Trains one base checkpoint on one pairs directory into one output directory."""
 
@@ -129,7 +121,7 @@ class EncoderTrainer:
         batch = {name: tensor.to(self.device) for name, tensor in batch.items()}
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.startswith("cuda")):
             hidden = self.model(**batch).last_hidden_state
-        return mean_pool(hidden, batch["attention_mask"])
+        return torch_mean_pool(hidden, batch["attention_mask"])
 
     def loss(self, batch: Sequence[TrainingPair]) -> Any:
         """InfoNCE: each query against all positives of the batch (its own is the label) and all hard negatives."""

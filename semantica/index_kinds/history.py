@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from semantica.index_kinds.base import KindWritten, WriteContext
-from semantica.layout import HISTORY_DIR
+from semantica.snapshot_paths import HISTORY_DIR
 
 KIND = "history"
 HISTORY_FILE = "history.json"

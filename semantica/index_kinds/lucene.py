@@ -7,10 +7,10 @@ from typing import Any
 
 from semantica.index_kinds.base import KindWritten, WriteContext
 from semantica.index_kinds.sharding import LUCENE_DOC_FORMAT, content_key, pieces, shard_name
-from semantica.layout import LUCENE_DIR
 from semantica.lucene import LuceneDoc, LuceneShardSearcher, LuceneShardWriter
 from semantica.lucene_multi import LuceneMultiShardSearcher
 from semantica.schema import ShardInfo
+from semantica.snapshot_paths import LUCENE_DIR
 
 KIND = "lucene"
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from semantica.layout import SnapshotPaths
 from semantica.schema import SCHEMA_VERSION, Chunk, Symbol
+from semantica.snapshot_paths import SnapshotPaths
 
 log = logging.getLogger(__name__)
 

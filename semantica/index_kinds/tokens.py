@@ -10,7 +10,7 @@ import numpy as np
 
 from semantica.index_kinds.base import KindWritten, WriteContext
 from semantica.index_kinds.sharding import content_key, pieces, shard_name
-from semantica.layout import TOKENS_DIR
+from semantica.snapshot_paths import TOKENS_DIR
 from semantica.token_vectors import (
     ROWS_FILE,
     StoredTokenVectors,

@@ -9,8 +9,8 @@ import numpy as np
 
 from semantica.index_kinds.base import KindWritten, WriteContext
 from semantica.index_kinds.sharding import content_key, pieces, shard_name
-from semantica.layout import VECTORS_DIR
 from semantica.schema import ShardInfo
+from semantica.snapshot_paths import VECTORS_DIR
 from semantica.vectors import VectorShardPaths, VectorShardSearcher, write_shard
 
 KIND = "faiss"

@@ -12,7 +12,7 @@ from semantica.knowledge.conflicts import find_conflicts
 from semantica.knowledge.entry import GLOBAL, Entry, SourceKind, Status, Verification, iso, now_utc
 from semantica.knowledge.store import Clock, KnowledgeBase, KnowledgeInputError, KnowledgeStore
 from semantica.knowledge.verify import SnapshotIndex, Verifier
-from semantica.layout import LayoutError
+from semantica.layout_errors import LayoutError
 from semantica.snapshot import SnapshotSet
 
 log = logging.getLogger(__name__)

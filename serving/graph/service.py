@@ -12,7 +12,8 @@ from typing import Any
 
 from semantica.config import Config
 from semantica.errors import ErrorKind, public_message
-from semantica.layout import BrokenSnapshotError, RepoState
+from semantica.layout import RepoState
+from semantica.layout_errors import BrokenSnapshotError
 from semantica.snapshot import RepoHealth, Snapshot, SnapshotSet
 from serving.graph.ops import GraphOps, SnapshotGraph
 from serving.graph.structural import GraphOp

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
 from semantica.feature_schema import FEATURE_STRATEGIES
 from semantica.hits import RankedList
-from semantica.layout import IndexLayout, normalize_repo_name
+from semantica.layout import IndexLayout
+from semantica.repo_names import normalize_repo_name
 from serving.core.fusion import WeightedRRF
 from serving.core.intent import INTENTS, Intent, IntentClassifier
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from semantica.api import SearchRequest
+from semantica.branch_keys import split_branch_key
 from semantica.hits import ChunkMeta, Hit, RankedList
-from semantica.layout import split_branch_key
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
 from serving.core.intent import IntentResult

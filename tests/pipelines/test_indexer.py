@@ -132,7 +132,7 @@ def test_killed_build_leaves_current_untouched(small_repo, tmp_path):
     process.wait()
     assert layout.current_id("small") == before
     snapshot = Snapshot.open(layout.current("small"), config)
-    assert layout.verify(snapshot.paths).snapshot_id == before
+    assert snapshot.paths.verify().snapshot_id == before
     assert not any(c.path.startswith("pkg/gen_") for c in snapshot.chunks)
     assert (repo_dir / CURRENT).read_text().strip() == before
 

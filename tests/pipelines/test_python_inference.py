@@ -11,7 +11,7 @@ from pipelines.discover import RepoSource, SourceFile
 from pipelines.parse import FileParser, GraphResolver
 from semantica.config import ChunkConfig, DiscoverConfig
 from semantica.schema import Edge, EdgeType
-from tests.serving.rerankers.test_late_stored import _git_repo
+from tests.dated_git import one_commit_repo
 
 REPO = "test/infer"
 FILES = {
@@ -187,8 +187,8 @@ M = "app/model.py::"
 
 @pytest.fixture(scope="module")
 def edges(tmp_path_factory: pytest.TempPathFactory) -> list[Edge]:
-    root = _git_repo(tmp_path_factory.mktemp("infer") / "repo",
-                     {name: textwrap.dedent(text).lstrip("\n") for name, text in FILES.items()})
+    root = one_commit_repo(tmp_path_factory.mktemp("infer") / "repo",
+                           {name: textwrap.dedent(text).lstrip("\n") for name, text in FILES.items()})
     src = RepoSource(str(root), "HEAD", DiscoverConfig())
     entries, _ = src.entries()
     parser = FileParser(ChunkConfig())

@@ -15,8 +15,9 @@ from pipelines.indexer import Indexer
 from pipelines.shards import PARTITIONS_STAT, partition_count, partition_of, partition_rows
 from semantica.config import ShardsConfig
 from semantica.encoder import shared_encoder
-from semantica.layout import IndexLayout, SnapshotPaths
+from semantica.layout import IndexLayout
 from semantica.snapshot import Snapshot
+from semantica.snapshot_paths import SnapshotPaths
 from tests.conftest import make_config
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
@@ -146,8 +147,8 @@ def test_linked_shards_outlive_the_pruned_snapshot(builds) -> None:
     third = indexer.index(str(repo), "t/inc")  # keep_snapshots=2: the first snapshot is removed now
     layout = IndexLayout(config.paths.index_root)
     assert not builds["before"].root.exists() and third.shards_linked > 0
-    layout.verify(builds["after"])  # every byte of the linked files still matches its checksum
-    layout.verify(layout.current("t/inc"))
+    builds["after"].verify()  # every byte of the linked files still matches its checksum
+    layout.current("t/inc").verify()
 
 
 def test_partition_count_is_kept_while_sizes_stay_near_the_target() -> None:

@@ -40,7 +40,7 @@ def assert_nothing_lost(two_repos, before: dict[str, str]) -> None:
     layout = IndexLayout(two_repos.root)
     for repo, snapshot_id in before.items():
         assert layout.current_id(repo) == snapshot_id
-        layout.verify(layout.current(repo))
+        layout.current(repo).verify()
     assert top_symbol(two_repos.config, "parse_alpha_ledger", "alpha") == "parse_alpha_ledger"
     assert top_symbol(two_repos.config, "compute_beta_checksum", "beta") == "compute_beta_checksum"
 
@@ -122,7 +122,7 @@ def test_concurrent_builds_of_one_repo_publish_a_whole_snapshot(two_repos):
         thread.join(300)
     assert not errors and len(results) == 3
     assert layout.current_id("alpha") in results
-    layout.verify(layout.current("alpha"))
+    layout.current("alpha").verify()
     assert leftovers(two_repos.root) == []
     published = [p for p in layout.repo_dir("alpha").iterdir() if p.is_dir()]
     assert len(published) <= two_repos.config.index.keep_snapshots
@@ -272,7 +272,7 @@ def test_builds_publishing_meanwhile_never_prune_the_snapshot_a_build_links_from
     summary = Indexer(two_repos.config, progress=False).index(str(two_repos.alpha), "alpha")
     assert len(others) == 2 and summary.shards_linked > 0 and summary.shards_written == 0
     assert layout.current_id("alpha") == summary.snapshot_id
-    layout.verify(layout.current("alpha"))
+    layout.current("alpha").verify()
     published = sorted(p.name for p in layout.repo_dir("alpha").iterdir() if p.is_dir())
     assert published == sorted([others[-1], summary.snapshot_id])
     assert leftovers(two_repos.root) == []

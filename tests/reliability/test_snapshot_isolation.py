@@ -12,7 +12,8 @@ import stat
 import pytest
 
 from semantica.api import SearchRequest
-from semantica.layout import CURRENT, BrokenSnapshotError, IndexLayout, RepoState
+from semantica.layout import CURRENT, IndexLayout, RepoState
+from semantica.layout_errors import BrokenSnapshotError
 from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from tests.reliability.conftest import cli

@@ -19,7 +19,8 @@ from semantica.errors import (
     public_message,
     scrub,
 )
-from semantica.layout import BrokenSnapshotError, LayoutError, RepoNameError, UnknownRepoError
+from semantica.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
+from semantica.repo_names import RepoNameError
 
 
 def test_paths_are_cut_to_their_last_component():

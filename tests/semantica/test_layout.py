@@ -2,8 +2,10 @@ import json
 
 import pytest
 
-from semantica.layout import CURRENT, IndexLayout, LayoutError, UnknownRepoError, directory_checksums
+from semantica.layout import CURRENT, IndexLayout
+from semantica.layout_errors import LayoutError, UnknownRepoError
 from semantica.schema import Manifest
+from semantica.snapshot_paths import directory_checksums
 
 
 def _finish(paths, repo):
@@ -66,19 +68,14 @@ def test_manifest_round_trip(tmp_path):
     sid, paths = layout.begin("r", "c")
     _finish(paths, "r")
     assert json.loads(paths.manifest.read_text())["repo"] == "r"
-    assert layout.verify(paths).dim == 3
+    assert paths.verify().dim == 3
 
 
 # -- repository names: one reversible, collision-free mapping ------------------------------------
 
-from semantica.layout import (  # noqa: E402
-    BrokenSnapshotError,
-    RepoNameError,
-    RepoState,
-    normalize_repo_name,
-    repo_dir_name,
-    repo_from_dir_name,
-)
+from semantica.layout import RepoState  # noqa: E402
+from semantica.layout_errors import BrokenSnapshotError  # noqa: E402
+from semantica.repo_names import RepoNameError, normalize_repo_name, repo_dir_name, repo_from_dir_name  # noqa: E402
 
 
 def _publish(layout, repo, manifest_repo=None):
@@ -133,7 +130,7 @@ def test_old_layout_directory_is_served_under_its_manifest_name_and_moved_aside(
 
 
 def SnapshotPathsFor(root):  # noqa: N802 - reads like the class it builds
-    from semantica.layout import SnapshotPaths
+    from semantica.snapshot_paths import SnapshotPaths
 
     return SnapshotPaths(root)
 

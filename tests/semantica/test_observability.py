@@ -8,13 +8,10 @@ import asyncio
 import io
 import json
 import logging
-import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,6 +24,7 @@ from semantica.config import ObservabilityConfig
 from serving.api.mcp.server import SemanticaTools
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
+from tests.dated_git import one_commit_repo
 
 REPO = "t/traced"
 FILES = {
@@ -40,26 +38,10 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> SearchPipeline:
     from pipelines.indexer import Indexer
 
     root = tmp_path_factory.mktemp("traced")
-    repo = root / "repo"
-    for name, text in FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i"], check=True)
+    repo = one_commit_repo(root / "repo", FILES)
     config = make_config(root)
     Indexer(config, progress=False).index(str(repo), REPO)
     return SearchPipeline(config)
-
-
-@pytest.fixture()
-def spans() -> InMemorySpanExporter:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    observability.enable(provider)
-    yield exporter
-    observability.disable()
 
 
 def tree(finished: list) -> dict[str, list[str]]:  # noqa: ANN001 (ReadableSpan)

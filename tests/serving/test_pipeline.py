@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from semantica.api import QueryError, SearchRequest
-from semantica.layout import UnknownRepoError
+from semantica.layout_errors import UnknownRepoError
 from serving.pipeline import SearchPipeline
 
 

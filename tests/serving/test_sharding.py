@@ -12,7 +12,8 @@ from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from serving.retrievers.base import RetrievalQuery
 from tests.conftest import make_config
-from tests.serving.rerankers.test_late_stored import FILES, _git_repo
+from tests.dated_git import one_commit_repo
+from tests.serving.rerankers.test_late_stored import FILES
 
 MORE = {
     f"pkg/mod{i}.py": f'def handler_{i}(request, retries={i}):\n    """Handle request {i}: retry, resize or store."""\n'
@@ -27,7 +28,7 @@ TINY = ["faiss.shard_max_vectors=3", "lucene.shard_max_docs=3"]
 @pytest.fixture(scope="module")
 def two_layouts(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("shards")
-    repo = _git_repo(tmp / "repo", {**FILES, **MORE})
+    repo = one_commit_repo(tmp / "repo", {**FILES, **MORE})
     one = make_config(tmp / "one")
     many = make_config(tmp / "many", *TINY)
     for config in (one, many):
@@ -65,8 +66,8 @@ def test_sharded_search_answers_like_one_shard(two_layouts) -> None:
 
 def test_multi_repository_query_fans_out_and_merges(two_layouts, tmp_path) -> None:
     _, many = two_layouts
-    other = _git_repo(tmp_path / "other", {"ops/backoff.py": "def exponential_backoff(attempt):\n"
-                                                            "    return min(60, 2 ** attempt)  # retry delay\n"})
+    other = one_commit_repo(tmp_path / "other", {"ops/backoff.py": "def exponential_backoff(attempt):\n"
+                                                                  "    return min(60, 2 ** attempt)  # retry delay\n"})
     Indexer(many.config, progress=False).index(str(other), "t/other")
     response = many.search(SearchRequest("exponential backoff retry", k=10))
     assert set(response.snapshots) == {"t/sharded", "t/other"} and not response.degraded

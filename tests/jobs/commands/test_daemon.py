@@ -15,7 +15,8 @@ import pytest
 from pipelines.indexer import Indexer
 from semantica.daemon_protocol import DaemonPaths
 from tests.conftest import REPO_ROOT, make_config
-from tests.serving.rerankers.test_late_stored import FILES, QUERY, _git_repo
+from tests.dated_git import one_commit_repo
+from tests.serving.rerankers.test_late_stored import FILES, QUERY
 
 REPO = "t/daemon"
 NEW_FILE = ("cache/lru.py", 'def evict_least_recently_used(cache):\n    """Drop the oldest cache entry."""\n'
@@ -31,7 +32,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("daemon")
-    repo = _git_repo(tmp / "repo", FILES)
+    repo = one_commit_repo(tmp / "repo", FILES)
     config = make_config(tmp)
     Indexer(config, progress=False).index(str(repo), REPO)
     common = ["--index-root", config.paths.index_root, "--set", f"paths.cache_dir={config.paths.cache_dir}",

@@ -12,6 +12,7 @@ import pytest
 from jobs.eval.flow import evaluate, load_rows
 from jobs.eval.flow_gold import build
 from semantica.config import load_config
+from tests.dated_git import git, one_commit_repo
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
@@ -29,15 +30,8 @@ FILES = {
 
 
 def _bare_repo(tmp_path: Path) -> tuple[Path, str]:
-    work = tmp_path / "work"
-    for name, text in FILES.items():
-        (work / name).parent.mkdir(parents=True, exist_ok=True)
-        (work / name).write_text(text)
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    subprocess.run(["git", "-C", str(work), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(work), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i"], check=True)
-    commit = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], check=True, capture_output=True,
-                            text=True).stdout.strip()
+    work = one_commit_repo(tmp_path / "work", FILES)
+    commit = git(work, "rev-parse", "HEAD")
     bare = tmp_path / "bare.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     return bare, commit

@@ -10,6 +10,7 @@ import pytest
 
 from jobs.localizer.corpus import CorpusError, CorpusMiner, check_corpus, is_benchmark_repo, load_corpus
 from semantica.config import LocalizerCorpusConfig
+from tests.dated_git import commit
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "bench" / "corpus"
@@ -67,18 +68,6 @@ def test_other_projects_of_shared_owners_are_allowed(repo):
     assert not is_benchmark_repo(repo)
 
 
-def _commit(repo: Path, message: str, files: dict[str, str], author: str = "Dev <dev@example.com>") -> str:
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    name, email = author[:-1].split(" <")
-    subprocess.run(["git", "-C", str(repo), "-c", f"user.name={name}", "-c", f"user.email={email}",
-                    "commit", "-qm", message], check=True)
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
 CART = ("class Cart:\n    def total(self):\n        return sum(i.price for i in self.items)\n\n"
         "    def count(self):\n        return len(self.items)\n\n\ndef helper():\n    return 1\n")
 
@@ -87,17 +76,17 @@ def test_miner_keeps_issue_like_commits_and_labels_functions_at_the_parent(tmp_p
     work = tmp_path / "owner+proj" / "work"
     work.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(work)], check=True)
-    _commit(work, "Initial import of the cart module", {"src/cart.py": CART, "tests/test_cart.py": "def test(): pass\n"})
-    parent = _commit(work, "Tidy", {"src/cart.py": CART + "\n"})
-    fixed = _commit(work, "Round the cart total to cents (#12)\n\nTotals showed float noise.",
-                    {"src/cart.py": CART.replace("return sum(i.price for i in self.items)",
-                                                 "return round(sum(i.price for i in self.items), 2)") + "\n",
-                     "tests/test_cart.py": "def test(): assert True\n"})
-    _commit(work, "Count items in the cart more carefully", {"src/cart.py": CART.replace("len(self", "sum(1 for _ in self")})
-    _commit(work, "Fix the helper's return value, fixes #3",
-            {"src/cart.py": CART.replace("len(self", "sum(1 for _ in self").replace("return 1", "return 2")},
-            author="dependabot[bot] <bot@example.com>")
-    _commit(work, "Only the tests changed here, fixes #4", {"tests/test_cart.py": "def test(): assert 1\n"})
+    commit(work, {"src/cart.py": CART, "tests/test_cart.py": "def test(): pass\n"}, "Initial import of the cart module", day=0)
+    parent = commit(work, {"src/cart.py": CART + "\n"}, "Tidy", day=1)
+    fixed = commit(work, {"src/cart.py": CART.replace("return sum(i.price for i in self.items)",
+                                                      "return round(sum(i.price for i in self.items), 2)") + "\n",
+                          "tests/test_cart.py": "def test(): assert True\n"},
+                   "Round the cart total to cents (#12)\n\nTotals showed float noise.", day=2)
+    counted = CART.replace("len(self", "sum(1 for _ in self")
+    commit(work, {"src/cart.py": counted}, "Count items in the cart more carefully", day=3)
+    commit(work, {"src/cart.py": counted.replace("return 1", "return 2")}, "Fix the helper's return value, fixes #3", day=4,
+           author="dependabot[bot] <bot@example.com>")
+    commit(work, {"tests/test_cart.py": "def test(): assert 1\n"}, "Only the tests changed here, fixes #4", day=5)
     bare = tmp_path / "owner+proj" / "repo"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
 

@@ -11,6 +11,7 @@ import pytest
 from jobs.train.pairs import BENCHMARK_REPOS, PairMiner, PairsError, check_corpus, load_pairs
 from jobs.train.pairs_source import function_spans
 from semantica.config import load_config
+from tests.dated_git import commit
 
 # Listed here on purpose: weakening the constant in jobs/train/pairs.py must not weaken this guard.
 SWE_BENCH_DEV_REPOS = {"psf/requests", "pallets/flask", "pytest-dev/pytest", "sphinx-doc/sphinx", "sympy/sympy"}
@@ -44,16 +45,6 @@ def test_function_spans_split_docstrings_and_fold_nested_functions():
     assert function_spans("def broken(:\n") == []
 
 
-def _commit(repo: Path, message: str, files: dict[str, str], author: str = "Dev <dev@example.com>") -> None:
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    name, email = author[:-1].split(" <")
-    subprocess.run(["git", "-C", str(repo), "-c", f"user.name={name}", "-c", f"user.email={email}",
-                    "commit", "-qm", message], check=True)
-
-
 CART_V1 = ('def cart_total(items):\n    """Return the total price of all items, rounded to cents."""\n'
            '    total = sum(item.price for item in items)\n    return round(total, 2)\n\n\n'
            'def cart_count(items):\n    return len(items)\n')
@@ -64,12 +55,12 @@ def shop(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("pairs")
     work = root / "work"
     subprocess.run(["git", "init", "-q", str(work)], check=True)
-    _commit(work, "Initial shop", {"shop/cart.py": CART_V1, "README.md": "# shop\n"})
-    _commit(work, "Round cart totals half up\n\nFloats rounded badly.\n\nFixes #12\nSigned-off-by: Dev <d@e.x>",
-            {"shop/cart.py": CART_V1.replace("round(total, 2)", "float(Decimal(total).quantize(CENTS))")})
-    _commit(work, "Bump version", {"shop/cart.py": CART_V1.replace("len(items)", "len(list(items))")})
-    _commit(work, "Update pinned dependencies for the test suite", {"shop/cart.py": CART_V1 + "\n# pinned\n"},
-            author="pre-commit-ci[bot] <bot@example.com>")
+    commit(work, {"shop/cart.py": CART_V1, "README.md": "# shop\n"}, "Initial shop", day=0)
+    commit(work, {"shop/cart.py": CART_V1.replace("round(total, 2)", "float(Decimal(total).quantize(CENTS))")},
+           "Round cart totals half up\n\nFloats rounded badly.\n\nFixes #12\nSigned-off-by: Dev <d@e.x>", day=1)
+    commit(work, {"shop/cart.py": CART_V1.replace("len(items)", "len(list(items))")}, "Bump version", day=2)
+    commit(work, {"shop/cart.py": CART_V1 + "\n# pinned\n"}, "Update pinned dependencies for the test suite", day=3,
+           author="pre-commit-ci[bot] <bot@example.com>")
     bare = root / "repos" / "acme+shop" / "repo"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     return root / "repos"
@@ -84,14 +75,14 @@ def test_mined_pairs_have_provenance_and_skip_bots_and_trivia(shop, tmp_path):
     assert doc["query"] == "Return the total price of all items, rounded to cents."
     assert doc["positive_keys"] == ["shop/cart.py::cart_total"] and "Return the total" not in doc["positive_documents"][0]
     assert doc["negative_keys"] == ["shop/cart.py::cart_count"]  # BM25 neighbour, never the positive
-    commit = frame.filter(pl.col("kind") == "commit").row(0, named=True)
-    assert commit["query"].startswith("Round cart totals half up") and "Signed-off-by" not in commit["query"]
-    assert commit["issue_refs"] == ["12"]
-    assert commit["positive_keys"] == ["shop/cart.py", "shop/cart.py::cart_total"]
-    assert "round(total, 2)" in commit["positive_documents"][0]  # the code at the parent commit
-    parent = subprocess.run(["git", "-C", str(shop / "acme+shop" / "repo"), "rev-parse", f"{commit['commit']}^"],
+    fix = frame.filter(pl.col("kind") == "commit").row(0, named=True)
+    assert fix["query"].startswith("Round cart totals half up") and "Signed-off-by" not in fix["query"]
+    assert fix["issue_refs"] == ["12"]
+    assert fix["positive_keys"] == ["shop/cart.py", "shop/cart.py::cart_total"]
+    assert "round(total, 2)" in fix["positive_documents"][0]  # the code at the parent commit
+    parent = subprocess.run(["git", "-C", str(shop / "acme+shop" / "repo"), "rev-parse", f"{fix['commit']}^"],
                             check=True, capture_output=True, text=True).stdout.strip()
-    assert commit["parent"] == parent
+    assert fix["parent"] == parent
     again = PairMiner(config, tmp_path / "out", progress=False, log=lambda _m: None).run(shop, ["acme/shop"])
     assert again == {"acme/shop": {"docstring": 0, "commit": 0}}  # resumed: parts already written
     assert load_pairs(tmp_path / "out").height == frame.height

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from jobs.cli import main
-from jobs.train.encoder import CARD_FILE, EncoderTrainer, TrainEncoderError, mean_pool
+from jobs.train.encoder import CARD_FILE, EncoderTrainer, TrainEncoderError
 from jobs.train.pairs import PAIR_SCHEMA, Pair
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder, resolve_model_path
@@ -104,12 +104,6 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_result(tiny_bert, pairs_dir,
     assert second.optimizer.state_dict()["state"][0]["step"] == whole.optimizer.state_dict()["state"][0]["step"] == 4
     for (name, mine), (_, theirs) in zip(second.model.state_dict().items(), whole.model.state_dict().items()):
         assert torch.equal(mine, theirs), name
-
-
-def test_mean_pool_ignores_padding():
-    hidden = torch.tensor([[[3.0, 4.0], [100.0, 100.0]]])
-    pooled = mean_pool(hidden, torch.tensor([[1, 0]]))
-    assert torch.allclose(pooled, torch.tensor([[0.6, 0.8]]))
 
 
 def test_cli_trains_and_refuses_bad_input_in_one_line(tiny_bert, pairs_dir, tmp_path, capsys):

@@ -12,14 +12,15 @@ from pipelines.indexer import Indexer
 from semantica.daemon_protocol import ask, receive
 from serving.api.daemon import QueryDaemon
 from tests.conftest import make_config
-from tests.serving.rerankers.test_late_stored import FILES, QUERY, _git_repo
+from tests.dated_git import one_commit_repo
+from tests.serving.rerankers.test_late_stored import FILES, QUERY
 
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("daemon-thread")
     config = make_config(tmp, "daemon.idle_timeout_s=1.0", "late_interaction.enabled=false")
-    Indexer(config, progress=False).index(str(_git_repo(tmp / "repo", FILES)), "t/thread")
+    Indexer(config, progress=False).index(str(one_commit_repo(tmp / "repo", FILES)), "t/thread")
     return config
 
 

@@ -6,12 +6,13 @@ from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
-from tests.serving.rerankers.test_late_stored import FILES, QUERY, _git_repo
+from tests.dated_git import one_commit_repo
+from tests.serving.rerankers.test_late_stored import FILES, QUERY
 
 
 def test_prefetch_loads_every_index_before_the_first_query(tmp_path) -> None:
     config = make_config(tmp_path)
-    Indexer(config, progress=False).index(str(_git_repo(tmp_path / "repo", FILES)), "t/toolbox")
+    Indexer(config, progress=False).index(str(one_commit_repo(tmp_path / "repo", FILES)), "t/toolbox")
     pipeline = SearchPipeline(config)
     prefetcher = pipeline.prefetch(["t/toolbox", "t/not-indexed"])
     assert prefetcher.wait(timeout=600) == {}

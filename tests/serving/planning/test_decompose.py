@@ -13,7 +13,7 @@ from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
 from serving.planning.merge import DIRECT, ListMerger, SubQueryLists
 from tests.conftest import make_config
-from tests.serving.rerankers.test_late_stored import _git_repo
+from tests.dated_git import one_commit_repo
 
 R = "acme/ledger"
 
@@ -146,7 +146,7 @@ LEDGER = {
 def ledger_index(tmp_path_factory):
     from pipelines.indexer import Indexer
 
-    repo = _git_repo(tmp_path_factory.mktemp("ledger") / "repo", LEDGER)
+    repo = one_commit_repo(tmp_path_factory.mktemp("ledger") / "repo", LEDGER)
     root = tmp_path_factory.mktemp("ledger-index")
     config = make_config(root, "token_vectors.enabled=false")
     Indexer(config, progress=False).index(str(repo), R, "HEAD")

@@ -9,7 +9,7 @@ from semantica.config import MultiHopConfig
 from serving.core.intent import IntentClassifier
 from serving.planning.multihop import MultiHop
 from tests.conftest import make_config
-from tests.serving.rerankers.test_late_stored import _git_repo
+from tests.dated_git import one_commit_repo
 
 R = "acme/http"
 FILES = {
@@ -31,7 +31,7 @@ QUERY = "which callers of the code that rejects a header line without a colon mu
 def http_index(tmp_path_factory):
     from pipelines.indexer import Indexer
 
-    repo = _git_repo(tmp_path_factory.mktemp("http") / "repo", FILES)
+    repo = one_commit_repo(tmp_path_factory.mktemp("http") / "repo", FILES)
     root = tmp_path_factory.mktemp("http-index")
     Indexer(make_config(root, "token_vectors.enabled=false"), progress=False).index(str(repo), R, "HEAD")
     return root

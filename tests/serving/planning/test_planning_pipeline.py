@@ -4,8 +4,6 @@ FAISS, Lucene), queried with planning on; `plan` says what was decided and the h
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -14,6 +12,7 @@ from semantica.config import ConfigError
 from serving.api.http.models import SearchBody
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
+from tests.dated_git import one_commit_repo
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,17 +38,6 @@ BANK = {
 }
 
 
-def _git_repo(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i"],
-                   check=True)
-    return root
-
-
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
     from pipelines.indexer import Indexer
@@ -61,7 +49,7 @@ def config(tmp_path_factory):
                          "late_interaction.enabled=false")  # the planner is under test, not the rerankers
     indexer = Indexer(config, progress=False)
     for name, files in (("t/shop", SHOP), ("t/bank", BANK)):
-        indexer.index(str(_git_repo(root / name.split("/")[1], files)), name)
+        indexer.index(str(one_commit_repo(root / name.split("/")[1], files)), name)
     return config
 
 

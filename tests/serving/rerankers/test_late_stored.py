@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from semantica.layout import IndexLayout
 from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
+from tests.dated_git import one_commit_repo
 
 FILES = {
     "net/retry.py": 'def retry_with_backoff(fn, attempts=5):\n    """Retry a failing network call with exponential backoff."""\n'
@@ -31,22 +30,10 @@ FILES = {
 QUERY = "retry a network request with exponential backoff"
 
 
-def _git_repo(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True)
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    env = ["-c", "user.email=t@example.com", "-c", "user.name=t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), *env, "commit", "-qm", "init"], check=True)
-    return root
-
-
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("stored")
-    repo = _git_repo(tmp / "repo", FILES)
+    repo = one_commit_repo(tmp / "repo", FILES)
     config = make_config(tmp, "token_vectors.quantization=int8", "token_vectors.dim=64", private_cache=True)
     first = Indexer(config, progress=False).index(str(repo), "t/toolbox")
     second = Indexer(config, progress=False).index(str(repo), "t/toolbox")
@@ -149,7 +136,7 @@ def test_a_sentence_still_runs_late_interaction(indexed) -> None:
 
 
 def test_default_product_quantised_vectors_score_close_to_encoded(tmp_path) -> None:
-    repo = _git_repo(tmp_path / "repo", FILES)
+    repo = one_commit_repo(tmp_path / "repo", FILES)
     config = make_config(tmp_path, private_cache=True)  # the default codec: pq, pq_m bytes per token
     Indexer(config, progress=False).index(str(repo), "t/toolbox")
     pipeline = SearchPipeline(config)

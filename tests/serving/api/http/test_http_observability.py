@@ -11,9 +11,6 @@ import logging
 
 import httpx
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ray import serve
 
 from semantica import observability
@@ -51,16 +48,6 @@ def setup(tmp_path_factory):
     (root / "tokens.yaml").write_text(json.dumps([{"name": "tiny-team", "token": "scoped-token-0123456789",
                                                    "repos": ["tiny/*"]}]))
     return config, local_stage_handles(config), token_file.read_text().strip(), root
-
-
-@pytest.fixture()
-def spans():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    observability.enable(provider)
-    yield exporter
-    observability.disable()
 
 
 @pytest.fixture()
