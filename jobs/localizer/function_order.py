@@ -56,11 +56,14 @@ def search(features: str, file_weights: list[float], file_ks: list[float], name_
     repos = sorted(frame["repo"].unique().to_list())
     masks = {r: (frame["repo"] == r).to_numpy() for r in repos}
     subs = {r: frame.filter(pl.col("repo") == r).select("qid", "label") for r in repos}
-    base = FunctionScore(1.0, RRF_K, 0.0, test_factor)(parts["lists"], parts["file_rank"], parts["named"], parts["test"])
+    shipped_score = FunctionScore(*shipped, test_factor)  # features mined at this setting re-score to their fusion
+    base = shipped_score(parts["lists"], shipped_score.file_term(parts["file_rank"]), parts["named"], parts["test"])
     drift = float(np.max(np.abs(base - frame["fusion"].to_numpy()))) if len(frame) else 0.0
     grid: dict[str, dict] = {}
-    for w, k, b in itertools.product(file_weights, file_ks, name_boosts):
-        scores = FunctionScore(w, k, b, test_factor)(parts["lists"], parts["file_rank"], parts["named"], parts["test"])
+    settings = dict.fromkeys([*itertools.product(file_weights, file_ks, name_boosts), tuple(map(float, shipped))])
+    for w, k, b in settings:  # the grid and the shipped setting
+        score = FunctionScore(w, k, b, test_factor)
+        scores = score(parts["lists"], score.file_term(parts["file_rank"]), parts["named"], parts["test"])
         per_repo = {r: ranking_metrics(subs[r], scores[masks[r]], level.gold) for r in repos}
         grid[f"{w}/{k}/{b}"] = {"file_weight": w, "file_rrf_k": k, "name_boost": b, "per_repo": per_repo,
                                 "overall": weighted(per_repo, repos)}

@@ -198,9 +198,9 @@ class CandidateConfig:
 
 class FunctionScore:
     """A function's fixed-fusion score: its lists' reciprocal ranks (body, name, history, a traceback frame), plus
-    `file_weight / (file_rrf_k + its file's fusion rank)`, plus `name_boost` first places when the query names it;
-    test code damped. Takes floats or numpy columns (file rank 0: not a file candidate), so the corpus search
-    (jobs/localizer/function_order.py) scores exactly what the query path does."""
+    `file_weight / (file_rrf_k + its file's fusion rank)` (`file_term`), plus `name_boost` first places when the
+    query names it; test code damped. Takes floats or numpy columns (file rank 0: not a file candidate), so the
+    corpus search (jobs/localizer/function_order.py) scores exactly what the query path does."""
 
     def __init__(self, file_weight: float, file_rrf_k: float, name_boost: float, test_factor: float) -> None:
         self.file_weight = file_weight
@@ -218,8 +218,8 @@ class FunctionScore:
             return np.where(file_rank > 0, self.file_weight / (self.file_rrf_k + np.maximum(file_rank, 0.0)), 0.0)
         return self.file_weight / (self.file_rrf_k + file_rank) if file_rank > 0 else 0.0
 
-    def __call__(self, lists_rr, file_rank, named, is_test):  # noqa: ANN001, ANN204 - floats or numpy columns
-        score = lists_rr + self.file_term(file_rank) + self.name_boost * named / (RRF_K + 1.0)
+    def __call__(self, lists_rr, file_term, named, is_test):  # noqa: ANN001, ANN204 - floats or numpy columns
+        score = lists_rr + file_term + self.name_boost * named / (RRF_K + 1.0)
         return score * (1.0 + (self.test_factor - 1.0) * is_test)
 
 
@@ -354,11 +354,11 @@ class CandidateGenerator:
                 for key in names.get(word, ()):
                     f_fusion.setdefault(key, 0.0)
         score = FunctionScore.of(c)
-        for key in list(f_fusion):
+        file_terms = {p: score.file_term(float(r)) for p, r in file_rank.items()}  # per file once, not per function
+        for key, lists_rr in f_fusion.items():
             path, _, qualname = key.partition("::")
-            fr = file_rank.get(path)
             named_here = bool(c.function_name_boost) and last_name(qualname) in query.code_words
-            f_fusion[key] = score(f_fusion[key], float(fr or 0), float(named_here), float(lookups.tests[path]))
+            f_fusion[key] = score(lists_rr, file_terms.get(path, 0.0), float(named_here), float(lookups.tests[path]))
         f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
         functions = f_order[: c.max_function_candidates]
         f_rows: list[list[float]] = []
