@@ -35,6 +35,9 @@ class LocalizerConfig:
     max_function_candidates: int = 300
     test_factor: float = 0.5  # the fixed fusion's test-file damping (as query.localize_test_factor)
     path_boost: float = 5.0  # ... and its boost for a file the query names (as query.localize_path_boost)
+    function_file_weight: float = 1.0  # a function's score: this / (function_file_rrf_k + its file's rank) ...
+    function_file_rrf_k: float = 20.0  # ... (docs/localizer.md "Function candidates and order")
+    function_name_boost: float = 1.0  # ... plus this many first places when the query names it (code-shaped identifier)
     max_file_bytes: int = 1000000
     blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
     learned_files: bool = False  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)

@@ -3,8 +3,9 @@
 Files: every file any cheap list reaches (whole-file BM25, path BM25, the files of the function-body
 and function-name BM25 lists, files the query names or its traceback runs through, and extra lists
 such as history votes), ordered by the fixed fusion of those lists and cut at `max_file_candidates`.
-Functions: every function of the top `top_files` files of that order, plus the function lists' hits
-and the functions a traceback frame names, cut at `max_function_candidates`.
+Functions: every function of the top `top_files` files of that order, plus the function lists' hits,
+the functions a traceback frame names and (with `function_name_boost`) the functions the query names by an
+exact identifier, ordered by `FunctionScore` and cut at `max_function_candidates`.
 
 A feature that does not apply is NaN (LightGBM routes missing values), never a made-up rank. Adding,
 removing or changing a feature bumps `SCHEMA_VERSION`; a model records the version it was trained on
@@ -111,6 +112,29 @@ class FileLookups:
         return found
 
 
+@dataclass
+class FunctionNames:
+    """Lowercased last name of a function's qualified name -> its keys, built once per snapshot (in
+    `Snapshot.derived`): the functions a query names by an exact identifier."""
+
+    keys: dict[str, list[str]]
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> FunctionNames:
+        found = snapshot.derived.get(cls)
+        if found is None:
+            keys: dict[str, list[str]] = {}
+            for fn in snapshot.functions:
+                keys.setdefault(last_name(fn.qualname), []).append(fn.key)
+            found = snapshot.derived[cls] = cls(keys)
+        return found
+
+
+def last_name(qualname: str) -> str:
+    """`Class.method` -> `method`, lowercased (how query identifiers are compared)."""
+    return qualname.rsplit(".", 1)[-1].lower()
+
+
 def _module_paths(module: str) -> tuple[str, ...]:
     """`a.b.c` -> path suffixes it may name: a/b/c.py, a/b/c/__init__.py, a/b.py (c an attribute)."""
     parts = module.split(".")
@@ -167,6 +191,36 @@ class CandidateConfig:
     top_files: int = 20
     test_factor: float = 0.5
     path_boost: float = 5.0
+    function_file_weight: float = 1.0  # a function's score: its file's weight / (function_file_rrf_k + file rank) ...
+    function_file_rrf_k: float = RRF_K  # ... (a small k and a large weight rank files first, functions inside them)
+    function_name_boost: float = 0.0  # a function the query names (code-shaped identifier): as if first in this many lists
+
+
+class FunctionScore:
+    """A function's fixed-fusion score: its lists' reciprocal ranks (body, name, history, a traceback frame), plus
+    `file_weight / (file_rrf_k + its file's fusion rank)` (`file_term`), plus `name_boost` first places when the
+    query names it; test code damped. Takes floats or numpy columns (file rank 0: not a file candidate), so the
+    corpus search (jobs/localizer/function_order.py) scores exactly what the query path does."""
+
+    def __init__(self, file_weight: float, file_rrf_k: float, name_boost: float, test_factor: float) -> None:
+        self.file_weight = file_weight
+        self.file_rrf_k = file_rrf_k
+        self.name_boost = name_boost
+        self.test_factor = test_factor
+
+    @classmethod
+    def of(cls, config: CandidateConfig) -> FunctionScore:
+        return cls(config.function_file_weight, config.function_file_rrf_k, config.function_name_boost,
+                   config.test_factor)
+
+    def file_term(self, file_rank):  # noqa: ANN001, ANN201 - a float or a numpy column
+        if isinstance(file_rank, np.ndarray):
+            return np.where(file_rank > 0, self.file_weight / (self.file_rrf_k + np.maximum(file_rank, 0.0)), 0.0)
+        return self.file_weight / (self.file_rrf_k + file_rank) if file_rank > 0 else 0.0
+
+    def __call__(self, lists_rr, file_term, named, is_test):  # noqa: ANN001, ANN204 - floats or numpy columns
+        score = lists_rr + file_term + self.name_boost * named / (RRF_K + 1.0)
+        return score * (1.0 + (self.test_factor - 1.0) * is_test)
 
 
 def _rr(hit: ListHit | None) -> float:
@@ -294,12 +348,17 @@ class CandidateGenerator:
         for key in frame_functions:
             if key in snapshot.function_index:
                 f_fusion[key] = f_fusion.get(key, 0.0) + 1.0 / RRF_K
-        for key in list(f_fusion):
-            path = key.split("::", 1)[0]
-            if path in file_rank:
-                f_fusion[key] += 1.0 / (RRF_K + file_rank[path])
-            if lookups.tests[path]:
-                f_fusion[key] *= c.test_factor
+        if c.function_name_boost:  # a function the query names is a candidate wherever its file ranks
+            names = FunctionNames.of(snapshot).keys
+            for word in query.code_words:
+                for key in names.get(word, ()):
+                    f_fusion.setdefault(key, 0.0)
+        score = FunctionScore.of(c)
+        file_terms = {p: score.file_term(float(r)) for p, r in file_rank.items()}  # per file once, not per function
+        for key, lists_rr in f_fusion.items():
+            path, _, qualname = key.partition("::")
+            named_here = bool(c.function_name_boost) and last_name(qualname) in query.code_words
+            f_fusion[key] = score(lists_rr, file_terms.get(path, 0.0), float(named_here), float(lookups.tests[path]))
         f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
         functions = f_order[: c.max_function_candidates]
         f_rows: list[list[float]] = []
@@ -312,7 +371,7 @@ class CandidateGenerator:
                     hit = function_lists[name].get(key)
                     row += [_rank(hit), _rr(hit), _rel(hit)]
                 parts = fn.qualname.split(".")
-                last = parts[-1].lower()
+                last = last_name(fn.qualname)
                 fr = file_rank.get(fn.path)
                 row += [_rr(file_lists["content"].get(fn.path)), _rr(file_lists["path"].get(fn.path)),
                         _rr(file_lists["body"].get(fn.path)), float(fr) if fr else NAN,

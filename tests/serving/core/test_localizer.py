@@ -139,3 +139,42 @@ def test_shipped_models_load_and_rank_when_present(snapshot):
     ranked = LearnedLocalizer(LocalizerConfig(), LocalizerModels(root)).rank(snapshot, "apply_discount is wrong")
     assert ranked.files[0][0] == "shop/pricing.py"
     assert np.isfinite([s for _, s in ranked.functions]).all()
+
+
+
+SPREAD = {
+    "app/router.py": "def dispatch(request):\n    return handlers[request.path](request)\n\n\ndef reset():\n    return None\n",
+    "app/views.py": "def render(template):\n    return template.format()\n\n\ndef page(request):\n"
+                    "    return render(request.template)\n",
+    "app/forms.py": "def submit(request, form):\n    return form.validate(request)\n",
+    "app/util.py": "def make_slug(title):\n    return title.lower().replace(' ', '-')\n",
+}
+
+
+def _file_order(cands) -> list[int]:
+    rank = {p: n for n, p in enumerate(cands.files)}
+    return [rank[k.split("::", 1)[0]] for k in cands.functions]
+
+
+def test_a_steep_file_term_ranks_files_first_then_the_functions_inside_them():
+    snapshot = SnapshotBuilder().build(SPREAD)
+    query = "dispatch sends the request to its handlers but the request form and the request template are lost"
+    flat = CandidateGenerator(CandidateConfig(top_files=3)).build(snapshot, query, features=False)
+    steep = CandidateGenerator(CandidateConfig(top_files=3, function_file_weight=100.0, function_file_rrf_k=1.0)).build(
+        snapshot, query, features=False)
+    assert set(steep.functions) == set(flat.functions) and steep.files == flat.files
+    assert _file_order(steep) == sorted(_file_order(steep))
+    assert _file_order(flat) != sorted(_file_order(flat))  # the equal-weight fusion interleaves files
+    assert steep.functions.index("app/router.py::reset") < steep.functions.index("app/views.py::page")
+
+
+def test_a_function_the_query_names_is_a_candidate_wherever_its_file_ranks():
+    snapshot = SnapshotBuilder().build(SPREAD)
+    query = "dispatch of a request to its handlers breaks: dispatch drops handlers, then make_slug fails"
+    plain = CandidateGenerator(CandidateConfig(top_files=1, function_list_depth=0)).build(snapshot, query)
+    assert "app/util.py::make_slug" not in plain.functions  # not a top file's, and no function list is read
+    named = CandidateGenerator(CandidateConfig(top_files=1, function_list_depth=0, function_name_boost=2.0)).build(
+        snapshot, query)
+    assert named.functions[0] == "app/util.py::make_slug"
+    assert _features(named, "functions", "app/util.py::make_slug")["code_name_named"] == 1.0
+    assert set(plain.functions) < set(named.functions)
