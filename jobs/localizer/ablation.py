@@ -17,7 +17,7 @@ from semantica.config import Config, load_config
 FILE_METRICS = ("Acc@1", "Acc@5", "Acc@10", "Recall@50", "MRR")
 FUNCTION_METRICS = ("Acc@5", "Acc@10", "Recall@10", "Recall@50", "MRR")
 ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("fixed fusion (today)", ()),
+    ("fixed fusion (today)", ("localizer.enabled=false",)),
     ("+ candidates-first", ("localizer.enabled=true", "localizer.learned_files=false",
                             "localizer.learned_functions=false")),
     ("+ learned files", ("localizer.enabled=true", "localizer.learned_files=true", "localizer.learned_functions=false")),
