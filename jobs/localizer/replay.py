@@ -28,7 +28,14 @@ from semantica.localizer.blobcache import open_blob_cache
 from semantica.localizer.features import SCHEMA_VERSION, CandidateSet, HistorySignals
 from semantica.localizer.models import candidate_config
 from semantica.localizer.snapshot import SnapshotBuilder
-from serving.core.localizer.stage import LearnedLocalizer, LocalizerModelError, LocalizerModels, Ranked, blend
+from serving.core.localizer.stage import (
+    LearnedLocalizer,
+    LocalizerModelError,
+    LocalizerModels,
+    Ranked,
+    blend,
+    file_today_weight,
+)
 
 CACHE_DIR = "localizer-candidates"
 
@@ -118,5 +125,5 @@ class LearnedReplay:
     def blend(self, inst: Instance, files: list[str], functions: list[str]) -> tuple[list[str], list[str]]:
         ranked = self.rank(inst)
         c = self.config
-        return (blend(files, [k for k, _ in ranked.files], c.today_weight, c.learned_weight, c.blend_rrf_k),
+        return (blend(files, [k for k, _ in ranked.files], file_today_weight(c), c.learned_weight, c.blend_rrf_k),
                 blend(functions, [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k))
