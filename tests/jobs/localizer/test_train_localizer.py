@@ -87,6 +87,9 @@ def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
 
     whole = length_slices(features, models, corpus, [10**6])  # one slice: the report's held-out numbers again
     assert whole["[0,1000000)"]["learned"] == files["learned"] and whole["[0,1000000)"]["fusion"] == files["fusion"]
+    blended = length_slices(features, models, corpus, [10**6], [0.0, 1.0])["proxy_blend"]
+    assert blended["pooled"]["0.0"]["Acc@5"] == files["learned"]["Acc@5"]  # weight 0: the learned order itself
+    assert set(blended["chosen"]) == {"acme/shop", "acme/store"}
     split = length_slices(features, models, corpus, [60])
     assert sum(row["learned"]["queries"] for row in split.values()) == files["learned"]["queries"]
 
