@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ablation.add_argument("--json", metavar="FILE", help="write every row's metrics here")
     ablation.add_argument("--only-cached", action="store_true",
                           help="only instances whose candidates are already computed (a partial run, said so)")
+    ablation.add_argument("--history-models", metavar="DIR",
+                          help="add the history rows: votes and priors as of each base commit, and the file model "
+                               "in DIR (trained with history features)")
     add_common(ablation)
     ablation.set_defaults(handler=run_ablation_command)
 
@@ -60,15 +63,9 @@ def run_mine(args: argparse.Namespace) -> int:
 
     history = None
     if config.localizer.history_features:
-        import dataclasses
-        from pathlib import Path
-
         from jobs.localizer.history import CorpusHistory
 
-        loc = config.localizer
-        history = CorpusHistory(dataclasses.replace(config.history, max_commits=loc.history_max_commits,
-                                                    functions=loc.history_functions),
-                                config.history.cache_file or str(Path(config.paths.cache_dir) / "history.sqlite"))
+        history = CorpusHistory.for_localizer(config)
     miner = FeatureMiner(config.localizer, args.repos_dir, args.out, history=history,
                          blob_cache=open_blob_cache(config.localizer.blob_cache_file, config.paths.cache_dir))
     total = 0
@@ -106,7 +103,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_ablation_command(args: argparse.Namespace) -> int:
     from jobs.eval.instances import EvalError, load_instances
-    from jobs.localizer.ablation import run_ablation, table, write
+    from jobs.localizer.ablation import ROWS, history_rows, run_ablation, table, write
     from jobs.ltr.mine import MineError
 
     try:
@@ -120,7 +117,8 @@ def run_ablation_command(args: argparse.Namespace) -> int:
             kept = [i for i in instances if probe.cached(i)]
             print(f"--only-cached: {len(kept)} of {len(instances)} instances have computed candidates")
             instances = kept
-        results = run_ablation(args.config, args.set, args.mined, instances)
+        rows = (*ROWS, *history_rows(args.history_models)) if args.history_models else ROWS
+        results = run_ablation(args.config, args.set, args.mined, instances, rows)
     except (EvalError, MineError) as exc:
         raise CliError(str(exc)) from None
     print(table(results))

@@ -64,8 +64,12 @@ def model_card(report: dict, command: str, corpus_counts: dict[str, int]) -> str
         top = list(report["levels"][level]["importance_gain"].items())
         total = sum(v for _, v in top) or 1.0
         lines.append(f"- {level}: " + ", ".join(f"{k} {100 * v / total:.1f}%" for k, v in top[:15] if v > 0))
-    lines += ["", "## Limits", "",
-              "- History votes and priors are in the schema but absent (NaN) in this corpus: the models never saw them.",
+    with_history = corpus.get("queries_with_history", 0)
+    history_line = (f"- History features: file votes and priors as of each snapshot for {with_history} of "
+                    f"{corpus['queries']} queries (`localizer.history_features`); serve this model with them on, "
+                    "else it sees NaN where it learned values." if with_history else
+                    "- History votes and priors are in the schema but absent (NaN) in this corpus: the models never saw them.")
+    lines += ["", "## Limits", "", history_line,
               "- Traceback-frame features almost never fire in commit messages, so their weight is not learned.",
               "- The corpus's queries are commit messages and PR titles/bodies, shorter and more code-aware than "
               "bug reports; see docs/localizer.md for how this transfers to the SWE-bench dev split.", ""]

@@ -10,9 +10,10 @@ The signals come from semantica/localizer/history_input.py, the code the query-t
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from semantica.config import HistoryConfig
+from semantica.config import Config, HistoryConfig
 from semantica.history.reader import HistoryReader
 from semantica.history.store import HistorySearcher
 from semantica.localizer.history_input import SnapshotHistory
@@ -25,6 +26,16 @@ class CorpusHistory:
         self.config = config
         self.reader = HistoryReader(config, cache_path)
         self._tokens: dict[str, list[str]] = {}
+
+    @classmethod
+    def for_localizer(cls, config: Config) -> CorpusHistory:
+        """The history the localizer's features read (`localizer.history_max_commits` newest commits, function
+        votes only with `localizer.history_functions`) through the sha cache of `history.cache_file` or
+        `<paths.cache_dir>/history.sqlite`: one setting for corpus mining and the dev replay."""
+        loc = config.localizer
+        return cls(dataclasses.replace(config.history, max_commits=loc.history_max_commits,
+                                       functions=loc.history_functions),
+                   config.history.cache_file or Path(config.paths.cache_dir) / "history.sqlite")
 
     def at(self, repo_path: str | Path, snapshot: str) -> SnapshotHistory:
         history = self.reader.read(repo_path, snapshot)

@@ -5,7 +5,9 @@ The snapshot's Python files are read from the repository's bare clone under $SEM
 a parent commit, then `serving.core.localizer` ranks them; `blend` mixes the result into today's ranking.
 Only the files the indexer would discover there (`discover.*`: include globs, ignore rules, sizes) are
 candidates, so a replay ranks the same files as the snapshot a full run indexed; they are found once per base
-commit, however many instances share it.
+commit, however many instances share it. With `localizer.history_features` the history votes and priors are
+read from the same clone as of the base commit (that commit and its first-parent ancestors only), by the code
+`mine-localizer` runs (jobs/localizer/history.py).
 """
 
 from __future__ import annotations
@@ -19,14 +21,22 @@ import numpy as np
 
 from jobs.eval.instances import Instance, find_repo, mirror_clone
 from jobs.localizer.gitread import TreeReader
+from jobs.localizer.history import CorpusHistory
 from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
 from semantica.config import Config, DiscoverConfig
 from semantica.localizer.blobcache import open_blob_cache
-from semantica.localizer.features import SCHEMA_VERSION, CandidateSet
+from semantica.localizer.features import SCHEMA_VERSION, CandidateSet, HistorySignals
 from semantica.localizer.models import candidate_config
 from semantica.localizer.snapshot import SnapshotBuilder
-from serving.core.localizer.stage import LearnedLocalizer, LocalizerModelError, LocalizerModels, Ranked, blend
+from serving.core.localizer.stage import (
+    LearnedLocalizer,
+    LocalizerModelError,
+    LocalizerModels,
+    Ranked,
+    blend,
+    file_today_weight,
+)
 
 CACHE_DIR = "localizer-candidates"
 
@@ -61,6 +71,8 @@ class LearnedReplay:
         self.cache_dir = Path(config.paths.cache_dir) / CACHE_DIR  # candidates per instance, reused by later replays
         self.blob_cache_dir = config.paths.cache_dir
         self.discover = config.discover  # which files a snapshot at the base commit would hold
+        self.history_config = config  # read on first use: history as of each base commit (history_features)
+        self._history: CorpusHistory | None = None
 
     _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
     _builders: dict[str, tuple[Path, TreeReader, SnapshotBuilder]] = {}
@@ -69,7 +81,9 @@ class LearnedReplay:
     model_seconds: list[float] = []  # the two models' scoring per query
 
     def _stored(self, inst: Instance) -> tuple[tuple, Path]:
-        key = (inst.instance_id, astuple(candidate_config(self.config)), repr(self.discover))
+        c = self.config
+        history = (c.history_max_commits, c.history_functions) if c.history_features else None
+        key = (inst.instance_id, astuple(candidate_config(c)), repr(self.discover), *((history,) if history else ()))
         digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
         return key, self.cache_dir / f"{inst.instance_id.replace('/', '+')}-{digest}.npz"  # ids may hold a repo name
 
@@ -98,8 +112,9 @@ class LearnedReplay:
         git_dir, reader, builder = self._builders[inst.repo]
         indexed = self._discovered.at(git_dir, inst.base_commit, self.discover)
         snapshot = builder.build({path: text for path, text in reader.texts(inst.base_commit).items() if path in indexed})
+        signals = self.history_at(git_dir, inst) if self.config.history_features else None  # not timed: index time
         start = time.perf_counter()
-        cands = self._candidates[key] = self.localizer.generator.build(snapshot, inst.problem_statement)
+        cands = self._candidates[key] = self.localizer.generator.build(snapshot, inst.problem_statement, signals)
         self.seconds.append(time.perf_counter() - start)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         np.savez(stored.with_suffix(".tmp.npz"), files=np.array(cands.files, dtype=str),
@@ -108,6 +123,12 @@ class LearnedReplay:
                  function_fusion=cands.function_fusion, file_pool=cands.file_pool)
         stored.with_suffix(".tmp.npz").replace(stored)
         return cands
+
+    def history_at(self, git_dir: Path, inst: Instance) -> HistorySignals:
+        """The instance's history votes and priors as of its base commit (never a later commit)."""
+        if self._history is None:
+            self._history = CorpusHistory.for_localizer(self.history_config)
+        return self._history.at(git_dir, inst.base_commit).signals(inst.problem_statement)
 
     def rank(self, inst: Instance) -> Ranked:
         cands = self.candidates(inst)
@@ -120,5 +141,5 @@ class LearnedReplay:
     def blend(self, inst: Instance, files: list[str], functions: list[str]) -> tuple[list[str], list[str]]:
         ranked = self.rank(inst)
         c = self.config
-        return (blend(files, [k for k, _ in ranked.files], c.today_weight, c.learned_weight, c.blend_rrf_k),
+        return (blend(files, [k for k, _ in ranked.files], file_today_weight(c), c.learned_weight, c.blend_rrf_k),
                 blend(functions, [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k))

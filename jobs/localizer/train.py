@@ -185,6 +185,8 @@ class LocalizerTrainer:
             "staleness": {"mean": float(stale.mean()), "p50": float(np.median(stale)), "p90": float(np.percentile(stale, 90)),
                           "max": int(stale.max())},
             "queries_without_findable_gold_file": int((queries["n_gold_files_in_snapshot"] == 0).sum()),
+            "queries_with_history": int((queries["history_commits"] > 0).sum()) if "history_commits" in queries.columns
+            else 0,
             "queries": len(queries)}
         (self.out / META).write_text(json.dumps({"schema_version": SCHEMA_VERSION, "file_features": list(FILE_FEATURES),
                                                  "function_features": list(FUNCTION_FEATURES), "seed": self.seed,

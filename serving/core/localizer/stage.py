@@ -99,6 +99,11 @@ class LearnedLocalizer:
                       cands)
 
 
+def file_today_weight(config: LocalizerConfig) -> float:
+    """Today's weight in the file blend: 0 when the learned file ranker stands alone (`learned_files_alone`)."""
+    return 0.0 if config.learned_files and config.learned_files_alone else config.today_weight
+
+
 def blend(today: list[str], learned: list[str], today_weight: float, learned_weight: float, rrf_k: float) -> list[str]:
     """Reciprocal-rank blend of today's fixed-fusion ranking and the localizer's (weights from conf;
     a weight of 0 drops that ranking, so `today_weight=0` is the localizer alone)."""
@@ -193,7 +198,7 @@ class LearnedStage:
                                                     self.config.learned_files, self.config.learned_functions)
         c = self.config
         file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],
-                           c.today_weight, c.learned_weight, c.blend_rrf_k)
+                           file_today_weight(c), c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],
                                [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
         return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),

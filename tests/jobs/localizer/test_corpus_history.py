@@ -68,3 +68,28 @@ def test_labelled_commit_and_later_never_feed_its_history_features(tmp_path: Pat
     assert math.isclose(parser["history_age_days"], 20.0)
     queries = pl.read_parquet(out / "acme+widgets.queries.parquet")
     assert queries["history_commits"].to_list() == [len(past.shas)]
+
+
+def test_dev_replay_reads_history_as_of_the_base_commit(tmp_path: Path) -> None:
+    """The dev replay (`localizer-ablation --history-models`) gives an instance the history the miner gives a
+    corpus snapshot at its base commit: a later commit (already in the sha cache) changes nothing."""
+    from jobs.eval.instances import Instance
+    from jobs.localizer.replay import LearnedReplay
+    from semantica.config import load_config
+    from semantica.localizer.features import FILE_FEATURES
+
+    git_dir, snapshot, later = _repo(tmp_path)
+    config = load_config(None, [f"paths.cache_dir={tmp_path / 'cache'}", "localizer.enabled=true",
+                                "localizer.history_features=true", "localizer.learned_files=false"])
+    history = CorpusHistory.for_localizer(config)
+    history.at(git_dir, later)  # the later commit is cached first, as in a replay of a later instance
+    replay = LearnedReplay(config, tmp_path / "repos")
+    cands = replay.candidates(Instance("acme__widgets-1", "acme/widgets", snapshot, GIVEAWAY))
+    column = {name: n for n, name in enumerate(FILE_FEATURES)}
+    parser = cands.file_features[cands.files.index("pkg/parser.py")]
+    assert parser[column["history_count"]] == 1.0  # the fix of render only: the later commit is never read
+    assert parser[column["history_rank"]] == 1.0  # that fix's message votes for it
+    past = history.at(git_dir, snapshot)
+    assert later not in past.shas
+    assert cands.files[0] == past.signals(GIVEAWAY).file_votes[0][0] == "pkg/parser.py"
+    history.close()

@@ -178,3 +178,26 @@ def test_a_function_the_query_names_is_a_candidate_wherever_its_file_ranks():
     assert named.functions[0] == "app/util.py::make_slug"
     assert _features(named, "functions", "app/util.py::make_slug")["code_name_named"] == 1.0
     assert set(plain.functions) < set(named.functions)
+
+
+def test_history_models_rank_with_history_and_stand_alone_for_files(snapshot):
+    """models/localizer-history reads the history features; `learned_files_alone` drops today's file order
+    (only when the learned file ranker is on: candidates-first keeps blending)."""
+    root = Path(__file__).resolve().parents[3] / "models" / "localizer-history"
+    if not (root / "meta.json").is_file():
+        pytest.skip("SKIPPED LOUDLY: no shipped history localizer model in models/localizer-history")
+    from semantica.config import LocalizerConfig
+    from semantica.localizer.features import HistorySignals
+    from serving.core.localizer.stage import LearnedLocalizer, file_today_weight
+
+    history = HistorySignals(file_votes=[("shop/pricing.py", 2.0)], priors={"shop/pricing.py": (4.0, 2.0, 30.0)})
+    ranked = LearnedLocalizer(LocalizerConfig(), LocalizerModels(root)).rank(snapshot, "apply_discount is wrong", history)
+    assert ranked.files[0][0] == "shop/pricing.py"
+    row = _features(ranked.candidates, "files", "shop/pricing.py")
+    assert row["history_rank"] == 1.0 and row["history_count"] == 4.0
+
+    learned = [k for k, _ in ranked.files]
+    today = list(reversed(learned))
+    alone = LocalizerConfig(learned_files=True, learned_files_alone=True)
+    assert blend(today, learned, file_today_weight(alone), 1.0, 60.0) == learned
+    assert file_today_weight(LocalizerConfig(learned_files=False, learned_files_alone=True)) == 1.0
