@@ -105,8 +105,10 @@ def file_today_weight(config: LocalizerConfig) -> float:
 
 
 def blend(today: list[str], learned: list[str], today_weight: float, learned_weight: float, rrf_k: float) -> list[str]:
-    """Reciprocal-rank blend of today's fixed-fusion ranking and the localizer's (weights from conf;
-    a weight of 0 drops that ranking, so `today_weight=0` is the localizer alone)."""
+    """Reciprocal-rank blend of today's fixed-fusion ranking and the localizer's (weights from conf). A weight
+    of 0 takes that ranking out of the order, so `today_weight=0` is the localizer alone, but not its keys: they
+    follow every ranked key, in their own order (the localizer ranks Python files only; a document or a
+    JavaScript file today found must not vanish from the answer)."""
     scores: dict[str, float] = {}
     for ranking, weight in ((today, today_weight), (learned, learned_weight)):
         if weight <= 0:
@@ -114,7 +116,7 @@ def blend(today: list[str], learned: list[str], today_weight: float, learned_wei
         for rank, key in enumerate(dict.fromkeys(ranking), 1):
             scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
     order = {key: n for n, key in enumerate(dict.fromkeys([*today, *learned]))}
-    return sorted(scores, key=lambda key: (-scores[key], order[key]))
+    return [*sorted(scores, key=lambda key: (-scores[key], order[key])), *(key for key in order if key not in scores)]
 
 
 class LearnedStage:

@@ -115,8 +115,9 @@ def test_builder_reuses_term_counts_across_snapshots():
 
 def test_blend_weights():
     today, learned = ["a", "b", "c"], ["c", "d", "a"]
-    assert blend(today, learned, 0.0, 1.0, 60.0) == ["c", "d", "a"]
-    assert blend(today, learned, 1.0, 0.0, 60.0) == ["a", "b", "c"]
+    assert blend(today, learned, 0.0, 1.0, 60.0) == ["c", "d", "a", "b"]  # today's "b" (say a README) stays, last
+    assert blend(today, learned, 1.0, 0.0, 60.0) == ["a", "b", "c", "d"]
+    assert blend(["README.md", "app.js"], [], 0.0, 1.0, 60.0) == ["README.md", "app.js"]  # nothing the localizer ranks
     both = blend(today, learned, 1.0, 1.0, 60.0)
     assert both[:2] == ["a", "c"] and set(both) == {"a", "b", "c", "d"}
 
