@@ -102,13 +102,17 @@ def export_directory(model_path: Path, export_root: Path) -> Path:
     return export_root / f"{weights_sha(model_path, export_root)[:16]}-r{EXPORT_RECIPE}"
 
 
-def ensure_export(model_path: Path, export_root: Path, quantized: bool) -> ExportedModel:
-    """The fp32 (or int8 dynamic) ONNX graph of `model_path`, exported on first use."""
+def ensure_export(model_path: Path, export_root: Path, quantized: bool, fused: bool = False) -> ExportedModel:
+    """The fp32 (or int8 dynamic) ONNX graph of `model_path`, exported on first use; with `fused`, through
+    ONNX Runtime's BERT fusions first (int8 then quantises the fused graph)."""
     directory = export_directory(model_path, export_root)
-    fp32 = _published(directory / "model.onnx") or _export_fp32(model_path, directory / "model.onnx")
+    graph = _published(directory / "model.onnx") or _export_fp32(model_path, directory / "model.onnx")
+    if fused:
+        graph = _published(directory / "model.fused.onnx") or _fuse(graph.path, model_path, directory / "model.fused.onnx")
     if not quantized:
-        return fp32
-    return _published(directory / "model.int8.onnx") or _quantize(fp32.path, directory / "model.int8.onnx")
+        return graph
+    name = "model.fused.int8.onnx" if fused else "model.int8.onnx"
+    return _published(directory / name) or _quantize(graph.path, directory / name)
 
 
 def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
@@ -151,6 +155,24 @@ def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
         tmp.unlink(missing_ok=True)
         raise ExportError(f"ONNX export of {model_path} failed: {exc}") from exc
     return _publish(tmp, onnx_path)
+
+
+def _fuse(fp32_path: Path, model_path: Path, fused_path: Path) -> ExportedModel:
+    """ONNX Runtime's transformer optimizer for BERT graphs: each layer's attention becomes one `Attention` op,
+    residual + LayerNorm `SkipLayerNormalization`, bias + GELU `BiasGelu`, the embeddings `EmbedLayerNormalization`.
+    ORT's own session optimisations leave the traced attention as separate MatMul/Softmax/Transpose ops."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    shape = json.loads((model_path / "config.json").read_text())
+    tmp = fused_path.with_name(f".{fused_path.name}.{os.getpid()}.tmp")
+    try:
+        model = optimize_model(str(fp32_path), model_type="bert", num_heads=int(shape["num_attention_heads"]),
+                               hidden_size=int(shape["hidden_size"]), opt_level=0, use_gpu=False)
+        model.save_model_to_file(str(tmp))
+    except Exception as exc:
+        tmp.unlink(missing_ok=True)
+        raise ExportError(f"ONNX Runtime's BERT fusion of {fp32_path} failed: {exc}") from exc
+    return _publish(tmp, fused_path)
 
 
 def _quantize(fp32_path: Path, int8_path: Path) -> ExportedModel:
