@@ -152,12 +152,15 @@ def cold_queries(sides: list[Side], runs: int, out: dict[str, Any]) -> None:
     out["heavy_imports_cold_query"] = {side.name: heavy_imports(side) for side in sides}
 
 
-def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: bool, out_path: Path) -> dict[str, Any]:
-    """Index the corpus with each side (old, new, new int8: one after the other), then the cold and in-process
-    queries and the golden set on each side's own index."""
+def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: bool, out_path: Path,
+        index_only: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """Index the corpus with each side (old, new, the `index_only` variants of new, new int8: one after the
+    other), then the cold and in-process queries and the golden set on each side's own index."""
     corpus = make_corpus(paths, work / "corpus")
     sides = [Side("old", baseline, work), Side("new", REPO_ROOT, work)]
-    builds = [*sides, *([Side("new_int8", REPO_ROOT, work, ("encoder.quantize_int8=true",))] if int8 else [])]
+    queried = [*sides, *([Side("new_int8", REPO_ROOT, work, ("encoder.quantize_int8=true",))] if int8 else [])]
+    variants = [Side(name, REPO_ROOT, work, settings) for name, settings in (index_only or {}).items()]
+    builds = [*sides, *variants, *queried[len(sides):]]  # a variant of new right after new: the nearest load
     out: dict[str, Any] = {"corpus": {"repo_head": subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
                                                                    capture_output=True, text=True).stdout.strip(),
                                       "paths": paths or ["(whole repository)"]},
@@ -179,7 +182,7 @@ def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: bool, out
         cold_queries(sides, runs, out)
         save(out, out_path)
     process = {}
-    for side in builds:
+    for side in queried:
         load = load_average()
         process[side.name] = {**side.in_process(), "load_before": load}
     tops = {name: result.pop("top10") for name, result in process.items()}
@@ -206,12 +209,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--golden-files", action="store_true", help="index the files the golden set labels (not --paths)")
     parser.add_argument("--runs", type=int, default=3, help="cold CLI queries per side")
     parser.add_argument("--int8", action="store_true", help="also index and query with encoder.quantize_int8 (ORT int8)")
+    parser.add_argument("--index-only", action="append", default=[], metavar="NAME=section.field=value,...",
+                        help="also index with the new code under these settings (timed, not queried; repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    index_only = {name: tuple(o for o in rest.split(",") if o)
+                  for name, _, rest in (item.partition("=") for item in args.index_only)}
     work = Path(tempfile.mkdtemp(prefix="semantica-bench-fast-"))
     try:
         paths = golden_files(GOLDEN_SET) if args.golden_files else args.paths
-        result = run(args.baseline.resolve(), paths, args.runs, work, args.int8, args.out)
+        result = run(args.baseline.resolve(), paths, args.runs, work, args.int8, args.out, index_only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     save(result, args.out)
