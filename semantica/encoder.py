@@ -32,10 +32,6 @@ INT8_SUFFIX = "+int8pc"  # torch, per-channel weight scales
 LEGACY_INT8_SUFFIX = "+int8"  # per-tensor (cosine ~0.93 to fp32): no longer built; its snapshots are refused
 ONNX_SUFFIX = "+onnx."  # + the first EXPORT_SHA_CHARS of the export's sha256
 ONNX_INT8_SUFFIX = "+onnx-int8."
-ONNX_FUSED_SUFFIX = "+onnx-fused."  # the export through ORT's BERT fusions (encoder.onnx_fusion)
-ONNX_FUSED_INT8_SUFFIX = "+onnx-fused-int8."
-_ONNX_SUFFIXES = {(False, False): ONNX_SUFFIX, (True, False): ONNX_INT8_SUFFIX, (False, True): ONNX_FUSED_SUFFIX,
-                  (True, True): ONNX_FUSED_INT8_SUFFIX}  # (quantized, fused) -> suffix
 EXPORT_SHA_CHARS = 12
 
 
@@ -61,26 +57,25 @@ class RuntimeIdentity:
     runtime: Runtime
     quantized: bool
     export_sha: str = ""  # ONNX only: the export's sha256 prefix
-    fused: bool = False  # ONNX only: the graph went through ORT's BERT fusions
 
     @property
     def model_id(self) -> str:
         if self.runtime is Runtime.ONNX:
-            return self.checkpoint + _ONNX_SUFFIXES[(self.quantized, self.fused)] + self.export_sha
+            return self.checkpoint + (ONNX_INT8_SUFFIX if self.quantized else ONNX_SUFFIX) + self.export_sha
         return self.checkpoint + (INT8_SUFFIX if self.quantized else "")
 
     @property
     def runtime_name(self) -> str:
-        """What a manifest records: torch, torch-int8, onnx, onnx-int8, onnx-fused or onnx-fused-int8."""
-        return self.runtime.value + ("-fused" if self.fused else "") + ("-int8" if self.quantized else "")
+        """What a manifest records: torch, torch-int8, onnx or onnx-int8."""
+        return self.runtime.value + ("-int8" if self.quantized else "")
 
 
 def parse_model_id(model_id: str) -> RuntimeIdentity:
     """The runtime an encoder identity names (no suffix: the torch fp32 runtime)."""
-    for (quantized, fused), suffix in _ONNX_SUFFIXES.items():
+    for suffix, quantized in ((ONNX_INT8_SUFFIX, True), (ONNX_SUFFIX, False)):
         head, found, sha = model_id.rpartition(suffix)
         if found and head:
-            return RuntimeIdentity(head, Runtime.ONNX, quantized, sha, fused)
+            return RuntimeIdentity(head, Runtime.ONNX, quantized, sha)
     if model_id.endswith(INT8_SUFFIX):
         return RuntimeIdentity(model_id[: -len(INT8_SUFFIX)], Runtime.TORCH, True)
     return RuntimeIdentity(model_id, Runtime.TORCH, False)
@@ -134,9 +129,8 @@ def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
         return RuntimeIdentity(checkpoint, runtime, config.quantize_int8).model_id, dim
     from semantica.onnx_export import ensure_export
 
-    exported = ensure_export(path, export_root(config), config.quantize_int8, config.onnx_fusion)
-    return RuntimeIdentity(checkpoint, runtime, config.quantize_int8, exported.sha[:EXPORT_SHA_CHARS],
-                           config.onnx_fusion).model_id, dim
+    exported = ensure_export(path, export_root(config), config.quantize_int8)
+    return RuntimeIdentity(checkpoint, runtime, config.quantize_int8, exported.sha[:EXPORT_SHA_CHARS]).model_id, dim
 
 
 def choose_device(requested: str) -> str:
@@ -243,8 +237,7 @@ class Encoder:
                 raise EncoderLoadError(f"encoder.quantize_int8 is a CPU runtime; encoder.device is {self.device!r}")
             self.forward_pass, export_sha = TorchForward(config, self.model_path, self.device), ""
         # other vectors than another runtime's: caches and snapshots keep them apart by this id
-        self.identity = RuntimeIdentity(checkpoint, runtime, config.quantize_int8, export_sha,
-                                        config.onnx_fusion and runtime is Runtime.ONNX)
+        self.identity = RuntimeIdentity(checkpoint, runtime, config.quantize_int8, export_sha)
         self.model_id = self.identity.model_id
         self._lock = threading.Lock()
 
@@ -364,7 +357,7 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
     wanted = parse_model_id(model_id)
     checkpoint, on_cpu = wanted.checkpoint, wanted.quantized or wanted.runtime is Runtime.ONNX
     runtime = {"model_id": checkpoint, "quantize_int8": wanted.quantized, "runtime": wanted.runtime.value,
-               "onnx_fusion": wanted.fused, "device": "cpu" if on_cpu else configured.config.device}
+               "device": "cpu" if on_cpu else configured.config.device}
     local_export = ""
     if checkpoint == split_runtime(configured.model_id)[0]:  # the same weights in another runtime
         own = shared_encoder(dataclasses.replace(configured.config, **runtime))

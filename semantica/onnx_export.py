@@ -102,22 +102,19 @@ def export_directory(model_path: Path, export_root: Path) -> Path:
     return export_root / f"{weights_sha(model_path, export_root)[:16]}-r{EXPORT_RECIPE}"
 
 
-def ensure_export(model_path: Path, export_root: Path, quantized: bool, fused: bool = False) -> ExportedModel:
-    """The fp32 (or int8 dynamic) ONNX graph of `model_path`, exported on first use; with `fused`, through
-    ONNX Runtime's BERT fusions first (int8 then quantises the fused graph)."""
+def ensure_export(model_path: Path, export_root: Path, quantized: bool) -> ExportedModel:
+    """The fp32 (or int8 dynamic) ONNX graph of `model_path`, exported on first use."""
     directory = export_directory(model_path, export_root)
-    graph = _published(directory / "model.onnx") or _export_fp32(model_path, directory / "model.onnx")
-    if fused:
-        graph = _published(directory / "model.fused.onnx") or _fuse(graph.path, model_path, directory / "model.fused.onnx")
+    fp32 = _published(directory / "model.onnx") or _export_fp32(model_path, directory / "model.onnx")
     if not quantized:
-        return graph
-    name = "model.fused.int8.onnx" if fused else "model.int8.onnx"
-    return _published(directory / name) or _quantize(graph.path, directory / name)
+        return fp32
+    return _published(directory / "model.int8.onnx") or _quantize(fp32.path, directory / "model.int8.onnx")
 
 
 def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
     """Trace the encoder with dynamic batch and sequence axes. Eager attention: the traced graph is plain
-    MatMul/Softmax that ONNX Runtime fuses; token_type_ids is an input (BERT adds its embedding)."""
+    MatMul/Softmax (ORT's session optimisations fuse GELU and some MatMuls, not the attention; its BERT fusions
+    measured no faster here: docs/fast.md); token_type_ids is an input (BERT adds its embedding)."""
     import warnings
 
     import torch
@@ -155,24 +152,6 @@ def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
         tmp.unlink(missing_ok=True)
         raise ExportError(f"ONNX export of {model_path} failed: {exc}") from exc
     return _publish(tmp, onnx_path)
-
-
-def _fuse(fp32_path: Path, model_path: Path, fused_path: Path) -> ExportedModel:
-    """ONNX Runtime's transformer optimizer for BERT graphs: each layer's attention becomes one `Attention` op,
-    residual + LayerNorm `SkipLayerNormalization`, bias + GELU `BiasGelu`, the embeddings `EmbedLayerNormalization`.
-    ORT's own session optimisations leave the traced attention as separate MatMul/Softmax/Transpose ops."""
-    from onnxruntime.transformers.optimizer import optimize_model
-
-    shape = json.loads((model_path / "config.json").read_text())
-    tmp = fused_path.with_name(f".{fused_path.name}.{os.getpid()}.tmp")
-    try:
-        model = optimize_model(str(fp32_path), model_type="bert", num_heads=int(shape["num_attention_heads"]),
-                               hidden_size=int(shape["hidden_size"]), opt_level=0, use_gpu=False)
-        model.save_model_to_file(str(tmp))
-    except Exception as exc:
-        tmp.unlink(missing_ok=True)
-        raise ExportError(f"ONNX Runtime's BERT fusion of {fp32_path} failed: {exc}") from exc
-    return _publish(tmp, fused_path)
 
 
 def _quantize(fp32_path: Path, int8_path: Path) -> ExportedModel:

@@ -33,7 +33,7 @@ def _onnx_session(onnx_path: Path, intra_op_threads: int) -> Any:
 
 
 class OnnxForward:
-    """ONNX Runtime on CPU over the exported graph (fp32, or ORT dynamic int8; either through ORT's BERT fusions).
+    """ONNX Runtime on CPU over the exported graph (fp32, or ORT dynamic int8).
 
     A one-row batch (a query) runs on its own session with `encoder.query_threads` intra-op threads: the
     matmuls of a few tokens are too small to split across cores, and handing them to a second thread
@@ -72,7 +72,7 @@ def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[OnnxForward, 
         raise EncoderLoadError(f"encoder.runtime=onnx runs on CPU; encoder.device is {config.device!r} "
                                "(set encoder.runtime=torch for a GPU)")
     try:
-        exported = ensure_export(model_path, export_root(config), config.quantize_int8, config.onnx_fusion)
+        exported = ensure_export(model_path, export_root(config), config.quantize_int8)
     except ExportError as exc:
         raise EncoderLoadError(str(exc)) from exc
     return OnnxForward(config, exported.path), exported.sha[:EXPORT_SHA_CHARS]

@@ -32,7 +32,7 @@ STAGE_FUNCTIONS = (
     ("parse/chunk", "pipelines/parse/file_parser.py", "parse"),
     ("tokenise", "semantica/encoder.py", "encode"),
     ("pad", "semantica/encoder.py", "pad"),
-    ("encoder forward (ORT)", "semantica/encoder.py", "__call__"),
+    ("encoder forward (ORT)", "semantica/onnx_runtime.py", "__call__"),
     ("embed (all, incl. pooling + token split)", "semantica/encoder.py", "encode_with_tokens"),
     ("token vectors: compress", "semantica/token_vectors.py", "encode"),
     ("token vectors: codec fit", "semantica/token_vectors.py", "fit"),

@@ -168,21 +168,3 @@ def test_onnx_int8_is_its_own_runtime_close_to_fp32(runtimes, corpus) -> None:
     assert 0.9 < cosines.min() < 0.99999  # close, and really another numeric path (loss on the golden set: docs/fast.md)
     served = snapshot_encoder(onnx.model_id, onnx.dim, "", int8)  # an int8 server serves an fp32 snapshot with fp32
     assert served.model_id == onnx.model_id and not served.config.quantize_int8
-
-
-def test_the_fused_graph_gives_the_same_vectors_under_its_own_identity(runtimes, corpus) -> None:
-    onnx, _ = runtimes
-    fused = shared_encoder(dataclasses.replace(onnx.config, onnx_fusion=True))
-    identity = parse_model_id(fused.model_id)
-    assert identity.runtime is Runtime.ONNX and identity.fused and not identity.quantized
-    assert fused.identity.runtime_name == "onnx-fused" and identity.model_id == fused.model_id
-    assert identity.export_sha != parse_model_id(onnx.model_id).export_sha  # another graph, another identity
-    assert encoder_identity(fused.config) == (fused.model_id, fused.dim)
-    pooled, tokens = fused.encode_with_tokens(corpus[:48])
-    reference_pooled, reference_tokens = onnx.encode_with_tokens(corpus[:48])
-    assert _cosines(pooled, reference_pooled).min() >= MIN_COSINE
-    assert min(_cosines(a, b).min() for a, b in zip(tokens, reference_tokens)) >= MIN_COSINE
-    # each server answers the other's snapshot with that snapshot's own graph
-    assert snapshot_encoder(onnx.model_id, onnx.dim, "", fused).model_id == onnx.model_id
-    back = snapshot_encoder(fused.model_id, fused.dim, "", onnx)
-    assert back.model_id == fused.model_id and back.config.onnx_fusion
