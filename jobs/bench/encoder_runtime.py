@@ -14,7 +14,9 @@ of them alike; the best round counts):
 The four torch variants run with `encoder.runtime: torch`; `--reference` (default fp32_sorted_token_budget) is what
 the others are compared with.
 Quality proxies against fp32: cosine of each chunk vector, and top-10 agreement of chunk rankings for
-the bench queries. The end-to-end cost (golden NDCG@10) needs an index per variant: see docs/results.md.
+the bench queries; and batch invariance: the lowest cosine between a text encoded alone and the same text in
+its batch (1.0 when a vector depends on its text only, as content-addressed caches assume). The end-to-end
+cost (golden NDCG@10) needs an index per variant: see docs/results.md.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from semantica.encoder import Encoder
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "bench" / "results" / "encoder_runtime.json"
 TOP = 10
+BATCH_PROBE = 16  # texts also encoded one at a time: does a vector depend on the batch it was encoded in?
 
 
 def chunk_texts(index_root: str, repo: str, limit: int) -> list[str]:
@@ -123,12 +126,15 @@ def run(texts: list[str], queries: list[str], rounds: int, variants: tuple[str, 
         cosine = np.sum(vectors[name] * reference, axis=1)
         top = np.argsort(-(encoder.encode(queries, 64) @ vectors[name].T), axis=1)[:, :TOP]
         overlap = [len(set(a) & set(b)) / TOP for a, b in zip(top, ref_top)]
+        alone = np.stack([encoder.encode([text])[0] for text in texts[:BATCH_PROBE]])
+        batch_cosine = np.sum(alone * vectors[name][:BATCH_PROBE], axis=1)  # the same text alone vs in its batch
         best = min(seconds[name])
         out[name] = {"chunks_per_s": round(len(texts) / best, 1), "seconds_per_round": [round(s, 2) for s in seconds[name]],
                      "cosine_to_reference_mean": round(float(cosine.mean()), 4),
                      "cosine_to_reference_p5": round(float(np.percentile(cosine, 5)), 4),
                      "cosine_to_reference_min": round(float(cosine.min()), 6),
                      "top10_agreement_with_reference": round(float(np.mean(overlap)), 3),
+                     "alone_vs_batched_cosine_min": round(float(batch_cosine.min()), 6),
                      "model_id": encoder.model_id}
     reference_rate = out[reference_name]["chunks_per_s"]
     fixed_rate = out.get("fp32_fixed_batches", {}).get("chunks_per_s")
