@@ -135,6 +135,39 @@ class TokenCodeCache:
                 index.setdefault(sha, (number, row))
 
 
+class CodecFit:
+    """One codec fit on a thread of its own, with `fit_threads` FAISS OpenMP threads there only (OpenMP's
+    thread count is per calling thread): the fit overlaps the encoder's forward pass, and on a busy machine
+    one k-means thread does not wait at every barrier for a second one to be scheduled. FAISS's k-means is
+    deterministic, so the codec equals a fit on the caller's thread with FAISS's default threads."""
+
+    def __init__(self, sample: np.ndarray, config: TokenVectorsConfig) -> None:
+        self._codec: TokenCodec | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(sample, config), name="token-codec-fit", daemon=True)
+        self._thread.start()
+
+    def _run(self, sample: np.ndarray, config: TokenVectorsConfig) -> None:
+        try:
+            if config.fit_threads > 0 and Quantization.parse(config.quantization) is Quantization.PQ:
+                import faiss
+
+                faiss.omp_set_num_threads(config.fit_threads)
+            self._codec = TokenCodec.fit(sample, config.dim, config.quantization, config.pq_m, config.fit_iterations)
+        except BaseException as exc:  # raised again on the caller's thread by result()
+            self._error = exc
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self) -> TokenCodec:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._codec is not None
+        return self._codec
+
+
 class TokenVectorBuilder:
     """Collects token vectors by content sha, compresses them, and writes a snapshot's `tokens/`.
 
@@ -160,16 +193,26 @@ class TokenVectorBuilder:
         self._raw: dict[str, np.ndarray] = {}
         self._raw_tokens = 0
         self._pending: dict[str, Codes] = {}
+        self._fitting: CodecFit | None = None
         self.encoded = 0
 
     def _use(self, codec: TokenCodec) -> None:
         self.codec = codec
         self.cache = TokenCodeCache(self.root / codec.sha)
 
-    def _fit(self) -> None:
+    def _start_fit(self) -> None:
+        """Fit the codec on the first `fit_sample_tokens` tokens seen, on its own thread: `add` goes on keeping
+        raw vectors until it is done (`fit_background`), else this waits for it."""
         sample = np.concatenate(list(self._raw.values())) if self._raw else np.zeros((0, self.source_dim), np.float32)
-        codec = TokenCodec.fit(sample[: self.config.fit_sample_tokens], self.config.dim, self.quantization,
-                               self.config.pq_m, self.config.fit_iterations)
+        self._fitting = CodecFit(sample[: self.config.fit_sample_tokens], self.config)
+        if not self.config.fit_background:
+            self._adopt_fit(wait=True)
+
+    def _adopt_fit(self, wait: bool) -> None:
+        """Once the fit is done: save the codec, use it, and compress every raw vector kept meanwhile."""
+        if self._fitting is None or not (wait or self._fitting.done()):
+            return
+        codec, self._fitting = self._fitting.result(), None
         self.root.mkdir(parents=True, exist_ok=True)
         staging = self.root / f".fit-{uuid.uuid4().hex}"
         staging.mkdir()
@@ -181,6 +224,12 @@ class TokenVectorBuilder:
         raw, self._raw, self._raw_tokens = self._raw, {}, 0
         self._pending.update(zip(raw, codec.encode_many(list(raw.values()))))
 
+    def _fit(self) -> None:
+        """The codec, now: fitted on what was kept (a small corpus), or the running fit waited for."""
+        if self._fitting is None:
+            self._start_fit()
+        self._adopt_fit(wait=True)
+
     def refresh(self) -> None:
         """See the codes other processes (Ray embedding workers) wrote into the shared cache since."""
         if self.codec is not None:
@@ -191,7 +240,7 @@ class TokenVectorBuilder:
         """Encode `chunks` in order until the codec is fitted (`fit_sample_tokens` reached): a sample that lets
         the codec exist before the Ray workers start, since they compress with it from the shared cache."""
         for start in range(0, len(chunks), batch_size):
-            if self.codec is not None:
+            if self.codec is not None or self._fitting is not None:
                 return
             batch = [c for c in chunks[start : start + batch_size] if not self.has(c.content_sha)]
             if batch:
@@ -221,8 +270,9 @@ class TokenVectorBuilder:
                 self._raw_tokens += len(array)
         else:  # one compression pass for the whole batch
             self._pending.update(zip(fresh, self.codec.encode_many(list(fresh.values()))))
-        if self.codec is None and self._raw_tokens >= self.config.fit_sample_tokens:
-            self._fit()
+        if self.codec is None and self._fitting is None and self._raw_tokens >= self.config.fit_sample_tokens:
+            self._start_fit()
+        self._adopt_fit(wait=False)
         if len(self._pending) >= self.config.cache_segment_chunks:
             self.flush()
 

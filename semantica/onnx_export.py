@@ -113,7 +113,8 @@ def ensure_export(model_path: Path, export_root: Path, quantized: bool) -> Expor
 
 def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
     """Trace the encoder with dynamic batch and sequence axes. Eager attention: the traced graph is plain
-    MatMul/Softmax that ONNX Runtime fuses; token_type_ids is an input (BERT adds its embedding)."""
+    MatMul/Softmax (ORT's session optimisations fuse GELU and some MatMuls, not the attention; its BERT fusions
+    measured no faster here: docs/fast.md); token_type_ids is an input (BERT adds its embedding)."""
     import warnings
 
     import torch

@@ -8,10 +8,15 @@ of them alike; the best round counts):
 - `fp32_sorted_token_budget`: the default: texts sorted by length, `encoder.batch_tokens` padded tokens per pass;
 - `int8_dynamic_per_tensor`: torch dynamic int8 Linear layers, one weight scale per tensor (the old `quantize_int8`);
 - `int8_dynamic_per_channel` (`encoder.quantize_int8` with `runtime: torch`): the same with per-output-channel weight scales;
-- `onnx_fp32` (`encoder.runtime: onnx`, the default) and `onnx_int8` (with `quantize_int8`): ONNX Runtime over the export.
-The four torch variants run with `encoder.runtime: torch`; fp32_sorted_token_budget is the reference.
+- `onnx_fp32` (`encoder.runtime: onnx`, the default) and `onnx_int8` (with `quantize_int8`): ONNX Runtime over the export;
+- `onnx_fused` and `onnx_int8_fused`: the same export through ONNX Runtime's BERT fusions (one Attention op per
+  layer, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization), int8 after fusion; a probe, not a runtime.
+The four torch variants run with `encoder.runtime: torch`; `--reference` (default fp32_sorted_token_budget) is what
+the others are compared with.
 Quality proxies against fp32: cosine of each chunk vector, and top-10 agreement of chunk rankings for
-the bench queries. The end-to-end cost (golden NDCG@10) needs an index per variant: see docs/results.md.
+the bench queries; and batch invariance: the lowest cosine between a text encoded alone and the same text in
+its batch (1.0 when a vector depends on its text only, as content-addressed caches assume). The end-to-end
+cost (golden NDCG@10) needs an index per variant: see docs/results.md.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from semantica.encoder import Encoder
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "bench" / "results" / "encoder_runtime.json"
 TOP = 10
+BATCH_PROBE = 16  # texts also encoded one at a time: does a vector depend on the batch it was encoded in?
 
 
 def chunk_texts(index_root: str, repo: str, limit: int) -> list[str]:
@@ -46,14 +52,14 @@ def chunk_texts(index_root: str, repo: str, limit: int) -> list[str]:
 
 
 def build(variant: str) -> Encoder:
-    import torch
-
     base = dataclasses.replace(load_config(None, []).encoder, runtime="torch")
     if variant == "fp32_fixed_batches":
         return Encoder(dataclasses.replace(base, batch_tokens=0))
     if variant == "fp32_sorted_token_budget":
         return Encoder(base)
     if variant == "int8_dynamic_per_tensor":  # what `encoder.quantize_int8` built before (identity "+int8")
+        import torch
+
         encoder = Encoder(base)
         forward = encoder.forward_pass
         forward.model = torch.ao.quantization.quantize_dynamic(forward.model, {torch.nn.Linear}, dtype=torch.qint8)
@@ -65,15 +71,45 @@ def build(variant: str) -> Encoder:
         return Encoder(dataclasses.replace(base, runtime="onnx"))
     if variant == "onnx_int8":
         return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True))
+    if variant in ("onnx_fused", "onnx_int8_fused"):
+        return fused_encoder(dataclasses.replace(base, runtime="onnx"), variant == "onnx_int8_fused")
     raise ValueError(f"unknown variant {variant!r}")
 
 
+def fused_encoder(config: Any, quantized: bool) -> Encoder:
+    """The ONNX encoder with its forward pass swapped for the export after ORT's BERT fusions (then int8 when
+    asked; ONNX shape inference cannot type the fused ops' outputs, so they are named float). A probe only."""
+    import tempfile
+
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    from semantica.onnx_runtime import OnnxForward
+
+    encoder = Encoder(config)
+    source = encoder.forward_pass.onnx_path
+    shape = json.loads((encoder.model_path / "config.json").read_text())
+    work = Path(tempfile.mkdtemp(prefix="semantica-fused-"))
+    graph = work / "model.fused.onnx"
+    optimize_model(str(source), model_type="bert", num_heads=int(shape["num_attention_heads"]),
+                   hidden_size=int(shape["hidden_size"]), opt_level=0, use_gpu=False).save_model_to_file(str(graph))
+    if quantized:
+        quantize_dynamic(str(graph), str(work / "model.fused.int8.onnx"), weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        graph = work / "model.fused.int8.onnx"
+    encoder.forward_pass = OnnxForward(config, graph)
+    encoder.model_id += "+fused" + ("-int8" if quantized else "")
+    return encoder
+
+
 VARIANTS = ("fp32_fixed_batches", "fp32_sorted_token_budget", "int8_dynamic_per_tensor", "int8_dynamic_per_channel",
-            "onnx_fp32", "onnx_int8")
+            "onnx_fp32", "onnx_int8", "onnx_fused", "onnx_int8_fused")
 
 
-def run(texts: list[str], queries: list[str], rounds: int, variants: tuple[str, ...] = VARIANTS) -> dict[str, Any]:
-    names = [name for name in VARIANTS if name in variants or name == "fp32_sorted_token_budget"]
+def run(texts: list[str], queries: list[str], rounds: int, variants: tuple[str, ...] = VARIANTS,
+        reference_name: str = "fp32_sorted_token_budget") -> dict[str, Any]:
+    names = [name for name in VARIANTS if name in variants or name == reference_name]
     encoders = {name: build(name) for name in names}
     seconds: dict[str, list[float]] = {name: [] for name in names}
     vectors: dict[str, np.ndarray] = {}
@@ -82,24 +118,28 @@ def run(texts: list[str], queries: list[str], rounds: int, variants: tuple[str, 
             start = time.perf_counter()
             vectors[name] = encoder.encode(texts)
             seconds[name].append(time.perf_counter() - start)
-    reference = vectors["fp32_sorted_token_budget"]
-    ref_queries = encoders["fp32_sorted_token_budget"].encode(queries, 64)
+    reference = vectors[reference_name]
+    ref_queries = encoders[reference_name].encode(queries, 64)
     ref_top = np.argsort(-(ref_queries @ reference.T), axis=1)[:, :TOP]
     out: dict[str, Any] = {}
     for name, encoder in encoders.items():
         cosine = np.sum(vectors[name] * reference, axis=1)
         top = np.argsort(-(encoder.encode(queries, 64) @ vectors[name].T), axis=1)[:, :TOP]
         overlap = [len(set(a) & set(b)) / TOP for a, b in zip(top, ref_top)]
+        alone = np.stack([encoder.encode([text])[0] for text in texts[:BATCH_PROBE]])
+        batch_cosine = np.sum(alone * vectors[name][:BATCH_PROBE], axis=1)  # the same text alone vs in its batch
         best = min(seconds[name])
         out[name] = {"chunks_per_s": round(len(texts) / best, 1), "seconds_per_round": [round(s, 2) for s in seconds[name]],
-                     "cosine_to_fp32_mean": round(float(cosine.mean()), 4),
-                     "cosine_to_fp32_p5": round(float(np.percentile(cosine, 5)), 4),
-                     "top10_agreement_with_fp32": round(float(np.mean(overlap)), 3),
+                     "cosine_to_reference_mean": round(float(cosine.mean()), 4),
+                     "cosine_to_reference_p5": round(float(np.percentile(cosine, 5)), 4),
+                     "cosine_to_reference_min": round(float(cosine.min()), 6),
+                     "top10_agreement_with_reference": round(float(np.mean(overlap)), 3),
+                     "alone_vs_batched_cosine_min": round(float(batch_cosine.min()), 6),
                      "model_id": encoder.model_id}
-    reference_rate = out["fp32_sorted_token_budget"]["chunks_per_s"]
+    reference_rate = out[reference_name]["chunks_per_s"]
     fixed_rate = out.get("fp32_fixed_batches", {}).get("chunks_per_s")
     for entry in out.values():
-        entry["speedup_vs_torch_fp32"] = round(entry["chunks_per_s"] / reference_rate, 2)
+        entry[f"speedup_vs_{reference_name}"] = round(entry["chunks_per_s"] / reference_rate, 2)
         if fixed_rate:
             entry["speedup_vs_fixed_batches"] = round(entry["chunks_per_s"] / fixed_rate, 2)
     return out
@@ -113,16 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS,
-                        help="which runtimes (fp32_sorted_token_budget, the reference, is always run)")
+                        help="which runtimes (the --reference is always run)")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--reference", default="fp32_sorted_token_budget", choices=VARIANTS,
+                        help="the variant the others are compared with (onnx_fp32 avoids loading torch)")
     args = parser.parse_args(argv)
-    import torch
-
     texts = chunk_texts(args.index_root, args.repo, args.chunks)
     queries = [q for qs in (REQUESTS_QUERIES if args.repo == "psf/requests" else SELF_QUERIES).values() for q in qs]
-    result = {"repo": args.repo, "chunks": len(texts), "rounds": args.rounds, "torch_threads": torch.get_num_threads(),
+    result = {"repo": args.repo, "chunks": len(texts), "rounds": args.rounds, "reference": args.reference,
               "cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
-              "variants": run(texts, queries, args.rounds, tuple(args.variants))}
+              "variants": run(texts, queries, args.rounds, tuple(args.variants), args.reference)}
     result["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     report_result(result, Path(args.out))
     return 0

@@ -1,17 +1,18 @@
 """Old code vs this code, measured in the same run (a benchmark, not a test): the machine is shared and
 noisy, so every figure is a ratio of two runs taken side by side, with the load average beside it.
 
-    python -m jobs.bench.fast --baseline DIR [--paths semantica serving] [--runs 3]
+    python -m jobs.bench.fast --baseline DIR [--paths semantica serving | --golden-files] [--runs 3] [--int8]
 
 `--baseline` is a checkout of the code to compare against (e.g. `git archive <commit> | tar -x -C DIR`
 with this venv linked in). Both sides run as subprocesses of their own code (`python -m jobs.cli`)
-on one corpus: this repository's HEAD (or `--paths` of it), with empty caches each.
+on one corpus: this repository's HEAD (or `--paths` of it, or with `--golden-files` the files the golden set
+labels), with empty caches each. `--runs 0` skips the cold CLI queries.
 
 - indexing: wall seconds and chunks/s of `jobs.cli index` (empty embedding cache);
 - cold CLI query with the daemon off (a new process per query), alternating old/new;
 - in one process: the first query, then warm p50 over the golden queries;
 - the golden set: NDCG@10 (full pipeline, late interaction off) and whether each query's top-10 is the
-  same list on both sides;
+  same list on both sides, and NDCG@10 with late interaction on and of the vector list alone;
 - the heavy modules the cold CLI query imports;
 - with `--int8`: the same index and golden run with `encoder.quantize_int8` (ONNX Runtime dynamic int8).
 """
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jobs.bench.golden_variants import GOLDEN_SET, golden_files
 from jobs.bench.stats import write_result as save
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +53,9 @@ settings, golden, repo = sys.argv[1:4]
 config = load_config(None, json.loads(settings), environ={})
 pipeline = SearchPipeline(config)
 queries = load_golden_set(golden)
-def ask(text):
-    return pipeline.search(SearchRequest(query=text, repos=[repo], k=10, late_interaction=False))
+def ask(text, late=False, strategies=()):
+    return pipeline.search(SearchRequest(query=text, repos=[repo], k=10, late_interaction=late,
+                                         strategies=list(strategies)))
 start = time.perf_counter()
 ask(queries[0].query)
 first_ms = (time.perf_counter() - start) * 1000
@@ -67,6 +70,12 @@ for q in queries:
     tops[q.query] = [h.chunk_id for h in response.hits]
     ndcg.append(score_hits(hits, q, 10)["NDCG@10"])
 out.update(warm_p50_ms=round(statistics.median(warm), 1), ndcg10=round(statistics.mean(ndcg), 4), top10=tops)
+for label, late, strategies in (("ndcg10_late_on", True, ()), ("ndcg10_vector_only", False, ("vector",))):
+    scores = []
+    for q in queries:
+        pipeline._cache.clear() if hasattr(pipeline, "_cache") else None
+        scores.append(score_hits([(h.path, h.symbol) for h in ask(q.query, late, strategies).hits], q, 10)["NDCG@10"])
+    out[label] = round(statistics.mean(scores), 4)
 print("RESULT=" + json.dumps(out))
 """
 
@@ -115,7 +124,7 @@ class Side:
     def in_process(self) -> dict[str, Any]:
         env = {**os.environ, "PYTHONPATH": str(self.code)}
         done = subprocess.run([sys.executable, "-c", IN_PROCESS, json.dumps(self.settings()),
-                               str(REPO_ROOT / "conf" / "golden" / "semantica.jsonl"), CORPUS_NAME],
+                               str(GOLDEN_SET), CORPUS_NAME],
                               cwd=self.code, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
         if done.returncode != 0:
             raise RuntimeError(f"{self.name}: in-process run failed: {done.stderr[-2000:]}")
@@ -128,25 +137,8 @@ def heavy_imports(side: Side) -> list[str]:
     return sorted(m for m in HEAVY_MODULES if m in loaded)
 
 
-def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: bool, out_path: Path) -> dict[str, Any]:
-    corpus = make_corpus(paths, work / "corpus")
-    sides = [Side("old", baseline, work), Side("new", REPO_ROOT, work)]
-    quantized = Side("new_int8", REPO_ROOT, work, ("encoder.quantize_int8=true",))
-    out: dict[str, Any] = {"corpus": {"repo_head": subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
-                                                                   capture_output=True, text=True).stdout.strip(),
-                                      "paths": paths or ["(whole repository)"]},
-                           "baseline": str(baseline), "cpus": os.cpu_count(),
-                           "command": "python -m jobs.bench.fast " + " ".join(sys.argv[1:])}
-    index: dict[str, Any] = {}
-    for side in sides:
-        load = load_average()
-        seconds, _ = side.cli("index", "--repo", str(corpus), "--name", CORPUS_NAME)
-        index[side.name] = {"seconds": round(seconds, 1), "chunks": side.chunks(),
-                            "chunks_per_s": round(side.chunks() / seconds, 2), "load_before": load,
-                            "load_after": load_average()}
-    index["ratio_new_over_old_chunks_per_s"] = round(index["new"]["chunks_per_s"] / index["old"]["chunks_per_s"], 2)
-    out["index_empty_cache"] = index
-    save(out, out_path)
+def cold_queries(sides: list[Side], runs: int, out: dict[str, Any]) -> None:
+    """Cold CLI queries (a new process each, daemon off), old and new alternating, and their heavy imports."""
     cold: dict[str, list[float]] = {"old": [], "new": []}
     loads = []
     for _ in range(runs):
@@ -158,31 +150,55 @@ def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: bool, out
     out["cold_cli_query_s"]["ratio_new_over_old"] = round(statistics.median(cold["new"]) / statistics.median(cold["old"]), 2)
     out["cold_cli_query_s"]["load"] = loads
     out["heavy_imports_cold_query"] = {side.name: heavy_imports(side) for side in sides}
+
+
+def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: bool, out_path: Path,
+        index_only: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """Index the corpus with each side (old, new, the `index_only` variants of new, new int8: one after the
+    other), then the cold and in-process queries and the golden set on each side's own index."""
+    corpus = make_corpus(paths, work / "corpus")
+    sides = [Side("old", baseline, work), Side("new", REPO_ROOT, work)]
+    queried = [*sides, *([Side("new_int8", REPO_ROOT, work, ("encoder.quantize_int8=true",))] if int8 else [])]
+    variants = [Side(name, REPO_ROOT, work, settings) for name, settings in (index_only or {}).items()]
+    builds = [*sides, *variants, *queried[len(sides):]]  # a variant of new right after new: the nearest load
+    out: dict[str, Any] = {"corpus": {"repo_head": subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
+                                                                   capture_output=True, text=True).stdout.strip(),
+                                      "paths": paths or ["(whole repository)"]},
+                           "baseline": str(baseline), "cpus": os.cpu_count(),
+                           "command": "python -m jobs.bench.fast " + " ".join(sys.argv[1:])}
+    index: dict[str, Any] = {}
+    for side in builds:
+        load = load_average()
+        seconds, _ = side.cli("index", "--repo", str(corpus), "--name", CORPUS_NAME)
+        index[side.name] = {"seconds": round(seconds, 1), "chunks": side.chunks(),
+                            "chunks_per_s": round(side.chunks() / seconds, 2), "load_before": load,
+                            "load_after": load_average()}
+    for side in builds[1:]:
+        index[f"ratio_{side.name}_over_old_chunks_per_s"] = round(index[side.name]["chunks_per_s"]
+                                                                  / index["old"]["chunks_per_s"], 2)
+    out["index_empty_cache"] = index
     save(out, out_path)
+    if runs > 0:
+        cold_queries(sides, runs, out)
+        save(out, out_path)
     process = {}
-    for side in sides:
+    for side in queried:
         load = load_average()
         process[side.name] = {**side.in_process(), "load_before": load}
-    tops_old, tops_new = process["old"].pop("top10"), process["new"].pop("top10")
-    same = [q for q in tops_old if tops_old[q] == tops_new.get(q)]
+    tops = {name: result.pop("top10") for name, result in process.items()}
+    same = [q for q in tops["old"] if tops["old"][q] == tops["new"].get(q)]
     out["in_process"] = process
     out["in_process"]["ratio_first_query"] = round(process["new"]["first_query_ms"] / process["old"]["first_query_ms"], 2)
     out["in_process"]["ratio_warm_p50"] = round(process["new"]["warm_p50_ms"] / process["old"]["warm_p50_ms"], 2)
     out["golden"] = {"ndcg10_old": process["old"]["ndcg10"], "ndcg10_new": process["new"]["ndcg10"],
                      "ndcg10_delta_points": round(100 * (process["new"]["ndcg10"] - process["old"]["ndcg10"]), 2),
-                     "identical_top10": f"{len(same)}/{len(tops_old)}",
-                     "differing_queries": [q for q in tops_old if q not in same]}
-    save(out, out_path)
+                     "identical_top10": f"{len(same)}/{len(tops['old'])}",
+                     "differing_queries": [q for q in tops["old"] if q not in same]}
     if int8:
-        load = load_average()
-        seconds, _ = quantized.cli("index", "--repo", str(corpus), "--name", CORPUS_NAME)
-        index["new_int8"] = {"seconds": round(seconds, 1), "chunks_per_s": round(quantized.chunks() / seconds, 2),
-                             "load_before": load}
-        result = quantized.in_process()
-        result.pop("top10")
-        out["golden"]["ndcg10_new_int8"] = result["ndcg10"]
-        out["golden"]["int8_loss_points"] = round(100 * (process["new"]["ndcg10"] - result["ndcg10"]), 2)
-        out["in_process"]["new_int8"] = result
+        for label in ("ndcg10", "ndcg10_late_on", "ndcg10_vector_only"):
+            new, quantized = process["new"][label], process["new_int8"][label]
+            out["golden"][f"int8_loss_points_{label}"] = round(100 * (new - quantized), 2)
+        out["golden"]["ndcg10_new_int8"] = process["new_int8"]["ndcg10"]
     return out
 
 
@@ -190,13 +206,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", required=True, type=Path, help="a checkout of the old code")
     parser.add_argument("--paths", nargs="*", default=[], help="directories of this repository to index (default: all)")
+    parser.add_argument("--golden-files", action="store_true", help="index the files the golden set labels (not --paths)")
     parser.add_argument("--runs", type=int, default=3, help="cold CLI queries per side")
     parser.add_argument("--int8", action="store_true", help="also index and query with encoder.quantize_int8 (ORT int8)")
+    parser.add_argument("--index-only", action="append", default=[], metavar="NAME=section.field=value,...",
+                        help="also index with the new code under these settings (timed, not queried; repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    index_only = {name: tuple(o for o in rest.split(",") if o)
+                  for name, _, rest in (item.partition("=") for item in args.index_only)}
     work = Path(tempfile.mkdtemp(prefix="semantica-bench-fast-"))
     try:
-        result = run(args.baseline.resolve(), args.paths, args.runs, work, args.int8, args.out)
+        paths = golden_files(GOLDEN_SET) if args.golden_files else args.paths
+        result = run(args.baseline.resolve(), paths, args.runs, work, args.int8, args.out, index_only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     save(result, args.out)

@@ -1,8 +1,10 @@
 """Where in-process indexing spends its time, per stage, on one repository with empty caches (a benchmark).
 
-    python -m jobs.bench.index_profile --repo DIR [--name NAME] [--out bench/results/fast/index_profile.json]
+    python -m jobs.bench.index_profile --repo DIR [--commit SHA] [--name NAME] [--work DIR] [--out FILE]
 
-Runs `Indexer.index` under cProfile into a fresh index root and cache, then reports the driver's own stage
+Runs `Indexer.index` under cProfile into a fresh index root and cache (a temporary directory, or `--work`,
+which must not hold a cache yet and is kept: a later run, an evaluation at neighbouring commits say, reuses
+what this build cached), then reports the driver's own stage
 seconds (discover, plan, parse+embed, resolve, tokens, write, publish) and the profiler's inclusive time of
 the functions that make up each stage (tokenise, ONNX forward pass, pooling, token-vector compression,
 parse, Lucene and FAISS writes), with the load average beside them: the machine is shared.
@@ -30,13 +32,20 @@ STAGE_FUNCTIONS = (
     ("parse/chunk", "pipelines/parse/file_parser.py", "parse"),
     ("tokenise", "semantica/encoder.py", "encode"),
     ("pad", "semantica/encoder.py", "pad"),
-    ("encoder forward (ORT)", "semantica/encoder.py", "__call__"),
+    ("encoder forward (ORT)", "semantica/onnx_runtime.py", "__call__"),
     ("embed (all, incl. pooling + token split)", "semantica/encoder.py", "encode_with_tokens"),
     ("token vectors: compress", "semantica/token_vectors.py", "encode"),
     ("token vectors: codec fit", "semantica/token_vectors.py", "fit"),
     ("embedding cache write", "pipelines/embed.py", "put_many"),
     ("graph resolve", "pipelines/parse/resolution.py", "resolve"),
     ("snapshot write (all)", "pipelines/write.py", "write"),
+    ("write: faiss", "semantica/index_kinds/vectors.py", "write"),
+    ("write: lucene", "semantica/index_kinds/lucene.py", "write"),
+    ("write: granular", "semantica/index_kinds/granular.py", "write"),
+    ("write: tokens", "semantica/index_kinds/tokens.py", "write"),
+    ("write: history", "semantica/index_kinds/history.py", "write"),
+    ("write: localizer", "semantica/index_kinds/localizer.py", "write"),
+    ("write: parquet tables", "pipelines/write.py", "write_table"),
 )
 
 
@@ -59,24 +68,36 @@ def top_functions(stats: pstats.Stats, count: int) -> list[dict[str, Any]]:
              "calls": row[1]} for (file, line, name), row in rows]
 
 
-def profile(repo: str, name: str, overrides: list[str]) -> dict[str, Any]:
+class NotEmptyError(RuntimeError):
+    """`--work` already holds a cache: the build would not start from empty caches."""
+
+
+def profile(repo: str, name: str, overrides: list[str], commit: str | None = None,
+            keep: Path | None = None) -> dict[str, Any]:
+    if keep is not None and (keep / "cache").exists():
+        raise NotEmptyError(f"{keep / 'cache'} exists: a profiled first build needs an empty cache")
+    with tempfile.TemporaryDirectory(prefix="index-profile-") as scratch:
+        return _profile(repo, name, overrides, commit, keep or Path(scratch))
+
+
+def _profile(repo: str, name: str, overrides: list[str], commit: str | None, work: Path) -> dict[str, Any]:
     from pipelines.indexer import Indexer
     from semantica.config import load_config
 
-    with tempfile.TemporaryDirectory(prefix="index-profile-") as work:
-        config = load_config(None, [f"paths.index_root={work}/index", f"paths.cache_dir={work}/cache", *overrides],
-                             environ={})
-        indexer = Indexer(config, progress=False)
-        indexer.runner.identity()  # the encoder loads (and exports once) outside the profile
-        load_before = os.getloadavg()[0]
-        profiler = cProfile.Profile()
-        start = time.perf_counter()
-        profiler.enable()
-        summary = indexer.index(repo, name=name)
-        profiler.disable()
-        wall = time.perf_counter() - start
-        stats = pstats.Stats(profiler)
-    return {"repo": repo, "name": name, "overrides": overrides, "chunks": summary.chunks, "files": summary.files,
+    config = load_config(None, [f"paths.index_root={work}/index", f"paths.cache_dir={work}/cache", *overrides],
+                         environ={})
+    indexer = Indexer(config, progress=False)
+    indexer.runner.identity()  # the encoder loads (and exports once) outside the profile
+    load_before = os.getloadavg()[0]
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    summary = indexer.index(repo, name=name, commit=commit)
+    profiler.disable()
+    wall = time.perf_counter() - start
+    stats = pstats.Stats(profiler)
+    return {"repo": repo, "commit": commit or "HEAD", "name": name, "overrides": overrides,
+            "chunks": summary.chunks, "files": summary.files,
             "wall_s": round(wall, 2), "chunks_per_s": round(summary.chunks / wall, 2),
             "driver_stage_s": summary.seconds, "profiled_stage_s": stage_times(stats),
             "top_own_time": top_functions(stats, TOP_FUNCTIONS), "peak_rss_mb": summary.peak_rss_mb,
@@ -86,11 +107,16 @@ def profile(repo: str, name: str, overrides: list[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", required=True, help="a git repository to index")
+    parser.add_argument("--commit", help="the commit to index (default: HEAD)")
     parser.add_argument("--name", default="bench/profile")
+    parser.add_argument("--work", type=Path, help="keep the index and cache here (default: a temporary directory)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="section.field=value")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    result = profile(args.repo, args.name, args.overrides)
+    try:
+        result = profile(args.repo, args.name, args.overrides, args.commit, args.work)
+    except NotEmptyError as exc:
+        parser.error(str(exc))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "top_own_time"}, indent=1))

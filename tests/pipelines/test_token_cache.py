@@ -55,3 +55,22 @@ def test_a_codec_fitted_from_a_sample_is_the_one_a_second_process_loads(tmp_path
 def test_no_builder_when_token_vectors_are_off(tmp_path) -> None:
     config = make_config(tmp_path, "token_vectors.enabled=false", private_cache=True)
     assert new_token_builder(config, "m", 384) is None
+
+
+def test_a_background_fit_on_one_thread_gives_the_same_codec_and_codes(tmp_path) -> None:
+    chunks = _chunks("serving/core/fusion.py")
+    results = []
+    for name, settings in (("inline", ("token_vectors.fit_background=false", "token_vectors.fit_threads=0")),
+                           ("background", ())):  # the defaults: a fit thread with one OpenMP thread
+        config = make_config(tmp_path / name, "token_vectors.fit_sample_tokens=600", "token_vectors.pq_m=16",
+                             *settings, private_cache=True)
+        encoder = shared_encoder(config.encoder)
+        builder = new_token_builder(config, encoder.model_id, encoder.dim)
+        assert builder is not None
+        builder.fill(chunks, lambda texts: encoder.encode_tokens(texts, config.late_interaction.doc_max_length), 4)
+        codes = builder.codes([c.content_sha for c in chunks])
+        assert builder.codec is not None
+        results.append((builder.codec.sha, codes))
+    (inline_sha, inline_codes), (background_sha, background_codes) = results
+    assert background_sha == inline_sha
+    assert all((a[0] == b[0]).all() and len(a[0]) > 0 for a, b in zip(inline_codes, background_codes))
