@@ -169,7 +169,7 @@ class TokenVectorBuilder:
     def _fit(self) -> None:
         sample = np.concatenate(list(self._raw.values())) if self._raw else np.zeros((0, self.source_dim), np.float32)
         codec = TokenCodec.fit(sample[: self.config.fit_sample_tokens], self.config.dim, self.quantization,
-                               self.config.pq_m, self.config.fit_iterations)
+                               self.config.pq_m, self.config.fit_iterations, self.config.fit_threads)
         self.root.mkdir(parents=True, exist_ok=True)
         staging = self.root / f".fit-{uuid.uuid4().hex}"
         staging.mkdir()
