@@ -130,9 +130,9 @@ class TokenCodec:
 
     @staticmethod
     def fit(sample: np.ndarray, dim: int, quantization: Quantization | str, pq_m: int,
-            iterations: int = PQ_FIT_ITERATIONS) -> TokenCodec:
+            iterations: int = PQ_FIT_ITERATIONS, threads: int = 0) -> TokenCodec:
         """PCA projection (int8/float16) or a product quantiser (pq) trained on `sample` (`iterations` k-means
-        rounds per sub-space)."""
+        rounds per sub-space, on `threads` FAISS OpenMP threads; 0: FAISS's own setting)."""
         quantization = Quantization.parse(quantization)
         source_dim = int(sample.shape[1])
         if quantization is not Quantization.PQ:
@@ -147,7 +147,10 @@ class TokenCodec:
         training = np.ascontiguousarray(np.resize(sample.astype(np.float32), (rows, source_dim)))
         pq = faiss.ProductQuantizer(source_dim, pq_m, PQ_BITS)
         pq.cp.niter = max(1, iterations)
-        pq.train(training)
+        from semantica.vectors import omp_threads
+
+        with omp_threads(threads):
+            pq.train(training)
         return TokenCodec(TokenProjection(None, source_dim), quantization, pq)
 
     def save(self, directory: Path) -> None:

@@ -7,6 +7,9 @@ Vectors are unit length, so inner product is cosine similarity.
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +19,26 @@ import numpy as np
 from semantica.config import FaissConfig
 
 _MIN_TRAIN_POINTS_PER_CENTROID = 39
+
+_OMP_LOCK = threading.Lock()
+
+
+@contextmanager
+def omp_threads(count: int) -> Iterator[None]:
+    """FAISS's OpenMP threads set to `count` for the block (0: left as is), then restored. One query's
+    search, or a small codec fit, is too small to split: each parallel region still wakes every worker
+    thread, which on a loaded machine waits for a core. OpenMP's setting is per process, so blocks run
+    one at a time."""
+    if count <= 0:
+        yield
+        return
+    with _OMP_LOCK:
+        before = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(count)
+        try:
+            yield
+        finally:
+            faiss.omp_set_num_threads(before)
 
 
 class VectorIndexError(RuntimeError):

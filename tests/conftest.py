@@ -20,11 +20,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", "/work/.mirror"))
 REQUESTS_CLONE = MIRRORS / "psf+requests" / "repo"
 REQUESTS_COMMIT = "a0df2cbb10419037d11d04352b3175405ab52941"
+REQUESTS_NAME = "psf/requests"
 SELF_NAME = "semantica/self"
 # For a test that checks what an index holds (files, symbols, edges, lexical hits) and never reranks with
 # late interaction: no stored token vectors, which roughly triple a build's time; tests/semantica/test_token_vectors.py
 # and the late-interaction reranker tests cover them.
 WITHOUT_TOKEN_VECTORS = ("token_vectors.enabled=false", "late_interaction.enabled=false")
+# For a build whose vectors no test reads (files, symbols, edges, lexical hits, recorded errors): each chunk is
+# embedded from its first 16 tokens, not 256. Embedding is most of such a build's time (the nesting-limit file:
+# 134 s -> 19 s under load); the embedding cache is keyed by this length, so no other test reuses these vectors.
+SHORT_EMBEDDINGS = ("encoder.max_length=16",)
 GOLDEN_SET = REPO_ROOT / "conf" / "golden" / "semantica.jsonl"
 
 
@@ -145,6 +150,16 @@ def requests_clone() -> Path:
                     "directory holding psf+requests/repo to run this test)")
     return REQUESTS_CLONE
 
+
+@pytest.fixture(scope="session")
+def indexed_requests(requests_clone, tmp_path_factory) -> IndexedRepo:
+    """psf/requests at REQUESTS_COMMIT indexed once per session, without token vectors and with short
+    embeddings: the tests that check its files, symbols, edges, lexical hits and plan share this one build."""
+    from pipelines.indexer import Indexer
+
+    config = make_config(tmp_path_factory.mktemp("requests"), *WITHOUT_TOKEN_VECTORS, *SHORT_EMBEDDINGS)
+    summary = Indexer(config, progress=False).index(str(requests_clone), REQUESTS_NAME, REQUESTS_COMMIT)
+    return IndexedRepo(config, REQUESTS_NAME, summary)
 
 
 @dataclass

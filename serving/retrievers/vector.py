@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
 
 from semantica.schema import Chunk
-from semantica.vectors import VectorShardSearcher
+from semantica.vectors import VectorShardSearcher, omp_threads
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, merge_scored
-
-_OMP_LOCK = threading.Lock()
-
-
-@contextmanager
-def omp_threads(count: int) -> Iterator[None]:
-    """FAISS's OpenMP threads set to `count` for the block (0: left as is), then restored. One query's
-    search is too small to split: a parallel region still wakes every worker thread, which on a loaded
-    machine waits for a core. OpenMP's setting is per process, so blocks run one at a time."""
-    if count <= 0:
-        yield
-        return
-    import faiss
-
-    with _OMP_LOCK:
-        before = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(count)
-        try:
-            yield
-        finally:
-            faiss.omp_set_num_threads(before)
 
 
 class VectorRetriever(BaseRetriever):

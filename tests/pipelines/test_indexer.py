@@ -17,7 +17,7 @@ from pipelines.indexer import Indexer
 from semantica.encoder import shared_encoder
 from semantica.layout import CURRENT, IndexLayout
 from semantica.snapshot import Snapshot
-from tests.conftest import REPO_ROOT, REQUESTS_COMMIT, WITHOUT_TOKEN_VECTORS, make_config
+from tests.conftest import REPO_ROOT, REQUESTS_COMMIT, SHORT_EMBEDDINGS, WITHOUT_TOKEN_VECTORS, make_config
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 
@@ -63,11 +63,10 @@ def test_self_index_faiss_returns_a_chunk_for_its_own_text(indexed_self):
     assert snapshot.chunks[max(hits)[1]].chunk_id == target.chunk_id
 
 
-def test_requests_at_fixed_commit(requests_clone, tmp_path):
-    config = make_config(tmp_path, *WITHOUT_TOKEN_VECTORS)
-    summary = Indexer(config, progress=False).index(str(requests_clone), "psf/requests", REQUESTS_COMMIT)
+def test_requests_at_fixed_commit(indexed_requests):
+    config, summary = indexed_requests.config, indexed_requests.summary
     assert summary.commit == REQUESTS_COMMIT and summary.files > 10
-    snapshot = open_current(config, "psf/requests")
+    snapshot = open_current(config, indexed_requests.name)
     assert "requests/models.py::Request.register_hook" in {s.symbol_id for s in snapshot.symbols}
     calls = {(e.src, e.dst) for e in snapshot.edges if e.type == "CALLS" and e.resolved}
     assert ("requests/models.py::Request.__init__", "requests/models.py::Request.register_hook") in calls
@@ -187,7 +186,8 @@ def test_symbols_lost_to_the_parser_nesting_limit_are_recorded(tmp_path):
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "deep")
-    config = make_config(tmp_path / "idx")
+    # each kept class's qualname (C0.C1...) runs to hundreds of tokens, and nothing here reads a vector
+    config = make_config(tmp_path / "idx", *WITHOUT_TOKEN_VECTORS, *SHORT_EMBEDDINGS)
     summary = Indexer(config, progress=False).index(str(repo), "deep")
     snapshot = open_current(config, "deep")
     kept = sum(1 for s in snapshot.symbols if s.path == "deep.py")

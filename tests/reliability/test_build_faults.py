@@ -27,6 +27,10 @@ from tests.reliability.conftest import cli, git, make_repo
 
 BUILD_STATS_PREFIX = Path(DEFAULT_FILE).stem  # /metrics build totals beside the repositories, by design
 TMPFS_HEADROOM_KIB = 512
+FULL_DISK_LIMIT_BYTES = 48 * 1024
+# generated files (20 functions each) for the full-disk builds: enough that the parse cache and the snapshot's
+# vector shard each outgrow FULL_DISK_LIMIT_BYTES; every one of them is embedded cold by the warm-cache build
+FULL_DISK_FILES = 4
 
 
 def top_symbol(config, query: str, repo: str) -> str:
@@ -177,7 +181,7 @@ def test_full_disk_fails_the_build_cleanly(two_repos, tmp_path, warm_cache):
     """A file system that refuses writes (RLIMIT_FSIZE: no root or tmpfs needed) mid-build: in the
     parse cache, or (every file cached by an earlier build) while writing the snapshot's shards."""
     repo = make_repo(tmp_path / "alpha-big", {"ledger.py": (two_repos.alpha / "ledger.py").read_text()})
-    _grow(repo, 30)
+    _grow(repo, FULL_DISK_FILES)
     cache = tmp_path / "private-cache"
     if warm_cache:
         assert cli("index", "--repo", str(repo), "--name", "alpha", "--index-root", str(tmp_path / "scratch"),
@@ -187,7 +191,7 @@ def test_full_disk_fails_the_build_cleanly(two_repos, tmp_path, warm_cache):
     result = subprocess.run(
         [sys.executable, "-m", "jobs.cli", "index", "--repo", str(repo), "--name", "alpha",
          "--index-root", str(two_repos.root), "--set", f"paths.cache_dir={cache}"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, preexec_fn=_limit_file_size(48 * 1024), timeout=600)
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, preexec_fn=_limit_file_size(FULL_DISK_LIMIT_BYTES), timeout=600)
     assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("semantica index: error:") and "Traceback" not in result.stderr, result.stderr[-2000:]

@@ -111,6 +111,27 @@ def test_product_quantiser_round_trip_and_maxsim(tmp_path) -> None:
         TokenCodec.fit(sample, 0, "pq", 10)
 
 
+def test_the_pq_fit_trains_on_the_threads_it_is_given_and_restores_faiss(monkeypatch) -> None:
+    """`token_vectors.fit_threads`: FAISS's k-means on 2 OpenMP threads took 34-43 s on a loaded 2-core
+    machine where one thread took 5-6 s (docs/reliability.md); the process setting comes back after."""
+    import faiss
+
+    seen: list[int] = []
+    train = faiss.ProductQuantizer.train
+
+    def observed(self, x):  # noqa: ANN001, ANN202 - FAISS's own signature
+        seen.append(faiss.omp_get_max_threads())
+        return train(self, x)
+
+    monkeypatch.setattr(faiss.ProductQuantizer, "train", observed)
+    before = faiss.omp_get_max_threads()
+    sample = _unit(np.random.default_rng(8), 600, 64, 16)
+    one = TokenCodec.fit(sample, 0, "pq", 16, threads=1)
+    default = TokenCodec.fit(sample, 0, "pq", 16)
+    assert seen == [1, before] and faiss.omp_get_max_threads() == before
+    assert one.sha == default.sha  # the same codec, whatever the thread count
+
+
 def test_product_quantiser_codes_match_faiss_and_batch_encoding() -> None:
     """The matmul assignment gives FAISS's own codes; one batched pass equals per-chunk passes."""
     rng = np.random.default_rng(7)

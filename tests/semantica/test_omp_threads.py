@@ -1,10 +1,11 @@
-"""One query's FAISS search runs on `faiss.query_threads` OpenMP threads; the process setting comes back after."""
+"""FAISS work too small to split (one query's search: `faiss.query_threads`; the token codec fit:
+`token_vectors.fit_threads`) runs on a set number of OpenMP threads; the process setting comes back after."""
 
 from __future__ import annotations
 
 import faiss
 
-from serving.retrievers.vector import omp_threads
+from semantica.vectors import omp_threads
 
 
 def test_omp_threads_are_set_for_the_block_and_restored() -> None:
