@@ -152,6 +152,8 @@ class SearchPipeline:
             for spec in specs:
                 loads[f"{name}:{spec.name}"] = lambda r=retrievers, n=spec.name: r.get(n)
             loads[f"{name}:tables"] = lambda s=snapshot: (s.chunk_row, s.token_vectors)
+            if self.config.localizer.enabled:  # the learned models (a lightgbm import) when a query will run them
+                loads[f"{name}:localizer"] = lambda s=snapshot: self.learned_localizer.preload(s)
         return self._prefetcher.start(loads)
 
     # -- validation ----------------------------------------------------------------------------
