@@ -29,6 +29,16 @@ from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 from serving.core.intent import identifier_only
 
 
+SHIPPED_ROOT = Path(__file__).resolve().parents[3]  # the checkout whose models/ holds the shipped models
+
+
+def model_root(model_dir: str | Path) -> Path:
+    """`model_dir` as given when absolute or present under the working directory; else under the checkout that
+    ships it (a relative default such as models/localizer-history, with a query run from another directory)."""
+    root = Path(model_dir)
+    return root if root.is_absolute() or root.exists() else SHIPPED_ROOT / root
+
+
 class LocalizerModelError(ValueError):
     """The model directory is missing, incomplete or was trained on another feature schema."""
 
@@ -44,7 +54,7 @@ class LocalizerModels:
     """The two LightGBM rankers of a model directory (files.txt, functions.txt, meta.json)."""
 
     def __init__(self, model_dir: str | Path) -> None:
-        root = Path(model_dir)
+        root = model_root(model_dir)
         meta_file = root / META
         if not meta_file.is_file():
             raise LocalizerModelError(f"no localizer model in {root} (expected {META}, {FILE_MODEL}, "
@@ -215,11 +225,15 @@ class LearnedStage:
         c = self.config
         return c.learned_files and (not c.history_features or stores_history(served))
 
+    def applies(self, query: str, repos: int) -> bool:
+        """Whether the stage re-ranks this query: not one over several repositories, nor a bare identifier
+        lookup (`skip_identifier_queries`)."""
+        return repos == 1 and not (self.config.skip_identifier_queries and identifier_only(query))
+
     def apply(self, query: str, served: Sequence[Any], files: list[dict[str, Any]],
               functions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Today's file and function dicts, re-ranked; a query over several repositories, or a bare identifier
-        lookup (`skip_identifier_queries`), is left as it is."""
-        if len(served) != 1 or (self.config.skip_identifier_queries and identifier_only(query)):
+        """Today's file and function dicts, re-ranked where the stage `applies`, else left as they are."""
+        if not self.applies(query, len(served)):
             return files, functions
         repo = served[0].repo
         c = self.config
