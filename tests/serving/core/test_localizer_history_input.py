@@ -175,10 +175,12 @@ def test_default_runs_the_history_model_alone_only_over_a_snapshot_with_history(
 
 def test_prefetch_loads_the_models_only_for_a_snapshot_that_will_run_them(with_history, without_history):
     """The CLI's prefetch thread imports lightgbm and loads the history model where a query will run it, and
-    leaves both alone for a snapshot without history (its queries run no model)."""
+    leaves both alone for a snapshot without history (its queries run no model) and for an identifier lookup
+    (the stage keeps today's order for it)."""
     from serving.pipeline import SearchPipeline
 
-    for (config, _), loads in ((with_history, True), (without_history, False)):
+    for (config, _), query, loads in ((with_history, QUERY, True), (without_history, QUERY, False),
+                                      (with_history, "render", False), (with_history, None, True)):
         pipeline = SearchPipeline(config)
-        assert pipeline.prefetch([R]).wait(timeout=600) == {}
-        assert (pipeline.learned_localizer._localizer is not None) is loads
+        assert pipeline.prefetch([R], query=query).wait(timeout=600) == {}
+        assert (pipeline.learned_localizer._localizer is not None) is loads, (config.paths.index_root, query)
