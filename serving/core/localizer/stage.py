@@ -28,7 +28,6 @@ from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, ME
 from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 from serving.core.intent import identifier_only
 
-
 SHIPPED_ROOT = Path(__file__).resolve().parents[3]  # the checkout whose models/ holds the shipped models
 
 
