@@ -353,7 +353,13 @@ class Indexer:
         if not self.config.history.index or source is None or source.empty:
             return None
         from semantica.history import HistoryReader
+        from semantica.history.gitread import resolve_commit
 
+        if source.commit is None:  # a working tree: HEAD, which a repository without commits does not have yet
+            try:
+                resolve_commit(source.repo_path, "HEAD")
+            except RuntimeError:
+                return None
         h = self.config.history
         reader = HistoryReader(h, h.cache_file or self.cache_dir / "history.sqlite")
         try:

@@ -134,10 +134,12 @@ class SearchPipeline:
     def retrievers(self, snapshot: Snapshot) -> Any:
         return self.stages.retrievers(snapshot)
 
-    def prefetch(self, repos: list[str] | None = None, strategies: list[str] | None = None) -> Prefetcher:
+    def prefetch(self, repos: list[str] | None = None, strategies: list[str] | None = None,
+                 query: str | None = None) -> Prefetcher:
         """Start loading, in parallel, what the first query over `repos` (default: all) will need: only the
         retrievers of `strategies` (and those that seed them) when given, so a query that needs no lexical
-        list does not start the JVM."""
+        list does not start the JVM; the learned localizer's models only when `query` (when known) is one the
+        localizer stage re-ranks, so an identifier lookup does not wait for a lightgbm import."""
         names = repos or self.snapshots.repos()
         specs = self.stages.retriever_specs
         if strategies:
@@ -153,6 +155,8 @@ class SearchPipeline:
             for spec in specs:
                 loads[f"{name}:{spec.name}"] = lambda r=retrievers, n=spec.name: r.get(n)
             loads[f"{name}:tables"] = lambda s=snapshot: (s.chunk_row, s.token_vectors)
+            if self.config.localizer.enabled and (query is None or self.learned_localizer.applies(query, len(names))):
+                loads[f"{name}:localizer"] = lambda s=snapshot: self.learned_localizer.preload(s)
         return self._prefetcher.start(loads)
 
     # -- validation ----------------------------------------------------------------------------

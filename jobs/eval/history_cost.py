@@ -3,6 +3,7 @@
 (and with the adapted localizer) over the same snapshot, queries alternating between the pipelines.
 
     python -m jobs.eval.history_cost --repo GIT_DIR --name OWNER/NAME --out FILE.json [--queries FILE.jsonl]
+        [--compare-defaults]
         [--rounds N] [--limit N] [--no-adapt] [--set key=value ...]
 
 `--no-adapt` leaves out the adapted-localizer index run and query variant (queries then run over the
@@ -86,6 +87,10 @@ def query_runs(index_root: str, cache: Path, queries: list[str], rounds: int, va
     return out
 
 
+# the defaults before history was on (`--compare-defaults`): candidates-first, no history features
+OLD_DEFAULTS = ["localizer.learned_files=false", "localizer.learned_files_alone=false", "localizer.history_features=false",
+                "localizer.model_dir=models/localizer"]
+
 PLAN = [("off-cold", ["history.index=false"], "off-cold"), ("off", ["history.index=false"], "off"),
         ("history", ["history.index=true"], "history"),
         ("history-again", ["history.index=true"], "history"),  # a re-index: the history cache is warm
@@ -134,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-adapt", action="store_true", help="no history.adapt run or adapted-localizer variant")
     parser.add_argument("--runs", default="", help="only these index runs (comma-separated labels of PLAN; 'none')")
     parser.add_argument("--append-to", default="", help="a report of an earlier run: its runs and queries are kept")
+    parser.add_argument("--compare-defaults", action="store_true", help="query variants: the old defaults "
+                        "(OLD_DEFAULTS) against today's, over the snapshot indexed with history")
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args(argv)
     work = Path(args.work)
@@ -170,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                     "+ adapted localizer": ["history.enabled=false", "localizer.enabled=true"]}
         if args.no_adapt:
             del variants["+ adapted localizer"]
+        if args.compare_defaults:
+            variants = {"old defaults": OLD_DEFAULTS, "new defaults": []}
         queries = queries[: args.limit or None]
         served = next(r for r in sorted(runs, key=lambda r: r["label"] != "history+adapt") if r["history_bytes"])
         report["query"] = query_runs(served["index_root"], work / "cache", queries, args.rounds, variants, args.set)

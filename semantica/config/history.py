@@ -34,14 +34,14 @@ class HistoryConfig:
     Fusion: `file_weight` / `function_weight` add `weight / (rrf_k + rank)` of the vote lists to the
     localizer's scores, `prior_weight` adds the fix-frequency prior's rank the same way (0 = off)."""
 
-    index: bool = False
+    index: bool = True  # on: the learned file ranker reads the stored history (docs/localizer.md "Decision")
     enabled: bool = False
-    max_commits: int = 20000
+    max_commits: int = 3000  # as the shipped models/localizer-history was mined (localizer.history_max_commits)
     min_message_chars: int = 15
     max_commit_files: int = 10
     max_commit_lines: int = 1000
     max_blob_bytes: int = 1_000_000
-    functions: bool = True
+    functions: bool = False
     """Read the changed outer functions (parses each changed file at the parent: most of the reading time);
     false = file votes and file priors only."""
     bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])

@@ -26,8 +26,8 @@ class LocalizerCorpusConfig:
 class LocalizerConfig:
     """The learned localizer: LightGBM rankers over cheap candidate lists (semantica/localizer/, the stage in serving/core/localizer/)."""
 
-    enabled: bool = True  # candidates-first by default (docs/localizer.md "Decision")
-    model_dir: str = "models/localizer"
+    enabled: bool = True  # the learned file ranker with history alone by default (docs/localizer.md "Decision")
+    model_dir: str = "models/localizer-history"
     top_files: int = 20
     file_list_depth: int = 200
     function_list_depth: int = 200
@@ -40,15 +40,16 @@ class LocalizerConfig:
     function_name_boost: float = 1.0  # ... plus this many first places when the query names it (code-shaped identifier)
     max_file_bytes: int = 1000000
     blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
-    learned_files: bool = False  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
+    learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
     learned_functions: bool = False
     today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
     learned_weight: float = 1.0
     blend_rrf_k: float = 60.0
-    learned_files_alone: bool = False  # the learned file ranking replaces today's file order (no blend); functions
+    learned_files_alone: bool = True  # the learned file ranking replaces today's file order (no blend); functions
                                        # still blend. Corpus LOO with the fixed fusion as today's proxy: weight 0
     skip_identifier_queries: bool = True  # a query of 1-3 bare identifiers keeps today's order (docs/localizer.md)
-    history_features: bool = False  # history votes and priors as features, mined and at query time (else NaN)
+    history_features: bool = True  # history votes and priors as features, mined and at query time; a snapshot
+                                   # without stored history falls back to candidates-first (stage.py)
     history_max_commits: int = 3000  # ... from at most this many newest commits at or before each snapshot
     history_functions: bool = False  # ... and function-level ones (parses every changed file: CPU)
     snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,

@@ -66,8 +66,8 @@ def _repo(root: Path) -> Path:
 def built(tmp_path_factory):
     """One real index written with the toy kind registered (the built-in kinds are written as always)."""
     root = tmp_path_factory.mktemp("index-kinds")
-    config = make_config(root, f"serve.feedback_dir={root / 'feedback'}",
-                         f"index.kinds=[faiss,lucene,granular,tokens,history,{TOY}]")
+    config = make_config(root, f"serve.feedback_dir={root / 'feedback'}", f"index.kinds=[faiss,lucene,granular,tokens,history,{TOY}]",
+                         "history.index=false")  # history: a registered kind that writes nothing here
     register_index_kind(PathWordsKind())
     try:
         Indexer(config, progress=False).index(str(_repo(root)), REPO)

@@ -28,6 +28,15 @@ from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, ME
 from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 from serving.core.intent import identifier_only
 
+SHIPPED_ROOT = Path(__file__).resolve().parents[3]  # the checkout whose models/ holds the shipped models
+
+
+def model_root(model_dir: str | Path) -> Path:
+    """`model_dir` as given when absolute or present under the working directory; else under the checkout that
+    ships it (a relative default such as models/localizer-history, with a query run from another directory)."""
+    root = Path(model_dir)
+    return root if root.is_absolute() or root.exists() else SHIPPED_ROOT / root
+
 
 class LocalizerModelError(ValueError):
     """The model directory is missing, incomplete or was trained on another feature schema."""
@@ -44,7 +53,7 @@ class LocalizerModels:
     """The two LightGBM rankers of a model directory (files.txt, functions.txt, meta.json)."""
 
     def __init__(self, model_dir: str | Path) -> None:
-        root = Path(model_dir)
+        root = model_root(model_dir)
         meta_file = root / META
         if not meta_file.is_file():
             raise LocalizerModelError(f"no localizer model in {root} (expected {META}, {FILE_MODEL}, "
@@ -99,9 +108,18 @@ class LearnedLocalizer:
                       cands)
 
 
-def file_today_weight(config: LocalizerConfig) -> float:
-    """Today's weight in the file blend: 0 when the learned file ranker stands alone (`learned_files_alone`)."""
-    return 0.0 if config.learned_files and config.learned_files_alone else config.today_weight
+def file_today_weight(config: LocalizerConfig, learned_files: bool | None = None) -> float:
+    """Today's weight in the file blend: 0 when the learned file ranker stands alone (`learned_files_alone`);
+    `learned_files` is whether it runs for this query (default: `config.learned_files`)."""
+    runs = config.learned_files if learned_files is None else learned_files
+    return 0.0 if runs and config.learned_files_alone else config.today_weight
+
+
+def stores_history(served: Any) -> bool:
+    """Whether the snapshot stores a history with at least one kept commit (`history.index` at index time, a git
+    source with commits): without one every history feature is NaN, which a model trained with history never saw."""
+    searcher = getattr(served, "history", None)
+    return searcher is not None and bool(searcher.history.records)
 
 
 def blend(today: list[str], learned: list[str], today_weight: float, learned_weight: float, rrf_k: float) -> list[str]:
@@ -133,17 +151,29 @@ class LearnedStage:
         self._histories: dict[str, SnapshotHistory] = {}  # snapshot key -> its history inputs (the newest only)
         self._builder = SnapshotBuilder(open_blob_cache(config.blob_cache_file, cache_dir))
         self._lock = threading.Lock()
+        self._models_lock = threading.Lock()  # the prefetch thread and the first query may both ask for the models
+        self._candidates_only = LearnedLocalizer(config, None)  # a query that runs no model (no lightgbm import)
 
     def localizer(self) -> LearnedLocalizer:
-        if self._localizer is None:
-            c = self.config
-            models = LocalizerModels(c.model_dir) if c.learned_files or c.learned_functions else None
-            self._localizer = LearnedLocalizer(c, models)
-        return self._localizer
+        """The shared models' localizer, loaded once (importing lightgbm: ~0.4 s, so the CLI prefetches it)."""
+        with self._models_lock:
+            if self._localizer is None:
+                c = self.config
+                models = LocalizerModels(c.model_dir) if c.learned_files or c.learned_functions else None
+                self._localizer = LearnedLocalizer(c, models)
+            return self._localizer
 
-    def localizer_for(self, served: Any) -> LearnedLocalizer:
+    def preload(self, served: Any) -> None:
+        """Load the models a query over `served` will run (a prefetch load); nothing when it runs none."""
+        if self.runs_learned_files(served) or self.config.learned_functions:
+            self.localizer_for(served)
+
+    def localizer_for(self, served: Any, learned_files: bool | None = None) -> LearnedLocalizer:
         """The snapshot's own adapted models (`history/adapt/`, history.adapt) in place of the shared ones when it
-        stores them; a function ranker it lacks comes from the shared models."""
+        stores them; a function ranker it lacks comes from the shared models. A query that runs no model
+        (`learned_files` false for it, `learned_functions` off) gets the candidates-only localizer."""
+        if learned_files is False and not self.config.learned_functions:
+            return self._candidates_only
         history_dir = getattr(getattr(served, "paths", None), "history", None)
         adapt_dir = Path(history_dir) / ADAPT_DIR if history_dir is not None else None
         if adapt_dir is None or not (adapt_dir / META).is_file():
@@ -189,18 +219,30 @@ class LearnedStage:
             inputs = self._histories[key]
         return inputs.signals(query)
 
+    def runs_learned_files(self, served: Any) -> bool:
+        """The learned file ranker runs for this snapshot unless it was trained with history features
+        (`history_features`) and the snapshot stores no history (`stores_history`): then the query falls back to
+        candidates-first (the cheap lists' fixed fusion blended into today's order), as with `learned_files` off."""
+        c = self.config
+        return c.learned_files and (not c.history_features or stores_history(served))
+
+    def applies(self, query: str, repos: int) -> bool:
+        """Whether the stage re-ranks this query: not one over several repositories, nor a bare identifier
+        lookup (`skip_identifier_queries`)."""
+        return repos == 1 and not (self.config.skip_identifier_queries and identifier_only(query))
+
     def apply(self, query: str, served: Sequence[Any], files: list[dict[str, Any]],
               functions: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Today's file and function dicts, re-ranked; a query over several repositories, or a bare identifier
-        lookup (`skip_identifier_queries`), is left as it is."""
-        if len(served) != 1 or (self.config.skip_identifier_queries and identifier_only(query)):
+        """Today's file and function dicts, re-ranked where the stage `applies`, else left as they are."""
+        if not self.applies(query, len(served)):
             return files, functions
         repo = served[0].repo
-        ranked = self.localizer_for(served[0]).rank(self.snapshot(served[0]), query, self.history(served[0], query),
-                                                    self.config.learned_files, self.config.learned_functions)
         c = self.config
+        learned_files = self.runs_learned_files(served[0])
+        ranked = self.localizer_for(served[0], learned_files).rank(
+            self.snapshot(served[0]), query, self.history(served[0], query), learned_files, c.learned_functions)
         file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],
-                           file_today_weight(c), c.learned_weight, c.blend_rrf_k)
+                           file_today_weight(c, learned_files), c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],
                                [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
         return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),

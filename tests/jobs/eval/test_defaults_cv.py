@@ -100,7 +100,8 @@ def test_replay_chooses_test_damping_in_every_fold(corpus, tmp_path):
         _store_lists(tmp_path / "mined", inst)
     damping = next(s for s in SETTINGS if s.name == "test-file damping")
     report = run(instances, str(tmp_path / "mined"), [damping, Setting("no-op", (("a", ()), ("b", ())))],
-                 base=[f"paths.cache_dir={tmp_path / 'cache'}"], repos_dir=str(corpus / "repos"))
+                 base=[f"paths.cache_dir={tmp_path / 'cache'}", "localizer.learned_files=false"],  # candidates-first:
+                 repos_dir=str(corpus / "repos"))  # the learned file ranking alone would drop today's (damped) order
     section = report["settings"]["test-file damping"]
     assert section["alternatives"]["1.0 (none)"]["file"]["Acc@5"] == 0.0  # the test files stay ahead
     assert section["alternatives"]["0.5"]["file"]["Acc@1"] == 1.0

@@ -43,3 +43,21 @@ def test_missing_file_is_an_error(tmp_path):
 def test_round_trip_through_dict():
     config = load_config(DEFAULT_CONFIG_FILE, ["chunk.max_tokens=99"], environ={})
     assert config_from_dict(config_to_dict(config)) == config
+
+
+def test_the_history_localizer_defaults_turn_back_with_set():
+    """History indexing and the learned file ranker with history are on by default; `--set` restores the
+    previous defaults (candidates-first, no history in the index) one key at a time."""
+    new = load_config(None, [], environ={})
+    history = new.history
+    assert (history.index, history.functions, history.max_commits, history.enabled) == (True, False, 3000, False)
+    loc = new.localizer
+    assert (loc.learned_files, loc.learned_files_alone, loc.history_features, loc.model_dir) == (
+        True, True, True, "models/localizer-history")
+    old = load_config(None, ["history.index=false", "history.functions=true", "history.max_commits=20000",
+                             "localizer.learned_files=false", "localizer.learned_files_alone=false",
+                             "localizer.history_features=false", "localizer.model_dir=models/localizer"], environ={})
+    assert (old.history.index, old.history.functions, old.history.max_commits) == (False, True, 20000)
+    loc = old.localizer
+    assert (loc.learned_files, loc.learned_files_alone, loc.history_features, loc.model_dir) == (
+        False, False, False, "models/localizer")

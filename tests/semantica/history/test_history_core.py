@@ -54,7 +54,7 @@ def repo(tmp_path: Path) -> dict[str, object]:
 
 
 def config(**overrides: object) -> HistoryConfig:
-    return HistoryConfig(**{"min_message_chars": 10, **overrides})
+    return HistoryConfig(**{"min_message_chars": 10, "functions": True, **overrides})  # function votes too
 
 
 def test_later_commit_never_influences_votes_priors_or_explanations(repo):

@@ -130,6 +130,21 @@ def test_model_directory_errors_are_clear(tmp_path):
         LocalizerModels(tmp_path)
 
 
+def test_the_default_model_dir_loads_from_another_working_directory(tmp_path, monkeypatch):
+    """The default `localizer.model_dir` is relative: a query run from the user's own repository still reads the
+    shipped model, and a model directory present under the working directory still wins."""
+    from semantica.config import LocalizerConfig
+
+    default = LocalizerConfig().model_dir
+    if not (Path(__file__).resolve().parents[3] / default / "meta.json").is_file():
+        pytest.skip(f"SKIPPED LOUDLY: no shipped localizer model in {default}")
+    monkeypatch.chdir(tmp_path)
+    assert LocalizerModels(default).files is not None
+    (tmp_path / default).mkdir(parents=True)
+    with pytest.raises(LocalizerModelError, match="no localizer model"):  # the local directory, not the shipped one
+        LocalizerModels(default)
+
+
 def test_shipped_models_load_and_rank_when_present(snapshot):
     root = Path(__file__).resolve().parents[3] / "models" / "localizer"
     if not (root / "meta.json").is_file():

@@ -1,12 +1,11 @@
 """The localizer stage's history inputs equal the corpus miner's: on a real git repository indexed with its
 history, the same commit and query give the stage the votes, priors and candidate features that mining gave
 the training rows; the stage gives none when `localizer.history_features` is off or the snapshot stores no
-history."""
+history, and then (with the default config) answers as candidates-first instead of running the history model."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import subprocess
 from pathlib import Path
 
@@ -19,8 +18,12 @@ from tests.dated_git import commit, git
 R = "acme/widgets"
 PARSER = 'def parse(text):\n    return text.split(",")\n\n\ndef render(rows):\n    return "\\n".join(rows)\n'
 UTILS = "def helper():\n    return 1\n\n\ndef table(rows):\n    return list(rows)\n"
+ROWS = ("def rows_of(text):\n    # rows parsed from text with whitespace kept\n    return text.split('\\n')\n\n\n"
+        "def strip_rows(rows):\n    return [r.strip() for r in rows]\n")
+WHITESPACE = "def drops_whitespace(text):\n    return ''.join(text.split())\n"
+TEST_PARSER = "from pkg.parser import parse, render\n\n\ndef test_render():\n    assert render(parse('a,b')) == 'a\\nb'\n"
 QUERY = "render drops whitespace when rows are parsed"
-HISTORY = ("history.index=true", "history.min_message_chars=10")
+HISTORY = ("history.index=true", "history.functions=true", "history.min_message_chars=10")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +33,8 @@ def widgets(tmp_path_factory) -> dict[str, object]:
     work = root / "work"
     work.mkdir()
     git(work, "init", "-q", "-b", "main")
-    commit(work, {"pkg/parser.py": PARSER, "pkg/utils.py": UTILS}, "Initial import of the parser package", 0)
+    commit(work, {"pkg/parser.py": PARSER, "pkg/utils.py": UTILS, "pkg/rows.py": ROWS, "pkg/whitespace.py": WHITESPACE,
+                  "tests/test_parser.py": TEST_PARSER}, "Initial import of the parser package", 0)
     commit(work, {"pkg/parser.py": PARSER.replace("join(rows)", "join(r.strip() for r in rows)")},
            "Fix render dropping whitespace in rows", 10)
     commit(work, {"pkg/utils.py": UTILS.replace("return 1", "return 11")}, "Make helper return eleven for tables", 20)
@@ -56,7 +60,12 @@ def _served(widgets, name: str, *overrides: str):
 
 @pytest.fixture(scope="module")
 def with_history(widgets):
-    return _served(widgets, "with-history", *HISTORY)  # history.functions stays on: the stage must drop them
+    return _served(widgets, "with-history", *HISTORY)  # history.functions on: the stage must drop them
+
+
+@pytest.fixture(scope="module")
+def without_history(widgets):
+    return _served(widgets, "no-history", "history.index=false")  # as a snapshot indexed before history was on
 
 
 def _mined(widgets, config, tmp_path: Path):
@@ -102,7 +111,7 @@ def test_stage_history_inputs_equal_the_miners(widgets, with_history, tmp_path):
     assert _same(query_time.function_features, mining.function_features)
     without = generator.build(snapshot, QUERY, None)
     assert not _same(query_time.file_features, without.file_features)  # the history columns are filled in
-    assert not math.isnan(float(query_time.file_features[0][-3]))
+    assert not np.isnan(query_time.file_features[:, -3]).all()  # history_count of the files history touched
 
 
 def test_pipeline_hands_the_stage_its_snapshots_history(widgets, with_history):
@@ -118,12 +127,60 @@ def test_pipeline_hands_the_stage_its_snapshots_history(widgets, with_history):
     assert len(inputs) == 1 and inputs[0].searcher.history.commit == widgets["snapshot"]
 
 
-def test_no_history_inputs_when_off_or_not_indexed(widgets, with_history, tmp_path):
+def test_no_history_inputs_when_off_or_not_indexed(with_history, without_history, tmp_path):
     from serving.core.localizer.stage import LearnedStage
 
     config, served = with_history
-    assert LearnedStage(config.localizer, str(tmp_path / "a")).history(served, QUERY) is None  # history_features off
-    plain_config, plain = _served(widgets, "no-history")
+    off = dataclasses.replace(config.localizer, history_features=False)
+    assert LearnedStage(off, str(tmp_path / "a")).history(served, QUERY) is None
+    plain_config, plain = without_history
     assert plain.history is None
     on = dataclasses.replace(plain_config.localizer, history_features=True)
     assert LearnedStage(on, str(tmp_path / "b")).history(plain, QUERY) is None
+
+
+def _file_order(config, *overrides: str) -> list[str]:
+    """The files the real query pipeline answers for QUERY over `config`'s index, with `overrides` on top."""
+    from semantica.config import load_config
+    from serving.pipeline import SearchPipeline, SearchRequest
+
+    index, cache = config.paths.index_root, config.paths.cache_dir
+    response = SearchPipeline(load_config(None, [f"paths.index_root={index}", f"paths.cache_dir={cache}",
+                                                 *overrides], environ={})).search(SearchRequest(query=QUERY, k=5))
+    assert not [d for d in response.degraded if d.get("stage") == "localizer"]
+    return [f["path"] for f in response.files]
+
+
+def test_default_runs_the_history_model_alone_only_over_a_snapshot_with_history(with_history, without_history,
+                                                                                 tmp_path):
+    from serving.core.localizer.stage import LearnedStage, stores_history
+
+    config, served = with_history
+    loc = config.localizer
+    assert loc.learned_files and loc.learned_files_alone and loc.history_features  # the defaults under test
+    stage = LearnedStage(loc, str(tmp_path / "with"))
+    assert stores_history(served) and stage.runs_learned_files(served)
+    ranked = stage.localizer().rank(stage.snapshot(served), QUERY, stage.history(served, QUERY))
+    assert stage.localizer().models.files is not None
+    learned = [key for key, _ in ranked.files]
+    answered = _file_order(config)
+    assert answered == learned[: len(answered)]  # the learned ranking alone: today's order is not blended in
+
+    plain_config, plain = without_history
+    assert not stores_history(plain) and not LearnedStage(plain_config.localizer).runs_learned_files(plain)
+    fallback = _file_order(plain_config)
+    assert fallback == _file_order(plain_config, "localizer.learned_files=false")  # candidates-first
+    assert fallback != _file_order(plain_config, "localizer.history_features=false")  # not the model over NaN history
+
+
+def test_prefetch_loads_the_models_only_for_a_snapshot_that_will_run_them(with_history, without_history):
+    """The CLI's prefetch thread imports lightgbm and loads the history model where a query will run it, and
+    leaves both alone for a snapshot without history (its queries run no model) and for an identifier lookup
+    (the stage keeps today's order for it)."""
+    from serving.pipeline import SearchPipeline
+
+    for (config, _), query, loads in ((with_history, QUERY, True), (without_history, QUERY, False),
+                                      (with_history, "render", False), (with_history, None, True)):
+        pipeline = SearchPipeline(config)
+        assert pipeline.prefetch([R], query=query).wait(timeout=600) == {}
+        assert (pipeline.learned_localizer._localizer is not None) is loads, (config.paths.index_root, query)

@@ -18,8 +18,8 @@ def test_enabled_localizer_reranks_files_and_functions_and_is_timed(indexed_self
     if not (MODELS / "meta.json").is_file():
         pytest.skip("SKIPPED LOUDLY: no shipped localizer model in models/localizer")
     base = indexed_self.config
-    config = dataclasses.replace(base, localizer=dataclasses.replace(base.localizer, enabled=True,
-                                                                       model_dir=str(MODELS)))
+    config = dataclasses.replace(base, localizer=dataclasses.replace(  # candidates-first, as it was written for
+        base.localizer, enabled=True, model_dir=str(MODELS), learned_files=False, history_features=False))
     response = SearchPipeline(config).search(SearchRequest(
         query="LambdaRank training rows sample the tail of candidates by fixed fusion", repos=[indexed_self.name]))
     assert "localizer" in response.timings_ms and not [d for d in response.degraded if "localizer" in str(d)]

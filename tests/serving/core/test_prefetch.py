@@ -16,7 +16,7 @@ def test_prefetch_loads_every_index_before_the_first_query(tmp_path) -> None:
     pipeline = SearchPipeline(config)
     prefetcher = pipeline.prefetch(["t/toolbox", "t/not-indexed"])
     assert prefetcher.wait(timeout=600) == {}
-    assert set(prefetcher.futures) == {"encoder", "t/toolbox:tables",
+    assert set(prefetcher.futures) == {"encoder", "t/toolbox:tables", "t/toolbox:localizer",
                                        *(f"t/toolbox:{name}" for name in ("vector", "lexical", "symbol", "graph"))}
     snapshot = pipeline.snapshots.get("t/toolbox")
     retrievers = pipeline.retrievers(snapshot)

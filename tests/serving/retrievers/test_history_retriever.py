@@ -39,8 +39,8 @@ def shop(tmp_path_factory) -> dict[str, object]:
 def indexed(shop, tmp_path_factory):
     from pipelines.indexer import Indexer
 
-    config = make_config(tmp_path_factory.mktemp("shop-history-index"), "history.index=true", "history.enabled=true",
-                         "history.file_weight=1.0", "history.function_weight=1.0", "history.min_message_chars=5")
+    config = make_config(tmp_path_factory.mktemp("shop-history-index"), "history.index=true", "history.functions=true",
+                         "history.enabled=true", "history.file_weight=1.0", "history.function_weight=1.0", "history.min_message_chars=5")
     summary = Indexer(config, progress=False).index(str(shop["repo"]), R, shop["snapshot"])
     return config, summary
 

@@ -29,6 +29,7 @@ FILES = {
                       '    def record(self, amount):\n        self.amounts.append(amount)\n        return total(self.amounts)\n',
     "README.md": "# Ledger\n\nA tiny ledger that records amounts.\n",
 }
+PORT_ATTEMPTS = 5
 EXPECTED_TOOLS = {"search", "get_context", "list_repos", "index_status", "sync", "plan",
                   "callers", "callees", "definition", "references", "implementations", "repo_map",
                   "knowledge_search", "knowledge_propose"}
@@ -207,25 +208,31 @@ def test_mcp_streamable_http_transport(tmp_path: Path) -> None:
     import httpx
     from mcp.client.streamable_http import streamable_http_client
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     params = server_params(tmp_path / "index")
     log = open(tmp_path / "http-stderr.log", "w")
-    proc = subprocess.Popen([params.command, *params.args, "--transport", "streamable-http", "--port", str(port)],
-                            env=params.env, cwd=params.cwd, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
+    for _attempt in range(PORT_ATTEMPTS):  # a free port can be taken by another process before the server binds it
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        proc = subprocess.Popen([params.command, *params.args, "--transport", "streamable-http", "--port", str(port)],
+                                env=params.env, cwd=params.cwd, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}/mcp"
         deadline = time.monotonic() + 120
-        while True:
+        while proc.poll() is None:
             try:
                 httpx.get(url, timeout=1)
                 break
             except httpx.TransportError:
-                assert proc.poll() is None, (tmp_path / "http-stderr.log").read_text()
                 assert time.monotonic() < deadline, "the HTTP MCP server did not start in 120 s"
                 time.sleep(0.5)
-
+        if proc.poll() is None:  # alive after answering: it is our server on that port, not another process
+            break
+        log.flush()
+        assert "address already in use" in (tmp_path / "http-stderr.log").read_text(), \
+            (tmp_path / "http-stderr.log").read_text()
+    else:
+        pytest.fail(f"no free port in {PORT_ATTEMPTS} attempts")
+    try:
         async def main() -> dict[str, Any]:
             async with streamable_http_client(url) as (read, write):
                 async with ClientSession(read, write) as session:
