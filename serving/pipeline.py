@@ -30,7 +30,7 @@ from serving.core.context import localizer_first_hits
 from serving.core.intent import IntentResult
 from serving.core.localization import LocalizationInputs
 from serving.core.localize import Localizer
-from serving.core.localizer.stage import LearnedStage
+from serving.core.localizer.stage import LearnedStage, reads_history
 from serving.core.prefetch import Prefetcher
 from serving.core.query_encoding import QueryEncoder
 from serving.core.result_cache import ResultCache
@@ -258,7 +258,7 @@ class SearchPipeline:
             except Exception as exc:  # optional lists: localization falls back to the chunk lists
                 degraded.append(degraded_entry("granular", exc))
         history, voters = None, {}
-        if self.config.history.enabled or request.explain:
+        if self.config.history.enabled or request.explain or reads_history(self.config.localizer):
             try:
                 history, voters = timer.run("history", lambda: self._history(request.query, snapshots, filters))
             except Exception as exc:  # optional lists: localization falls back to the others

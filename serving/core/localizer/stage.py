@@ -108,6 +108,12 @@ class LearnedLocalizer:
                       cands)
 
 
+def reads_history(config: LocalizerConfig) -> bool:
+    """The learned file ranker reads history features: its answers name the past commits that voted, as the
+    fused history list's do (the votes cost ~1 ms; `_history` in serving/pipeline.py)."""
+    return config.enabled and config.learned_files and config.history_features
+
+
 def file_today_weight(config: LocalizerConfig, learned_files: bool | None = None) -> float:
     """Today's weight in the file blend: 0 when the learned file ranker stands alone (`learned_files_alone`);
     `learned_files` is whether it runs for this query (default: `config.learned_files`)."""

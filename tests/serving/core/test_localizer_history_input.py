@@ -184,3 +184,21 @@ def test_prefetch_loads_the_models_only_for_a_snapshot_that_will_run_them(with_h
         pipeline = SearchPipeline(config)
         assert pipeline.prefetch([R], query=query).wait(timeout=600) == {}
         assert (pipeline.learned_localizer._localizer is not None) is loads, (config.paths.index_root, query)
+
+
+def test_default_answers_name_the_past_commits_that_voted_and_never_a_later_one(with_history):
+    """History informs the default file order through the learned ranker, so the answer says which commits
+    voted (sha, subject, date) without `explain`; the commit after the snapshot's is never one of them."""
+    from semantica.config import load_config
+    from serving.pipeline import SearchPipeline, SearchRequest
+
+    config, _ = with_history
+    index, cache = config.paths.index_root, config.paths.cache_dir
+    response = SearchPipeline(load_config(None, [f"paths.index_root={index}", f"paths.cache_dir={cache}"],
+                                          environ={})).search(SearchRequest(query=QUERY, k=5))
+    voted = {f["path"]: f["history"] for f in response.files if f.get("history")}
+    assert "pkg/parser.py" in voted
+    subjects = {v["subject"] for voters in voted.values() for v in voters}
+    assert "Fix render dropping whitespace in rows" in subjects
+    assert not any("later answer" in subject for subject in subjects)
+    assert all({"sha", "subject", "date"} <= set(v) for voters in voted.values() for v in voters)
