@@ -258,7 +258,9 @@ class SearchPipeline:
             except Exception as exc:  # optional lists: localization falls back to the chunk lists
                 degraded.append(degraded_entry("granular", exc))
         history, voters = None, {}
-        if self.config.history.enabled or request.explain or reads_history(self.config.localizer):
+        learned_reads_history = (reads_history(self.config.localizer)
+                                 and self.learned_localizer.applies(request.query, len(snapshots)))
+        if self.config.history.enabled or request.explain or learned_reads_history:
             try:
                 history, voters = timer.run("history", lambda: self._history(request.query, snapshots, filters))
             except Exception as exc:  # optional lists: localization falls back to the others
