@@ -352,20 +352,11 @@ class Indexer:
         source = work.source
         if not self.config.history.index or source is None or source.empty:
             return None
-        from semantica.history import HistoryReader
-        from semantica.history.gitread import resolve_commit
+        from semantica.history import read_snapshot_history
 
-        if source.commit is None:  # a working tree: HEAD, which a repository without commits does not have yet
-            try:
-                resolve_commit(source.repo_path, "HEAD")
-            except RuntimeError:
-                return None
         h = self.config.history
-        reader = HistoryReader(h, h.cache_file or self.cache_dir / "history.sqlite")
-        try:
-            return reader.read(source.repo_path, source.commit or "HEAD")
-        finally:
-            reader.close()
+        return read_snapshot_history(h, h.cache_file or self.cache_dir / "history.sqlite", source.repo_path,
+                                     source.commit)
 
     def _history_model(self, work: _RepoWork, history: Any) -> Any:
         """The repository's own localizer models (semantica/localizer/adapt.py); None below `adapt.min_queries`."""

@@ -28,9 +28,9 @@ Filters and weights: `history.*` in conf/default.yaml (semantica/config/history.
 
 from semantica.history.index import HistoryIndex, HistoryVotes, Vote, Voter
 from semantica.history.priors import Prior, Priors
-from semantica.history.reader import History, HistoryReader
+from semantica.history.reader import History, HistoryReader, read_snapshot_history
 from semantica.history.records import CommitFilter, CommitRecord
 from semantica.history.store import HistorySearcher, load_history, save_history
 
-__all__ = ["CommitFilter", "CommitRecord", "History", "HistoryIndex", "HistoryReader", "HistorySearcher",
+__all__ = ["CommitFilter", "CommitRecord", "History", "HistoryIndex", "HistoryReader", "HistorySearcher", "read_snapshot_history",
            "HistoryVotes", "Prior", "Priors", "Vote", "Voter", "load_history", "save_history"]

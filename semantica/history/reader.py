@@ -178,3 +178,20 @@ class HistoryReader:
 
     def close(self) -> None:
         self.cache.close()
+
+
+def read_snapshot_history(config: HistoryConfig, cache_path: str | Path, repo_path: str | Path,
+                          commit: str | None) -> History | None:
+    """The history a snapshot stores: `commit` (HEAD for a working tree) and its first-parent ancestors, read
+    through the sha cache at `cache_path`; None for a working tree whose repository has no commit yet."""
+    if commit is None:
+        try:
+            resolve_commit(str(repo_path), "HEAD")
+        except RuntimeError:
+            return None
+    reader = HistoryReader(config, cache_path)
+    try:
+        return reader.read(repo_path, commit or "HEAD")
+    finally:
+        reader.close()
+
