@@ -9,6 +9,8 @@ index uses (semantica/tokenizer.py), so `raw_decode` in an issue matches `JSONDe
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import bm25s
@@ -20,6 +22,7 @@ from semantica.history.records import CommitRecord
 from semantica.tokenizer import tokenize
 
 SECONDS_PER_DAY = 86400.0
+RECENT_VOTES = 64  # queries whose votes a HistoryIndex keeps (one query asks several times)
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class HistoryIndex:
         self.as_of = as_of
         self.config = config
         self._bm25: bm25s.BM25 | None = None
+        self._recent_votes: OrderedDict[str, HistoryVotes] = OrderedDict()
+        self._votes_lock = threading.Lock()
         cache = token_cache if token_cache is not None else {}
         corpus = []
         for record in records:
@@ -98,8 +103,18 @@ class HistoryIndex:
         return commit_weight(record, score, best, self.as_of, self.config)
 
     def votes(self, query: str) -> HistoryVotes:
-        """Files and functions voted for by the most similar past commits."""
-        return vote(self.similar(query), self.as_of, self.config, self.live_files)
+        """Files and functions voted for by the most similar past commits. The last few queries' votes are kept:
+        the history retriever (lists, voters) and the localizer's history features ask for the same query."""
+        with self._votes_lock:
+            if query in self._recent_votes:
+                self._recent_votes.move_to_end(query)
+                return self._recent_votes[query]
+        votes = vote(self.similar(query), self.as_of, self.config, self.live_files)
+        with self._votes_lock:
+            self._recent_votes[query] = votes
+            if len(self._recent_votes) > RECENT_VOTES:
+                self._recent_votes.popitem(last=False)
+        return votes
 
 
 def vote(similar: list[tuple[CommitRecord, float]], as_of: int, config: HistoryConfig,

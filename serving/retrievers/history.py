@@ -10,8 +10,6 @@ stored history (not a git source, or indexed with `history.index: false`) answer
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from functools import cached_property
 
@@ -22,7 +20,6 @@ from serving.core.history_fusion import HistoryLists
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 
 FUNCTION_KINDS = frozenset({"function", "method"})
-VOTE_CACHE = 64
 
 
 class HistoryRetriever(BaseRetriever):
@@ -34,27 +31,14 @@ class HistoryRetriever(BaseRetriever):
         super().__init__(snapshot.chunk_by_id)
         self.snapshot = snapshot
         self.searcher = snapshot.history
-        self._votes: OrderedDict[str, HistoryVotes] = OrderedDict()
-        self._lock = threading.Lock()
 
     @property
     def available(self) -> bool:
         return self.searcher is not None
 
     def votes(self, query: str) -> HistoryVotes:
-        """The query's votes (a few recent queries are kept: the chunk list and the localizer ask for the same)."""
-        if self.searcher is None:
-            return HistoryVotes()
-        with self._lock:
-            if query in self._votes:
-                self._votes.move_to_end(query)
-                return self._votes[query]
-        votes = self.searcher.index.votes(query)
-        with self._lock:
-            self._votes[query] = votes
-            if len(self._votes) > VOTE_CACHE:
-                self._votes.popitem(last=False)
-        return votes
+        """The query's votes (the index keeps a few recent queries': the localizer asks for the same)."""
+        return self.searcher.index.votes(query) if self.searcher is not None else HistoryVotes()
 
     @cached_property
     def _chunks_of(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:

@@ -82,6 +82,18 @@ def test_later_commit_never_influences_votes_priors_or_explanations(repo):
     assert at_later.priors.files["pkg/parser.py"].changes == 2
 
 
+def test_a_query_is_voted_once_for_every_reader_of_the_index(repo, monkeypatch):
+    """The history retriever and the localizer's features ask one index for the same query: one BM25 search."""
+    searcher = HistorySearcher(HistoryReader(config(), repo["cache"]).read(repo["git_dir"], repo["snapshot"]), config())
+    searches = []
+    similar = searcher.index.similar
+    monkeypatch.setattr(searcher.index, "similar", lambda query, k=None: searches.append(query) or similar(query, k))
+    first = searcher.index.votes("render drops whitespace in rows")
+    assert searcher.index.votes("render drops whitespace in rows") is first
+    searcher.index.votes("csv parsing")
+    assert searches == ["render drops whitespace in rows", "csv parsing"]
+
+
 def test_bot_bump_and_root_commits_are_dropped(repo):
     history = HistoryReader(config(), repo["cache"]).read(repo["git_dir"], repo["snapshot"])
     subjects = [r.subject for r in history.records]
