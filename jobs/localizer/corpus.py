@@ -25,17 +25,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from jobs.benchmark_repos import SWEBENCH_OWNERS, SWEBENCH_PROJECTS, is_benchmark_repo  # noqa: F401  (re-exported)
 from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, changed_python_lines, function_spans, git
 from semantica.config import LocalizerCorpusConfig
 from semantica.granular import function_key
 from serving.retrievers.graph import is_test_path
 
-SWEBENCH_PROJECTS = ("astropy", "django", "matplotlib", "seaborn", "flask", "requests", "xarray", "pylint",
-                     "pytest", "scikit-learn", "sphinx", "sympy")
-"""The twelve SWE-bench repositories' project names: never in a training corpus."""
-SWEBENCH_OWNERS = ("astropy", "django", "matplotlib", "mwaskom", "pydata", "pylint-dev", "pytest-dev",
-                   "scikit-learn", "sphinx-doc", "sympy", "psf/requests", "pallets/flask")
-"""Their owners (organisations), or owner/name where the owner also hosts allowed projects."""
 SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
 RECORD_SEP, FIELD_SEP = "\x1e", "\x00"
 MERGE, SQUASH, FIXES = "merge", "squash", "fixes"
@@ -43,15 +38,6 @@ MERGE, SQUASH, FIXES = "merge", "squash", "fixes"
 
 class CorpusError(ValueError):
     """The corpus names a benchmark repository, or a repository cannot be read."""
-
-
-def is_benchmark_repo(repo: str) -> bool:
-    """True for any SWE-bench repository or a repository of their organisations (case-insensitive)."""
-    name = repo.strip().lower().removesuffix(".git").replace("+", "/")
-    owner, _, project = name.partition("/")
-    if project in SWEBENCH_PROJECTS or owner in SWEBENCH_PROJECTS:
-        return True
-    return any(name == o or owner == o for o in SWEBENCH_OWNERS)
 
 
 def check_corpus(repos: Iterable[str]) -> list[str]:

@@ -15,13 +15,14 @@ import hashlib
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from jobs.localizer.corpus import is_benchmark_repo
-from jobs.train.pairs import PairsError, load_pairs
+from jobs.benchmark_repos import is_benchmark_repo
+from jobs.train.pair_parts import PairsError, read_pair_rows
 from semantica.config import Config, TrainEncoderConfig
 from semantica.encoder import EncoderLoadError, choose_device, resolve_model_path
 from semantica.pooling import torch_mean_pool
@@ -29,6 +30,7 @@ from semantica.pooling import torch_mean_pool
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_FILE = "last.pt"
 CARD_FILE = "train_card.json"
+PAIR_COLUMNS = ("repo", "kind", "query", "positive_documents", "negative_documents")
 
 
 class TrainEncoderError(ValueError):
@@ -42,34 +44,42 @@ class TrainingPair:
     query: str
     positive: str
     negatives: tuple[str, ...]
+    repo: str = ""
 
 
-def pairs_hash(pairs_dir: Path) -> str:
-    """sha256 over the pairs' Parquet parts (names and bytes): a checkpoint only resumes on the same pairs."""
-    digest = hashlib.sha256()
+def pairs_hash(pairs_dir: Path, holdout: Sequence[str] = ()) -> str:
+    """sha256 over the pairs' Parquet parts (names and bytes) and the held-out repositories: a checkpoint only
+    resumes on the same training pairs."""
+    digest = hashlib.sha256(json.dumps(sorted(holdout)).encode() if holdout else b"")
     for part in sorted(pairs_dir.glob("*/*.parquet")):
         digest.update(str(part.relative_to(pairs_dir)).encode())
         digest.update(part.read_bytes())
     return digest.hexdigest()
 
 
-def read_pairs(pairs_dir: Path, kinds: Sequence[str], hard_negatives: int) -> list[TrainingPair]:
-    """The mined rows of the wanted kinds that have a query and a positive, in the files' order; refused when
-    any row comes from a SWE-bench repository (the dev split measures on them)."""
+def read_pairs(pairs_dir: Path, kinds: Sequence[str], hard_negatives: int,
+               holdout: Sequence[str] = ()) -> list[TrainingPair]:
+    """The mined rows of the wanted kinds that have a query and a positive, in the files' order, less the held-out
+    repositories' rows; refused when any row comes from a SWE-bench repository (the dev split measures on them)."""
     if not pairs_dir.is_dir():
         raise TrainEncoderError(f"--pairs {pairs_dir} is not a directory (run `semantica mine-pairs --out DIR` first)")
     try:
-        frame = load_pairs(pairs_dir)
+        rows = read_pair_rows(pairs_dir, PAIR_COLUMNS)
     except PairsError as exc:
         raise TrainEncoderError(str(exc)) from None
-    banned = sorted(r for r in set(frame["repo"].to_list()) if is_benchmark_repo(r))
+    banned = sorted({row["repo"] for row in rows if is_benchmark_repo(row["repo"])})
     if banned:
         raise TrainEncoderError(f"pairs from SWE-bench repositories must not train a shipped model: {', '.join(banned)}")
+    held = set(holdout)
+    unknown = sorted(held - {row["repo"] for row in rows})
+    if unknown:
+        raise TrainEncoderError(f"train_encoder.holdout_repos names repositories without pairs: {', '.join(unknown)}")
     out = []
-    for row in frame.filter(frame["kind"].is_in(list(kinds))).iter_rows(named=True):
+    for row in rows:
         positives = row["positive_documents"] or []
-        if row["query"].strip() and positives:
-            out.append(TrainingPair(row["query"], positives[0], tuple((row["negative_documents"] or [])[:hard_negatives])))
+        if row["kind"] in kinds and row["repo"] not in held and row["query"].strip() and positives:
+            out.append(TrainingPair(row["query"], positives[0], tuple((row["negative_documents"] or [])[:hard_negatives]),
+                                    row["repo"]))
     if not out:
         raise TrainEncoderError(f"no {'/'.join(kinds)} pairs with a query and a positive under {pairs_dir}")
     return out
@@ -87,8 +97,9 @@ class EncoderTrainer:
             raise TrainEncoderError(f"--out {out} exists and is not a directory")
         self.command = command
         self.log = log
-        self.pairs = read_pairs(self.pairs_dir, self.settings.kinds, self.settings.hard_negatives)
-        self.pairs_sha = pairs_hash(self.pairs_dir)
+        self.pairs = read_pairs(self.pairs_dir, self.settings.kinds, self.settings.hard_negatives,
+                                self.settings.holdout_repos)
+        self.pairs_sha = pairs_hash(self.pairs_dir, self.settings.holdout_repos)
         try:
             self.base = resolve_model_path(self.settings.base_model or config.encoder.model_path)
             self.device = choose_device(self.settings.device)
@@ -230,12 +241,17 @@ class EncoderTrainer:
         self.save_checkpoint()
         return self.save_model()
 
+    def repo_counts(self) -> dict[str, int]:
+        """Training pairs per repository (the card's corpus list)."""
+        return dict(sorted(Counter(p.repo for p in self.pairs).items()))
+
     def save_model(self) -> dict[str, Any]:
         """`save_pretrained` of model and tokenizer into OUT, plus `train_card.json`."""
         self.model.save_pretrained(str(self.out))
         self.tokenizer.save_pretrained(str(self.out))
         card = {"base_model": str(self.base), "pairs_dir": str(self.pairs_dir), "pairs_sha256": self.pairs_sha,
-                "pairs": len(self.pairs), "hard_negatives": sum(len(p.negatives) for p in self.pairs),
+                "pairs": len(self.pairs), "holdout_repos": list(self.settings.holdout_repos),
+                "repos": self.repo_counts(), "hard_negatives": sum(len(p.negatives) for p in self.pairs),
                 "command": self.command, "seed": self.settings.seed, "steps": self.step, "device": self.device,
                 "start_loss": self.start_loss, "final_loss": self.measure(), "settings": asdict(self.settings)}
         (self.out / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")

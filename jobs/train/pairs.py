@@ -9,8 +9,8 @@ Two kinds, each row with provenance (repo, commit, parent, path, symbol):
 
 Rows are de-duplicated by (query, positives) across the whole output. Output is Parquet under
 `OUT/<owner+name>/`: `docstring.parquet` and `commits-NNNN.parquet` (one per `pairs.commit_batch`
-commits); a re-run skips parts already written, so an interrupted run resumes. The five SWE-bench
-repositories are refused: the benchmark numbers must stay honest.
+commits); a re-run skips parts already written, so an interrupted run resumes. The twelve SWE-bench
+repositories (and their organisations) are refused: the benchmark numbers must stay honest.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
+from jobs.benchmark_repos import DEV_SPLIT_REPOS, is_benchmark_repo
 from jobs.eval.instances import find_repo
+from jobs.train.pair_parts import PairsError, pair_parts  # noqa: F401  (PairsError re-exported)
 from jobs.train.pairs_source import Commit, FunctionSpan, changed_python_lines, first_parent_history, function_spans
 from pipelines.discover import RepoSource, repo_name_from_path
 from pipelines.granular import GranularIndexWriter
@@ -33,23 +35,19 @@ from semantica.granular import Granularity, function_key
 from semantica.lucene import LuceneDoc, LuceneShardSearcher, raw_document
 from semantica.schema import FileError
 
-BENCHMARK_REPOS = frozenset({"psf/requests", "pallets/flask", "pytest-dev/pytest", "sphinx-doc/sphinx", "sympy/sympy"})
-"""Never mined: shipped models are measured on these (SWE-bench Lite dev split)."""
+BENCHMARK_REPOS = DEV_SPLIT_REPOS
+"""Measured on (SWE-bench Lite dev split); every SWE-bench repository is refused (`is_benchmark_repo`)."""
 DOCSTRING, COMMIT = "docstring", "commit"
 PYTHON_ONLY = ["*.py"]
-
-
-class PairsError(ValueError):
-    """The corpus or a repository cannot be mined; the message says why."""
 
 
 def check_corpus(repos: Iterable[str]) -> list[str]:
     """The corpus, refused when it names a benchmark repository (case-insensitive, any spelling of the path)."""
     repos = list(repos)
-    banned = sorted(r for r in repos if r.strip().lower().removesuffix(".git") in {b.lower() for b in BENCHMARK_REPOS})
+    banned = sorted(r for r in repos if is_benchmark_repo(r))
     if banned:
         raise PairsError(f"benchmark repositories must not be mined for training: {', '.join(banned)} "
-                         f"(the benchmark is {', '.join(sorted(BENCHMARK_REPOS))})")
+                         "(SWE-bench's twelve repositories and their organisations)")
     return repos
 
 
@@ -233,7 +231,4 @@ class PairMiner:
 
 def load_pairs(out: str | Path) -> pl.DataFrame:
     """Every mined pair under `out` (one frame)."""
-    parts = sorted(Path(out).glob("*/*.parquet"))
-    if not parts:
-        raise PairsError(f"no pairs under {out}: run `semantica mine-pairs --out {out}` first")
-    return pl.concat([pl.read_parquet(p) for p in parts])
+    return pl.concat([pl.read_parquet(p) for p in pair_parts(out)])

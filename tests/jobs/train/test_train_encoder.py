@@ -1,4 +1,5 @@
-"""`semantica train-encoder` on CPU: a tiny BERT (MiniLM's vocabulary) trained on pairs in the miner's format."""
+"""`semantica train-encoder` on CPU: a tiny BERT (MiniLM's vocabulary) trained on pairs in the miner's format, measured on
+held-out pairs, and packed for the GPU machine's transfers."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import pytest
 import torch
 
 from jobs.cli import main
-from jobs.train.encoder import CARD_FILE, EncoderTrainer, TrainEncoderError
+from jobs.train.encoder import CARD_FILE, EncoderTrainer, TrainEncoderError, pairs_hash
+from jobs.train.encoder_eval import PooledEncoder, build_tasks
+from jobs.train.pair_parts import read_pair_rows
 from jobs.train.pairs import PAIR_SCHEMA, Pair
+from jobs.train.transport import pack_model, pack_pairs, unpack_model
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder, resolve_model_path
 
@@ -131,3 +135,64 @@ def test_pairs_from_a_swebench_repository_are_refused(tiny_bert, pairs_dir, tmp_
     frame.write_parquet(tmp_path / "django+django" / "docstring.parquet")
     with pytest.raises(TrainEncoderError, match="must not train a shipped model: django/django"):
         EncoderTrainer(_config(tiny_bert), tmp_path, tmp_path / "out")
+
+
+def _with_second_repo(pairs_dir: Path, tmp_path: Path) -> Path:
+    """The fixture's pairs plus a copy of them under another repository."""
+    both = tmp_path / "both"
+    shutil.copytree(pairs_dir, both)
+    frame = pl.read_parquet(pairs_dir / "acme+shop" / "docstring.parquet").with_columns(pl.lit("acme/cart").alias("repo"))
+    (both / "acme+cart").mkdir()
+    frame.write_parquet(both / "acme+cart" / "docstring.parquet")
+    return both
+
+
+def test_held_out_repositories_are_left_out_of_training_and_measured(tiny_bert, pairs_dir, tmp_path):
+    both = _with_second_repo(pairs_dir, tmp_path)
+    trainer = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=12", "train_encoder.holdout_repos=[acme/cart]"),
+                             both, tmp_path / "held", log=lambda _m: None)
+    assert {p.repo for p in trainer.pairs} == {"acme/shop"} and len(trainer.pairs) == len(FUNCTIONS)
+    card = trainer.run()
+    assert card["holdout_repos"] == ["acme/cart"] and card["repos"] == {"acme/shop": len(FUNCTIONS)}
+    assert card["pairs_sha256"] != pairs_hash(both)  # a checkpoint of another hold-out never resumes here
+    with pytest.raises(TrainEncoderError, match="without pairs: acme/nowhere"):
+        EncoderTrainer(_config(tiny_bert, "train_encoder.holdout_repos=[acme/nowhere]"), both, tmp_path / "z")
+
+    (task,) = build_tasks(both, ["acme/cart"], ["docstring"])
+    assert task.queries == list(FUNCTIONS) and len(task.documents) == len(FUNCTIONS)  # negatives are other positives
+    assert all(len(r) == 1 and task.documents[next(iter(r))] == code for r, code in zip(task.relevant, FUNCTIONS.values()))
+    settings = _config(tiny_bert).train_encoder
+    before = PooledEncoder(str(tiny_bert), settings, 4).score(task, 3)
+    after = PooledEncoder(str(tmp_path / "held"), settings, 4).score(task, 3)
+    assert after.mrr > before.mrr and after.acc_at_k >= before.acc_at_k
+    everything = PooledEncoder(str(tiny_bert), settings, 4).score(task, len(task.documents))
+    assert everything.acc_at_k == 1.0 and 0 < everything.mrr <= 1
+
+
+def test_model_and_pairs_survive_the_transfer_packing(tiny_bert, pairs_dir, tmp_path):
+    parts = pack_model(tiny_bert, tmp_path / "packed", part_bytes=1_000_000)
+    assert len(parts) > 1 and all(p.stat().st_size <= 1_000_000 for p in parts)
+    assert (tmp_path / "packed" / "tokenizer.json").is_file()
+    unpack_model(tmp_path / "packed", tmp_path / "unpacked")
+    texts = list(FUNCTIONS) + list(FUNCTIONS.values())
+    settings = _config(tiny_bert).train_encoder
+    original = PooledEncoder(str(tiny_bert), settings, 8).encode(texts, 64)
+    restored = PooledEncoder(str(tmp_path / "unpacked"), settings, 8).encode(texts, 64)
+    assert float((original * restored).sum(dim=1).min()) >= 0.9999
+
+    assert pack_pairs(pairs_dir, tmp_path / "pairs", max_chars=20, negatives=0) == len(FUNCTIONS)
+    rows = read_pair_rows(tmp_path / "pairs", ["query", "positive_documents", "negative_documents"])
+    assert [r["query"] for r in rows] == list(FUNCTIONS)
+    assert all(len(r["positive_documents"][0]) <= 20 and r["negative_documents"] == [] for r in rows)
+
+
+def test_the_gpu_path_imports_nothing_the_gpu_machine_lacks():
+    """The GPU machine has torch, transformers, pyarrow, numpy and PyYAML, not polars, bm25s or the serving stack."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, jobs.cli, jobs.commands.train_encoder, jobs.train.encoder, jobs.train.encoder_eval, "
+             "jobs.train.transport; print(sorted({m.split('.')[0] for m in sys.modules}))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    for absent in ("polars", "bm25s", "pyserini", "faiss", "ray", "lightgbm", "serving", "pipelines"):
+        assert f"'{absent}'" not in loaded, absent

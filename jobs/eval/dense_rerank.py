@@ -1,0 +1,116 @@
+"""Dense similarity as a function channel on a replayed split, one encoder against another, same candidates.
+
+Each instance's default function ranking (the replay of `localizer-ablation`'s default row) is cut at `--depth`;
+each function's source at the base commit and the issue text are encoded by every `--model`, and the cut list is
+re-ranked two ways: by cosine alone, and by an equal-weight reciprocal-rank fusion of today's rank and the cosine
+rank (k = `fusion.rrf_k`'s lexical value, no weight fitted anywhere). Read-only: it compares encoders on the same
+candidates (MiniLM against a fine-tuned checkpoint, `jobs/train/device_train.sh`) and chooses nothing on dev.
+
+    SEMANTICA_MIRRORS=DIR python -m jobs.eval.dense_rerank --instances swebench_lite_dev.jsonl \
+        --mined bench/results/ltr/swebench --model minilm= --model tuned=DIR --out OUT.json --set paths.cache_dir=CACHE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jobs.eval.instances import Instance, load_instances, mirror_clone
+from jobs.eval.metrics import acc_at_k, normalize_function, reciprocal_rank
+from jobs.eval.replay import LocalizationReplay
+from jobs.train.encoder_eval import PooledEncoder
+from semantica.config import load_config
+from semantica.history.gitread import function_spans
+
+KS = (1, 5, 10)
+ORDERS = ("today", "dense", "fused")
+
+
+def function_texts(inst: Instance, keys: Sequence[str]) -> dict[str, str]:
+    """`path::qualname` -> the function's source (path first) at the instance's base commit, where it exists."""
+    texts: dict[str, str] = {}
+    by_path: dict[str, list[str]] = {}
+    for key in keys:
+        by_path.setdefault(key.partition("::")[0], []).append(key)
+    for path, wanted in by_path.items():
+        shown = subprocess.run(["git", "-C", str(mirror_clone(inst.repo)), "show", f"{inst.base_commit}:{path}"],
+                               capture_output=True)
+        if shown.returncode != 0:
+            continue
+        lines = shown.stdout.decode("utf-8", "replace").splitlines()
+        spans = {normalize_function(f"{path}::{s.qualname}"): s for s in function_spans("\n".join(lines))}
+        for key in wanted:
+            span = spans.get(normalize_function(key))
+            if span is not None:
+                texts[key] = path + "\n" + "\n".join(lines[span.start - 1: span.end])
+    return texts
+
+
+def fused(today: Sequence[str], dense: Sequence[str], rrf_k: float) -> list[str]:
+    """Equal-weight reciprocal-rank fusion of two orders of the same keys."""
+    score = {key: 1.0 / (rrf_k + n) for n, key in enumerate(today, 1)}
+    for n, key in enumerate(dense, 1):
+        score[key] += 1.0 / (rrf_k + n)
+    return sorted(today, key=lambda key: -score[key])
+
+
+def scores(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
+    ranked = [normalize_function(k) for k in ranked]
+    return {f"acc@{k}": acc_at_k(ranked, gold, k) for k in KS} | {"mrr": reciprocal_rank(ranked, gold)}
+
+
+def mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    return {name: round(100 * sum(r[name] for r in rows) / len(rows), 2) for name in rows[0]} | {"n": len(rows)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--instances", required=True)
+    parser.add_argument("--mined", required=True)
+    parser.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    parser.add_argument("--depth", type=int, default=50)
+    parser.add_argument("--repo", action="append", default=[], help="only these repositories (repeatable)")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    args = parser.parse_args(argv)
+    config = load_config(None, args.set)
+    replay = LocalizationReplay(config, args.mined)
+    encoders = {name: PooledEncoder(path, config.train_encoder, config.encoder.batch_size)
+                for name, _, path in (spec.partition("=") for spec in args.model)}
+    rrf_k = config.fusion.rrf_k["lexical"]
+    rows: dict[str, dict[str, list[dict[str, float]]]] = {}
+    for inst in load_instances(args.instances):
+        gold = [normalize_function(f) for f in inst.gold_functions]
+        prediction = replay.predict(inst) if gold and (not args.repo or inst.repo in args.repo) else None
+        if prediction is None:
+            continue
+        today = list(dict.fromkeys(prediction.functions))[: args.depth]
+        texts = function_texts(inst, today)
+        today = [key for key in today if key in texts]  # module-level or vanished keys have no source to encode
+        if not today:
+            continue
+        for name, encoder in encoders.items():
+            query = encoder.encode([inst.problem_statement], config.encoder.query_max_length)
+            cosine = (encoder.encode([texts[k] for k in today], config.encoder.max_length) @ query.T).squeeze(1).tolist()
+            dense = [key for _, key in sorted(zip((-c for c in cosine), today))]
+            for order, ranked in zip(ORDERS, (today, dense, fused(today, dense, rrf_k))):
+                for scope in (inst.repo, "all"):
+                    rows.setdefault(f"{name}/{order}", {}).setdefault(scope, []).append(scores(ranked, gold))
+        print(inst.instance_id, len(today), file=sys.stderr)
+    report: dict[str, Any] = {"instances": args.instances, "depth": args.depth, "overrides": args.set,
+                              "rrf_k": rrf_k, "rows": {row: {scope: mean(r) for scope, r in sorted(by.items())}
+                                                       for row, by in rows.items()}}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    for row, by in report["rows"].items():
+        print(row, json.dumps(by["all"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
