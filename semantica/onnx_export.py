@@ -21,6 +21,8 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "last_hidden_state"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json")
 HASH_CHUNK_BYTES = 1 << 20
+PER_TENSOR_GRAPH = "model.int8.onnx"  # ORT dynamic int8: its vectors depend on their batch (not a runtime)
+ROWS_GRAPH = "model.int8-rows.onnx"  # the same with per-row activation scales: `encoder.quantize_int8`
 
 
 class ExportError(RuntimeError):
@@ -103,12 +105,19 @@ def export_directory(model_path: Path, export_root: Path) -> Path:
 
 
 def ensure_export(model_path: Path, export_root: Path, quantized: bool) -> ExportedModel:
-    """The fp32 (or int8 dynamic) ONNX graph of `model_path`, exported on first use."""
+    """The fp32 (or int8 with per-row activation scales) ONNX graph of `model_path`, exported on first use."""
     directory = export_directory(model_path, export_root)
     fp32 = _published(directory / "model.onnx") or _export_fp32(model_path, directory / "model.onnx")
     if not quantized:
         return fp32
-    return _published(directory / "model.int8.onnx") or _quantize(fp32.path, directory / "model.int8.onnx")
+    return _published(directory / ROWS_GRAPH) or _quantize_rows(per_tensor_int8(fp32).path, directory / ROWS_GRAPH)
+
+
+def per_tensor_int8(fp32: ExportedModel) -> ExportedModel:
+    """ORT's dynamic int8 graph (one activation scale per batch tensor): the source of the per-row graph, and a
+    benchmark baseline (`jobs.bench.encoder_runtime`); never a runtime, its vectors depend on their batch."""
+    path = fp32.path.with_name(PER_TENSOR_GRAPH)
+    return _published(path) or _quantize(fp32.path, path)
 
 
 def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
@@ -152,6 +161,19 @@ def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
         tmp.unlink(missing_ok=True)
         raise ExportError(f"ONNX export of {model_path} failed: {exc}") from exc
     return _publish(tmp, onnx_path)
+
+
+def _quantize_rows(per_tensor_path: Path, rows_path: Path) -> ExportedModel:
+    """The per-tensor int8 graph rewritten to per-row activation scales (semantica/onnx_rows.py)."""
+    from semantica.onnx_rows import RowQuantizeError, quantize_rows
+
+    tmp = rows_path.with_name(f".{rows_path.name}.{os.getpid()}.tmp")
+    try:
+        quantize_rows(per_tensor_path, tmp)
+    except (RowQuantizeError, OSError, ValueError) as exc:
+        tmp.unlink(missing_ok=True)
+        raise ExportError(f"per-row int8 rewrite of {per_tensor_path} failed: {exc}") from exc
+    return _publish(tmp, rows_path)
 
 
 def _quantize(fp32_path: Path, int8_path: Path) -> ExportedModel:

@@ -34,7 +34,7 @@ def _onnx_session(onnx_path: Path, intra_op_threads: int) -> Any:
 
 
 class OnnxForward:
-    """ONNX Runtime on CPU over the exported graph (fp32, or ORT dynamic int8).
+    """ONNX Runtime on CPU over the exported graph (fp32, or int8 with per-row activation scales).
 
     A one-row batch (a query) runs on its own session with `encoder.query_threads` intra-op threads: the
     matmuls of a few tokens are too small to split across cores, and handing them to a second thread

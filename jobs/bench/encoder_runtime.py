@@ -8,7 +8,12 @@ of them alike; the best round counts):
 - `fp32_sorted_token_budget`: the default: texts sorted by length, `encoder.batch_tokens` padded tokens per pass;
 - `int8_dynamic_per_tensor`: torch dynamic int8 Linear layers, one weight scale per tensor (the old `quantize_int8`);
 - `int8_dynamic_per_channel` (`encoder.quantize_int8` with `runtime: torch`): the same with per-output-channel weight scales;
-- `onnx_fp32` (`encoder.runtime: onnx`, the default) and `onnx_int8` (with `quantize_int8`): ONNX Runtime over the export;
+- `onnx_fp32` (`encoder.runtime: onnx`, the default) and `onnx_int8` (with `quantize_int8`: ORT's dynamic int8 with
+  per-row activation scales, semantica/onnx_rows.py): ONNX Runtime over the export;
+- `onnx_int8_per_tensor`: ORT's dynamic int8 as it comes (one activation scale per padded batch tensor: its vectors
+  depend on their batch);
+- with `--batch-tokens N ...`, each variant at each padded-token budget per forward pass, named `variant@N`
+  (`encoder.batch_tokens`; 1 = one text per pass: no padding, and per-tensor scales become one scale per text);
 - `onnx_fused` and `onnx_int8_fused`: the same export through ONNX Runtime's BERT fusions (one Attention op per
   layer, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization), int8 after fusion; a probe, not a runtime.
 The four torch variants run with `encoder.runtime: torch`; `--reference` (default fp32_sorted_token_budget) is what
@@ -36,6 +41,7 @@ from jobs.bench.ratios import REQUESTS_QUERIES, SELF_QUERIES
 from jobs.bench.stats import report_result
 from semantica.config import load_config
 from semantica.encoder import Encoder
+from semantica.onnx_export import ExportedModel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "bench" / "results" / "encoder_runtime.json"
@@ -53,6 +59,12 @@ def chunk_texts(index_root: str, repo: str, limit: int) -> list[str]:
 
 
 def build(variant: str) -> Encoder:
+    name, _, budget = variant.partition(BUDGET_MARK)
+    if budget:
+        encoder = build(name)
+        encoder.config = dataclasses.replace(encoder.config, batch_tokens=int(budget))  # read by Encoder._batches
+        encoder.model_id += variant[len(name):]
+        return encoder
     base = dataclasses.replace(load_config(None, []).encoder, runtime="torch")
     if variant == "fp32_fixed_batches":
         return Encoder(dataclasses.replace(base, batch_tokens=0))
@@ -72,9 +84,23 @@ def build(variant: str) -> Encoder:
         return Encoder(dataclasses.replace(base, runtime="onnx"))
     if variant == "onnx_int8":
         return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True))
+    if variant == "onnx_int8_per_tensor":
+        return per_tensor_encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True))
     if variant in ("onnx_fused", "onnx_int8_fused"):
         return fused_encoder(dataclasses.replace(base, runtime="onnx"), variant == "onnx_int8_fused")
     raise ValueError(f"unknown variant {variant!r}")
+
+
+def per_tensor_encoder(config: Any) -> Encoder:
+    """The int8 encoder over ORT's per-tensor graph instead of the per-row one."""
+    from semantica.onnx_export import per_tensor_int8
+    from semantica.onnx_runtime import OnnxForward
+
+    encoder = Encoder(config)
+    fp32 = encoder.forward_pass.onnx_path.with_name("model.onnx")
+    encoder.forward_pass = OnnxForward(config, per_tensor_int8(ExportedModel(fp32, "")).path)
+    encoder.model_id += "+per-tensor"
+    return encoder
 
 
 def fused_encoder(config: Any, quantized: bool) -> Encoder:
@@ -105,12 +131,15 @@ def fused_encoder(config: Any, quantized: bool) -> Encoder:
 
 
 VARIANTS = ("fp32_fixed_batches", "fp32_sorted_token_budget", "int8_dynamic_per_tensor", "int8_dynamic_per_channel",
-            "onnx_fp32", "onnx_int8", "onnx_fused", "onnx_int8_fused")
+            "onnx_fp32", "onnx_int8", "onnx_int8_per_tensor", "onnx_fused", "onnx_int8_fused")
+BUDGET_MARK = "@"
 
 
 def run(texts: list[str], queries: list[str], rounds: int, variants: tuple[str, ...] = VARIANTS,
-        reference_name: str = "fp32_sorted_token_budget") -> dict[str, Any]:
+        reference_name: str = "fp32_sorted_token_budget", budgets: tuple[int, ...] = ()) -> dict[str, Any]:
     names = [name for name in VARIANTS if name in variants or name == reference_name]
+    if budgets:  # the reference at the configured budget, every variant at each budget
+        names = [reference_name, *(f"{name}{BUDGET_MARK}{b}" for name in names if name in variants for b in budgets)]
     encoders = {name: build(name) for name in names}
     seconds: dict[str, list[float]] = {name: [] for name in names}
     vectors: dict[str, np.ndarray] = {}
@@ -155,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS,
                         help="which runtimes (the --reference is always run)")
+    parser.add_argument("--batch-tokens", nargs="*", type=int, default=[],
+                        help="run each variant at each of these padded-token budgets per pass (1 = one text a pass)")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--reference", default="fp32_sorted_token_budget", choices=VARIANTS,
                         help="the variant the others are compared with (onnx_fp32 avoids loading torch)")
@@ -162,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     texts = chunk_texts(args.index_root, args.repo, args.chunks)
     queries = [q for qs in (REQUESTS_QUERIES if args.repo == "psf/requests" else SELF_QUERIES).values() for q in qs]
     result = {"repo": args.repo, "chunks": len(texts), "rounds": args.rounds, "reference": args.reference,
+              "command": "python -m jobs.bench.encoder_runtime " + " ".join(argv if argv is not None else sys.argv[1:]),
               "cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
-              "variants": run(texts, queries, args.rounds, tuple(args.variants), args.reference)}
+              "variants": run(texts, queries, args.rounds, tuple(args.variants), args.reference,
+                              tuple(args.batch_tokens))}
     result["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     report_result(result, Path(args.out))
     return 0
