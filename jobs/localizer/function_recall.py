@@ -1,0 +1,133 @@
+"""Function recall and order on the corpus with the learned file order, by leave-one-repository-out:
+`python -m jobs.localizer.function_recall WIDE OUT.json [--top-files 20,30,50,100] [--file-ks 5,10,20,40]`.
+
+`WIDE` is the corpus mined with every function of every file candidate and no cut (`mine-localizer --set
+localizer.top_files=100 --set localizer.max_function_candidates=100000 --set localizer.history_features=true`),
+so any smaller candidate set is a filter of it. The learned file order is the one the corpus would see: each
+repository's files are scored by a file ranker trained (`train-localizer`'s recipe and seeded repository folds)
+on the other folds only. Every setting of (file order: fixed fusion or learned, `top_files`,
+`function_file_rrf_k`, `function_name_boost`) re-scores the functions with `FunctionScore` (the query path's
+formula); the candidates are the functions of the top `top_files` files in that order plus the list hits, frames'
+and named functions (the query path's set). Each repository is ranked with the setting that has the best
+(Acc@10 + Recall@50) / 2 on the other repositories, as `jobs/localizer/function_order.py` chooses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from jobs.localizer.function_order import REPORTED, criterion, weighted
+from jobs.localizer.train import load_features, ranking_metrics, repo_folds
+from semantica.config import load_config
+from semantica.localizer.features import FILE_FEATURES, RRF_K, FunctionScore
+from semantica.localizer.fit import fit_ranker
+
+ORDERS = ("fusion", "learned")
+
+
+def out_of_fold_file_scores(files: pl.DataFrame, folds: list[list[str]], seed: int) -> np.ndarray:
+    """Each file row scored by the file ranker trained on the other repository folds (never its own)."""
+    train = load_config(None, []).localizer_train
+    scores = np.zeros(len(files), dtype=np.float64)
+    for held_out in folds:
+        model = fit_ranker(files.filter(~pl.col("repo").is_in(held_out)), FILE_FEATURES, train.train_file_depth,
+                           train, seed)
+        mask = files["repo"].is_in(held_out).to_numpy()
+        scores[mask] = model.predict(files.filter(pl.col("repo").is_in(held_out)).select(FILE_FEATURES).to_numpy(),
+                                     num_threads=train.num_threads)
+        print(f"file fold of {len(held_out)} repositories scored", flush=True)
+    return scores
+
+
+def file_ranks(files: pl.DataFrame, learned: np.ndarray) -> pl.DataFrame:
+    """qid, path, its rank by fixed fusion and by the out-of-fold learned score (1 = first)."""
+    return files.select("qid", pl.col("key").alias("path"), "fusion").with_columns(pl.Series("learned", learned)).with_columns(
+        pl.col("fusion").rank("ordinal", descending=True).over("qid").alias("rank_fusion"),
+        pl.col("learned").rank("ordinal", descending=True).over("qid").alias("rank_learned"))
+
+
+def function_parts(functions: pl.DataFrame, ranks: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
+    """The function rows with their file's ranks joined, and the columns `FunctionScore` reads."""
+    frame = functions.with_columns(pl.col("key").str.split("::").list.first().alias("path")).join(
+        ranks.select("qid", "path", "rank_fusion", "rank_learned"), on=["qid", "path"], how="left").sort(
+        ["qid", "fusion"], descending=[False, True])
+
+    def col(name: str) -> np.ndarray:
+        return np.nan_to_num(frame[name].to_numpy().astype(np.float64), nan=0.0)
+
+    lists = col("body_rr") + col("name_rr") + col("history_rr") + col("frame_function") / RRF_K
+    return frame, {"lists": lists, "named": col("code_name_named"), "test": col("is_test"),
+                   "fusion": col("rank_fusion"), "learned": col("rank_learned")}
+
+
+def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: list[float], seed: int,
+           shipped: tuple[float, float, float, int]) -> dict:
+    data, _ = load_features(wide)
+    files = data["files"].frame
+    level = data["functions"]
+    repos = sorted(files["repo"].unique().to_list())
+    folds = repo_folds(repos, load_config(None, []).localizer_train.folds, seed)
+    ranks = file_ranks(files, out_of_fold_file_scores(files, folds, seed))
+    frame, parts = function_parts(level.frame.drop([c for c in level.frame.columns if c not in (
+        "qid", "key", "label", "fusion", "repo", "body_rr", "name_rr", "history_rr", "frame_function",
+        "code_name_named", "is_test")]), ranks)
+    masks = {r: (frame["repo"] == r).to_numpy() for r in repos}
+    subs = {r: frame.filter(pl.col("repo") == r).select("qid", "label") for r in repos}
+    weight, test_factor = shipped[0], load_config(None, []).localizer.test_factor
+    grid: dict[str, dict] = {}
+    shipped_key = f"fusion/{shipped[3]}/{float(shipped[1])}/{float(shipped[2])}"
+    for order, top, k, boost in itertools.product(ORDERS, top_files, file_ks, name_boosts):
+        score = FunctionScore(weight, k, boost, test_factor)
+        file_rank = parts[order]
+        scores = score(parts["lists"], score.file_term(file_rank), parts["named"], parts["test"])
+        candidate = ((file_rank > 0) & (file_rank <= top)) | (parts["lists"] > 0) | ((parts["named"] > 0) & (boost > 0))
+        scores = np.where(candidate, scores, -1.0)
+        per_repo = {r: ranking_metrics(subs[r], scores[masks[r]], level.gold) for r in repos}
+        key = f"{order}/{top}/{float(k)}/{float(boost)}"
+        grid[key] = {"order": order, "top_files": top, "file_rrf_k": k, "name_boost": boost, "per_repo": per_repo,
+                     "overall": weighted(per_repo, repos)}
+        print(key, grid[key]["overall"], flush=True)
+    held_out, chosen = {}, {}
+    for r in repos:
+        others = [o for o in repos if o != r]
+        chosen[r] = max(grid, key=lambda g: (criterion(weighted(grid[g]["per_repo"], others)), g == shipped_key))
+        held_out[r] = grid[chosen[r]]["per_repo"][r]
+    return {"wide": wide, "criterion": "(Acc@10 + Recall@50) / 2", "folds": folds, "shipped": shipped_key,
+            "metrics": list(REPORTED),
+            "loro": {"chosen": weighted(held_out, repos), "shipped": grid[shipped_key]["overall"],
+                     "choices": {g: sum(1 for v in chosen.values() if v == g) for g in sorted(set(chosen.values()))}},
+            "grid": {g: {kk: vv for kk, vv in v.items() if kk != "per_repo"} for g, v in grid.items()},
+            "per_repo": {r: {"chosen": chosen[r], "held_out": held_out[r], "shipped": grid[shipped_key]["per_repo"][r]}
+                         for r in repos}}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("wide")
+    parser.add_argument("out")
+    parser.add_argument("--top-files", default="10,20,30,50,100")
+    parser.add_argument("--file-ks", default="5,10,20,40,60")
+    parser.add_argument("--name-boosts", default="0,1")
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args(argv)
+    config = load_config(None, [])
+    loc = config.localizer
+    seed = config.localizer_train.seed if args.seed is None else args.seed
+    result = search(args.wide, [int(x) for x in args.top_files.split(",")],
+                    [float(x) for x in args.file_ks.split(",")], [float(x) for x in args.name_boosts.split(",")], seed,
+                    (loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.top_files))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result["loro"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
