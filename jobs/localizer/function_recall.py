@@ -24,17 +24,17 @@ import numpy as np
 import polars as pl
 
 from jobs.localizer.function_order import REPORTED, criterion, weighted
-from jobs.localizer.train import load_features, ranking_metrics, repo_folds
-from semantica.config import load_config
+from jobs.localizer.train import LevelData, load_features, ranking_metrics, repo_folds
+from semantica.config import LocalizerTrainConfig, load_config
 from semantica.localizer.features import FILE_FEATURES, RRF_K, FunctionScore
 from semantica.localizer.fit import fit_ranker
 
 ORDERS = ("fusion", "learned")
 
 
-def out_of_fold_file_scores(files: pl.DataFrame, folds: list[list[str]], seed: int) -> np.ndarray:
+def out_of_fold_file_scores(files: pl.DataFrame, folds: list[list[str]], seed: int,
+                            train: LocalizerTrainConfig) -> np.ndarray:
     """Each file row scored by the file ranker trained on the other repository folds (never its own)."""
-    train = load_config(None, []).localizer_train
     scores = np.zeros(len(files), dtype=np.float64)
     for held_out in folds:
         model = fit_ranker(files.filter(~pl.col("repo").is_in(held_out)), FILE_FEATURES, train.train_file_depth,
@@ -67,28 +67,47 @@ def function_parts(functions: pl.DataFrame, ranks: pl.DataFrame) -> tuple[pl.Dat
                    "fusion": col("rank_fusion"), "learned": col("rank_learned")}
 
 
-def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: list[float], seed: int,
-           shipped: tuple[float, float, float, int]) -> dict:
+def candidate_mask(parts: dict[str, np.ndarray], order: str, top: int, boost: float) -> np.ndarray:
+    """The query path's function candidates: of the top `top` files in `order`, list hits (and frames), and with a
+    name boost the functions the query names."""
+    file_rank = parts[order]
+    return ((file_rank > 0) & (file_rank <= top)) | (parts["lists"] > 0) | ((parts["named"] > 0) & (boost > 0))
+
+
+def study_inputs(wide: str, seed: int, train: LocalizerTrainConfig | None = None,
+                 ) -> tuple[pl.DataFrame, dict[str, np.ndarray], LevelData, list[list[str]]]:
+    """The wide function rows (with their file's fusion and out-of-fold learned ranks), `FunctionScore`'s columns,
+    the function level (gold counts) and the repository folds the file ranker was trained on."""
     data, _ = load_features(wide)
     files = data["files"].frame
     level = data["functions"]
-    repos = sorted(files["repo"].unique().to_list())
-    folds = repo_folds(repos, load_config(None, []).localizer_train.folds, seed)
-    ranks = file_ranks(files, out_of_fold_file_scores(files, folds, seed))
+    train = train or load_config(None, []).localizer_train
+    folds = repo_folds(sorted(files["repo"].unique().to_list()), train.folds, seed)
+    ranks = file_ranks(files, out_of_fold_file_scores(files, folds, seed, train))
     frame, parts = function_parts(level.frame.drop([c for c in level.frame.columns if c not in (
         "qid", "key", "label", "fusion", "repo", "body_rr", "name_rr", "history_rr", "frame_function",
         "code_name_named", "is_test")]), ranks)
+    return frame, parts, level, folds
+
+
+def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: list[float], seed: int,
+           shipped: tuple[float, float, float, int], train: LocalizerTrainConfig | None = None) -> dict:
+    frame, parts, level, folds = study_inputs(wide, seed, train)
+    repos = sorted(frame["repo"].unique().to_list())
     masks = {r: (frame["repo"] == r).to_numpy() for r in repos}
     subs = {r: frame.filter(pl.col("repo") == r).select("qid", "label") for r in repos}
     weight, test_factor = shipped[0], load_config(None, []).localizer.test_factor
+    mined = FunctionScore(weight, shipped[1], shipped[2], test_factor)  # the wide mine's own order re-scored
+    drift = float(np.max(np.abs(mined(parts["lists"], mined.file_term(parts["fusion"]), parts["named"], parts["test"])
+                                - frame["fusion"].to_numpy()))) if len(frame) else 0.0
     grid: dict[str, dict] = {}
     shipped_key = f"fusion/{shipped[3]}/{float(shipped[1])}/{float(shipped[2])}"
-    for order, top, k, boost in itertools.product(ORDERS, top_files, file_ks, name_boosts):
+    settings = [*itertools.product(ORDERS, top_files, file_ks, name_boosts), ("fusion", shipped[3], shipped[1], shipped[2])]
+    for order, top, k, boost in dict.fromkeys(settings):  # the grid and the shipped setting
         score = FunctionScore(weight, k, boost, test_factor)
         file_rank = parts[order]
         scores = score(parts["lists"], score.file_term(file_rank), parts["named"], parts["test"])
-        candidate = ((file_rank > 0) & (file_rank <= top)) | (parts["lists"] > 0) | ((parts["named"] > 0) & (boost > 0))
-        scores = np.where(candidate, scores, -1.0)
+        scores = np.where(candidate_mask(parts, order, top, boost), scores, -1.0)
         per_repo = {r: ranking_metrics(subs[r], scores[masks[r]], level.gold) for r in repos}
         key = f"{order}/{top}/{float(k)}/{float(boost)}"
         grid[key] = {"order": order, "top_files": top, "file_rrf_k": k, "name_boost": boost, "per_repo": per_repo,
@@ -100,6 +119,7 @@ def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: l
         chosen[r] = max(grid, key=lambda g: (criterion(weighted(grid[g]["per_repo"], others)), g == shipped_key))
         held_out[r] = grid[chosen[r]]["per_repo"][r]
     return {"wide": wide, "criterion": "(Acc@10 + Recall@50) / 2", "folds": folds, "shipped": shipped_key,
+            "fusion_recompute_max_abs_diff": drift,
             "metrics": list(REPORTED),
             "loro": {"chosen": weighted(held_out, repos), "shipped": grid[shipped_key]["overall"],
                      "choices": {g: sum(1 for v in chosen.values() if v == g) for g in sorted(set(chosen.values()))}},

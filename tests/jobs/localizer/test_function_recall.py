@@ -1,0 +1,51 @@
+"""The function recall study: on a wide mine (every function of every file candidate), the fusion order
+re-scores to what the miner wrote, the learned file order comes from file rankers that never saw the repository,
+and a smaller `top_files` is a filter of the wide candidates."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from jobs.cli import main
+from jobs.localizer.function_recall import candidate_mask, search, study_inputs
+from semantica.config import load_config
+from tests.jobs.localizer.test_train_localizer import _make_repo
+
+SMALL_TRAIN = ["localizer_train.num_rounds=10", "localizer_train.min_data_in_leaf=2", "localizer_train.num_threads=1",
+               "localizer_train.folds=2"]
+
+
+def test_wide_mine_rescored_with_out_of_fold_file_order(tmp_path):
+    mirrors = tmp_path / "mirrors"
+    mirrors.mkdir()
+    for name in ("acme+shop", "acme+store"):
+        _make_repo(mirrors, name)
+    corpus, wide = tmp_path / "corpus", tmp_path / "wide"
+    assert main(["mine-pairs", "--repos-dir", str(mirrors), "--labels", str(corpus),
+                 "--repo", "acme/shop", "--repo", "acme/store"]) == 0
+    assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(wide),
+                 "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=100",
+                 "--set", "localizer.max_function_candidates=100000"]) == 0
+    config = load_config(None, SMALL_TRAIN, environ={})
+    frame, parts, _, folds = study_inputs(str(wide), 13, config.localizer_train)
+    assert sorted(map(tuple, folds)) == [("acme/shop",), ("acme/store",)]  # each repository held out once
+    files = frame.select("qid", "path", "rank_fusion", "rank_learned").unique().drop_nulls()
+    assert len(files) and (files["rank_learned"] >= 1).all()
+    for column in ("rank_fusion", "rank_learned"):  # each a ranking of the query's files: one file per rank
+        assert files.group_by("qid", column).len()["len"].max() == 1
+    everything = candidate_mask(parts, "fusion", 100, 1.0)
+    assert everything.all()  # the wide mine holds exactly the candidates of the largest top_files
+    top1 = candidate_mask(parts, "learned", 1, 0.0)
+    assert top1.sum() < len(top1)
+    assert np.all((parts["learned"][top1] == 1) | (parts["lists"][top1] > 0))
+
+    loc = config.localizer
+    shipped = (loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.top_files)
+    result = search(str(wide), [1, 100], [1.0, 20.0], [0.0, 1.0], 13, shipped, config.localizer_train)
+    assert result["fusion_recompute_max_abs_diff"] < 1e-6  # the mined order is FunctionScore's at the shipped setting
+    assert set(result["grid"]) == {f"{o}/{t}/{k}/{b}" for o in ("fusion", "learned") for t in (1, 100)
+                                   for k in (1.0, 20.0) for b in (0.0, 1.0)} | {result["shipped"]}
+    assert sum(result["loro"]["choices"].values()) == 2
+    for row in result["per_repo"].values():
+        assert row["held_out"]["queries"] > 0 and row["chosen"] in result["grid"]
