@@ -84,10 +84,11 @@ class LearnedReplay:
         c = self.config
         history = (c.history_max_commits, c.history_functions) if c.history_features else None
         settings = astuple(candidate_config(c))
-        if c.function_file_order == "fusion":  # the key from before the setting: earlier caches stay valid
+        learned_order = self.localizer.file_scorer(c.learned_files) is not None  # the functions follow its model
+        if not learned_order:  # function_file_order changes nothing: the key from before it (earlier caches hold)
             settings = settings[:-1]
-        learned_order = (c.model_dir,) if self.localizer.file_scorer(c.learned_files) else ()  # functions follow it
-        key = (inst.instance_id, settings, repr(self.discover), *((history,) if history else ()), *learned_order)
+        key = (inst.instance_id, settings, repr(self.discover), *((history,) if history else ()),
+               *((c.model_dir,) if learned_order else ()))
         digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
         return key, self.cache_dir / f"{inst.instance_id.replace('/', '+')}-{digest}.npz"  # ids may hold a repo name
 
