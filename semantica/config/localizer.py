@@ -41,8 +41,8 @@ class LocalizerConfig:
     function_file_weight: float = 1.0  # a function's score: this / (function_file_rrf_k + its file's rank) ...
     function_file_rrf_k: float = 20.0  # ... (docs/localizer.md "Function candidates and order")
     function_name_boost: float = 1.0  # ... plus this many first places when the query names it (code-shaped identifier)
-    function_file_order: str = "fusion"  # "learned": where the file ranker runs, its order draws the `top_files` whose
-                                         # functions are candidates and gives their file term (docs/localizer.md)
+    function_file_order: str = "learned"  # where the file ranker runs, its order draws the `top_files` whose functions
+                                          # are candidates and gives their file term; "fusion": the cheap lists' order
     max_file_bytes: int = 1000000
     blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
     learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)

@@ -8,6 +8,8 @@ Functions: every function of the top `top_files` files of that order (or of the 
 the functions a traceback frame names and (with `function_name_boost`) the functions the query names by an
 exact identifier, ordered by `FunctionScore` and cut at `max_function_candidates`.
 
+Long because the candidates of both levels and every feature are computed in one pass, for training and query time.
+
 A feature that does not apply is NaN (LightGBM routes missing values), never a made-up rank. Adding,
 removing or changing a feature bumps `SCHEMA_VERSION`; a model records the version it was trained on
 and refuses another.
