@@ -1,5 +1,6 @@
 """Function recall and order on the corpus with the learned file order, by leave-one-repository-out:
-`python -m jobs.localizer.function_recall WIDE OUT.json [--top-files 20,30,50,100] [--file-ks 5,10,20,40]`.
+`python -m jobs.localizer.function_recall WIDE OUT.json [--top-files 20,30,50,100] [--file-ks 5,10,20,40]
+[--ranker-cut 300]`.
 
 `WIDE` is the corpus mined with every function of every file candidate and no cut (`mine-localizer --set
 localizer.top_files=100 --set localizer.max_function_candidates=100000 --set localizer.history_features=true`),
@@ -10,6 +11,8 @@ on the other folds only. Every setting of (file order: fixed fusion or learned, 
 formula); the candidates are the functions of the top `top_files` files in that order plus the list hits, frames'
 and named functions (the query path's set). Each repository is ranked with the setting that has the best
 (Acc@10 + Recall@50) / 2 on the other repositories, as `jobs/localizer/function_order.py` chooses.
+`--ranker-cut N` then trains LambdaRank function rankers on the setting most folds chose (its candidates cut at N),
+on the other repository folds, with and without the learned file order's columns (`ranker_study`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import polars as pl
 from jobs.localizer.function_order import REPORTED, criterion, weighted
 from jobs.localizer.train import LevelData, load_features, ranking_metrics, repo_folds
 from semantica.config import LocalizerTrainConfig, load_config
-from semantica.localizer.features import FILE_FEATURES, RRF_K, FunctionScore
+from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, RRF_K, FunctionScore
 from semantica.localizer.fit import fit_ranker
 
 ORDERS = ("fusion", "learned")
@@ -84,14 +87,50 @@ def study_inputs(wide: str, seed: int, train: LocalizerTrainConfig | None = None
     train = train or load_config(None, []).localizer_train
     folds = repo_folds(sorted(files["repo"].unique().to_list()), train.folds, seed)
     ranks = file_ranks(files, out_of_fold_file_scores(files, folds, seed, train))
-    frame, parts = function_parts(level.frame.drop([c for c in level.frame.columns if c not in (
-        "qid", "key", "label", "fusion", "repo", "body_rr", "name_rr", "history_rr", "frame_function",
-        "code_name_named", "is_test")]), ranks)
+    frame, parts = function_parts(level.frame, ranks)
     return frame, parts, level, folds
 
 
+LEARNED_FILE_FEATURES = ("file_learned_rank", "file_learned_rr", "order_score")
+
+
+def ranker_study(frame: pl.DataFrame, parts: dict[str, np.ndarray], level: LevelData, folds: list[list[str]],
+                 setting: tuple[str, int, float, float], cut: int, seed: int, train: LocalizerTrainConfig) -> dict:
+    """A LambdaRank function ranker on the candidates `setting` draws (cut at `cut` by its score), trained on the
+    other repository folds, with and without the learned file order's columns (its rank, reciprocal rank and the
+    fixed formula's score), against the fixed formula on the same candidates."""
+    order, top, k, boost = setting
+    loc = load_config(None, []).localizer
+    score = FunctionScore(loc.function_file_weight, k, boost, loc.test_factor)
+    learned = parts["learned"]
+    rows = frame.with_columns(
+        pl.Series("order_score", score(parts["lists"], score.file_term(parts[order]), parts["named"], parts["test"])),
+        pl.Series("keep", candidate_mask(parts, order, top, boost)),
+        pl.Series("file_learned_rank", np.where(learned > 0, learned, np.nan)),
+        pl.Series("file_learned_rr", np.where(learned > 0, 1.0 / (RRF_K + learned), 0.0))).filter(pl.col("keep"))
+    rows = rows.filter(pl.col("order_score").rank("ordinal", descending=True).over("qid") <= cut).with_columns(
+        pl.col("order_score").alias("fusion")).sort(["qid", "fusion"], descending=[False, True])
+    out: dict = {"setting": list(setting), "cut": cut, "rows": len(rows),
+                 "formula": ranking_metrics(rows, rows["order_score"].to_numpy(), level.gold)}
+    for name, features in (("ranker", FUNCTION_FEATURES), ("ranker + learned file order", (*FUNCTION_FEATURES,
+                                                                                           *LEARNED_FILE_FEATURES))):
+        scores = np.zeros(len(rows), dtype=np.float64)
+        for held_out in folds:
+            model = fit_ranker(rows.filter(~pl.col("repo").is_in(held_out)), features, train.train_function_depth,
+                               train, seed)
+            mask = rows["repo"].is_in(held_out).to_numpy()
+            scores[mask] = model.predict(rows.filter(pl.col("repo").is_in(held_out)).select(features).to_numpy(),
+                                         num_threads=train.num_threads)
+        out[name] = ranking_metrics(rows, scores, level.gold)
+        print(name, out[name], "formula", out["formula"], flush=True)
+    return out
+
+
 def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: list[float], seed: int,
-           shipped: tuple[float, float, float, int], train: LocalizerTrainConfig | None = None) -> dict:
+           shipped: tuple[float, float, float, int], train: LocalizerTrainConfig | None = None,
+           ranker_cut: int = 0) -> dict:
+    """The grid search; with `ranker_cut`, also `ranker_study` on the setting most folds chose."""
+    train = train or load_config(None, []).localizer_train
     frame, parts, level, folds = study_inputs(wide, seed, train)
     repos = sorted(frame["repo"].unique().to_list())
     masks = {r: (frame["repo"] == r).to_numpy() for r in repos}
@@ -118,7 +157,13 @@ def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: l
         others = [o for o in repos if o != r]
         chosen[r] = max(grid, key=lambda g: (criterion(weighted(grid[g]["per_repo"], others)), g == shipped_key))
         held_out[r] = grid[chosen[r]]["per_repo"][r]
+    ranker = {}
+    if ranker_cut:
+        most = grid[max(set(chosen.values()), key=list(chosen.values()).count)]  # the setting most folds chose
+        ranker = ranker_study(frame, parts, level, folds, (most["order"], most["top_files"], most["file_rrf_k"],
+                                                           most["name_boost"]), ranker_cut, seed, train)
     return {"wide": wide, "criterion": "(Acc@10 + Recall@50) / 2", "folds": folds, "shipped": shipped_key,
+            "ranker": ranker,
             "fusion_recompute_max_abs_diff": drift,
             "metrics": list(REPORTED),
             "loro": {"chosen": weighted(held_out, repos), "shipped": grid[shipped_key]["overall"],
@@ -136,13 +181,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--file-ks", default="5,10,20,40,60")
     parser.add_argument("--name-boosts", default="0,1")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--ranker-cut", type=int, default=0,
+                        help="also train a function ranker on the chosen setting's candidates, cut at this many")
     args = parser.parse_args(argv)
     config = load_config(None, [])
     loc = config.localizer
     seed = config.localizer_train.seed if args.seed is None else args.seed
     result = search(args.wide, [int(x) for x in args.top_files.split(",")],
                     [float(x) for x in args.file_ks.split(",")], [float(x) for x in args.name_boosts.split(",")], seed,
-                    (loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.top_files))
+                    (loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.top_files),
+                    config.localizer_train, args.ranker_cut)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["loro"], indent=1))
