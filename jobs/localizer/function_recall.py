@@ -21,12 +21,13 @@ import argparse
 import itertools
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from jobs.localizer.function_order import REPORTED, criterion, weighted
+from jobs.localizer.function_order import REPORTED, leave_one_repository_out, weighted
 from jobs.localizer.train import LevelData, load_features, ranking_metrics, repo_folds
 from semantica.config import LocalizerTrainConfig, load_config
 from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, RRF_K, FunctionScore
@@ -35,17 +36,16 @@ from semantica.localizer.fit import fit_ranker
 ORDERS = ("fusion", "learned")
 
 
-def out_of_fold_file_scores(files: pl.DataFrame, folds: list[list[str]], seed: int,
-                            train: LocalizerTrainConfig) -> np.ndarray:
-    """Each file row scored by the file ranker trained on the other repository folds (never its own)."""
-    scores = np.zeros(len(files), dtype=np.float64)
+def out_of_fold(rows: pl.DataFrame, features: Sequence[str], depth: int, folds: list[list[str]], seed: int,
+                train: LocalizerTrainConfig) -> np.ndarray:
+    """Each row scored by a ranker trained (`train-localizer`'s recipe) on the other repository folds only."""
+    scores = np.zeros(len(rows), dtype=np.float64)
     for held_out in folds:
-        model = fit_ranker(files.filter(~pl.col("repo").is_in(held_out)), FILE_FEATURES, train.train_file_depth,
-                           train, seed)
-        mask = files["repo"].is_in(held_out).to_numpy()
-        scores[mask] = model.predict(files.filter(pl.col("repo").is_in(held_out)).select(FILE_FEATURES).to_numpy(),
+        model = fit_ranker(rows.filter(~pl.col("repo").is_in(held_out)), features, depth, train, seed)
+        mask = rows["repo"].is_in(held_out).to_numpy()
+        scores[mask] = model.predict(rows.filter(pl.col("repo").is_in(held_out)).select(features).to_numpy(),
                                      num_threads=train.num_threads)
-        print(f"file fold of {len(held_out)} repositories scored", flush=True)
+        print(f"fold of {len(held_out)} repositories scored", flush=True)
     return scores
 
 
@@ -86,7 +86,7 @@ def study_inputs(wide: str, seed: int, train: LocalizerTrainConfig | None = None
     level = data["functions"]
     train = train or load_config(None, []).localizer_train
     folds = repo_folds(sorted(files["repo"].unique().to_list()), train.folds, seed)
-    ranks = file_ranks(files, out_of_fold_file_scores(files, folds, seed, train))
+    ranks = file_ranks(files, out_of_fold(files, FILE_FEATURES, train.train_file_depth, folds, seed, train))
     frame, parts = function_parts(level.frame, ranks)
     return frame, parts, level, folds
 
@@ -95,10 +95,13 @@ LEARNED_FILE_FEATURES = ("file_learned_rank", "file_learned_rr", "order_score")
 
 
 def ranker_study(frame: pl.DataFrame, parts: dict[str, np.ndarray], level: LevelData, folds: list[list[str]],
-                 setting: tuple[str, int, float, float], cut: int, seed: int, train: LocalizerTrainConfig) -> dict:
+                 setting: tuple[str, int, float, float], cut: int, seed: int, train: LocalizerTrainConfig,
+                 save: str = "") -> dict:
     """A LambdaRank function ranker on the candidates `setting` draws (cut at `cut` by its score), trained on the
     other repository folds, with and without the learned file order's columns (its rank, reciprocal rank and the
-    fixed formula's score), against the fixed formula on the same candidates."""
+    fixed formula's score), against the fixed formula on the same candidates. `fusion_rank` is each candidate's
+    position in that order, as the query path computes it. `save`: also write the schema-only ranker trained on
+    every repository there."""
     order, top, k, boost = setting
     loc = load_config(None, []).localizer
     score = FunctionScore(loc.function_file_weight, k, boost, loc.test_factor)
@@ -108,27 +111,24 @@ def ranker_study(frame: pl.DataFrame, parts: dict[str, np.ndarray], level: Level
         pl.Series("keep", candidate_mask(parts, order, top, boost)),
         pl.Series("file_learned_rank", np.where(learned > 0, learned, np.nan)),
         pl.Series("file_learned_rr", np.where(learned > 0, 1.0 / (RRF_K + learned), 0.0))).filter(pl.col("keep"))
-    rows = rows.filter(pl.col("order_score").rank("ordinal", descending=True).over("qid") <= cut).with_columns(
-        pl.col("order_score").alias("fusion")).sort(["qid", "fusion"], descending=[False, True])
+    position = pl.col("order_score").rank("ordinal", descending=True).over("qid")  # as the query path's `fusion_rank`
+    rows = rows.with_columns(position.cast(pl.Float32).alias("fusion_rank")).filter(pl.col("fusion_rank") <= cut)
+    rows = rows.with_columns(pl.col("order_score").alias("fusion")).sort(["qid", "fusion"], descending=[False, True])
     out: dict = {"setting": list(setting), "cut": cut, "rows": len(rows),
                  "formula": ranking_metrics(rows, rows["order_score"].to_numpy(), level.gold)}
     for name, features in (("ranker", FUNCTION_FEATURES), ("ranker + learned file order", (*FUNCTION_FEATURES,
                                                                                            *LEARNED_FILE_FEATURES))):
-        scores = np.zeros(len(rows), dtype=np.float64)
-        for held_out in folds:
-            model = fit_ranker(rows.filter(~pl.col("repo").is_in(held_out)), features, train.train_function_depth,
-                               train, seed)
-            mask = rows["repo"].is_in(held_out).to_numpy()
-            scores[mask] = model.predict(rows.filter(pl.col("repo").is_in(held_out)).select(features).to_numpy(),
-                                         num_threads=train.num_threads)
-        out[name] = ranking_metrics(rows, scores, level.gold)
+        out[name] = ranking_metrics(rows, out_of_fold(rows, features, train.train_function_depth, folds, seed, train),
+                                    level.gold)
         print(name, out[name], "formula", out["formula"], flush=True)
+    if save:  # the schema's own features on every repository: a function model the query path can load
+        fit_ranker(rows, FUNCTION_FEATURES, train.train_function_depth, train, seed).save_model(save)
     return out
 
 
 def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: list[float], seed: int,
            shipped: tuple[float, float, float, int], train: LocalizerTrainConfig | None = None,
-           ranker_cut: int = 0) -> dict:
+           ranker_cut: int = 0, save_ranker: str = "") -> dict:
     """The grid search; with `ranker_cut`, also `ranker_study` on the setting most folds chose."""
     train = train or load_config(None, []).localizer_train
     frame, parts, level, folds = study_inputs(wide, seed, train)
@@ -152,25 +152,14 @@ def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: l
         grid[key] = {"order": order, "top_files": top, "file_rrf_k": k, "name_boost": boost, "per_repo": per_repo,
                      "overall": weighted(per_repo, repos)}
         print(key, grid[key]["overall"], flush=True)
-    held_out, chosen = {}, {}
-    for r in repos:
-        others = [o for o in repos if o != r]
-        chosen[r] = max(grid, key=lambda g: (criterion(weighted(grid[g]["per_repo"], others)), g == shipped_key))
-        held_out[r] = grid[chosen[r]]["per_repo"][r]
+    chosen, report = leave_one_repository_out(grid, repos, shipped_key)
     ranker = {}
     if ranker_cut:
         most = grid[max(set(chosen.values()), key=list(chosen.values()).count)]  # the setting most folds chose
         ranker = ranker_study(frame, parts, level, folds, (most["order"], most["top_files"], most["file_rrf_k"],
-                                                           most["name_boost"]), ranker_cut, seed, train)
+                                                           most["name_boost"]), ranker_cut, seed, train, save_ranker)
     return {"wide": wide, "criterion": "(Acc@10 + Recall@50) / 2", "folds": folds, "shipped": shipped_key,
-            "ranker": ranker,
-            "fusion_recompute_max_abs_diff": drift,
-            "metrics": list(REPORTED),
-            "loro": {"chosen": weighted(held_out, repos), "shipped": grid[shipped_key]["overall"],
-                     "choices": {g: sum(1 for v in chosen.values() if v == g) for g in sorted(set(chosen.values()))}},
-            "grid": {g: {kk: vv for kk, vv in v.items() if kk != "per_repo"} for g, v in grid.items()},
-            "per_repo": {r: {"chosen": chosen[r], "held_out": held_out[r], "shipped": grid[shipped_key]["per_repo"][r]}
-                         for r in repos}}
+            "ranker": ranker, "fusion_recompute_max_abs_diff": drift, "metrics": list(REPORTED), **report}
 
 
 def main(argv: list[str]) -> int:
@@ -183,6 +172,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--ranker-cut", type=int, default=0,
                         help="also train a function ranker on the chosen setting's candidates, cut at this many")
+    parser.add_argument("--save-ranker", default="", metavar="FILE",
+                        help="with --ranker-cut: write the function model trained on every repository here")
     args = parser.parse_args(argv)
     config = load_config(None, [])
     loc = config.localizer
@@ -190,7 +181,7 @@ def main(argv: list[str]) -> int:
     result = search(args.wide, [int(x) for x in args.top_files.split(",")],
                     [float(x) for x in args.file_ks.split(",")], [float(x) for x in args.name_boosts.split(",")], seed,
                     (loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.top_files),
-                    config.localizer_train, args.ranker_cut)
+                    config.localizer_train, args.ranker_cut, args.save_ranker)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["loro"], indent=1))

@@ -5,25 +5,19 @@ and a smaller `top_files` is a filter of the wide candidates."""
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from jobs.cli import main
 from jobs.localizer.function_recall import candidate_mask, search, study_inputs
 from semantica.config import load_config
-from tests.jobs.localizer.test_train_localizer import _make_repo
+from tests.jobs.localizer.test_train_localizer import labelled_mirrors
 
 SMALL_TRAIN = ["localizer_train.num_rounds=10", "localizer_train.min_data_in_leaf=2", "localizer_train.num_threads=1",
                "localizer_train.folds=2"]
 
 
 def test_wide_mine_rescored_with_out_of_fold_file_order(tmp_path):
-    mirrors = tmp_path / "mirrors"
-    mirrors.mkdir()
-    for name in ("acme+shop", "acme+store"):
-        _make_repo(mirrors, name)
-    corpus, wide = tmp_path / "corpus", tmp_path / "wide"
-    assert main(["mine-pairs", "--repos-dir", str(mirrors), "--labels", str(corpus),
-                 "--repo", "acme/shop", "--repo", "acme/store"]) == 0
+    mirrors, corpus = labelled_mirrors(tmp_path)
+    wide = tmp_path / "wide"
     assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(wide),
                  "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=100",
                  "--set", "localizer.max_function_candidates=100000"]) == 0
