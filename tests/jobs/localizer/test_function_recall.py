@@ -4,11 +4,13 @@ and a smaller `top_files` is a filter of the wide candidates."""
 
 from __future__ import annotations
 
+import lightgbm as lgb
 import numpy as np
 
 from jobs.cli import main
-from jobs.localizer.function_recall import candidate_mask, search, study_inputs
+from jobs.localizer.function_recall import candidate_mask, ranker_study, search, study_inputs
 from semantica.config import load_config
+from semantica.localizer.features import FUNCTION_FEATURES
 from tests.jobs.localizer.test_train_localizer import labelled_mirrors
 
 SMALL_TRAIN = ["localizer_train.num_rounds=10", "localizer_train.min_data_in_leaf=2", "localizer_train.num_threads=1",
@@ -43,3 +45,20 @@ def test_wide_mine_rescored_with_out_of_fold_file_order(tmp_path):
     assert sum(result["loro"]["choices"].values()) == 2
     for row in result["per_repo"].values():
         assert row["held_out"]["queries"] > 0 and row["chosen"] in result["grid"]
+
+
+def test_function_ranker_study_saves_a_model_the_query_path_loads(tmp_path):
+    mirrors, corpus = labelled_mirrors(tmp_path)
+    wide = tmp_path / "wide"
+    assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(wide),
+                 "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=100",
+                 "--set", "localizer.max_function_candidates=100000"]) == 0
+    config = load_config(None, SMALL_TRAIN, environ={})
+    frame, parts, level, folds = study_inputs(str(wide), 13, config.localizer_train)
+    saved = tmp_path / "functions.txt"
+    out = ranker_study(frame, parts, level, folds, ("learned", 1, 20.0, 1.0), 3, 13, config.localizer_train, str(saved))
+    kept = int(candidate_mask(parts, "learned", 1, 1.0).sum())
+    assert out["rows"] <= min(kept, 3 * frame["qid"].n_unique())  # the candidates, cut at 3 per query
+    assert {"formula", "ranker", "ranker + learned file order"} <= set(out)
+    model = lgb.Booster(model_file=str(saved))
+    assert model.feature_name() == list(FUNCTION_FEATURES)  # the schema's columns: LocalizerModels accepts it
