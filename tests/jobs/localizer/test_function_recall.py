@@ -4,8 +4,11 @@ and a smaller `top_files` is a filter of the wide candidates."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import lightgbm as lgb
 import numpy as np
+import pytest
 
 from jobs.cli import main
 from jobs.localizer.function_recall import candidate_mask, ranker_study, search, study_inputs
@@ -17,12 +20,18 @@ SMALL_TRAIN = ["localizer_train.num_rounds=10", "localizer_train.min_data_in_lea
                "localizer_train.folds=2"]
 
 
-def test_wide_mine_rescored_with_out_of_fold_file_order(tmp_path):
-    mirrors, corpus = labelled_mirrors(tmp_path)
-    wide = tmp_path / "wide"
-    assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(wide),
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory) -> Path:
+    """Two real repositories mined wide: every function of every file candidate, no cut."""
+    root = tmp_path_factory.mktemp("wide")
+    mirrors, corpus = labelled_mirrors(root)
+    assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(root / "wide"),
                  "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=100",
                  "--set", "localizer.max_function_candidates=100000"]) == 0
+    return root / "wide"
+
+
+def test_wide_mine_rescored_with_out_of_fold_file_order(wide):
     config = load_config(None, SMALL_TRAIN, environ={})
     frame, parts, _, folds = study_inputs(str(wide), 13, config.localizer_train)
     assert sorted(map(tuple, folds)) == [("acme/shop",), ("acme/store",)]  # each repository held out once
@@ -47,12 +56,7 @@ def test_wide_mine_rescored_with_out_of_fold_file_order(tmp_path):
         assert row["held_out"]["queries"] > 0 and row["chosen"] in result["grid"]
 
 
-def test_function_ranker_study_saves_a_model_the_query_path_loads(tmp_path):
-    mirrors, corpus = labelled_mirrors(tmp_path)
-    wide = tmp_path / "wide"
-    assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(wide),
-                 "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=100",
-                 "--set", "localizer.max_function_candidates=100000"]) == 0
+def test_function_ranker_study_saves_a_model_the_query_path_loads(wide, tmp_path):
     config = load_config(None, SMALL_TRAIN, environ={})
     frame, parts, level, folds = study_inputs(str(wide), 13, config.localizer_train)
     saved = tmp_path / "functions.txt"
