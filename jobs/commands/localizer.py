@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ablation.add_argument("--history-models", metavar="DIR",
                           help="add the history rows: votes and priors as of each base commit, and the file model "
                                "in DIR (trained with history features)")
+    ablation.add_argument("--row", action="append", default=[], metavar="NAME",
+                          help="only the rows whose name contains NAME (repeatable; default: every row)")
     add_common(ablation)
     ablation.set_defaults(handler=run_ablation_command)
 
@@ -118,6 +120,9 @@ def run_ablation_command(args: argparse.Namespace) -> int:
             print(f"--only-cached: {len(kept)} of {len(instances)} instances have computed candidates")
             instances = kept
         rows = (*ROWS, *history_rows(args.history_models)) if args.history_models else ROWS
+        rows = [row for row in rows if not args.row or any(part in row[0] for part in args.row)]
+        if not rows:
+            raise CliError(f"--row {' '.join(args.row)}: no ablation row has such a name")
         results = run_ablation(args.config, args.set, args.mined, instances, rows)
     except (EvalError, MineError) as exc:
         raise CliError(str(exc)) from None

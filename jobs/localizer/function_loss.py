@@ -3,7 +3,8 @@
 
 Each gold function lands in the first stage that drops it: its file is not a file candidate; it is no outer
 function or method of its file at the base commit (module-level or class-level code, or new), so no function
-key can name it; its file ranks below `localizer.top_files` and no function list reached it; it was cut at
+key can name it; its file ranks below `localizer.top_files` (in the order the functions followed: the learned
+one with `function_file_order: learned`) and no function list reached it; it was cut at
 `localizer.max_function_candidates`; or it is a candidate, and then by its rank in the localizer's list and in
 the final (blended) list. Read-only: a diagnosis, not a metric to tune on.
 """
@@ -15,6 +16,8 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+
+import numpy as np
 
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.eval.metrics import normalize_function
@@ -55,7 +58,9 @@ def diagnose(instances_file: str, mined: str, overrides: list[str]) -> dict:
         if not gold or prediction is None:
             continue
         cands = replay.learned.candidates(inst)
-        file_rank = {p: n for n, p in enumerate(cands.files, 1)}
+        files = cands.files if cands.file_scores is None else [  # the order the functions followed
+            cands.files[i] for i in np.argsort(-cands.file_scores, kind="stable")]
+        file_rank = {p: n for n, p in enumerate(files, 1)}
         order = sorted(range(len(cands.functions)), key=lambda i: -float(cands.function_fusion[i]))
         function_rank = {normalize_function(cands.functions[i]): n for n, i in enumerate(order, 1)}
         final_rank = {normalize_function(k): n for n, k in enumerate(dict.fromkeys(prediction.functions), 1)}

@@ -69,20 +69,26 @@ def search(features: str, file_weights: list[float], file_ks: list[float], name_
                                 "overall": weighted(per_repo, repos)}
         print(f"file_weight {w} file_rrf_k {k} name_boost {b}: {grid[f'{w}/{k}/{b}']['overall']}", flush=True)
     shipped_key = "/".join(str(float(x)) for x in shipped)
+    overall = max(grid, key=lambda k: (criterion(grid[k]["overall"]), k == shipped_key))
+    return {"features": features, "criterion": list(CRITERION), "fusion_recompute_max_abs_diff": drift,
+            "shipped": shipped_key, "chosen_on_all": overall, **leave_one_repository_out(grid, repos, shipped_key)[1]}
+
+
+def leave_one_repository_out(grid: dict[str, dict], repos: list[str], shipped_key: str) -> tuple[dict[str, str], dict]:
+    """Each repository ranked by the grid setting with the best criterion on the OTHER repositories (ties: the
+    shipped one): the choice per repository, and the report's `loro`, `grid` and `per_repo` parts."""
     held_out: dict[str, dict] = {}
     chosen: dict[str, str] = {}
     for r in repos:
         others = [o for o in repos if o != r]
         chosen[r] = max(grid, key=lambda k: (criterion(weighted(grid[k]["per_repo"], others)), k == shipped_key))
         held_out[r] = grid[chosen[r]]["per_repo"][r]
-    overall = max(grid, key=lambda k: (criterion(grid[k]["overall"]), k == shipped_key))
-    return {"features": features, "criterion": list(CRITERION), "fusion_recompute_max_abs_diff": drift,
-            "shipped": shipped_key, "chosen_on_all": overall,
-            "loro": {"chosen": weighted(held_out, repos), "shipped": grid[shipped_key]["overall"],
-                     "choices": {k: sum(1 for v in chosen.values() if v == k) for k in sorted(set(chosen.values()))}},
-            "grid": {k: {kk: vv for kk, vv in v.items() if kk != "per_repo"} for k, v in grid.items()},
-            "per_repo": {r: {"chosen": chosen[r], "held_out": held_out[r], "shipped": grid[shipped_key]["per_repo"][r]}
-                         for r in repos}}
+    return chosen, {
+        "loro": {"chosen": weighted(held_out, repos), "shipped": grid[shipped_key]["overall"],
+                 "choices": {k: sum(1 for v in chosen.values() if v == k) for k in sorted(set(chosen.values()))}},
+        "grid": {k: {kk: vv for kk, vv in v.items() if kk != "per_repo"} for k, v in grid.items()},
+        "per_repo": {r: {"chosen": chosen[r], "held_out": held_out[r], "shipped": grid[shipped_key]["per_repo"][r]}
+                     for r in repos}}
 
 
 def main(argv: list[str]) -> int:

@@ -83,7 +83,12 @@ class LearnedReplay:
     def _stored(self, inst: Instance) -> tuple[tuple, Path]:
         c = self.config
         history = (c.history_max_commits, c.history_functions) if c.history_features else None
-        key = (inst.instance_id, astuple(candidate_config(c)), repr(self.discover), *((history,) if history else ()))
+        settings = astuple(candidate_config(c))
+        learned_order = self.localizer.file_scorer(c.learned_files) is not None  # the functions follow its model
+        if not learned_order:  # function_file_order changes nothing: the key from before it (earlier caches hold)
+            settings = settings[:-1]
+        key = (inst.instance_id, settings, repr(self.discover), *((history,) if history else ()),
+               *((c.model_dir,) if learned_order else ()))
         digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
         return key, self.cache_dir / f"{inst.instance_id.replace('/', '+')}-{digest}.npz"  # ids may hold a repo name
 
@@ -100,7 +105,8 @@ class LearnedReplay:
             with np.load(stored, allow_pickle=False) as z:
                 cands = self._candidates[key] = CandidateSet(
                     list(z["files"]), z["file_features"], z["file_fusion"], list(z["functions"]),
-                    z["function_features"], z["function_fusion"], int(z["file_pool"]))
+                    z["function_features"], z["function_fusion"], int(z["file_pool"]),
+                    z["file_scores"] if "file_scores" in z.files else None)
             return cands
         if inst.repo not in self._builders:
             git_dir = find_repo(self.repos_dir, inst.repo) if self.repos_dir else mirror_clone(inst.repo)
@@ -114,13 +120,15 @@ class LearnedReplay:
         snapshot = builder.build({path: text for path, text in reader.texts(inst.base_commit).items() if path in indexed})
         signals = self.history_at(git_dir, inst) if self.config.history_features else None  # not timed: index time
         start = time.perf_counter()
-        cands = self._candidates[key] = self.localizer.generator.build(snapshot, inst.problem_statement, signals)
+        cands = self._candidates[key] = self.localizer.generator.build(
+            snapshot, inst.problem_statement, signals, file_scorer=self.localizer.file_scorer(self.config.learned_files))
         self.seconds.append(time.perf_counter() - start)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         np.savez(stored.with_suffix(".tmp.npz"), files=np.array(cands.files, dtype=str),
                  file_features=cands.file_features, file_fusion=cands.file_fusion,
                  functions=np.array(cands.functions, dtype=str), function_features=cands.function_features,
-                 function_fusion=cands.function_fusion, file_pool=cands.file_pool)
+                 function_fusion=cands.function_fusion, file_pool=cands.file_pool,
+                 **({"file_scores": cands.file_scores} if cands.file_scores is not None else {}))
         stored.with_suffix(".tmp.npz").replace(stored)
         return cands
 

@@ -22,6 +22,9 @@ class LocalizerCorpusConfig:
         "revert", "bump", "release", "merge branch", "prepare", "changelog", "update changelog", "version "])
 
 
+FUNCTION_FILE_ORDERS = ("fusion", "learned")  # which file order draws and ranks the function candidates
+
+
 @dataclass
 class LocalizerConfig:
     """The learned localizer: LightGBM rankers over cheap candidate lists (semantica/localizer/, the stage in serving/core/localizer/)."""
@@ -38,6 +41,8 @@ class LocalizerConfig:
     function_file_weight: float = 1.0  # a function's score: this / (function_file_rrf_k + its file's rank) ...
     function_file_rrf_k: float = 20.0  # ... (docs/localizer.md "Function candidates and order")
     function_name_boost: float = 1.0  # ... plus this many first places when the query names it (code-shaped identifier)
+    function_file_order: str = "learned"  # where the file ranker runs, its order draws the `top_files` whose functions
+                                          # are candidates and gives their file term; "fusion": the cheap lists' order
     max_file_bytes: int = 1000000
     blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
     learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
@@ -56,6 +61,13 @@ class LocalizerConfig:
     max_staleness: int = 60  # ... none more than this many first-parent commits after it
     max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
     corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
+
+    def __post_init__(self) -> None:
+        if self.function_file_order not in FUNCTION_FILE_ORDERS:
+            from semantica.config.loader import ConfigError  # the loader imports this module
+
+            raise ConfigError(f"localizer.function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
+                              f"got {self.function_file_order!r}")
 
 
 @dataclass

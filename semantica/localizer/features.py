@@ -3,9 +3,12 @@
 Files: every file any cheap list reaches (whole-file BM25, path BM25, the files of the function-body
 and function-name BM25 lists, files the query names or its traceback runs through, and extra lists
 such as history votes), ordered by the fixed fusion of those lists and cut at `max_file_candidates`.
-Functions: every function of the top `top_files` files of that order, plus the function lists' hits,
+Functions: every function of the top `top_files` files of that order (or of the learned file ranker's order, with
+`function_file_order: learned` and a file scorer), plus the function lists' hits,
 the functions a traceback frame names and (with `function_name_boost`) the functions the query names by an
 exact identifier, ordered by `FunctionScore` and cut at `max_function_candidates`.
+
+Long because the candidates of both levels and every feature are computed in one pass, for training and query time.
 
 A feature that does not apply is NaN (LightGBM routes missing values), never a made-up rank. Adding,
 removing or changing a feature bumps `SCHEMA_VERSION`; a model records the version it was trained on
@@ -16,11 +19,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from semantica.config.localizer import FUNCTION_FILE_ORDERS
 from semantica.localizer.snapshot import Snapshot
 from semantica.tokenizer import tokenize
 
@@ -180,6 +184,7 @@ class CandidateSet:
     function_features: np.ndarray
     function_fusion: np.ndarray
     file_pool: int = 0  # files reached before the cut
+    file_scores: np.ndarray | None = None  # the file scorer's scores (rows follow `files`) where one ordered the functions
 
 
 @dataclass
@@ -194,6 +199,7 @@ class CandidateConfig:
     function_file_weight: float = 1.0  # a function's score: its file's weight / (function_file_rrf_k + file rank) ...
     function_file_rrf_k: float = RRF_K  # ... (a small k and a large weight rank files first, functions inside them)
     function_name_boost: float = 0.0  # a function the query names (code-shaped identifier): as if first in this many lists
+    function_file_order: str = "fusion"  # "learned": a file scorer given to `build` orders the files for the functions
 
 
 class FunctionScore:
@@ -239,6 +245,9 @@ class CandidateGenerator:
     """Builds a `CandidateSet` for a query over a `Snapshot`."""
 
     def __init__(self, config: CandidateConfig) -> None:
+        if config.function_file_order not in FUNCTION_FILE_ORDERS:
+            raise ValueError(f"function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
+                             f"got {config.function_file_order!r}")
         self.config = config
 
     def lists(self, snapshot: Snapshot, query: QuerySignals) -> dict[str, list[tuple[str, float]]]:
@@ -254,9 +263,11 @@ class CandidateGenerator:
         return out
 
     def build(self, snapshot: Snapshot, query_text: str, history: HistorySignals | None = None,
-              features: bool = True) -> CandidateSet:
+              features: bool = True, file_scorer: Callable[[np.ndarray], np.ndarray] | None = None) -> CandidateSet:
         """`features=False` (no model will read them) leaves both feature matrices without columns; the
-        candidates and their fixed-fusion scores are the same either way."""
+        candidates and their fixed-fusion scores are the same either way. `file_scorer` (the learned file ranker:
+        feature rows -> scores) orders the files whose functions are candidates and gives the functions' file term
+        when `function_file_order` is "learned" and the rows are built; its scores are kept in `file_scores`."""
         c = self.config
         query = QuerySignals.parse(query_text)
         history = history or HistorySignals()
@@ -337,12 +348,19 @@ class CandidateGenerator:
                 row += list(history.priors.get(p, (NAN, NAN, NAN)))
                 rows.append(row)
 
+        file_matrix = np.array(rows, dtype=np.float32).reshape(len(files), len(FILE_FEATURES) if features else 0)
+        file_scores = None
+        function_file_rank = file_rank  # the file order the functions follow
+        if features and file_scorer is not None and c.function_file_order == "learned" and files:
+            file_scores = np.asarray(file_scorer(file_matrix), dtype=np.float64)
+            function_file_rank = {files[i]: n for n, i in enumerate(np.argsort(-file_scores, kind="stable"), 1)}
+
         # functions: every function of the top files, the function lists' hits and the frames' functions
         f_fusion: dict[str, float] = {}
         for name in FUNCTION_LISTS:
             for key, hit in function_lists[name].items():
                 f_fusion[key] = f_fusion.get(key, 0.0) + _rr(hit)
-        for p in files[: c.top_files]:
+        for p in sorted(function_file_rank, key=function_file_rank.__getitem__)[: c.top_files]:
             for fn in snapshot.files[snapshot.file_index[p]].functions:
                 f_fusion.setdefault(fn.key, 0.0)
         for key in frame_functions:
@@ -354,7 +372,7 @@ class CandidateGenerator:
                 for key in names.get(word, ()):
                     f_fusion.setdefault(key, 0.0)
         score = FunctionScore.of(c)
-        file_terms = {p: score.file_term(float(r)) for p, r in file_rank.items()}  # per file once, not per function
+        file_terms = {p: score.file_term(float(r)) for p, r in function_file_rank.items()}  # per file once, not per function
         for key, lists_rr in f_fusion.items():
             path, _, qualname = key.partition("::")
             named_here = bool(c.function_name_boost) and last_name(qualname) in query.code_words
@@ -387,7 +405,6 @@ class CandidateGenerator:
                 row += list(history.priors.get(key, (NAN, NAN, NAN)))
                 f_rows.append(row)
         return CandidateSet(
-            files, np.array(rows, dtype=np.float32).reshape(len(files), len(FILE_FEATURES) if features else 0),
-            np.array([fusion[p] for p in files], dtype=np.float32),
+            files, file_matrix, np.array([fusion[p] for p in files], dtype=np.float32),
             functions, np.array(f_rows, dtype=np.float32).reshape(len(functions), len(FUNCTION_FEATURES) if features else 0),
-            np.array([f_fusion[k] for k in functions], dtype=np.float32), pool)
+            np.array([f_fusion[k] for k in functions], dtype=np.float32), pool, file_scores)

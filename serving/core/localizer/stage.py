@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,8 +88,18 @@ class LearnedLocalizer:
              learned_files: bool = True, learned_functions: bool = True) -> Ranked:
         """Feature rows are built only when a model will read them (candidates-first reads the fusion only)."""
         features = self.reads_features(learned_files, learned_functions)
-        return self.rank_candidates(self.generator.build(snapshot, query, history, features=features),
-                                    learned_files, learned_functions)
+        cands = self.generator.build(snapshot, query, history, features=features,
+                                     file_scorer=self.file_scorer(learned_files))
+        return self.rank_candidates(cands, learned_files, learned_functions)
+
+    def file_scorer(self, learned_files: bool) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The file ranker's scoring (feature rows -> scores) where it runs and the functions follow its order
+        (`function_file_order: learned`); None where the functions follow the fixed fusion's file order."""
+        models = self.models
+        if not learned_files or models is None or models.files is None or \
+                self.generator.config.function_file_order != "learned":
+            return None
+        return lambda rows: models.files.predict(rows, num_threads=1)
 
     def reads_features(self, learned_files: bool, learned_functions: bool) -> bool:
         """Whether `rank_candidates` will predict with a model (and so read the feature rows)."""
@@ -99,7 +109,9 @@ class LearnedLocalizer:
 
     def rank_candidates(self, cands: CandidateSet, learned_files: bool = True, learned_functions: bool = True) -> Ranked:
         file_scores = cands.file_fusion
-        if learned_files and self.models and self.models.files is not None and len(cands.files):
+        if learned_files and cands.file_scores is not None:  # the scorer ran while the functions were drawn
+            file_scores = cands.file_scores
+        elif learned_files and self.models and self.models.files is not None and len(cands.files):
             file_scores = self.models.files.predict(cands.file_features, num_threads=1)
         function_scores = cands.function_fusion
         if learned_functions and self.models and self.models.functions is not None and len(cands.functions):

@@ -6,17 +6,12 @@ from __future__ import annotations
 from jobs.cli import main
 from jobs.localizer.function_order import search
 from semantica.config import load_config
-from tests.jobs.localizer.test_train_localizer import _make_repo
+from tests.jobs.localizer.test_train_localizer import labelled_mirrors
 
 
 def test_corpus_search_rescores_what_the_miner_wrote_and_chooses_leaving_each_repository_out(tmp_path):
-    mirrors = tmp_path / "mirrors"
-    mirrors.mkdir()
-    for name in ("acme+shop", "acme+store"):
-        _make_repo(mirrors, name)
-    corpus, features = tmp_path / "corpus", tmp_path / "features"
-    assert main(["mine-pairs", "--repos-dir", str(mirrors), "--labels", str(corpus),
-                 "--repo", "acme/shop", "--repo", "acme/store"]) == 0
+    mirrors, corpus = labelled_mirrors(tmp_path)
+    features = tmp_path / "features"
     assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(features),
                  "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=3"]) == 0
     loc = load_config(None, [], environ={}).localizer

@@ -49,14 +49,20 @@ def _make_repo(root: Path, name: str) -> None:
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(root / name / "repo")], check=True)
 
 
-def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
-    mirrors = tmp_path / "mirrors"
+def labelled_mirrors(tmp_path: Path) -> tuple[Path, Path]:
+    """Two real repositories' bare clones (acme/shop, acme/store) and their labelled corpus: (mirrors, corpus)."""
+    mirrors, corpus = tmp_path / "mirrors", tmp_path / "corpus"
     mirrors.mkdir()
     for name in ("acme+shop", "acme+store"):
         _make_repo(mirrors, name)
-    corpus, features, models = tmp_path / "corpus", tmp_path / "features", tmp_path / "models"
     assert main(["mine-pairs", "--repos-dir", str(mirrors), "--labels", str(corpus),
                  "--repo", "acme/shop", "--repo", "acme/store"]) == 0
+    return mirrors, corpus
+
+
+def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
+    mirrors, corpus = labelled_mirrors(tmp_path)
+    features, models = tmp_path / "features", tmp_path / "models"
     rows = [json.loads(line) for line in (corpus / "acme+shop.jsonl").read_text().splitlines()]
     assert len(rows) >= 20 and all(r["functions"][0].startswith(r["files"][0] + "::compute_") for r in rows)
     small = ["--set", "localizer.snapshot_every=4"]
