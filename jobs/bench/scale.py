@@ -182,6 +182,11 @@ def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def part_bytes(snapshot_dir: Path) -> dict[str, int]:
+    """Bytes per top-level entry of a snapshot (vectors, tokens, lucene, ...): what the size is made of."""
+    return {p.name: dir_bytes(p) if p.is_dir() else p.stat().st_size for p in sorted(snapshot_dir.iterdir())}
+
+
 def corpus_size(repo: str, commit: str, paths: set[str]) -> dict[str, Any]:
     """Files, bytes and lines of what the snapshot indexed (the files it holds chunks of), Python apart."""
     listing = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "-l", commit], capture_output=True, text=True,
@@ -269,7 +274,7 @@ class ScaleBench:
                      chunks_per_s=round(summary["chunks"] / max(run.wall_s, 1e-9), 2),
                      peak_tree_rss_mb=run.peak_tree_rss_mb, child_maxrss_mb=run.child_maxrss_mb,
                      stage_s=summary.get("seconds", {}), load_after=load(), snapshot_path=str(snapshot_dir),
-                     index_bytes=dir_bytes(snapshot_dir))
+                     index_bytes=dir_bytes(snapshot_dir), index_bytes_by_part=part_bytes(snapshot_dir))
         self.say(f"{mode.name}: {entry['chunks']} chunks in {run.wall_s} s, peak {run.peak_tree_rss_mb} MB")
         return entry
 
