@@ -56,6 +56,7 @@ class ChildRun:
     wall_s: float
     peak_tree_rss_mb: float  # largest sum of RSS over the child and its descendants (sampled; >= the child's own)
     child_maxrss_mb: float  # the kernel's high-water mark for the child process itself
+    cpu_s: float  # user + system CPU of the child and the descendants it waited for (load-independent cost)
     stdout: str
 
 
@@ -95,7 +96,7 @@ class ChildMeter:
             sampler.join()
         own = usage.ru_maxrss * 1024  # KiB on Linux; the tree's sum was at least this at the child's own peak
         return ChildRun(child.returncode, round(wall, 1), round(max(peak[0], own) / MB, 1), round(own / MB, 1),
-                        out_path.read_text())
+                        round(usage.ru_utime + usage.ru_stime, 1), out_path.read_text())
 
 
 def _rss(process: Any) -> int:
@@ -274,7 +275,8 @@ class ScaleBench:
         snapshot_dir = Path(summary["snapshot_path"])
         entry.update(wall_s=run.wall_s, chunks=summary["chunks"], chunks_embedded=summary["chunks_embedded"],
                      chunks_per_s=round(summary["chunks"] / max(run.wall_s, 1e-9), 2),
-                     peak_tree_rss_mb=run.peak_tree_rss_mb, child_maxrss_mb=run.child_maxrss_mb,
+                     peak_tree_rss_mb=run.peak_tree_rss_mb, child_maxrss_mb=run.child_maxrss_mb, cpu_s=run.cpu_s,
+                     cpu_ms_per_chunk=round(1000 * run.cpu_s / max(summary["chunks"], 1), 1),
                      stage_s=summary.get("seconds", {}), load_after=load(), snapshot_path=str(snapshot_dir),
                      index_bytes=dir_bytes(snapshot_dir), index_bytes_by_part=part_bytes(snapshot_dir))
         self.say(f"{mode.name}: {entry['chunks']} chunks in {run.wall_s} s, peak {run.peak_tree_rss_mb} MB")

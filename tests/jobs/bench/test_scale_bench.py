@@ -44,6 +44,7 @@ def test_in_process_build_then_one_and_two_shards(tmp_path: Path) -> None:
     assert build["mode"] == "in_process" and build["fresh_cache"]
     assert build["chunks"] == build["chunks_embedded"] > len(MODULES)
     assert build["peak_tree_rss_mb"] >= build["child_maxrss_mb"] > 0
+    assert build["cpu_ms_per_chunk"] == round(1000 * build["cpu_s"] / build["chunks"], 1) > 0
     assert build["index_over_corpus"] == round(build["index_bytes"] / corpus["bytes"], 2) > 1
 
     names = {f"{n}_total" for n in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")}
