@@ -41,11 +41,15 @@ bench: install
 
 	$(PY) -m jobs.bench.watch
 
-# one 1M-line public repository (sympy, from the local mirror) indexed, sharded 1/8/32 and queried (docs/fast.md)
+# one 1M-line public repository (sympy, from the local mirror) indexed in process and on Ray Data, sharded
+# 1/8/32 and queried (docs/fast.md "The scale benchmark"); e.g. SCALE_ARGS="--modes in_process --shards 1"
 SCALE_REPO ?=  # empty: sympy under $$SEMANTICA_MIRRORS
+SCALE_NAME ?= sympy/sympy
 SCALE_WORK ?= $(shell mktemp -d)
+SCALE_ARGS ?=
+bench-scale: export PYTHONPATH := $(CURDIR)
 bench-scale: install
-	$(PY) -m jobs.bench.scale $(if $(strip $(SCALE_REPO)),--repo $(SCALE_REPO)) --name sympy/sympy --work $(SCALE_WORK)
+	$(PY) -m jobs.bench.scale $(if $(strip $(SCALE_REPO)),--repo $(SCALE_REPO)) --name $(SCALE_NAME) --work $(SCALE_WORK) $(SCALE_ARGS)
 
 lint: install
 	$(PY) -m pip install -q ruff
