@@ -12,6 +12,8 @@ of them alike; the best round counts):
   per-row activation scales, semantica/onnx_rows.py): ONNX Runtime over the export;
 - `onnx_int8_per_tensor`: ORT's dynamic int8 as it comes (one activation scale per padded batch tensor: its vectors
   depend on their batch);
+- `onnx_int8_text` (`quantize_int8` with `int8_scales: text`): that per-tensor graph fed one text per pass, enforced
+  by the encoder (its scale is then the text's own);
 - with `--batch-tokens N ...`, each variant at each padded-token budget per forward pass, named `variant@N`
   (`encoder.batch_tokens`; 1 = one text per pass: no padding, and per-tensor scales become one scale per text);
 - `onnx_fused` and `onnx_int8_fused`: the same export through ONNX Runtime's BERT fusions (one Attention op per
@@ -84,6 +86,8 @@ def build(variant: str) -> Encoder:
         return Encoder(dataclasses.replace(base, runtime="onnx"))
     if variant == "onnx_int8":
         return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True))
+    if variant == "onnx_int8_text":
+        return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True, int8_scales="text"))
     if variant == "onnx_int8_per_tensor":
         return per_tensor_encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True))
     if variant in ("onnx_fused", "onnx_int8_fused"):
@@ -131,7 +135,7 @@ def fused_encoder(config: Any, quantized: bool) -> Encoder:
 
 
 VARIANTS = ("fp32_fixed_batches", "fp32_sorted_token_budget", "int8_dynamic_per_tensor", "int8_dynamic_per_channel",
-            "onnx_fp32", "onnx_int8", "onnx_int8_per_tensor", "onnx_fused", "onnx_int8_fused")
+            "onnx_fp32", "onnx_int8", "onnx_int8_text", "onnx_int8_per_tensor", "onnx_fused", "onnx_int8_fused")
 BUDGET_MARK = "@"
 
 
