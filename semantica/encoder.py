@@ -146,14 +146,10 @@ def export_root(config: EncoderConfig) -> Path:
 
 
 def one_text_per_pass(config: EncoderConfig) -> bool:
-    """Whether this configuration runs ORT's per-tensor int8 graph one text at a time (`int8_scales: text`)."""
+    """Whether this configuration runs ORT's per-tensor int8 graph one text at a time (`int8_scales: text`). The
+    setting names an ONNX graph: the torch runtime's int8 (`+int8pc`) does not read it."""
     scales = Int8Scales.parse(config.int8_scales)
-    if not config.quantize_int8 or scales is Int8Scales.ROW:
-        return False
-    if Runtime.parse(config.runtime) is not Runtime.ONNX:
-        raise EncoderLoadError("encoder.int8_scales=text is ONNX Runtime's per-tensor int8 graph; "
-                               f"encoder.runtime is {config.runtime!r} (set it to onnx, or int8_scales to row)")
-    return True
+    return config.quantize_int8 and scales is Int8Scales.TEXT and Runtime.parse(config.runtime) is Runtime.ONNX
 
 
 def encoder_identity(config: EncoderConfig) -> tuple[str, int]:

@@ -153,7 +153,7 @@ def cold_queries(sides: list[Side], runs: int, out: dict[str, Any]) -> None:
     out["heavy_imports_cold_query"] = {side.name: heavy_imports(side) for side in sides}
 
 
-INT8_SIDES = {"new_int8": ("encoder.quantize_int8=true",),
+INT8_SIDES = {"new_int8": ("encoder.quantize_int8=true", "encoder.int8_scales=row"),
               "new_int8_text": ("encoder.quantize_int8=true", "encoder.int8_scales=text")}
 
 
