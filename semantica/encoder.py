@@ -7,6 +7,8 @@ PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's identity
 caches, stored token vectors and snapshots never mix vectors of two numeric paths. Both runtimes share
 the tokenisation and identity here and one pooling (semantica/pooling.py, in torch on the model's device
 or in numpy); the ONNX Runtime session is semantica/onnx_runtime.py.
+Long because the identity scheme (runtime, int8 mode, export), batching and the snapshot's encoder choice all
+live beside the encoder they name.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -38,6 +40,17 @@ ONNX_INT8_TEXT_SUFFIX = "+onnx-int8-text."  # ORT's per-tensor graph, one text a
 EXPORT_SHA_CHARS = 12
 
 
+_Setting = TypeVar("_Setting", bound=enum.Enum)
+
+
+def _parse_setting(kind: type[_Setting], name: str, setting: str) -> _Setting:
+    """`name` as a member of `kind`, else a ValueError that names the setting and its choices."""
+    try:
+        return kind(name)
+    except ValueError:
+        raise ValueError(f"encoder.{setting} must be one of {[m.value for m in kind]}, got {name!r}") from None
+
+
 class Runtime(enum.Enum):
     """Which library runs the forward pass."""
 
@@ -46,10 +59,7 @@ class Runtime(enum.Enum):
 
     @staticmethod
     def parse(name: str) -> Runtime:
-        try:
-            return Runtime(name)
-        except ValueError:
-            raise ValueError(f"encoder.runtime must be one of {[r.value for r in Runtime]}, got {name!r}") from None
+        return _parse_setting(Runtime, name, "runtime")
 
 
 class Int8Scales(enum.Enum):
@@ -60,10 +70,7 @@ class Int8Scales(enum.Enum):
 
     @staticmethod
     def parse(name: str) -> Int8Scales:
-        try:
-            return Int8Scales(name)
-        except ValueError:
-            raise ValueError(f"encoder.int8_scales must be one of {[s.value for s in Int8Scales]}, got {name!r}") from None
+        return _parse_setting(Int8Scales, name, "int8_scales")
 
 
 @dataclass(frozen=True)
@@ -405,7 +412,9 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
     wanted = parse_model_id(model_id)
     checkpoint, on_cpu = wanted.checkpoint, wanted.quantized or wanted.runtime is Runtime.ONNX
     runtime = {"model_id": checkpoint, "quantize_int8": wanted.quantized, "runtime": wanted.runtime.value,
-               "device": "cpu" if on_cpu else configured.config.device, "int8_scales": wanted.int8_scales.value}
+               "device": "cpu" if on_cpu else configured.config.device}
+    if wanted.quantized and wanted.runtime is Runtime.ONNX:  # the only identities int8_scales changes
+        runtime["int8_scales"] = wanted.int8_scales.value
     local_export = ""
     if checkpoint == split_runtime(configured.model_id)[0]:  # the same weights in another runtime
         own = shared_encoder(dataclasses.replace(configured.config, **runtime))
