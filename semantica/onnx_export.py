@@ -21,7 +21,7 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "last_hidden_state"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json")
 HASH_CHUNK_BYTES = 1 << 20
-PER_TENSOR_GRAPH = "model.int8.onnx"  # ORT dynamic int8: its vectors depend on their batch (not a runtime)
+PER_TENSOR_GRAPH = "model.int8.onnx"  # ORT dynamic int8: its vectors depend on their batch (`int8_scales: text` runs it one text a pass)
 ROWS_GRAPH = "model.int8-rows.onnx"  # the same with per-row activation scales: `encoder.quantize_int8`
 
 
@@ -104,18 +104,21 @@ def export_directory(model_path: Path, export_root: Path) -> Path:
     return export_root / f"{weights_sha(model_path, export_root)[:16]}-r{EXPORT_RECIPE}"
 
 
-def ensure_export(model_path: Path, export_root: Path, quantized: bool) -> ExportedModel:
-    """The fp32 (or int8 with per-row activation scales) ONNX graph of `model_path`, exported on first use."""
+def ensure_export(model_path: Path, export_root: Path, quantized: bool, per_text: bool = False) -> ExportedModel:
+    """The fp32 ONNX graph of `model_path`, or its int8 graph with per-row activation scales (or, `per_text`, ORT's
+    per-tensor one, which the encoder feeds one text a pass), exported on first use."""
     directory = export_directory(model_path, export_root)
     fp32 = _published(directory / "model.onnx") or _export_fp32(model_path, directory / "model.onnx")
     if not quantized:
         return fp32
+    if per_text:
+        return per_tensor_int8(fp32)
     return _published(directory / ROWS_GRAPH) or _quantize_rows(per_tensor_int8(fp32).path, directory / ROWS_GRAPH)
 
 
 def per_tensor_int8(fp32: ExportedModel) -> ExportedModel:
-    """ORT's dynamic int8 graph (one activation scale per batch tensor): the source of the per-row graph, and a
-    benchmark baseline (`jobs.bench.encoder_runtime`); never a runtime, its vectors depend on their batch."""
+    """ORT's dynamic int8 graph (one activation scale per batch tensor): the source of the per-row graph, and the
+    `int8_scales: text` runtime, which feeds it one text per pass (batched, its vectors depend on their batch)."""
     path = fp32.path.with_name(PER_TENSOR_GRAPH)
     return _published(path) or _quantize(fp32.path, path)
 

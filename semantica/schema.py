@@ -272,7 +272,8 @@ class Manifest:
 
     source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord: what it was built from
     # the numeric path of every vector in it (semantica.encoder.RuntimeIdentity; model_id says the same):
-    # torch | torch-int8 | onnx | onnx-int8, and the ONNX export's sha256 prefix. "" = built before they were recorded (torch)
+    # torch | torch-int8 | onnx | onnx-int8 | onnx-int8-text, and the ONNX export's sha256 prefix.
+    # "" = built before they were recorded (torch)
     runtime: str = ""
     export_sha: str = ""
 

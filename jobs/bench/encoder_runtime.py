@@ -8,10 +8,12 @@ of them alike; the best round counts):
 - `fp32_sorted_token_budget`: the default: texts sorted by length, `encoder.batch_tokens` padded tokens per pass;
 - `int8_dynamic_per_tensor`: torch dynamic int8 Linear layers, one weight scale per tensor (the old `quantize_int8`);
 - `int8_dynamic_per_channel` (`encoder.quantize_int8` with `runtime: torch`): the same with per-output-channel weight scales;
-- `onnx_fp32` (`encoder.runtime: onnx`, the default) and `onnx_int8` (with `quantize_int8`: ORT's dynamic int8 with
-  per-row activation scales, semantica/onnx_rows.py): ONNX Runtime over the export;
+- `onnx_fp32` (`encoder.runtime: onnx`, the default) and `onnx_int8` (`quantize_int8` with `int8_scales: row`: ORT's
+  dynamic int8 with per-row activation scales, semantica/onnx_rows.py): ONNX Runtime over the export;
 - `onnx_int8_per_tensor`: ORT's dynamic int8 as it comes (one activation scale per padded batch tensor: its vectors
   depend on their batch);
+- `onnx_int8_text` (`quantize_int8` with `int8_scales: text`): that per-tensor graph fed one text per pass, enforced
+  by the encoder (its scale is then the text's own);
 - with `--batch-tokens N ...`, each variant at each padded-token budget per forward pass, named `variant@N`
   (`encoder.batch_tokens`; 1 = one text per pass: no padding, and per-tensor scales become one scale per text);
 - `onnx_fused` and `onnx_int8_fused`: the same export through ONNX Runtime's BERT fusions (one Attention op per
@@ -83,9 +85,11 @@ def build(variant: str) -> Encoder:
     if variant == "onnx_fp32":
         return Encoder(dataclasses.replace(base, runtime="onnx"))
     if variant == "onnx_int8":
-        return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True))
+        return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True, int8_scales="row"))
+    if variant == "onnx_int8_text":
+        return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True, int8_scales="text"))
     if variant == "onnx_int8_per_tensor":
-        return per_tensor_encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True))
+        return per_tensor_encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True, int8_scales="row"))
     if variant in ("onnx_fused", "onnx_int8_fused"):
         return fused_encoder(dataclasses.replace(base, runtime="onnx"), variant == "onnx_int8_fused")
     raise ValueError(f"unknown variant {variant!r}")
@@ -131,7 +135,7 @@ def fused_encoder(config: Any, quantized: bool) -> Encoder:
 
 
 VARIANTS = ("fp32_fixed_batches", "fp32_sorted_token_budget", "int8_dynamic_per_tensor", "int8_dynamic_per_channel",
-            "onnx_fp32", "onnx_int8", "onnx_int8_per_tensor", "onnx_fused", "onnx_int8_fused")
+            "onnx_fp32", "onnx_int8", "onnx_int8_text", "onnx_int8_per_tensor", "onnx_fused", "onnx_int8_fused")
 BUDGET_MARK = "@"
 
 

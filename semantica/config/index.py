@@ -60,6 +60,7 @@ class EncoderConfig:
     batch_tokens: int = 8192  # padded tokens per forward pass: short texts batch wide (0 = fixed batch_size)
     group_texts: int = 1024  # texts handed to the encoder at once; it sorts them by length and batches by tokens
     quantize_int8: bool = False  # int8 on CPU: onnx per-row activation scales ("+onnx-int8."), torch "+int8pc"; docs/fast.md
+    int8_scales: str = "text"  # onnx int8: text (ORT's per-tensor graph, one text a pass) | row (per-row scales); docs/fast.md
     runtime: str = "onnx"  # onnx (ONNX Runtime over a one-time export, no torch import) | torch (docs/fast.md)
     export_dir: str = ""  # where ONNX exports are cached by weights hash ("" = ~/.cache/semantica/onnx)
     query_threads: int = 0  # ONNX intra-op threads for a one-text batch (a query; 0 = the batch session; docs/fast.md)

@@ -24,7 +24,7 @@ BATCH_INVARIANT_COSINE = 0.99999
 
 @pytest.fixture(scope="module")
 def int8() -> Encoder:
-    return shared_encoder(EncoderConfig(runtime="onnx", quantize_int8=True))
+    return shared_encoder(EncoderConfig(runtime="onnx", quantize_int8=True, int8_scales="row"))
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def _per_tensor_graph(encoder: Encoder) -> Path:
 
 
 def test_every_batch_wide_quantiser_becomes_per_row(int8) -> None:
-    assert int8.forward_pass.onnx_path == _graph(int8, quantized=True)  # what `encoder.quantize_int8` runs
+    assert int8.forward_pass.onnx_path == _graph(int8, quantized=True)  # what `int8_scales: row` runs
     ops = [node.op_type for node in onnx.load(str(_graph(int8, quantized=True))).graph.node]
     per_tensor_ops = [node.op_type for node in onnx.load(str(_per_tensor_graph(int8))).graph.node]
     assert QUANTIZER_OP not in ops and "MatMulInteger" not in ops and QUANTIZER_OP in per_tensor_ops

@@ -159,18 +159,19 @@ def test_the_export_is_reused_and_keyed_by_the_weights(runtimes, tmp_path) -> No
     assert parse_model_id(again.model_id).export_sha == parse_model_id(onnx.model_id).export_sha
 
 
-def test_onnx_int8_is_its_own_runtime_close_to_fp32(runtimes, corpus) -> None:
+@pytest.mark.parametrize("scales, runtime_name", [("row", "onnx-int8"), ("text", "onnx-int8-text")])
+def test_onnx_int8_is_its_own_runtime_close_to_fp32(runtimes, corpus, scales: str, runtime_name: str) -> None:
     onnx, _ = runtimes
-    int8 = shared_encoder(dataclasses.replace(onnx.config, quantize_int8=True))
+    int8 = shared_encoder(dataclasses.replace(onnx.config, quantize_int8=True, int8_scales=scales))
     identity = parse_model_id(int8.model_id)
-    assert identity.runtime is Runtime.ONNX and identity.quantized and int8.identity.runtime_name == "onnx-int8"
+    assert identity.runtime is Runtime.ONNX and identity.quantized and int8.identity.runtime_name == runtime_name
     assert identity.export_sha != parse_model_id(onnx.model_id).export_sha  # another graph, another identity
     cosines = _cosines(int8.encode(corpus[:32]), onnx.encode(corpus[:32]))
     assert 0.9 < cosines.min() < 0.99999  # close, and really another numeric path (loss on the golden set: docs/fast.md)
     served = snapshot_encoder(onnx.model_id, onnx.dim, "", int8)  # an int8 server serves an fp32 snapshot with fp32
     assert served.model_id == onnx.model_id and not served.config.quantize_int8
-    # activations are quantised with a scale per token row: a text's int8 vector is the same alone, in its
-    # length-sorted batch, and padded among longer texts in another order (content-addressed caches rely on it)
+    # activations are quantised with a scale per token row, or per text: a text's int8 vector is the same alone, in
+    # its length-sorted batch, and padded among longer texts in another order (content-addressed caches rely on it)
     probe = corpus[:12]
     alone = np.stack([int8.encode([t])[0] for t in probe])
     mixed = int8.encode([*corpus[-20:][::-1], *probe[::-1]])[-len(probe):][::-1]
