@@ -196,3 +196,16 @@ def test_the_gpu_path_imports_nothing_the_gpu_machine_lacks():
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     for absent in ("polars", "bm25s", "pyserini", "faiss", "ray", "lightgbm", "serving", "pipelines"):
         assert f"'{absent}'" not in loaded, absent
+
+
+def test_the_shipped_fine_tuned_encoder_never_saw_a_benchmark_repository():
+    from jobs.benchmark_repos import is_benchmark_repo
+
+    shipped = Path(__file__).resolve().parents[3] / "models" / "encoder-commits"
+    card = json.loads((shipped / CARD_FILE).read_text())
+    assert card["repos"] and not [r for r in [*card["repos"], *card["holdout_repos"]] if is_benchmark_repo(r)]
+    assert not set(card["repos"]) & set(card["holdout_repos"]) and sum(card["repos"].values()) == card["pairs"]
+    encoder = PooledEncoder(str(shipped), _config(shipped).train_encoder, 8)
+    queries, documents = list(FUNCTIONS), list(FUNCTIONS.values())
+    similarity = (encoder.encode(queries, 64) @ encoder.encode(documents, 256).T).numpy()
+    assert (similarity.argmax(axis=1) == np.arange(len(FUNCTIONS))).mean() >= 0.75
