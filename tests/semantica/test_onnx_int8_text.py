@@ -9,9 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pipelines.discover import SourceFile
-from pipelines.parse import FileParser
-from semantica.config import ChunkConfig, EncoderConfig
+from semantica.config import EncoderConfig
 from semantica.encoder import (
     Encoder,
     Int8Scales,
@@ -21,10 +19,7 @@ from semantica.encoder import (
     snapshot_encoder,
 )
 from semantica.onnx_export import PER_TENSOR_GRAPH
-from tests.conftest import REPO_ROOT
 
-REAL_FILES = ("semantica/encoder.py", "semantica/onnx_export.py", "pipelines/discover.py", "jobs/cli.py")
-CHUNKS = 24
 SAME_VECTOR_COSINE = 0.99999
 
 
@@ -34,16 +29,8 @@ def per_text() -> Encoder:
 
 
 @pytest.fixture(scope="module")
-def chunks() -> list[str]:
-    """Embedding texts of real chunks, of mixed lengths (so any batch of them pads)."""
-    parser = FileParser(ChunkConfig())
-    texts: list[str] = []
-    for path in REAL_FILES:
-        parsed = parser.parse("semantica/self", SourceFile(path, "0" * 40, "python", (REPO_ROOT / path).read_text()))
-        texts += [c.embedding_text() for c in parsed.chunks]
-    picked = texts[:: max(1, len(texts) // CHUNKS)][:CHUNKS]
-    assert len({len(t) for t in picked}) > CHUNKS // 2, "the chunks should differ in length"
-    return picked
+def chunks(mixed_chunks: list[str]) -> list[str]:
+    return mixed_chunks
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

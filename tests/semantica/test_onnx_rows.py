@@ -15,10 +15,7 @@ from semantica.encoder import Encoder, export_root, shared_encoder
 from semantica.onnx_export import ensure_export, per_tensor_int8
 from semantica.onnx_rows import QUANTIZER_OP, RowQuantizeError, RowQuantizer
 from semantica.onnx_runtime import OnnxForward
-from tests.conftest import REPO_ROOT
 
-REAL_FILES = ("semantica/encoder.py", "semantica/onnx_export.py", "pipelines/discover.py", "jobs/cli.py")
-WINDOW_LINES = 30
 BATCH_INVARIANT_COSINE = 0.99999
 
 
@@ -28,13 +25,8 @@ def int8() -> Encoder:
 
 
 @pytest.fixture(scope="module")
-def texts() -> list[str]:
-    """Windows of real source files, of mixed lengths (so batches pad)."""
-    out: list[str] = []
-    for path in REAL_FILES:
-        lines = (REPO_ROOT / path).read_text().splitlines()
-        out += ["\n".join(lines[s: s + WINDOW_LINES // (1 + s % 3)]) for s in range(0, len(lines), WINDOW_LINES)]
-    return out[:: max(1, len(out) // 24)][:24]
+def texts(mixed_chunks: list[str]) -> list[str]:
+    return mixed_chunks
 
 
 def _graph(encoder: Encoder, quantized: bool) -> Path:
