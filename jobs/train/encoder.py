@@ -85,6 +85,18 @@ def read_pairs(pairs_dir: Path, kinds: Sequence[str], hard_negatives: int,
     return out
 
 
+def embed_batch(model: Any, tokenizer: Any, device: str, texts: Sequence[str], max_length: int) -> Any:
+    """One batch's mean-pooled, L2-normalised vectors (bf16 autocast on CUDA): what training and the held-out
+    measure (`jobs.train.encoder_eval`) both encode with."""
+    import torch
+
+    batch = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    batch = {name: tensor.to(device) for name, tensor in batch.items()}
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.startswith("cuda")):
+        hidden = model(**batch).last_hidden_state
+    return torch_mean_pool(hidden, batch["attention_mask"])
+
+
 class EncoderTrainer:
     """Trains one base checkpoint on one pairs directory into one output directory."""
 
@@ -126,13 +138,7 @@ class EncoderTrainer:
     # -- the loss -----------------------------------------------------------------------------------
 
     def _embed(self, texts: Sequence[str], max_length: int) -> Any:
-        import torch
-
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        batch = {name: tensor.to(self.device) for name, tensor in batch.items()}
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.startswith("cuda")):
-            hidden = self.model(**batch).last_hidden_state
-        return torch_mean_pool(hidden, batch["attention_mask"])
+        return embed_batch(self.model, self.tokenizer, self.device, texts, max_length)
 
     def loss(self, batch: Sequence[TrainingPair]) -> Any:
         """InfoNCE: each query against all positives of the batch (its own is the label) and all hard negatives."""

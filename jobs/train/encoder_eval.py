@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from jobs.train.encoder import embed_batch
 from jobs.train.pair_parts import read_pair_rows
 from semantica.config import TrainEncoderConfig, load_config
 from semantica.encoder import choose_device, resolve_model_path
-from semantica.pooling import torch_mean_pool
 
 EVAL_COLUMNS = ("repo", "kind", "query", "positive_documents", "negative_documents")
 
@@ -90,15 +90,10 @@ class PooledEncoder:
     def encode(self, texts: Sequence[str], max_length: int) -> Any:
         import torch
 
-        parts = []
         with torch.no_grad():
-            for start in range(0, len(texts), self.batch_size):
-                batch = self.tokenizer(list(texts[start: start + self.batch_size]), padding=True, truncation=True,
-                                       max_length=max_length, return_tensors="pt").to(self.device)
-                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.startswith("cuda")):
-                    hidden = self.model(**batch).last_hidden_state
-                parts.append(torch_mean_pool(hidden, batch["attention_mask"]))
-        return torch.cat(parts)
+            return torch.cat([embed_batch(self.model, self.tokenizer, self.device,
+                                          texts[start: start + self.batch_size], max_length)
+                              for start in range(0, len(texts), self.batch_size)])
 
     def score(self, task: RetrievalTask, k: int) -> RetrievalScore:
         """Rank the pool for every query; reciprocal rank of the first relevant document within k, else 0."""
