@@ -1,13 +1,15 @@
 """Dense similarity as a function channel on a replayed split, one encoder against another, same candidates.
 
 Each instance's default function ranking (the replay of `localizer-ablation`'s default row) is cut at `--depth`;
-each function's source at the base commit and the issue text are encoded by every `--model`, and the cut list is
-re-ranked two ways: by cosine alone, and by an equal-weight reciprocal-rank fusion of today's rank and the cosine
-rank (k = `fusion.rrf_k`'s lexical value, no weight fitted anywhere). Read-only: it compares encoders on the same
-candidates (MiniLM against a fine-tuned checkpoint, `jobs/train/device_train.sh`) and chooses nothing on dev.
+each function's source at the base commit (`function_text`) and the issue text are encoded by every `--model`
+(the product's encoder and runtime; vectors cached per instance under `--cache`), and the cut list is re-ranked
+two ways: by cosine alone, and by the query path's `DenseFusion` of today's rank and the cosine rank
+(`localizer.dense_*` settings, chosen on the corpus by `jobs/localizer/function_dense.py`; nothing fitted here).
+Read-only: it compares encoders on the same candidates and chooses nothing on dev.
 
     SEMANTICA_MIRRORS=DIR python -m jobs.eval.dense_rerank --instances swebench_lite_dev.jsonl \
-        --mined bench/results/ltr/swebench --model minilm= --model tuned=DIR --out OUT.json --set paths.cache_dir=CACHE
+        --mined bench/results/ltr/swebench --model minilm= --model tuned=DIR --cache DIR --out OUT.json \
+        --set paths.cache_dir=CACHE
 """
 
 from __future__ import annotations
@@ -20,19 +22,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from jobs.eval.instances import Instance, load_instances, mirror_clone
 from jobs.eval.metrics import acc_at_k, normalize_function, reciprocal_rank
 from jobs.eval.replay import LocalizationReplay
-from jobs.train.encoder_eval import PooledEncoder
-from semantica.config import load_config
+from jobs.localizer.function_dense import SnapshotVectors
+from semantica.config import EncoderConfig, load_config
+from semantica.encoder import Encoder
 from semantica.history.gitread import function_spans
+from semantica.localizer.dense import DenseFusion, cosines, function_text
 
 KS = (1, 5, 10)
 ORDERS = ("today", "dense", "fused")
 
 
 def function_texts(inst: Instance, keys: Sequence[str]) -> dict[str, str]:
-    """`path::qualname` -> the function's source (path first) at the instance's base commit, where it exists."""
+    """`path::qualname` -> the function's `function_text` at the instance's base commit, where it exists."""
     texts: dict[str, str] = {}
     by_path: dict[str, list[str]] = {}
     for key in keys:
@@ -47,16 +53,8 @@ def function_texts(inst: Instance, keys: Sequence[str]) -> dict[str, str]:
         for key in wanted:
             span = spans.get(normalize_function(key))
             if span is not None:
-                texts[key] = path + "\n" + "\n".join(lines[span.start - 1: span.end])
+                texts[key] = function_text(lines, span.start, span.end)
     return texts
-
-
-def fused(today: Sequence[str], dense: Sequence[str], rrf_k: float) -> list[str]:
-    """Equal-weight reciprocal-rank fusion of two orders of the same keys."""
-    score = {key: 1.0 / (rrf_k + n) for n, key in enumerate(today, 1)}
-    for n, key in enumerate(dense, 1):
-        score[key] += 1.0 / (rrf_k + n)
-    return sorted(today, key=lambda key: -score[key])
 
 
 def scores(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
@@ -75,14 +73,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
     parser.add_argument("--depth", type=int, default=50)
     parser.add_argument("--repo", action="append", default=[], help="only these repositories (repeatable)")
+    parser.add_argument("--cache", required=True, help="function vectors per instance and model (npz)")
     parser.add_argument("--out", required=True)
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args(argv)
     config = load_config(None, args.set)
     replay = LocalizationReplay(config, args.mined)
-    encoders = {name: PooledEncoder(path, config.train_encoder, config.encoder.batch_size)
+    encoders = {name: Encoder(EncoderConfig(model_path=path, model_id=Path(path).name if path else EncoderConfig.model_id))
                 for name, _, path in (spec.partition("=") for spec in args.model)}
-    rrf_k = config.fusion.rrf_k["lexical"]
+    loc = config.localizer
+    fusion = DenseFusion(loc.dense_depth, loc.dense_rrf_k, loc.dense_weight)
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     for inst in load_instances(args.instances):
         gold = [normalize_function(f) for f in inst.gold_functions]
@@ -95,16 +95,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not today:
             continue
         for name, encoder in encoders.items():
-            query = encoder.encode([inst.problem_statement], config.encoder.query_max_length)
-            cosine = (encoder.encode([texts[k] for k in today], config.encoder.max_length) @ query.T).squeeze(1).tolist()
-            dense = [key for _, key in sorted(zip((-c for c in cosine), today))]
-            for order, ranked in zip(ORDERS, (today, dense, fused(today, dense, rrf_k))):
+            query = encoder.encode([inst.problem_statement], loc.dense_query_max_length)[0]
+            store = SnapshotVectors(Path(args.cache) / name / f"{inst.instance_id}.npz")
+            store.ensure(encoder, {k: texts[k] for k in today}, loc.dense_max_length)
+            cosine = cosines(query, today, np.stack([store.vectors[k] for k in today]))
+            dense = sorted(today, key=lambda key: -cosine[key])
+            for order, ranked in zip(ORDERS, (today, dense, fusion.fuse(today, cosine))):
                 for scope in (inst.repo, "all"):
                     rows.setdefault(f"{name}/{order}", {}).setdefault(scope, []).append(scores(ranked, gold))
         print(inst.instance_id, len(today), file=sys.stderr)
     report: dict[str, Any] = {"instances": args.instances, "depth": args.depth, "overrides": args.set,
-                              "rrf_k": rrf_k, "rows": {row: {scope: mean(r) for scope, r in sorted(by.items())}
-                                                       for row, by in rows.items()}}
+                              "dense_depth": loc.dense_depth, "query_max_length": loc.dense_query_max_length,
+                              "rrf_k": loc.dense_rrf_k, "weight": loc.dense_weight,
+                              "rows": {row: {scope: mean(r) for scope, r in sorted(by.items())}
+                                       for row, by in rows.items()}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
     for row, by in report["rows"].items():

@@ -9,8 +9,8 @@ written, once without. Then, in this one process:
 - first query: the localizer stage's time on the first query of a freshly opened snapshot, for the index
   without a stored snapshot (blob cache cold, then warm) and with one;
 - steady state: every instance's problem statement of REPO, `rounds` times, alternating the pipeline with
-  the localizer off and the one with the `--on` overrides (default: candidates-first + learned functions), the
-  query cache off; p50/p99 of each and their ratio.
+  the `--off` overrides (default: the localizer off) and the `--on` ones (default: candidates-first + learned
+  functions), the query cache off; p50/p99 of each and their ratio.
 `--include` restricts what is indexed (`discover.include_globs`): embedding a whole repository on 2 shared
 cores takes longer than the rest of the benchmark.
 """
@@ -33,6 +33,7 @@ from semantica.config import Config, load_config
 from serving.pipeline import SearchPipeline
 
 ON = ("localizer.enabled=true", "localizer.learned_files=false", "localizer.learned_functions=true")
+OFF = ("localizer.enabled=false",)
 ROUNDS = 3
 STAGE = "localizer"
 
@@ -64,6 +65,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--include", action="append", default=[], metavar="GLOB")
     parser.add_argument("--commit", default="", help="index this commit (default: the first instance's base commit)")
     parser.add_argument("--on", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    parser.add_argument("--off", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="the pipeline `--on` is compared with (default: localizer.enabled=false)")
     args = parser.parse_args(argv)
     repo, work, out, on = args.repo, Path(args.work_dir), args.out, tuple(args.on) or ON
     include = (f"discover.include_globs={json.dumps(args.include)}",) if args.include else ()
@@ -85,7 +88,8 @@ def main(argv: list[str]) -> int:
                                                             f"localizer.blob_cache_file={cold_cache}"), repo, queries[0]),
         "stored": _first_query_ms(_config(work, "stored", *on), repo, queries[0]),
     }
-    pipelines = {"off": SearchPipeline(_config(work, "stored", "localizer.enabled=false")),
+    off = tuple(args.off) or OFF
+    pipelines = {"off": SearchPipeline(_config(work, "stored", *off)),
                  "on": SearchPipeline(_config(work, "stored", *on))}
     for pipeline in pipelines.values():  # warm-up: encoder, retrievers, models and the localizer snapshot
         pipeline.search(SearchRequest(query=queries[0], repos=[repo]))
@@ -102,7 +106,7 @@ def main(argv: list[str]) -> int:
     steady = {name: _summary(values) for name, values in total.items()}
     result = {
         "repo": repo, "commit": commit, "include": args.include, "queries": len(queries), "rounds": ROUNDS,
-        "on": list(on),
+        "on": list(on), "off": list(off),
         "index_s": index_s, "first_query_localizer_ms": {k: round(v, 1) for k, v in first.items()},
         "query_ms": steady, "localizer_stage_ms": _summary(stage),
         "p50_ratio_on_off": round(steady["on"]["p50_ms"] / steady["off"]["p50_ms"], 3),

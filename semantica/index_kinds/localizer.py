@@ -16,6 +16,17 @@ LOCALIZER_DIR = "localizer"
 PYTHON_SUFFIX = ".py"  # the localizer ranks Python files only (as its stage and the corpus miner)
 
 
+def python_texts(chunks: list[Any]) -> dict[str, str]:
+    """path -> the text of each Python file, rebuilt from its chunks (as the stage reads a served file)."""
+    from semantica.snapshot import chunk_lines
+
+    by_path: dict[str, list[Any]] = {}
+    for chunk in chunks:
+        if chunk.path.endswith(PYTHON_SUFFIX):
+            by_path.setdefault(chunk.path, []).append(chunk)
+    return {path: "\n".join(chunk_lines(parts)) for path, parts in by_path.items()}
+
+
 class LocalizerKind:
     name = KIND
     directories = (LOCALIZER_DIR,)
@@ -27,13 +38,8 @@ class LocalizerKind:
         from semantica.localizer.blobcache import CACHE_VERSION, blob_sha, open_blob_cache
         from semantica.localizer.snapshot import SnapshotBuilder
         from semantica.localizer.stored import FORMAT, save_snapshot
-        from semantica.snapshot import chunk_lines
 
-        by_path: dict[str, list[Any]] = {}
-        for chunk in context.inputs.chunks:
-            if chunk.path.endswith(PYTHON_SUFFIX):
-                by_path.setdefault(chunk.path, []).append(chunk)
-        texts = {path: "\n".join(chunk_lines(chunks)) for path, chunks in by_path.items()}
+        texts = python_texts(context.inputs.chunks)
         key = content_key(KIND, [str(FORMAT), CACHE_VERSION],
                           (f"{path}\x00{blob_sha(texts[path])}" for path in sorted(texts)))
         relative = f"{LOCALIZER_DIR}/{key[:KEY_CHARS]}"

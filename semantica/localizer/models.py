@@ -4,11 +4,21 @@ time (semantica/localizer/adapt.py), so none of them imports another's package f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from semantica.config import LocalizerConfig
 from semantica.localizer.features import CandidateConfig
 
 FILE_MODEL, FUNCTION_MODEL, META = "files.txt", "functions.txt", "meta.json"
 ADAPT_DIR = "adapt"  # a snapshot's own models (semantica/localizer/adapt.py), under its history/ directory
+SHIPPED_ROOT = Path(__file__).resolve().parents[2]  # the checkout whose models/ holds the shipped models
+
+
+def model_root(model_dir: str | Path) -> Path:
+    """`model_dir` as given when absolute or present under the working directory; else under the checkout that
+    ships it (a relative default such as models/localizer-history, with a query run from another directory)."""
+    root = Path(model_dir)
+    return root if root.is_absolute() or root.exists() else SHIPPED_ROOT / root
 
 
 def candidate_config(config: LocalizerConfig) -> CandidateConfig:

@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from semantica.config import LocalizerConfig
+from semantica.config import EncoderConfig, LocalizerConfig
+from semantica.index_kinds.function_vectors import KIND as VECTORS_KIND
 from semantica.index_kinds.localizer import KIND as STORED_KIND
 from semantica.localizer.blobcache import open_blob_cache
+from semantica.localizer.dense import function_text
 from semantica.localizer.features import (
     FILE_FEATURES,
     FUNCTION_FEATURES,
@@ -24,18 +26,10 @@ from semantica.localizer.features import (
     HistorySignals,
 )
 from semantica.localizer.history_input import SnapshotHistory
-from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config
+from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config, model_root
 from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 from serving.core.intent import identifier_only
-
-SHIPPED_ROOT = Path(__file__).resolve().parents[3]  # the checkout whose models/ holds the shipped models
-
-
-def model_root(model_dir: str | Path) -> Path:
-    """`model_dir` as given when absolute or present under the working directory; else under the checkout that
-    ships it (a relative default such as models/localizer-history, with a query run from another directory)."""
-    root = Path(model_dir)
-    return root if root.is_absolute() or root.exists() else SHIPPED_ROOT / root
+from serving.core.localizer.dense import DenseFunctionChannel
 
 
 class LocalizerModelError(ValueError):
@@ -160,9 +154,13 @@ class LearnedStage:
     Python files (rebuilt from the chunks, as `file_lines` serves them) become a localizer `Snapshot` once
     per snapshot id; the ranked files and functions are blended into today's lists."""
 
-    def __init__(self, config: LocalizerConfig, cache_dir: str | None = None) -> None:
-        """`cache_dir` (paths.cache_dir) holds the per-file parse cache unless `blob_cache_file` names one."""
+    def __init__(self, config: LocalizerConfig, cache_dir: str | None = None,
+                 encoder_config: EncoderConfig | None = None) -> None:
+        """`cache_dir` (paths.cache_dir) holds the per-file parse cache unless `blob_cache_file` names one;
+        `encoder_config` (the index encoder's) gives the dense function channel its runtime (`dense_model`)."""
         self.config = config
+        self.dense = DenseFunctionChannel(config, encoder_config or EncoderConfig()) \
+            if config.dense_model else None
         self._localizer: LearnedLocalizer | None = None
         self._adapted: dict[str, LearnedLocalizer] = {}  # snapshot key -> its adapted localizer (the newest only)
         self._snapshots: dict[str, Snapshot] = {}
@@ -183,6 +181,8 @@ class LearnedStage:
 
     def preload(self, served: Any) -> None:
         """Load the models a query over `served` will run (a prefetch load); nothing when it runs none."""
+        if self.dense is not None:
+            self.dense.warm_up()
         if self.runs_learned_files(served) or self.config.learned_functions:
             self.localizer_for(served)
 
@@ -237,6 +237,20 @@ class LearnedStage:
             inputs = self._histories[key]
         return inputs.signals(query)
 
+    def function_source(self, served: Any) -> Callable[[str], str | None]:
+        """key -> the function's source in `served` (the dense channel's text); None for a key the snapshot's
+        Python files do not define."""
+        snapshot = self.snapshot(served)
+
+        def text_of(key: str) -> str | None:
+            position = snapshot.function_index.get(key)
+            if position is None:
+                return None
+            doc = snapshot.functions[position]
+            return function_text(served.file_lines(doc.path), doc.start, doc.end)
+
+        return text_of
+
     def runs_learned_files(self, served: Any) -> bool:
         """The learned file ranker runs for this snapshot unless it was trained with history features
         (`history_features`) and the snapshot stores no history (`stores_history`): then the query falls back to
@@ -263,6 +277,9 @@ class LearnedStage:
                            file_today_weight(c, learned_files), c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],
                                [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
+        if self.dense is not None:
+            stored = served[0].index(VECTORS_KIND) if hasattr(served[0], "index") else None
+            function_order = self.dense.rerank(query, function_order, self.function_source(served[0]), stored)
         return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),
                 _reordered(functions, "function", function_order, repo, c.blend_rrf_k))
 

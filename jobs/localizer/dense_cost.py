@@ -1,0 +1,82 @@
+"""What the dense function channel costs (a benchmark, not a test):
+
+    python -m jobs.localizer.dense_cost INSTANCES REPO WORK_DIR OUT.json [--include GLOB ...] [--model DIR]
+
+Indexes REPO (its bare clone under $SEMANTICA_MIRRORS, at its first instance's base commit) three times into
+WORK_DIR: the default (embedding cache cold), the default again and with `localizer.dense_model` (both on the warm
+embedding cache, so their difference is the function vectors' encoding at index time). Then, in this one process,
+each instance's problem statement of REPO `rounds` times through three pipelines, the query cache off: the default,
+the channel reading the stored function vectors, and the channel on an index without them (it encodes each head
+function once per process). Reported: index seconds, the first query's localizer stage for each channel pipeline,
+and total query p50/p99 with their ratios to the default's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from jobs.eval.instances import load_instances, mirror_clone
+from jobs.localizer.query_bench import ROUNDS, _config, _first_query_ms, _summary
+from pipelines.indexer import Indexer
+from semantica.api import SearchRequest
+from serving.pipeline import SearchPipeline
+
+DEFAULT_MODEL = "models/encoder-commits"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.localizer.dense_cost")
+    parser.add_argument("instances")
+    parser.add_argument("repo")
+    parser.add_argument("work_dir")
+    parser.add_argument("out")
+    parser.add_argument("--include", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--model", default=DEFAULT_MODEL)
+    args = parser.parse_args(argv)
+    repo, work = args.repo, Path(args.work_dir)
+    include = (f"discover.include_globs={json.dumps(args.include)}",) if args.include else ()
+    dense = (f"localizer.dense_model={args.model}",)
+    instances = [i for i in load_instances(args.instances) if i.repo == repo]
+    commit, queries = instances[0].base_commit, [i.problem_statement for i in instances]
+    clone = str(mirror_clone(repo))
+    index_s = {}
+    for name, overrides in (("cold", ()), ("default", ()), ("stored", dense)):
+        start = time.perf_counter()
+        Indexer(_config(work, name, *include, *overrides), progress=False).index(clone, repo, commit)
+        index_s[name] = round(time.perf_counter() - start, 1)
+    first = {"stored": _first_query_ms(_config(work, "stored", *dense), repo, queries[0]),
+             "unstored": _first_query_ms(_config(work, "default", *dense), repo, queries[0])}
+    pipelines = {"default": SearchPipeline(_config(work, "default")),
+                 "stored": SearchPipeline(_config(work, "stored", *dense)),
+                 "unstored": SearchPipeline(_config(work, "default", *dense))}
+    pipelines["default"].search(SearchRequest(query=queries[0], repos=[repo]))  # warm-up: encoder, retrievers, models
+    total: dict[str, list[float]] = {name: [] for name in pipelines}
+    for _ in range(ROUNDS):
+        for query in queries:
+            for name, pipeline in pipelines.items():
+                start = time.perf_counter()
+                pipeline.search(SearchRequest(query=query, repos=[repo]))
+                total[name].append(1000 * (time.perf_counter() - start))
+    steady = {name: _summary(values) for name, values in total.items()}
+    result = {
+        "repo": repo, "commit": commit, "include": args.include, "model": args.model, "queries": len(queries),
+        "rounds": ROUNDS, "index_s": index_s,
+        "index_function_vectors_s": round(index_s["stored"] - index_s["default"], 1),
+        "first_query_localizer_ms": {k: round(v, 1) for k, v in first.items()}, "query_ms": steady,
+        "p50_ratio": {k: round(steady[k]["p50_ms"] / steady["default"]["p50_ms"], 3) for k in ("stored", "unstored")},
+        "p99_ratio": {k: round(steady[k]["p99_ms"] / steady["default"]["p99_ms"], 3) for k in ("stored", "unstored")},
+        "load_average": round(os.getloadavg()[0], 1),
+    }
+    print(json.dumps(result, indent=1))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,193 @@
+"""The dense function channel's settings, chosen on the corpus by leave-one-repository-out:
+`python -m jobs.localizer.function_dense WIDE OUT.json --model DIR --cache DIR [--per-repo 20] [--depth 50]`.
+
+Only repositories the encoder never trained on take part (`--model`'s train_card.json names its training
+repositories; they are left out). For a seeded sample of each one's labelled commits with gold functions, the
+shipped function order (learned file order from file rankers trained on the other repository folds, as
+`jobs/localizer/function_recall.py` builds it, then `FunctionScore`) is cut at `--depth`; each function's source
+at the query's snapshot and the commit message are encoded by `--model` (vectors cached per snapshot under
+`--cache`), and every (depth, rrf_k, weight) of the grid fuses the two orders with `DenseFusion`, the query path's
+code. Each repository is scored with the setting best on the OTHER repositories ((Acc@10 + Recall@50) / 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from jobs.localizer.function_order import REPORTED, criterion, weighted
+from jobs.localizer.function_recall import candidate_mask, study_inputs
+from jobs.localizer.train import load_features, ranking_metrics
+from semantica.config import EncoderConfig, load_config
+from semantica.encoder import Encoder
+from semantica.granular import function_key
+from semantica.history.gitread import function_spans
+from semantica.localizer.dense import DenseFusion, cosines, function_text
+from semantica.localizer.features import FunctionScore
+
+NO_CHANNEL = "off"
+
+
+def snapshot_texts(mirror: Path, commit: str, keys: Sequence[str]) -> dict[str, str]:
+    """key -> the function's `function_text` at `commit`, for the keys whose file and span exist there."""
+    texts: dict[str, str] = {}
+    by_path: dict[str, set[str]] = {}
+    for key in keys:
+        by_path.setdefault(key.partition("::")[0], set()).add(key)
+    for path, wanted in by_path.items():
+        shown = subprocess.run(["git", f"--git-dir={mirror}", "show", f"{commit}:{path}"], capture_output=True)
+        if shown.returncode != 0:
+            continue
+        text = shown.stdout.decode("utf-8", "replace")
+        lines = text.splitlines()
+        for span in function_spans(text):
+            key = function_key(path, span.qualname)
+            if key in wanted:
+                texts[key] = function_text(lines, span.start, span.end)
+    return texts
+
+
+class SnapshotVectors:
+    """Function and query vectors of one snapshot, kept in an npz so a rerun encodes nothing twice."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.vectors: dict[str, np.ndarray] = {}
+        if file.is_file():
+            with np.load(file, allow_pickle=False) as z:
+                self.vectors = dict(zip(z["keys"].tolist(), z["vectors"]))
+
+    def ensure(self, encoder: Encoder, texts: dict[str, str], max_length: int) -> None:
+        missing = [key for key in texts if key not in self.vectors]
+        if not missing:
+            return
+        self.vectors.update(zip(missing, encoder.encode([texts[k] for k in missing], max_length)))
+        keys = sorted(self.vectors)
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(self.file, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+
+
+def trained_repos(model_dir: Path) -> set[str]:
+    card = model_dir / "train_card.json"
+    return set(json.loads(card.read_text())["repos"]) if card.is_file() else set()
+
+
+def mirror_of(mirrors: Path, repo: str) -> Path:
+    return mirrors / repo.replace("/", "+") / "repo"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("wide")
+    parser.add_argument("out")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--mirrors", default="/work/.mirror")
+    parser.add_argument("--corpus", default="bench/corpus")
+    parser.add_argument("--per-repo", type=int, default=20)
+    parser.add_argument("--depth", type=int, default=50)
+    parser.add_argument("--depths", default="10,20,30,50")
+    parser.add_argument("--ks", default="10,30,60")
+    parser.add_argument("--weights", default="0.5,1,2")
+    args = parser.parse_args(argv)
+    config = load_config(None, [])
+    loc, seed = config.localizer, config.localizer_train.seed
+    frame, parts, level, _ = study_inputs(args.wide, seed, config.localizer_train)
+    queries = load_features(args.wide)[1].select("qid", "repo", "sha", "snapshot")
+    shipped = FunctionScore(loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.test_factor)
+    order = loc.function_file_order if loc.function_file_order == "learned" else "fusion"
+    scores = shipped(parts["lists"], shipped.file_term(parts[order]), parts["named"], parts["test"])
+    scores = np.where(candidate_mask(parts, order, loc.top_files, loc.function_name_boost), scores, -1.0)
+    frame = frame.with_columns(pl.Series("shipped", scores))
+    skip = trained_repos(Path(args.model))
+    rng = random.Random(seed)
+    chosen: list[int] = []
+    for repo in sorted(set(frame["repo"].unique().to_list()) - skip):
+        qids = sorted(q for q in queries.filter(pl.col("repo") == repo)["qid"].to_list() if level.gold.get(q, 0) > 0)
+        chosen += sorted(rng.sample(qids, min(args.per_repo, len(qids))))
+    sample = frame.filter(pl.col("qid").is_in(chosen)).sort(["qid", "shipped"], descending=[False, True])
+    messages = {}
+    for part in Path(args.corpus).glob("*.jsonl"):
+        for line in part.read_text().splitlines():
+            row = json.loads(line)
+            messages[(row["repo"], row["sha"])] = row["query"]
+    encoder = Encoder(EncoderConfig(model_path=args.model, model_id=Path(args.model).name))
+    max_length = loc.dense_max_length
+    heads: dict[int, list[str]] = {}
+    qvecs: dict[int, np.ndarray] = {}
+    vectors: dict[int, dict[str, np.ndarray]] = {}
+    info = {r["qid"]: r for r in queries.filter(pl.col("qid").is_in(chosen)).iter_rows(named=True)}
+    by_snapshot: dict[tuple[str, str], list[int]] = {}
+    for qid in chosen:
+        by_snapshot.setdefault((info[qid]["repo"], info[qid]["snapshot"]), []).append(qid)
+    for n, ((repo, snap), qids) in enumerate(sorted(by_snapshot.items()), 1):
+        store = SnapshotVectors(Path(args.cache) / f"{repo.replace('/', '+')}.{snap[:12]}.npz")
+        keys_of = {}
+        for qid in qids:
+            rows = sample.filter(pl.col("qid") == qid)
+            keys_of[qid] = rows.filter(pl.col("shipped") > -1.0)["key"].to_list()[: args.depth]
+        wanted = sorted({k for ks in keys_of.values() for k in ks} - set(store.vectors))
+        texts = snapshot_texts(mirror_of(Path(args.mirrors), repo), snap, wanted) if wanted else {}
+        store.ensure(encoder, texts, max_length)
+        for qid in qids:
+            heads[qid] = keys_of[qid]
+            qvecs[qid] = encoder.encode([messages.get((repo, info[qid]["sha"]), "")], loc.dense_query_max_length)[0]
+            vectors[qid] = {k: store.vectors[k] for k in keys_of[qid] if k in store.vectors}
+        print(f"[{n}/{len(by_snapshot)}] {repo} {snap[:10]} queries {len(qids)} encoded {len(texts)}", flush=True)
+    repos = sorted({info[q]["repo"] for q in chosen})
+    subs = {r: sample.filter(pl.col("repo") == r) for r in repos}
+    settings = [(NO_CHANNEL, 0, 0.0, 0.0)] + [("dense", d, k, w) for d, k, w in itertools.product(
+        [int(x) for x in args.depths.split(",")], [float(x) for x in args.ks.split(",")],
+        [float(x) for x in args.weights.split(",")])]
+    grid: dict[str, dict] = {}
+    for name, depth, rrf_k, weight in settings:
+        per_repo = {}
+        for repo, sub in subs.items():
+            new_scores = sub["shipped"].to_numpy().copy()
+            keys = sub["key"].to_list()
+            qids = sub["qid"].to_numpy()
+            if name != NO_CHANNEL:
+                fusion = DenseFusion(depth, rrf_k, weight)
+                for qid in np.unique(qids):
+                    rows = np.flatnonzero(qids == qid)
+                    cos = cosines(qvecs[qid], list(vectors[qid]), np.stack(list(vectors[qid].values()))) \
+                        if vectors[qid] else {}
+                    fused = fusion.fuse(heads[qid], cos)
+                    place = {key: n for n, key in enumerate(fused)}
+                    base = new_scores[rows].max() + 1.0 + len(fused)
+                    for row in rows:
+                        if keys[row] in place:
+                            new_scores[row] = base - place[keys[row]]
+            per_repo[repo] = ranking_metrics(sub.select("qid", "label"), new_scores, level.gold)
+        key = f"{name}/{depth}/{rrf_k}/{weight}"
+        grid[key] = {"per_repo": per_repo, "overall": weighted(per_repo, repos)}
+        print(key, grid[key]["overall"], flush=True)
+    off_key = f"{NO_CHANNEL}/0/0.0/0.0"
+    picks, held = {}, {}
+    for repo in repos:
+        others = [r for r in repos if r != repo]
+        picks[repo] = max(grid, key=lambda g: (criterion(weighted(grid[g]["per_repo"], others)), g == off_key))
+        held[repo] = grid[picks[repo]]["per_repo"][repo]
+    loro = {"chosen": weighted(held, repos), "off": grid[off_key]["overall"],
+            "best_on_all": max(grid, key=lambda g: criterion(grid[g]["overall"]))}
+    report = {"wide": args.wide, "model": args.model, "query_max_length": loc.dense_query_max_length,
+              "left_out_trained": sorted(skip), "repos": repos,
+              "queries": len(chosen), "depth": args.depth, "criterion": "(Acc@10 + Recall@50) / 2",
+              "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(loro, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

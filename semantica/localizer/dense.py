@@ -1,0 +1,84 @@
+"""A dense function channel: the top of a function ranking re-ranked by its reciprocal-rank fusion with the
+order a code-trained encoder's cosine gives the same functions.
+
+MiniLM's cosine costs as such a channel (dev, read-only: function MRR 32.8 -> 28.9) while the encoder fine-tuned on
+commits of public repositories (`models/encoder-commits`) gains (32.8 -> 37.2): the channel names its own model,
+independent of the index's encoder. The query path (`serving/core/localizer/dense.py`), the corpus study that
+chooses its settings (`jobs/localizer/function_dense.py`) and the dev report (`jobs/eval/dense_rerank.py`) all fuse
+with `fuse_dense` and encode `function_text`, so the three score the same thing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from semantica.config import EncoderConfig, LocalizerConfig
+from semantica.localizer.models import model_root
+
+
+def function_text(lines: Sequence[str], start: int, end: int) -> str:
+    """What the encoder reads for a function: its source lines `start`..`end` (1-based, inclusive), as the
+    commit pairs it was trained on hold them (jobs/train/pairs.py; the tokenizer cuts at `max_length`)."""
+    return "\n".join(lines[start - 1: end])
+
+
+@dataclass(frozen=True)
+class DenseFusion:
+    """How the channel joins a ranking: its top `depth` keys re-ordered by `1/(rrf_k + rank)` in the ranking plus
+    `weight/(rrf_k + rank)` in the cosine order; the keys below `depth` keep their places."""
+
+    depth: int
+    rrf_k: float
+    weight: float
+
+    def fuse(self, order: Sequence[str], cosine: dict[str, float]) -> list[str]:
+        """`order`: the ranking; `cosine`: key -> cosine for the keys the channel could encode (a key without one
+        keeps its ranking term only)."""
+        head, tail = list(order[: self.depth]), list(order[self.depth:])
+        dense = sorted((key for key in head if key in cosine), key=lambda key: -cosine[key])
+        score = {key: 1.0 / (self.rrf_k + n) for n, key in enumerate(head, 1)}
+        for n, key in enumerate(dense, 1):
+            score[key] += self.weight / (self.rrf_k + n)
+        position = {key: n for n, key in enumerate(head)}
+        return sorted(head, key=lambda key: (-score[key], position[key])) + tail
+
+
+def cosines(query: np.ndarray, keys: Sequence[str], vectors: np.ndarray) -> dict[str, float]:
+    """key -> cosine of unit vectors (one row of `vectors` per key)."""
+    if not len(keys):
+        return {}
+    return dict(zip(keys, (vectors @ query.reshape(-1)).astype(float).tolist()))
+
+
+def text_sha(text: str) -> str:
+    """The key a function's vector is kept under (in memory and in the stored `function_vectors`)."""
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()
+
+
+def channel_encoder_config(config: LocalizerConfig, index_encoder: EncoderConfig) -> EncoderConfig:
+    """The channel's own encoder: `dense_model` (a relative path: the working directory, else the checkout that
+    ships it) at `dense_max_length`, on the index encoder's runtime, device and export cache."""
+    path = model_root(config.dense_model)
+    return EncoderConfig(model_path=str(path), model_id=path.name, max_length=config.dense_max_length,
+                         query_max_length=config.dense_query_max_length, runtime=index_encoder.runtime,
+                         export_dir=index_encoder.export_dir, device=index_encoder.device,
+                         batch_tokens=index_encoder.batch_tokens)
+
+
+@dataclass
+class StoredFunctionVectors:
+    """A snapshot's function vectors written at index time (`function_vectors` index kind): by function key, with
+    the source sha each was encoded from and the encoder identity, so a reader never mixes models."""
+
+    model_id: str
+    rows: dict[str, int]
+    shas: list[str]
+    vectors: np.ndarray  # float16, one unit row per key
+
+    def get(self, key: str, sha: str) -> np.ndarray | None:
+        row = self.rows.get(key)
+        return self.vectors[row].astype(np.float32) if row is not None and self.shas[row] == sha else None

@@ -1,0 +1,117 @@
+"""The dense function channel on a real index of a real git repository, with a real encoder (the installed
+MiniLM standing in for the fine-tuned one): the stage reads each function's source from the served snapshot,
+re-ranks exactly as `DenseFusion` over that encoder's cosines says, encodes each source once per process, and
+leaves the order alone when the channel is off. With `dense_at_index` the index stores every function's vector
+(the `function_vectors` kind): the query encodes none, and a re-index encodes only the functions that changed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pipelines.indexer import Indexer
+from semantica.encoder import Encoder, resolve_model_path
+from semantica.index_kinds.function_vectors import KIND as VECTORS_KIND
+from semantica.layout import IndexLayout
+from semantica.localizer.dense import DenseFusion, cosines
+from semantica.snapshot import Snapshot
+from serving.core.localizer.stage import LearnedStage
+from tests.conftest import make_config
+from tests.dated_git import commit, one_commit_repo
+
+pytestmark = pytest.mark.timeout(600)
+REPO = "dense/shipping"
+FILES = {
+    "shipping/rates.py": 'def parcel_rate(weight_kg, zone):\n    """Price of a parcel by weight and zone."""\n'
+                         '    return 4.5 + weight_kg * 1.2 * zone\n\n\ndef express_surcharge(rate):\n'
+                         '    return rate * 0.25\n',
+    "shipping/labels.py": 'def render_label(address, barcode):\n    lines = [address.name, address.street, address.city]\n'
+                          '    return "\\n".join(lines) + "\\n" + barcode\n\n\ndef barcode_for(order_id):\n'
+                          '    return "*" + str(order_id).zfill(10) + "*"\n',
+    "shipping/tracking.py": 'class Tracker:\n    def __init__(self, carrier):\n        self.carrier = carrier\n'
+                            '        self.events = []\n\n    def record(self, event):\n        self.events.append(event)\n\n'
+                            '    def last_location(self):\n        return self.events[-1].location if self.events else None\n',
+}
+QUERY = "the printed shipping label shows the street before the name of the addressee"
+MINILM = str(resolve_model_path(""))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dense")
+    repo = one_commit_repo(root / "repo", FILES)
+    config = make_config(root, "localizer.learned_files=false", "localizer.learned_functions=false",
+                         "token_vectors.enabled=false", private_cache=True)
+    Indexer(config, progress=False).index(str(repo), REPO)
+    return config, Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
+
+
+TODAY = [{"repo": REPO, "function": key} for key in (
+    "shipping/rates.py::parcel_rate", "shipping/tracking.py::Tracker.record", "shipping/rates.py::express_surcharge",
+    "shipping/labels.py::render_label", "shipping/labels.py::barcode_for")]
+
+
+def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
+    config, snapshot = served
+    dense_config = dataclasses.replace(config.localizer, dense_model=MINILM, dense_depth=4, dense_rrf_k=1.0,
+                                       dense_weight=2.0)
+    stage, plain = LearnedStage(dense_config), LearnedStage(config.localizer)
+    today = TODAY
+    _, without = plain.apply(QUERY, [snapshot], [], today)
+    _, with_dense = stage.apply(QUERY, [snapshot], [], today)
+    order = [f["function"] for f in without]
+
+    source = stage.function_source(snapshot)
+    assert source("shipping/labels.py::render_label").startswith("def render_label(address, barcode):")
+    assert source("shipping/nowhere.py::missing") is None
+    encoder = Encoder(dataclasses.replace(config.encoder, model_path=MINILM))
+    head = order[:4]
+    vectors = encoder.encode([source(k) for k in head], dense_config.dense_max_length)
+    expected = DenseFusion(4, 1.0, 2.0).fuse(order, cosines(encoder.encode([QUERY])[0], head, vectors))
+    assert [f["function"] for f in with_dense] == expected
+    assert expected != order and expected[4:] == order[4:]  # re-ranked within the depth only
+    assert with_dense[0]["function"] == "shipping/labels.py::render_label"
+
+    cached = len(stage.dense._vectors)
+    stage.apply(QUERY + " again", [snapshot], [], today)
+    assert len(stage.dense._vectors) == cached == 4  # each source encoded once, whatever the query
+
+
+def test_the_channel_is_off_by_default_and_so_are_its_stored_vectors(served):
+    config, snapshot = served
+    assert config.localizer.dense_model == "" and LearnedStage(config.localizer).dense is None
+    assert snapshot.index(VECTORS_KIND) is None and "function_vectors" not in snapshot.manifest.counts
+
+
+def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_path):
+    repo = one_commit_repo(tmp_path / "repo", FILES)
+    config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
+                         "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=4",
+                         private_cache=True)
+    indexer = Indexer(config, progress=False)
+    indexer.index(str(repo), REPO)
+    first = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
+    stored = first.index(VECTORS_KIND)
+    assert first.manifest.counts["function_vectors"] == first.manifest.counts["function_vectors_encoded"] == 7
+    assert set(stored.rows) == set(LearnedStage(config.localizer).snapshot(first).function_index)
+
+    stage, fresh = LearnedStage(config.localizer), LearnedStage(config.localizer)
+    _, from_index = stage.apply(QUERY, [first], [], TODAY)
+    assert len(stage.dense._vectors) == 0  # every head function's vector came from the index
+    _, encoded_here = fresh.apply(QUERY, [type("Bare", (), {  # the same snapshot without its stored vectors
+        "repo": first.repo, "snapshot_id": first.snapshot_id, "chunks_by_path": first.chunks_by_path,
+        "file_lines": first.file_lines})()], [], TODAY)
+    assert len(fresh.dense._vectors) == 4
+    assert [f["function"] for f in from_index] == [f["function"] for f in encoded_here]
+
+    commit(repo, {"shipping/rates.py": FILES["shipping/rates.py"] + "\n\ndef free_over(total):\n    return total > 50\n"},
+           "free shipping", 1)
+    indexer.index(str(repo), REPO)
+    second = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
+    assert second.manifest.counts["function_vectors"] == 8
+    assert second.manifest.counts["function_vectors_encoded"] == 1  # only the new function
+    assert np.allclose(second.index(VECTORS_KIND).get("shipping/labels.py::render_label", stored.shas[
+        stored.rows["shipping/labels.py::render_label"]]), stored.get("shipping/labels.py::render_label", stored.shas[
+            stored.rows["shipping/labels.py::render_label"]]))
