@@ -219,6 +219,7 @@ class SearchPipeline:
 
     def _search(self, request: SearchRequest, snapshots: list[Snapshot], timer: StageTimer,
                 warnings: list[str], degraded: list[dict[str, str]]) -> tuple[SearchResponse, dict[str, RankedList]]:
+        self.learned_localizer.prefetch_query(request.query, len(snapshots))  # dense channel: overlaps retrieval
         intent = timer.run("intent", lambda: self.intent.classify(request.query))
         enabled = [spec for spec in self.stages.retriever_specs if not request.strategies or spec.name in request.strategies]
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))

@@ -61,8 +61,8 @@ class LocalizerConfig:
     max_staleness: int = 60  # ... none more than this many first-parent commits after it
     max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
     dense_model: str = ""  # the dense function channel's encoder checkpoint ('' = off; docs/localizer.md "Dense ...")
-    dense_depth: int = 20  # ... re-ranks the top this many functions of the blended order
-    dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
+    dense_depth: int = 50  # ... re-ranks the top this many functions of the blended order
+    dense_rrf_k: float = 30.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
     dense_weight: float = 0.5
     dense_max_length: int = 256  # ... encoding at most this many tokens of each function's source
     dense_query_max_length: int = 64  # ... and of the query (the fine-tuned model's training length)

@@ -72,13 +72,14 @@ def channel_encoder_config(config: LocalizerConfig, index_encoder: EncoderConfig
 @dataclass
 class StoredFunctionVectors:
     """A snapshot's function vectors written at index time (`function_vectors` index kind): by function key, with
-    the source sha each was encoded from and the encoder identity, so a reader never mixes models."""
+    the encoder identity (a reader never mixes models) and the source sha each was encoded from (the next build
+    reuses a vector whose source is unchanged)."""
 
     model_id: str
     rows: dict[str, int]
     shas: list[str]
     vectors: np.ndarray  # float16, one unit row per key
 
-    def get(self, key: str, sha: str) -> np.ndarray | None:
+    def vector(self, key: str) -> np.ndarray | None:
         row = self.rows.get(key)
-        return self.vectors[row].astype(np.float32) if row is not None and self.shas[row] == sha else None
+        return self.vectors[row].astype(np.float32) if row is not None else None

@@ -11,12 +11,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.encoder import Encoder, shared_encoder
 from semantica.localizer.dense import DenseFusion, StoredFunctionVectors, channel_encoder_config, cosines, text_sha
+
+PENDING_QUERIES = 8  # query vectors kept between a search's start and its localizer stage (concurrent searches)
 
 
 class DenseFunctionChannel:
@@ -30,6 +33,8 @@ class DenseFunctionChannel:
         self._encoder: Encoder | None = None
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._query_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense-query")
+        self._pending: OrderedDict[str, Future[np.ndarray]] = OrderedDict()
 
     def warm_up(self) -> Encoder:
         """The channel's encoder, loaded once (an ONNX export on its first use on a machine)."""
@@ -51,21 +56,32 @@ class DenseFunctionChannel:
                     self._vectors.popitem(last=False)
         return np.stack([found[d] for d in digests])
 
-    def rerank(self, query: str, order: Sequence[str], text_of: Callable[[str], str | None],
+    def encode_query(self, query: str) -> Future[np.ndarray]:
+        """The query's vector under the channel's encoder, computed on the channel's own thread: the pipeline asks
+        for it when a search starts, so it overlaps retrieval (ONNX Runtime releases the GIL), and the stage's
+        later call gets the same future (the newest `PENDING_QUERIES` are kept)."""
+        with self._lock:
+            pending = self._pending.get(query)
+            if pending is None:
+                pending = self._pending[query] = self._query_pool.submit(
+                    lambda: self.warm_up().encode([query], self.encoder_config.query_max_length)[0])
+                while len(self._pending) > PENDING_QUERIES:
+                    self._pending.popitem(last=False)
+            return pending
+
+    def rerank(self, query_vector: Future[np.ndarray], order: Sequence[str], text_of: Callable[[str], str | None],
                stored: StoredFunctionVectors | None = None) -> list[str]:
-        """`order` with its top `dense_depth` re-ranked; `text_of(key)` gives a function's source (None: a key the
-        snapshot cannot show keeps its place in the ranking term only). A function whose vector the snapshot
-        stores (`stored`, same encoder, same source) is not encoded again."""
+        """`order` with its top `dense_depth` re-ranked. A head function's vector comes from `stored` (the served
+        snapshot's own, written at index time by the same encoder), else from its source, `text_of(key)`, encoded
+        once per process; a key with neither keeps its place in the ranking term only."""
         head = list(order[: self.fusion.depth])
-        texts = {key: text for key in head if (text := text_of(key))}
-        if not texts:
-            return list(order)
         encoder = self.warm_up()
         usable = stored if stored is not None and stored.model_id == encoder.model_id else None
-        known = {key: vector for key in texts if usable and (vector := usable.get(key, text_sha(texts[key]))) is not None}
-        rest = [key for key in texts if key not in known]
-        if rest:
-            known.update(zip(rest, self.vectors([texts[k] for k in rest])))
-        keys = list(texts)
-        query_vector = encoder.encode([query], self.encoder_config.query_max_length)[0]
-        return self.fusion.fuse(order, cosines(query_vector, keys, np.stack([known[k] for k in keys])))
+        known = {key: vector for key in head if usable is not None and (vector := usable.vector(key)) is not None}
+        texts = {key: text for key in head if key not in known and (text := text_of(key))}
+        if texts:
+            known.update(zip(texts, self.vectors(list(texts.values()))))
+        if not known:
+            return list(order)
+        keys = [key for key in head if key in known]
+        return self.fusion.fuse(order, cosines(query_vector.result(), keys, np.stack([known[k] for k in keys])))

@@ -241,13 +241,16 @@ class LearnedStage:
         """key -> the function's source in `served` (the dense channel's text); None for a key the snapshot's
         Python files do not define."""
         snapshot = self.snapshot(served)
+        lines: dict[str, list[str]] = {}  # each file rebuilt from its chunks once per query
 
         def text_of(key: str) -> str | None:
             position = snapshot.function_index.get(key)
             if position is None:
                 return None
             doc = snapshot.functions[position]
-            return function_text(served.file_lines(doc.path), doc.start, doc.end)
+            if doc.path not in lines:
+                lines[doc.path] = served.file_lines(doc.path)
+            return function_text(lines[doc.path], doc.start, doc.end)
 
         return text_of
 
@@ -257,6 +260,12 @@ class LearnedStage:
         candidates-first (the cheap lists' fixed fusion blended into today's order), as with `learned_files` off."""
         c = self.config
         return c.learned_files and (not c.history_features or stores_history(served))
+
+    def prefetch_query(self, query: str, repos: int) -> None:
+        """Start the dense channel's query encoding when a search starts (it overlaps retrieval); nothing when the
+        channel is off or the stage will not re-rank this query."""
+        if self.dense is not None and self.config.enabled and self.applies(query, repos):
+            self.dense.encode_query(query)
 
     def applies(self, query: str, repos: int) -> bool:
         """Whether the stage re-ranks this query: not one over several repositories, nor a bare identifier
@@ -271,15 +280,16 @@ class LearnedStage:
         repo = served[0].repo
         c = self.config
         learned_files = self.runs_learned_files(served[0])
+        query_vector = self.dense.encode_query(query) if self.dense is not None else None
         ranked = self.localizer_for(served[0], learned_files).rank(
             self.snapshot(served[0]), query, self.history(served[0], query), learned_files, c.learned_functions)
         file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],
                            file_today_weight(c, learned_files), c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],
                                [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
-        if self.dense is not None:
+        if query_vector is not None:
             stored = served[0].index(VECTORS_KIND) if hasattr(served[0], "index") else None
-            function_order = self.dense.rerank(query, function_order, self.function_source(served[0]), stored)
+            function_order = self.dense.rerank(query_vector, function_order, self.function_source(served[0]), stored)
         return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),
                 _reordered(functions, "function", function_order, repo, c.blend_rrf_k))
 

@@ -69,7 +69,8 @@ def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     encoder = Encoder(dataclasses.replace(config.encoder, model_path=MINILM))
     head = order[:4]
     vectors = encoder.encode([source(k) for k in head], dense_config.dense_max_length)
-    expected = DenseFusion(4, 1.0, 2.0).fuse(order, cosines(encoder.encode([QUERY])[0], head, vectors))
+    query = encoder.encode([QUERY], dense_config.dense_query_max_length)[0]
+    expected = DenseFusion(4, 1.0, 2.0).fuse(order, cosines(query, head, vectors))
     assert [f["function"] for f in with_dense] == expected
     assert expected != order and expected[4:] == order[4:]  # re-ranked within the depth only
     assert with_dense[0]["function"] == "shipping/labels.py::render_label"
@@ -112,6 +113,5 @@ def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_pat
     second = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
     assert second.manifest.counts["function_vectors"] == 8
     assert second.manifest.counts["function_vectors_encoded"] == 1  # only the new function
-    assert np.allclose(second.index(VECTORS_KIND).get("shipping/labels.py::render_label", stored.shas[
-        stored.rows["shipping/labels.py::render_label"]]), stored.get("shipping/labels.py::render_label", stored.shas[
-            stored.rows["shipping/labels.py::render_label"]]))
+    assert np.array_equal(second.index(VECTORS_KIND).vector("shipping/labels.py::render_label"),
+                          stored.vector("shipping/labels.py::render_label"))  # reused, not encoded again
