@@ -44,8 +44,8 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
             return annotation(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{where}: expected {annotation.__name__}, got {value!r}") from None
-    if annotation is str:
-        return str(value)
+    if annotation is str:  # a null (`key:` in YAML, `--set section.key=`) is the empty string, never 'None'
+        return "" if value is None else str(value)
     if origin in (list, dict):
         if isinstance(value, str):
             value = yaml.safe_load(value)

@@ -60,7 +60,7 @@ class LocalizerConfig:
     snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,
     max_staleness: int = 60  # ... none more than this many first-parent commits after it
     max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
-    dense_model: str = ""  # the dense function channel's encoder checkpoint ('' = off; docs/localizer.md "Dense ...")
+    dense_model: str = "models/encoder-commits"  # the dense function channel's encoder ('' = off; docs/localizer.md)
     dense_depth: int = 50  # ... re-ranks the top this many functions of the blended order
     dense_rrf_k: float = 30.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
     dense_weight: float = 0.5

@@ -61,3 +61,8 @@ def test_the_history_localizer_defaults_turn_back_with_set():
     loc = old.localizer
     assert (loc.learned_files, loc.learned_files_alone, loc.history_features, loc.model_dir) == (
         False, False, False, "models/localizer")
+
+
+def test_an_empty_string_setting_stays_empty():
+    """`--set localizer.dense_model=` (YAML null) turns the channel off; it must not name a model called 'None'."""
+    assert load_config(None, ["localizer.dense_model="], environ={}).localizer.dense_model == ""

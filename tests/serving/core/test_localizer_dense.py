@@ -1,12 +1,14 @@
 """The dense function channel on a real index of a real git repository, with a real encoder (the installed
 MiniLM standing in for the fine-tuned one): the stage reads each function's source from the served snapshot,
 re-ranks exactly as `DenseFusion` over that encoder's cosines says, encodes each source once per process, and
-leaves the order alone when the channel is off. With `dense_at_index` the index stores every function's vector
-(the `function_vectors` kind): the query encodes none, and a re-index encodes only the functions that changed."""
+leaves the order alone when the channel is off; by default it runs the shipped fine-tuned encoder. With
+`dense_at_index` the index stores every function's vector (the `function_vectors` kind): the query encodes none,
+and a re-index encodes only the functions that changed."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,7 +45,7 @@ def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("dense")
     repo = one_commit_repo(root / "repo", FILES)
     config = make_config(root, "localizer.learned_files=false", "localizer.learned_functions=false",
-                         "token_vectors.enabled=false", private_cache=True)
+                         "token_vectors.enabled=false", "localizer.dense_model=", private_cache=True)
     Indexer(config, progress=False).index(str(repo), REPO)
     return config, Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
 
@@ -80,10 +82,15 @@ def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     assert len(stage.dense._vectors) == cached == 4  # each source encoded once, whatever the query
 
 
-def test_the_channel_is_off_by_default_and_so_are_its_stored_vectors(served):
+def test_off_it_stores_nothing_and_on_by_default_it_runs_the_shipped_encoder(served, tmp_path):
     config, snapshot = served
     assert config.localizer.dense_model == "" and LearnedStage(config.localizer).dense is None
     assert snapshot.index(VECTORS_KIND) is None and "function_vectors" not in snapshot.manifest.counts
+    default = make_config(tmp_path).localizer
+    channel = LearnedStage(default).dense
+    assert default.dense_model == "models/encoder-commits" and channel is not None
+    assert channel.encoder_config.model_id == "encoder-commits"
+    assert (Path(channel.encoder_config.model_path) / "model.safetensors").is_file()  # shipped in the checkout
 
 
 def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_path):
