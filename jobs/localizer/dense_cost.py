@@ -3,17 +3,16 @@
     python -m jobs.localizer.dense_cost INSTANCES REPO WORK_DIR OUT.json [--include GLOB ...] [--model DIR]
 
 Indexes REPO (its bare clone under $SEMANTICA_MIRRORS, at its first instance's base commit) three times into
-WORK_DIR: the default (embedding cache cold), the default again and with `localizer.dense_model` (both on the warm
-embedding cache, so their difference is the function vectors' encoding at index time). Then, in this one process,
-each instance's problem statement of REPO `rounds` times through three pipelines, the query cache off: the default,
-the channel reading the stored function vectors, and the channel on an index without them (it encodes each head
-function once per process). Reported: index seconds, the first query's localizer stage for each channel pipeline,
-and total query p50/p99 with their ratios to the default's.
+WORK_DIR: without the channel (`localizer.dense_model=`, embedding cache cold), the same again and with the channel
+(`--model`; both on the warm embedding cache, so their difference is the function vectors' encoding at index time).
+Then, in this one process, each instance's problem statement of REPO `rounds` times through three pipelines, the
+query cache off: without the channel, the channel reading the stored function vectors, and the channel on an index
+without them (it encodes each head function once per process). Reported: index seconds, the first query's
+localizer stage for each channel pipeline, and total query p50/p99 with their ratios to the one without.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 
 from jobs.eval.instances import load_instances, mirror_clone
-from jobs.localizer.query_bench import ROUNDS, _config, _first_query_ms, _summary
+from jobs.localizer.query_bench import ROUNDS, _config, _first_query_ms, _summary, bench_arguments, include_override
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
 from serving.pipeline import SearchPipeline
@@ -30,28 +29,22 @@ DEFAULT_MODEL = "models/encoder-commits"
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.localizer.dense_cost")
-    parser.add_argument("instances")
-    parser.add_argument("repo")
-    parser.add_argument("work_dir")
-    parser.add_argument("out")
-    parser.add_argument("--include", action="append", default=[], metavar="GLOB")
+    parser = bench_arguments("python -m jobs.localizer.dense_cost")
     parser.add_argument("--model", default=DEFAULT_MODEL)
     args = parser.parse_args(argv)
-    repo, work = args.repo, Path(args.work_dir)
-    include = (f"discover.include_globs={json.dumps(args.include)}",) if args.include else ()
-    dense = (f"localizer.dense_model={args.model}",)
+    repo, work, include = args.repo, Path(args.work_dir), include_override(args.include)
+    dense, off = (f"localizer.dense_model={args.model}",), ("localizer.dense_model=",)
     instances = [i for i in load_instances(args.instances) if i.repo == repo]
     commit, queries = instances[0].base_commit, [i.problem_statement for i in instances]
     clone = str(mirror_clone(repo))
     index_s = {}
-    for name, overrides in (("cold", ()), ("default", ()), ("stored", dense)):
+    for name, overrides in (("cold", off), ("default", off), ("stored", dense)):
         start = time.perf_counter()
         Indexer(_config(work, name, *include, *overrides), progress=False).index(clone, repo, commit)
         index_s[name] = round(time.perf_counter() - start, 1)
     first = {"stored": _first_query_ms(_config(work, "stored", *dense), repo, queries[0]),
              "unstored": _first_query_ms(_config(work, "default", *dense), repo, queries[0])}
-    pipelines = {"default": SearchPipeline(_config(work, "default")),
+    pipelines = {"default": SearchPipeline(_config(work, "default", *off)),
                  "stored": SearchPipeline(_config(work, "stored", *dense)),
                  "unstored": SearchPipeline(_config(work, "default", *dense))}
     pipelines["default"].search(SearchRequest(query=queries[0], repos=[repo]))  # warm-up: encoder, retrievers, models

@@ -56,20 +56,31 @@ def _first_query_ms(config: Config, repo: str, query: str) -> float:
     return float(response.timings_ms[STAGE])
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.localizer.query_bench")
+def bench_arguments(prog: str) -> argparse.ArgumentParser:
+    """The arguments every localizer query benchmark takes: INSTANCES REPO WORK_DIR OUT [--include GLOB ...]."""
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("instances")
     parser.add_argument("repo")
     parser.add_argument("work_dir")
     parser.add_argument("out")
     parser.add_argument("--include", action="append", default=[], metavar="GLOB")
+    return parser
+
+
+def include_override(globs: list[str]) -> tuple[str, ...]:
+    """`discover.include_globs` for `--include` (nothing when none was given)."""
+    return (f"discover.include_globs={json.dumps(globs)}",) if globs else ()
+
+
+def main(argv: list[str]) -> int:
+    parser = bench_arguments("python -m jobs.localizer.query_bench")
     parser.add_argument("--commit", default="", help="index this commit (default: the first instance's base commit)")
     parser.add_argument("--on", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     parser.add_argument("--off", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="the pipeline `--on` is compared with (default: localizer.enabled=false)")
     args = parser.parse_args(argv)
     repo, work, out, on = args.repo, Path(args.work_dir), args.out, tuple(args.on) or ON
-    include = (f"discover.include_globs={json.dumps(args.include)}",) if args.include else ()
+    include = include_override(args.include)
     instances = [i for i in load_instances(args.instances) if i.repo == repo]
     commit, queries = args.commit or instances[0].base_commit, [i.problem_statement for i in instances]
     clone = str(mirror_clone(repo))
