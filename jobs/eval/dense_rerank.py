@@ -15,6 +15,7 @@ Read-only: it compares encoders on the same candidates and chooses nothing on de
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -78,7 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args(argv)
     config = load_config(None, args.set)
-    replay = LocalizationReplay(config, args.mined)
+    without = dataclasses.replace(config, localizer=dataclasses.replace(config.localizer, dense_model=""))
+    replay = LocalizationReplay(without, args.mined)  # the default order before the channel, which this re-ranks
     encoders = {name: Encoder(EncoderConfig(model_path=path, model_id=Path(path).name if path else EncoderConfig.model_id))
                 for name, _, path in (spec.partition("=") for spec in args.model)}
     loc = config.localizer

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import astuple
 from pathlib import Path
 
@@ -25,10 +26,14 @@ from jobs.localizer.history import CorpusHistory
 from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
 from semantica.config import Config, DiscoverConfig
+from semantica.granular import function_key
+from semantica.history.gitread import function_spans
 from semantica.localizer.blobcache import open_blob_cache
+from semantica.localizer.dense import function_text
 from semantica.localizer.features import SCHEMA_VERSION, CandidateSet, HistorySignals
 from semantica.localizer.models import candidate_config
 from semantica.localizer.snapshot import SnapshotBuilder
+from serving.core.localizer.dense import DenseFunctionChannel
 from serving.core.localizer.stage import (
     LearnedLocalizer,
     LocalizerModelError,
@@ -72,6 +77,7 @@ class LearnedReplay:
         self.blob_cache_dir = config.paths.cache_dir
         self.discover = config.discover  # which files a snapshot at the base commit would hold
         self.history_config = config  # read on first use: history as of each base commit (history_features)
+        self.dense = DenseFunctionChannel(self.config, config.encoder) if self.config.dense_model else None
         self._history: CorpusHistory | None = None
 
     _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
@@ -108,16 +114,8 @@ class LearnedReplay:
                     z["function_features"], z["function_fusion"], int(z["file_pool"]),
                     z["file_scores"] if "file_scores" in z.files else None)
             return cands
-        if inst.repo not in self._builders:
-            git_dir = find_repo(self.repos_dir, inst.repo) if self.repos_dir else mirror_clone(inst.repo)
-            if not git_dir.is_dir():
-                raise MineError(f"localizer.enabled needs the bare clone of {inst.repo} at {git_dir} "
-                                f"(set SEMANTICA_MIRRORS)")
-            self._builders[inst.repo] = (git_dir, TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder(
-                open_blob_cache(self.config.blob_cache_file, self.blob_cache_dir)))
-        git_dir, reader, builder = self._builders[inst.repo]
-        indexed = self._discovered.at(git_dir, inst.base_commit, self.discover)
-        snapshot = builder.build({path: text for path, text in reader.texts(inst.base_commit).items() if path in indexed})
+        git_dir, _, builder = self._builder(inst)
+        snapshot = builder.build(self.texts(inst))
         signals = self.history_at(git_dir, inst) if self.config.history_features else None  # not timed: index time
         start = time.perf_counter()
         cands = self._candidates[key] = self.localizer.generator.build(
@@ -131,6 +129,40 @@ class LearnedReplay:
                  **({"file_scores": cands.file_scores} if cands.file_scores is not None else {}))
         stored.with_suffix(".tmp.npz").replace(stored)
         return cands
+
+    def _builder(self, inst: Instance) -> tuple[Path, TreeReader, SnapshotBuilder]:
+        """The instance's repository: its bare clone, a reader of its trees and a snapshot builder (one each)."""
+        if inst.repo not in self._builders:
+            git_dir = find_repo(self.repos_dir, inst.repo) if self.repos_dir else mirror_clone(inst.repo)
+            if not git_dir.is_dir():
+                raise MineError(f"localizer.enabled needs the bare clone of {inst.repo} at {git_dir} "
+                                f"(set SEMANTICA_MIRRORS)")
+            self._builders[inst.repo] = (git_dir, TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder(
+                open_blob_cache(self.config.blob_cache_file, self.blob_cache_dir)))
+        return self._builders[inst.repo]
+
+    def texts(self, inst: Instance) -> dict[str, str]:
+        """The Python files a snapshot at the instance's base commit would hold, by path."""
+        git_dir, reader, _ = self._builder(inst)
+        indexed = self._discovered.at(git_dir, inst.base_commit, self.discover)
+        return {path: text for path, text in reader.texts(inst.base_commit).items() if path in indexed}
+
+    def function_source(self, inst: Instance) -> Callable[[str], str | None]:
+        """key -> the function's source at the base commit (the dense channel's text, as the stage reads it)."""
+        texts = self.texts(inst)
+        spans: dict[str, dict[str, tuple[list[str], int, int]]] = {}
+
+        def text_of(key: str) -> str | None:
+            path = key.partition("::")[0]
+            if path not in texts:
+                return None
+            if path not in spans:
+                lines = texts[path].split("\n")
+                spans[path] = {function_key(path, s.qualname): (lines, s.start, s.end) for s in function_spans(texts[path])}
+            found = spans[path].get(key)
+            return function_text(*found) if found else None
+
+        return text_of
 
     def history_at(self, git_dir: Path, inst: Instance) -> HistorySignals:
         """The instance's history votes and priors as of its base commit (never a later commit)."""
@@ -149,5 +181,9 @@ class LearnedReplay:
     def blend(self, inst: Instance, files: list[str], functions: list[str]) -> tuple[list[str], list[str]]:
         ranked = self.rank(inst)
         c = self.config
-        return (blend(files, [k for k, _ in ranked.files], file_today_weight(c), c.learned_weight, c.blend_rrf_k),
-                blend(functions, [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k))
+        function_order = blend(functions, [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
+        if self.dense is not None:  # as the stage: the head re-ranked by the channel's cosine
+            function_order = self.dense.rerank(self.dense.encode_query(inst.problem_statement), function_order,
+                                               self.function_source(inst))
+        return blend(files, [k for k, _ in ranked.files], file_today_weight(c), c.learned_weight, c.blend_rrf_k), \
+            function_order

@@ -174,11 +174,20 @@ def test_index_batch_workers_make_the_token_vectors(tmp_path, monkeypatch):
     local = Indexer(local_config, progress=False).index(str(alpha), "alpha")
     assert local.chunks_token_encoded == local.chunks > 2
 
+    pooled_only = Encoder.encode_with_tokens
+
     def head_node_encodes(*_args, **_kwargs):
         raise AssertionError("the driver encoded token vectors: the Ray workers should have")
 
+    def head_node_pools(self, texts, max_length=None, keep_tokens=True):  # noqa: ANN001, ANN202
+        """The driver may pool (the dense channel's function vectors are written with the snapshot), never keep
+        token vectors."""
+        if keep_tokens:
+            head_node_encodes()
+        return pooled_only(self, texts, max_length, keep_tokens=False)
+
     monkeypatch.setattr(Encoder, "encode_tokens", head_node_encodes)
-    monkeypatch.setattr(Encoder, "encode_with_tokens", head_node_encodes)
+    monkeypatch.setattr(Encoder, "encode_with_tokens", head_node_pools)
     ray_config = make_config(tmp_path / "ray", *settings, private_cache=True)
     summary = Indexer(ray_config, RayRunner(ray_config)).run(load_manifest(manifest))
     result = summary.repos[0]

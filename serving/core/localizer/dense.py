@@ -49,7 +49,8 @@ class DenseFunctionChannel:
             found = {d: self._vectors[d] for d in digests if d in self._vectors}
         missing = {d: t for d, t in zip(digests, texts) if d not in found}
         if missing:
-            found.update(zip(missing, self.warm_up().encode(list(missing.values()), self.config.dense_max_length)))
+            encoded = self.warm_up().encode(list(missing.values()), self.config.dense_max_length)
+            found.update(zip(missing, encoded.astype(np.float16).astype(np.float32)))  # as stored at index time
             with self._lock:
                 self._vectors.update((d, found[d]) for d in missing)
                 while len(self._vectors) > self.config.dense_cache_items:
