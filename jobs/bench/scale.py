@@ -6,8 +6,8 @@ index cut into 1, 8 and 32 shards.
         [--commit SHA] [--include 'sympy/core/*'] [--modes in_process ray] [--shards 1 8 32] [--queries 100]
 
 Each build runs as a child process, measured from outside: wall time, chunks/s, peak RSS (the largest sum
-over the child's process tree, sampled, since Ray's workers are its grandchildren; and the kernel's
-ru_maxrss of the child itself), and the snapshot's size over the bytes of the files it indexed. Every mode
+over the child's process tree, sampled, since Ray's workers are its grandchildren; and the child's own,
+sampled too), and the snapshot's size over the bytes of the files it indexed. Every mode
 starts from an empty embedding cache of its own. The shard builds then reuse the in-process cache (only the
 shards are rewritten) with `shards.max_partitions=N` and `shards.partition_chunks=1`, which cut the
 snapshot into N path-hash partitions, one FAISS/Lucene/token shard each. The same `--queries` queries (half
@@ -55,7 +55,7 @@ class ChildRun:
     returncode: int
     wall_s: float
     peak_tree_rss_mb: float  # largest sum of RSS over the child and its descendants (sampled; >= the child's own)
-    child_maxrss_mb: float  # the kernel's high-water mark for the child process itself
+    child_maxrss_mb: float  # the child process's own peak RSS, sampled (see `ChildMeter.run`)
     cpu_s: float  # user + system CPU of the child and the descendants it waited for (load-independent cost)
     stdout: str
 
@@ -74,7 +74,7 @@ class ChildMeter:
         with open(out_path, "w") as out, open(self.log, "a") as err:
             start = time.perf_counter()
             child = subprocess.Popen(command, stdout=out, stderr=err, env=env, cwd=REPO_ROOT)
-            peak = [0]
+            peak, own = [0], [0]
             done = threading.Event()
 
             def sample() -> None:
@@ -82,6 +82,7 @@ class ChildMeter:
                 while not done.is_set():
                     try:
                         tree = [root, *root.children(recursive=True)]
+                        own[0] = max(own[0], _rss(root))
                         peak[0] = max(peak[0], sum(_rss(p) for p in tree))
                     except psutil.Error:
                         pass
@@ -94,8 +95,9 @@ class ChildMeter:
             wall = time.perf_counter() - start
             done.set()
             sampler.join()
-        own = usage.ru_maxrss * 1024  # KiB on Linux; the tree's sum was at least this at the child's own peak
-        return ChildRun(child.returncode, round(wall, 1), round(max(peak[0], own) / MB, 1), round(own / MB, 1),
+        # the child's own peak is sampled: the kernel's ru_maxrss keeps the high-water mark of the process image before
+        # exec, i.e. the launching process's RSS at fork (a large test runner made every child look that large)
+        return ChildRun(child.returncode, round(wall, 1), round(max(peak[0], own[0]) / MB, 1), round(own[0] / MB, 1),
                         round(usage.ru_utime + usage.ru_stime, 1), out_path.read_text())
 
 

@@ -158,6 +158,9 @@ class IngressCore:
         self.pipeline = SearchPipeline(self.config, stages=remote_stages(self.config, handles))
         for stage in self.pipeline.rerankers:  # those that run here load their models before taking traffic
             stage.warm_up()
+        dense = self.pipeline.learned_localizer.dense  # the localizer stage runs here: its dense channel's model too
+        if dense is not None and self.config.localizer.enabled:
+            dense.warm_up()
         self.feedback_log = FeedbackLog(self.config.serve.feedback_dir)
         self.layout = IndexLayout(self.config.paths.index_root)
         self.hosts = HostAllowlist.of(self.config.auth, self.config.serve.host)

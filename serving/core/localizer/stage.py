@@ -183,6 +183,8 @@ class LearnedStage:
         """Load the models a query over `served` will run (a prefetch load); nothing when it runs none."""
         if self.dense is not None:
             self.dense.warm_up()
+            if hasattr(served, "index"):
+                served.index(VECTORS_KIND)  # the stored function vectors, opened once per snapshot
         if self.runs_learned_files(served) or self.config.learned_functions:
             self.localizer_for(served)
 
