@@ -11,8 +11,9 @@ import sys
 import numpy as np
 
 from jobs.eval.golden import load_golden_set
-from semantica.config import EncoderConfig
+from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder, encoder_identity
+from semantica.localizer.dense import channel_encoder_config
 from tests.conftest import GOLDEN_SET, REPO_ROOT
 
 QUERIES = 12
@@ -39,7 +40,9 @@ def test_the_install_time_export_is_the_one_the_encoder_loads(tmp_path) -> None:
     config = EncoderConfig()
     done = subprocess.run([sys.executable, "-m", "semantica.onnx_export"], cwd=REPO_ROOT, capture_output=True,
                           text=True, check=True)
-    assert done.stdout.strip() == f"ONNX export ready: {encoder_identity(config)[0]}"
+    dense = channel_encoder_config(load_config(None, [], environ={}).localizer, config)  # the dense channel's too
+    assert done.stdout.strip().splitlines() == [f"ONNX export ready: {encoder_identity(config)[0]}",
+                                                f"ONNX export ready: {encoder_identity(dense)[0]}"]
     assert Encoder(dataclasses.replace(config)).model_id == encoder_identity(config)[0]
 
     bad = subprocess.run([sys.executable, "-m", "semantica.onnx_export", "--set", f"encoder.model_path={tmp_path}"],
