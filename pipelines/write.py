@@ -29,7 +29,7 @@ from pipelines.shards import (
 )
 from pipelines.token_cache import TokenVectorBuilder
 from semantica.config import Config
-from semantica.encoder import parse_model_id
+from semantica.encoder_identity import parse_model_id
 from semantica.graph import CsrGraphStore
 from semantica.schema import (
     CHUNK_ARROW_SCHEMA,

@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from semantica.config import load_config
-    from semantica.encoder import EncoderLoadError, Runtime, encoder_identity
+    from semantica.encoder import EncoderLoadError, encoder_identity
+    from semantica.encoder_identity import Runtime
     from semantica.localizer.dense import channel_encoder_config
 
     parser = argparse.ArgumentParser(description=main.__doc__.split("\n")[0] if main.__doc__ else None)

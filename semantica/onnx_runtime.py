@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from semantica.config import EncoderConfig
-from semantica.encoder import EXPORT_SHA_CHARS, EncoderLoadError, ForwardOutput, ForwardPass, export_root, one_text_per_pass
+from semantica.encoder import EncoderLoadError, ForwardOutput, ForwardPass, export_root, one_text_per_pass
+from semantica.encoder_identity import EXPORT_SHA_CHARS
 from semantica.pooling import numpy_mean_pool
 
 

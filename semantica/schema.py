@@ -271,7 +271,7 @@ class Manifest:
     token_vectors: dict[str, Any] = field(default_factory=dict)  # semantica.token_vectors.TokenVectorsInfo; {} = none stored
 
     source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord: what it was built from
-    # the numeric path of every vector in it (semantica.encoder.RuntimeIdentity; model_id says the same):
+    # the numeric path of every vector in it (semantica.encoder_identity.RuntimeIdentity; model_id says the same):
     # torch | torch-int8 | onnx | onnx-int8 | onnx-int8-text, and the ONNX export's sha256 prefix.
     # "" = built before they were recorded (torch)
     runtime: str = ""

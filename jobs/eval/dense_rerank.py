@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,37 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from jobs.eval.instances import Instance, load_instances, mirror_clone
+from jobs.eval.instances import load_instances, mirror_clone
 from jobs.eval.metrics import acc_at_k, normalize_function, reciprocal_rank
 from jobs.eval.replay import LocalizationReplay
-from jobs.localizer.function_dense import SnapshotVectors
+from jobs.localizer.function_dense import SnapshotVectors, snapshot_texts
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
-from semantica.history.gitread import function_spans
-from semantica.localizer.dense import DenseFusion, cosines, function_text
+from semantica.localizer.dense import DenseFusion, cosines
 
 KS = (1, 5, 10)
 ORDERS = ("today", "dense", "fused")
-
-
-def function_texts(inst: Instance, keys: Sequence[str]) -> dict[str, str]:
-    """`path::qualname` -> the function's `function_text` at the instance's base commit, where it exists."""
-    texts: dict[str, str] = {}
-    by_path: dict[str, list[str]] = {}
-    for key in keys:
-        by_path.setdefault(key.partition("::")[0], []).append(key)
-    for path, wanted in by_path.items():
-        shown = subprocess.run(["git", "-C", str(mirror_clone(inst.repo)), "show", f"{inst.base_commit}:{path}"],
-                               capture_output=True)
-        if shown.returncode != 0:
-            continue
-        lines = shown.stdout.decode("utf-8", "replace").splitlines()
-        spans = {normalize_function(f"{path}::{s.qualname}"): s for s in function_spans("\n".join(lines))}
-        for key in wanted:
-            span = spans.get(normalize_function(key))
-            if span is not None:
-                texts[key] = function_text(lines, span.start, span.end)
-    return texts
 
 
 def scores(ranked: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
@@ -92,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if prediction is None:
             continue
         today = list(dict.fromkeys(prediction.functions))[: args.depth]
-        texts = function_texts(inst, today)
+        texts = snapshot_texts(mirror_clone(inst.repo), inst.base_commit, today, normalize_function)
         today = [key for key in today if key in texts]  # module-level or vanished keys have no source to encode
         if not today:
             continue

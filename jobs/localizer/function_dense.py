@@ -18,7 +18,7 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,30 +29,27 @@ from jobs.localizer.function_recall import candidate_mask, study_inputs
 from jobs.localizer.train import load_features, ranking_metrics
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
-from semantica.granular import function_key
-from semantica.history.gitread import function_spans
-from semantica.localizer.dense import DenseFusion, cosines, function_text
+from semantica.localizer.dense import DenseFusion, cosines, function_sources
 from semantica.localizer.features import FunctionScore
 
 NO_CHANNEL = "off"
 
 
-def snapshot_texts(mirror: Path, commit: str, keys: Sequence[str]) -> dict[str, str]:
-    """key -> the function's `function_text` at `commit`, for the keys whose file and span exist there."""
+def snapshot_texts(mirror: Path, commit: str, keys: Sequence[str],
+                   normalize: Callable[[str], str] = lambda key: key) -> dict[str, str]:
+    """key -> the function's `function_text` at `commit`, for the keys whose file and span exist there (keys
+    compared after `normalize`)."""
     texts: dict[str, str] = {}
-    by_path: dict[str, set[str]] = {}
+    by_path: dict[str, list[str]] = {}
     for key in keys:
-        by_path.setdefault(key.partition("::")[0], set()).add(key)
+        by_path.setdefault(key.partition("::")[0], []).append(key)
     for path, wanted in by_path.items():
         shown = subprocess.run(["git", f"--git-dir={mirror}", "show", f"{commit}:{path}"], capture_output=True)
         if shown.returncode != 0:
             continue
-        text = shown.stdout.decode("utf-8", "replace")
-        lines = text.splitlines()
-        for span in function_spans(text):
-            key = function_key(path, span.qualname)
-            if key in wanted:
-                texts[key] = function_text(lines, span.start, span.end)
+        found = function_sources(path, shown.stdout.decode("utf-8", "replace"))
+        sources = {normalize(k): text for k, text in found.items()}
+        texts.update((key, sources[normalize(key)]) for key in wanted if normalize(key) in sources)
     return texts
 
 

@@ -26,10 +26,8 @@ from jobs.localizer.history import CorpusHistory
 from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
 from semantica.config import Config, DiscoverConfig
-from semantica.granular import function_key
-from semantica.history.gitread import function_spans
 from semantica.localizer.blobcache import open_blob_cache
-from semantica.localizer.dense import function_text
+from semantica.localizer.dense import function_sources
 from semantica.localizer.features import SCHEMA_VERSION, CandidateSet, HistorySignals
 from semantica.localizer.models import candidate_config
 from semantica.localizer.snapshot import SnapshotBuilder
@@ -150,17 +148,15 @@ class LearnedReplay:
     def function_source(self, inst: Instance) -> Callable[[str], str | None]:
         """key -> the function's source at the base commit (the dense channel's text, as the stage reads it)."""
         texts = self.texts(inst)
-        spans: dict[str, dict[str, tuple[list[str], int, int]]] = {}
+        sources: dict[str, dict[str, str]] = {}  # each file parsed once per instance
 
         def text_of(key: str) -> str | None:
             path = key.partition("::")[0]
             if path not in texts:
                 return None
-            if path not in spans:
-                lines = texts[path].split("\n")
-                spans[path] = {function_key(path, s.qualname): (lines, s.start, s.end) for s in function_spans(texts[path])}
-            found = spans[path].get(key)
-            return function_text(*found) if found else None
+            if path not in sources:
+                sources[path] = function_sources(path, texts[path])
+            return sources[path].get(key)
 
         return text_of
 

@@ -45,10 +45,8 @@ class FunctionVectorsKind:
         if not (loc.enabled and loc.dense_model and loc.dense_at_index):
             return KindWritten()
         from semantica.encoder import shared_encoder
-        from semantica.granular import function_key
-        from semantica.history.gitread import function_spans
         from semantica.localizer.blobcache import blob_sha
-        from semantica.localizer.dense import channel_encoder_config, function_text, text_sha
+        from semantica.localizer.dense import channel_encoder_config, function_sources, text_sha
 
         encoder = shared_encoder(channel_encoder_config(loc, context.config.encoder))
         texts = python_texts(context.inputs.chunks)
@@ -57,11 +55,7 @@ class FunctionVectorsKind:
         relative = f"{VECTORS_DIR}/{key[:KEY_CHARS]}.npz"
         if context.linker.link(relative, KIND):
             return KindWritten(counts={"function_vectors_encoded": 0})
-        sources: dict[str, str] = {}
-        for path in sorted(texts):
-            lines = texts[path].split("\n")
-            for span in function_spans(texts[path]):
-                sources[function_key(path, span.qualname)] = function_text(lines, span.start, span.end)
+        sources = {key: source for path in sorted(texts) for key, source in function_sources(path, texts[path]).items()}
         keys = list(sources)
         shas = [text_sha(sources[k]) for k in keys]
         reused: dict[str, np.ndarray] = {}

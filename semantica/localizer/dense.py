@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
+from semantica.granular import function_key
+from semantica.history.gitread import function_spans
 from semantica.localizer.models import model_root
 
 
@@ -24,6 +26,13 @@ def function_text(lines: Sequence[str], start: int, end: int) -> str:
     """What the encoder reads for a function: its source lines `start`..`end` (1-based, inclusive), as the
     commit pairs it was trained on hold them (jobs/train/pairs.py; the tokenizer cuts at `max_length`)."""
     return "\n".join(lines[start - 1: end])
+
+
+def function_sources(path: str, text: str) -> dict[str, str]:
+    """Function key -> its `function_text`, for every outer function and method of one Python file: the spans and
+    keys the localizer's snapshot holds (semantica/localizer/blobcache.py parses with the same `function_spans`)."""
+    lines = text.split("\n")
+    return {function_key(path, s.qualname): function_text(lines, s.start, s.end) for s in function_spans(text)}
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,7 @@ Functions: every function of the top `top_files` files of that order (or of the 
 `function_file_order: learned` and a file scorer), plus the function lists' hits,
 the functions a traceback frame names and (with `function_name_boost`) the functions the query names by an
 exact identifier, ordered by `FunctionScore` and cut at `max_function_candidates`.
-
-Long because the candidates of both levels and every feature are computed in one pass, for training and query time.
+The query's own signals (paths, frames, identifiers) are parsed in semantica/localizer/query_signals.py.
 
 A feature that does not apply is NaN (LightGBM routes missing values), never a made-up rank. Adding,
 removing or changing a feature bumps `SCHEMA_VERSION`; a model records the version it was trained on
@@ -25,20 +24,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from semantica.config.localizer import FUNCTION_FILE_ORDERS
+from semantica.localizer.query_signals import (
+    FileLookups,
+    FunctionNames,
+    QuerySignals,
+    last_name,
+    module_paths,
+    path_suffixes,
+    suffix_match,
+)
 from semantica.localizer.snapshot import Snapshot
-from semantica.tokenizer import tokenize
 
 SCHEMA_VERSION = 1
 NAN = float("nan")
 RRF_K = 60.0
 TOP_HITS = 50  # a file's functions among the top this many of a function list
-TEST_PATH = re.compile(r"(^|/)(tests?|testing|mocks?)(/|_)|(^|/)test_[^/]*$|_test\.[a-z]+$|(^|/)conftest\.py$")
 EXAMPLE_PATH = re.compile(r"(^|/)(examples?|docs?|doc_src|benchmarks?|scripts?|tools?)/")
-FRAME = re.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
-PY_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w-]+\.py)\b")
-DOTTED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b")
-IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
-CODE_LIKE = re.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
 UNNAMED_STEMS = frozenset({"__init__", "__main__", "utils", "util", "core", "base"})  # too common to name a file
 
 FILE_LISTS = ("content", "path", "body", "name", "history")
@@ -59,93 +60,6 @@ FUNCTION_FEATURES: tuple[str, ...] = (
     "file_ids_defined", "is_test", "is_private", "is_dunder", "is_method", "log_lines", "position",
     "file_n_functions", "history_count", "history_fixes", "history_age_days",
 )
-
-
-@dataclass
-class QuerySignals:
-    """What a query says outright: paths, modules, traceback frames and identifiers."""
-
-    text: str
-    tokens: list[str]
-    paths: list[str]
-    modules: list[str]
-    frames: list[tuple[str, str]]  # (path, function) innermost last
-    words: set[str]
-    code_words: set[str]
-
-    @classmethod
-    def parse(cls, text: str) -> QuerySignals:
-        frames = [(m.group(1).replace("\\", "/"), m.group(3) or "") for m in FRAME.finditer(text)]
-        paths = [m.group(1) for m in PY_PATH.finditer(text)]
-        modules = [m.group(1) for m in DOTTED.finditer(text) if not m.group(1).endswith(".py")]
-        words = {w for w in IDENT.findall(text)}
-        return cls(text, tokenize(text), paths, modules, frames, {w.lower() for w in words},
-                   {w.lower() for w in words if CODE_LIKE.search(w)})
-
-
-def _suffix_match(path: str, named: str) -> bool:
-    """`named` (a path from the query, maybe absolute or site-packages) ends with the candidate path,
-    or the candidate ends with `named` and `named` has a directory part."""
-    named = named.lstrip("./")
-    return named == path or named.endswith("/" + path) or ("/" in named and path.endswith("/" + named))
-
-
-def path_suffixes(path: str) -> frozenset[str]:
-    """The path and every tail after a "/": `a/b/c.py` -> {a/b/c.py, b/c.py, c.py}. `x.endswith("/" + p)` holds
-    exactly when `p` is a tail of `x` other than `x`, so suffix matches become set lookups."""
-    return frozenset([path, *(path[i + 1:] for i, ch in enumerate(path) if ch == "/")])
-
-
-@dataclass
-class FileLookups:
-    """What the per-query loops read about each file of a snapshot, built once per snapshot: its path tails,
-    lowercased stem and whether it is a test path (kept in `Snapshot.derived`)."""
-
-    suffixes: list[frozenset[str]]
-    stems: list[str]
-    tests: dict[str, bool]
-
-    @classmethod
-    def of(cls, snapshot: Snapshot) -> FileLookups:
-        found = snapshot.derived.get(cls)
-        if found is None:
-            paths = [doc.path for doc in snapshot.files]
-            found = snapshot.derived[cls] = cls([path_suffixes(p) for p in paths],
-                                                [p.rsplit("/", 1)[-1].removesuffix(".py").lower() for p in paths],
-                                                {p: bool(TEST_PATH.search(p)) for p in paths})
-        return found
-
-
-@dataclass
-class FunctionNames:
-    """Lowercased last name of a function's qualified name -> its keys, built once per snapshot (in
-    `Snapshot.derived`): the functions a query names by an exact identifier."""
-
-    keys: dict[str, list[str]]
-
-    @classmethod
-    def of(cls, snapshot: Snapshot) -> FunctionNames:
-        found = snapshot.derived.get(cls)
-        if found is None:
-            keys: dict[str, list[str]] = {}
-            for fn in snapshot.functions:
-                keys.setdefault(last_name(fn.qualname), []).append(fn.key)
-            found = snapshot.derived[cls] = cls(keys)
-        return found
-
-
-def last_name(qualname: str) -> str:
-    """`Class.method` -> `method`, lowercased (how query identifiers are compared)."""
-    return qualname.rsplit(".", 1)[-1].lower()
-
-
-def _module_paths(module: str) -> tuple[str, ...]:
-    """`a.b.c` -> path suffixes it may name: a/b/c.py, a/b/c/__init__.py, a/b.py (c an attribute)."""
-    parts = module.split(".")
-    out = ["/".join(parts) + ".py", "/".join(parts) + "/__init__.py"]
-    if len(parts) > 2:
-        out.append("/".join(parts[:-1]) + ".py")
-    return tuple(out)
 
 
 @dataclass
@@ -284,17 +198,17 @@ class CandidateGenerator:
         frame_last: str = ""
         frame_functions: set[str] = set()
         lookups = FileLookups.of(snapshot)
-        # _suffix_match(p, q) as set lookups: p is q or a tail of q, or q (with a "/") is a tail of p
+        # suffix_match(p, q) as set lookups: p is q or a tail of q, or q (with a "/") is a tail of p
         named_paths = [q.lstrip("./") for q in query.paths]
         named_tails = {t for q in named_paths for t in path_suffixes(q)}
         named_with_dir = {q for q in named_paths if "/" in q}
-        module_suffixes = {s for m in query.modules for s in _module_paths(m)}
+        module_suffixes = {s for m in query.modules for s in module_paths(m)}
         for doc, suffixes, stem in zip(snapshot.files, lookups.suffixes, lookups.stems):
             p = doc.path
             path_named = p in named_tails or not named_with_dir.isdisjoint(suffixes)
             module_named = not module_suffixes.isdisjoint(suffixes)
             stem_named = stem not in UNNAMED_STEMS and stem in query.words
-            hits = [fn for fp, fn in query.frames if _suffix_match(p, fp)] if query.frames else []
+            hits = [fn for fp, fn in query.frames if suffix_match(p, fp)] if query.frames else []
             if hits:
                 frame_hits[p] = len(hits)
                 names = {fn for fn in hits if fn}  # a frame names `total`; the key is `Class.total`
@@ -303,7 +217,7 @@ class CandidateGenerator:
                 named[p] = (path_named, module_named, stem_named)
         if query.frames:
             last = query.frames[-1][0]
-            frame_last = next((d.path for d in snapshot.files if _suffix_match(d.path, last)), "")
+            frame_last = next((d.path for d in snapshot.files if suffix_match(d.path, last)), "")
 
         # fixed fusion over the cheap lists: the baseline, and the candidates' order before the cut
         fusion: dict[str, float] = {}

@@ -8,7 +8,8 @@ import pytest
 
 from pipelines.ray_job import EmbedActor, RayRunner
 from semantica.config import config_to_dict
-from semantica.encoder import INT8_SUFFIX, encoder_identity, shared_encoder
+from semantica.encoder import encoder_identity, shared_encoder
+from semantica.encoder_identity import INT8_SUFFIX
 from tests.conftest import make_config
 
 pytestmark = pytest.mark.timeout(300)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from semantica.config import EncoderConfig
-from semantica.encoder import INT8_SUFFIX, Encoder, shared_encoder
+from semantica.encoder import Encoder, shared_encoder
+from semantica.encoder_identity import INT8_SUFFIX
 
 TEXTS = ["x", "def add(a, b):\n    return a + b", "retry " * 200, "", "class Ledger:\n    pass", "a b c d e f g h " * 20]
 
