@@ -27,12 +27,14 @@ import numpy as np
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.eval.metrics import acc_at_k, normalize_function, reciprocal_rank
 from jobs.eval.replay import LocalizationReplay
-from jobs.localizer.function_dense import SnapshotVectors, snapshot_texts
+from jobs.localizer.function_dense import SnapshotVectors, TextEncoder, snapshot_texts
+from jobs.train.text_vectors import StoredTextVectors, TextRecorder
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
 from semantica.localizer.dense import DenseFusion, cosines
 
 KS = (1, 5, 10)
+GROUP = "dev"  # the group these texts are recorded and read under (`jobs.train.text_vectors`)
 ORDERS = ("today", "dense", "fused")
 
 
@@ -49,7 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instances", required=True)
     parser.add_argument("--mined", required=True)
-    parser.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--vectors", action="append", default=[], metavar="NAME=FILE",
+                        help="vectors encoded elsewhere (`jobs.train.text_vectors encode`) (repeatable)")
+    parser.add_argument("--record", help="only note every text to encode, in this Parquet file")
     parser.add_argument("--depth", type=int, default=50)
     parser.add_argument("--repo", action="append", default=[], help="only these repositories (repeatable)")
     parser.add_argument("--cache", required=True, help="function vectors per instance and model (npz)")
@@ -59,8 +64,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = load_config(None, args.set)
     without = dataclasses.replace(config, localizer=dataclasses.replace(config.localizer, dense_model=""))
     replay = LocalizationReplay(without, args.mined)  # the default order before the channel, which this re-ranks
-    encoders = {name: Encoder(EncoderConfig(model_path=path, model_id=Path(path).name if path else EncoderConfig.model_id))
-                for name, _, path in (spec.partition("=") for spec in args.model)}
+    encoders: dict[str, TextEncoder] = {
+        name: Encoder(EncoderConfig(model_path=path, model_id=Path(path).name if path else EncoderConfig.model_id))
+        for name, _, path in (spec.partition("=") for spec in args.model)}
+    cached = set(encoders)
+    encoders |= {name: StoredTextVectors(path).for_group(GROUP)
+                 for name, _, path in (spec.partition("=") for spec in args.vectors)}
+    recorder = TextRecorder() if args.record else None
+    if recorder is not None:
+        encoders["record"] = recorder.for_group(GROUP)
+    if not encoders:
+        parser.error("name at least one --model, --vectors or --record")
     loc = config.localizer
     fusion = DenseFusion(loc.dense_depth, loc.dense_rrf_k, loc.dense_weight)
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -76,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         for name, encoder in encoders.items():
             query = encoder.encode([inst.problem_statement], loc.dense_query_max_length)[0]
-            store = SnapshotVectors(Path(args.cache) / name / f"{inst.instance_id}.npz")
+            store = SnapshotVectors(Path(args.cache) / name / f"{inst.instance_id}.npz" if name in cached else None)
             store.ensure(encoder, {k: texts[k] for k in today}, loc.dense_max_length)
             cosine = cosines(query, today, np.stack([store.vectors[k] for k in today]))
             dense = sorted(today, key=lambda key: -cosine[key])
@@ -84,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for scope in (inst.repo, "all"):
                     rows.setdefault(f"{name}/{order}", {}).setdefault(scope, []).append(scores(ranked, gold))
         print(inst.instance_id, len(today), file=sys.stderr)
+    if recorder is not None:
+        print(f"{recorder.write(args.record)} texts recorded to {args.record}", file=sys.stderr)
+        if len(encoders) == 1:
+            return 0
     report: dict[str, Any] = {"instances": args.instances, "depth": args.depth, "overrides": args.set,
                               "dense_depth": loc.dense_depth, "query_max_length": loc.dense_query_max_length,
                               "rrf_k": loc.dense_rrf_k, "weight": loc.dense_weight,

@@ -8,6 +8,12 @@ shipped function order (learned file order from file rankers trained on the othe
 at the query's snapshot and the commit message are encoded by `--model` (vectors cached per snapshot under
 `--cache`), and every (depth, rrf_k, weight) of the grid fuses the two orders with `DenseFusion`, the query path's
 code. Each repository is scored with the setting best on the OTHER repositories ((Acc@10 + Recall@50) / 2).
+
+Where the model has no weights here (cross-fitted fold models trained on a GPU machine), `--record FILE` notes every
+text the study would encode and `--vectors FILE` reads back what `jobs.train.text_vectors encode` computed there
+(`jobs/train/device_crossfit.sh`); `--skip-trained DIR` names whose training repositories to leave out of the
+sample, and `--score-untrained-by DIR` scores only another model's unseen repositories on the same sample, so two
+encoders are compared on the same queries and heads.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -27,6 +34,7 @@ import polars as pl
 from jobs.localizer.function_order import REPORTED, criterion, weighted
 from jobs.localizer.function_recall import candidate_mask, study_inputs
 from jobs.localizer.train import load_features, ranking_metrics
+from jobs.train.text_vectors import StoredTextVectors, TextRecorder
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
 from semantica.localizer.dense import DenseFusion, cosines, function_sources
@@ -56,21 +64,63 @@ def snapshot_texts(mirror: Path, commit: str, keys: Sequence[str],
 class SnapshotVectors:
     """Function and query vectors of one snapshot, kept in an npz so a rerun encodes nothing twice."""
 
-    def __init__(self, file: Path) -> None:
-        self.file = file
+    def __init__(self, file: Path | None) -> None:
+        self.file = file  # None: kept in memory only (vectors recorded or read from `--vectors`)
         self.vectors: dict[str, np.ndarray] = {}
-        if file.is_file():
+        if file is not None and file.is_file():
             with np.load(file, allow_pickle=False) as z:
                 self.vectors = dict(zip(z["keys"].tolist(), z["vectors"]))
 
-    def ensure(self, encoder: Encoder, texts: dict[str, str], max_length: int) -> None:
+    def ensure(self, encoder: TextEncoder, texts: dict[str, str], max_length: int) -> None:
         missing = [key for key in texts if key not in self.vectors]
         if not missing:
             return
         self.vectors.update(zip(missing, encoder.encode([texts[k] for k in missing], max_length)))
+        if self.file is None:
+            return
         keys = sorted(self.vectors)
         self.file.parent.mkdir(parents=True, exist_ok=True)
         np.savez(self.file, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+
+
+class TextEncoder(Protocol):
+    def encode(self, texts: Sequence[str], max_length: int) -> np.ndarray: ...
+
+
+class StudyEncoders:
+    """Where a study's vectors come from, per group (a repository, or `dev`): the model itself (on this CPU), a
+    recorder that only notes the texts (`--record`, for the GPU machine), or the vectors it sent back
+    (`--vectors`). Recorded and stored vectors bypass the on-disk cache."""
+
+    def __init__(self, model: str, record: str | None, vectors: str | None) -> None:
+        self.record_path = record
+        self.recorder = TextRecorder() if record else None
+        self.stored = StoredTextVectors(vectors) if vectors else None
+        self.encoder = None if record or vectors else Encoder(EncoderConfig(model_path=model,
+                                                                            model_id=Path(model).name if model
+                                                                            else EncoderConfig.model_id))
+
+    @property
+    def caches(self) -> bool:
+        return self.encoder is not None
+
+    def for_group(self, group: str) -> TextEncoder:
+        if self.recorder is not None:
+            return self.recorder.for_group(group)
+        if self.stored is not None:
+            return self.stored.for_group(group)
+        assert self.encoder is not None
+        return self.encoder
+
+    def finish(self) -> None:
+        if self.recorder is not None and self.record_path:
+            print(f"{self.recorder.write(self.record_path)} texts recorded to {self.record_path}", file=sys.stderr)
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--record", help="only note every text to encode, in this Parquet file (for "
+                                             "`jobs.train.text_vectors encode` on a GPU machine)")
+        parser.add_argument("--vectors", help="read every vector from this `jobs.train.text_vectors` output")
 
 
 def trained_repos(model_dir: Path) -> set[str]:
@@ -95,6 +145,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--depths", default="10,20,30,50")
     parser.add_argument("--ks", default="10,30,60")
     parser.add_argument("--weights", default="0.5,1,2")
+    parser.add_argument("--skip-trained", default=None,
+                        help="leave out the repositories this model trained on (default: --model's)")
+    parser.add_argument("--score-untrained-by", default=None,
+                        help="sample as usual, then score only the repositories this model never trained on (to "
+                             "compare two encoders on the same queries)")
+    StudyEncoders.add_arguments(parser)
     args = parser.parse_args(argv)
     config = load_config(None, [])
     loc, seed = config.localizer, config.localizer_train.seed
@@ -105,7 +161,7 @@ def main(argv: list[str]) -> int:
     scores = shipped(parts["lists"], shipped.file_term(parts[order]), parts["named"], parts["test"])
     scores = np.where(candidate_mask(parts, order, loc.top_files, loc.function_name_boost), scores, -1.0)
     frame = frame.with_columns(pl.Series("shipped", scores))
-    skip = trained_repos(Path(args.model))
+    skip = trained_repos(Path(args.skip_trained or args.model))
     rng = random.Random(seed)
     chosen: list[int] = []
     for repo in sorted(set(frame["repo"].unique().to_list()) - skip):
@@ -117,17 +173,22 @@ def main(argv: list[str]) -> int:
         for line in part.read_text().splitlines():
             row = json.loads(line)
             messages[(row["repo"], row["sha"])] = row["query"]
-    encoder = Encoder(EncoderConfig(model_path=args.model, model_id=Path(args.model).name))
+    encoders = StudyEncoders(args.model, args.record, args.vectors)
     max_length = loc.dense_max_length
     heads: dict[int, list[str]] = {}
     qvecs: dict[int, np.ndarray] = {}
     vectors: dict[int, dict[str, np.ndarray]] = {}
     info = {r["qid"]: r for r in queries.filter(pl.col("qid").is_in(chosen)).iter_rows(named=True)}
     by_snapshot: dict[tuple[str, str], list[int]] = {}
+    # the sample (and so each query's head) stays the whole run's; only the scoring is narrowed
+    unscored = trained_repos(Path(args.score_untrained_by)) if args.score_untrained_by else set()
+    chosen = [qid for qid in chosen if info[qid]["repo"] not in unscored]
     for qid in chosen:
         by_snapshot.setdefault((info[qid]["repo"], info[qid]["snapshot"]), []).append(qid)
     for n, ((repo, snap), qids) in enumerate(sorted(by_snapshot.items()), 1):
-        store = SnapshotVectors(Path(args.cache) / f"{repo.replace('/', '+')}.{snap[:12]}.npz")
+        encoder = encoders.for_group(repo)
+        store = SnapshotVectors(Path(args.cache) / f"{repo.replace('/', '+')}.{snap[:12]}.npz"
+                                if encoders.caches else None)
         keys_of = {}
         for qid in qids:
             rows = sample.filter(pl.col("qid") == qid)
@@ -140,6 +201,9 @@ def main(argv: list[str]) -> int:
             qvecs[qid] = encoder.encode([messages.get((repo, info[qid]["sha"]), "")], loc.dense_query_max_length)[0]
             vectors[qid] = {k: store.vectors[k] for k in keys_of[qid] if k in store.vectors}
         print(f"[{n}/{len(by_snapshot)}] {repo} {snap[:10]} queries {len(qids)} encoded {len(texts)}", flush=True)
+    encoders.finish()
+    if args.record:
+        return 0
     repos = sorted({info[q]["repo"] for q in chosen})
     subs = {r: sample.filter(pl.col("repo") == r) for r in repos}
     settings = [(NO_CHANNEL, 0, 0.0, 0.0)] + [("dense", d, k, w) for d, k, w in itertools.product(
@@ -176,7 +240,8 @@ def main(argv: list[str]) -> int:
         held[repo] = grid[picks[repo]]["per_repo"][repo]
     loro = {"chosen": weighted(held, repos), "off": grid[off_key]["overall"],
             "best_on_all": max(grid, key=lambda g: criterion(grid[g]["overall"]))}
-    report = {"wide": args.wide, "model": args.model, "query_max_length": loc.dense_query_max_length,
+    report = {"wide": args.wide, "model": args.model, "vectors": args.vectors,
+              "scored_untrained_by": args.score_untrained_by, "query_max_length": loc.dense_query_max_length,
               "left_out_trained": sorted(skip), "repos": repos,
               "queries": len(chosen), "depth": args.depth, "criterion": "(Acc@10 + Recall@50) / 2",
               "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid}

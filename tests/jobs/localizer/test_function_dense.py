@@ -40,3 +40,24 @@ def test_the_encoders_training_repositories_are_left_out(tmp_path):
     (tmp_path / "train_card.json").write_text(json.dumps({"repos": {"pallets/click": 10, "psf/black": 3}}))
     assert trained_repos(tmp_path) == {"pallets/click", "psf/black"}
     assert trained_repos(tmp_path / "none") == set()
+
+
+def test_a_recording_run_notes_every_text_by_group_and_writes_no_vector_cache(tmp_path):
+    """`--record`: the study asks for vectors as usual, nothing is encoded or cached, and the texts land in one
+    Parquet file by group and token limit, for the GPU machine."""
+    import pyarrow.parquet as pq
+
+    from jobs.localizer.function_dense import StudyEncoders
+
+    encoders = StudyEncoders("", str(tmp_path / "texts.parquet"), None)
+    assert not encoders.caches
+    store = SnapshotVectors(None)
+    store.ensure(encoders.for_group("acme/shop"), {"a.py::f": "def f(): pass", "a.py::g": "def g(): pass"}, 256)
+    encoders.for_group("acme/shop").encode(["f is broken"], 64)
+    encoders.for_group("dev").encode(["def f(): pass"], 256)
+    assert set(store.vectors) == {"a.py::f", "a.py::g"} and not list(tmp_path.glob("*.npz"))
+    encoders.finish()
+    rows = pq.read_table(tmp_path / "texts.parquet").to_pylist()
+    assert sorted((r["group"], r["max_length"], r["text"]) for r in rows) == [
+        ("acme/shop", 64, "f is broken"), ("acme/shop", 256, "def f(): pass"), ("acme/shop", 256, "def g(): pass"),
+        ("dev", 256, "def f(): pass")]

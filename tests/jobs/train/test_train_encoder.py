@@ -19,9 +19,8 @@ from jobs.train.pair_parts import read_pair_rows
 from jobs.train.pairs import PAIR_SCHEMA, Pair
 from jobs.train.transport import pack_model, pack_pairs, unpack_model
 from semantica.config import EncoderConfig, load_config
-from semantica.encoder import Encoder, resolve_model_path
+from semantica.encoder import Encoder
 
-TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 FUNCTIONS = {
     "Return the total price of all items in the cart": "def cart_total(items):\n    return sum(i.price for i in items)",
     "Count the items in the cart": "def cart_count(items):\n    return len(items)",
@@ -33,22 +32,6 @@ FUNCTIONS = {
     "Retry a network request on timeout": "def retry(fetch):\n    for _ in range(3):\n        try: return fetch()\n"
                                           "        except Timeout: pass",
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> Path:
-    """A 2-layer, 32-wide BERT with the MiniLM tokenizer: a base model that trains in seconds."""
-    from transformers import BertConfig, BertModel
-
-    minilm = resolve_model_path("")
-    out = tmp_path_factory.mktemp("tiny-bert")
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512)
-    BertModel(config).save_pretrained(str(out))
-    for name in TOKENIZER_FILES:
-        shutil.copy(minilm / name, out / name)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +175,7 @@ def test_the_gpu_path_imports_nothing_the_gpu_machine_lacks():
     import sys
 
     probe = ("import sys, jobs.cli, jobs.commands.train_encoder, jobs.train.encoder, jobs.train.encoder_eval, "
-             "jobs.train.transport; print(sorted({m.split('.')[0] for m in sys.modules}))")
+             "jobs.train.transport, jobs.train.text_vectors; print(sorted({m.split('.')[0] for m in sys.modules}))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     for absent in ("polars", "bm25s", "pyserini", "faiss", "ray", "lightgbm", "serving", "pipelines"):
         assert f"'{absent}'" not in loaded, absent
