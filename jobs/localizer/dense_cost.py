@@ -23,14 +23,13 @@ from jobs.eval.instances import load_instances, mirror_clone
 from jobs.localizer.query_bench import ROUNDS, _config, _first_query_ms, _summary, bench_arguments, include_override
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
+from semantica.config import LocalizerConfig
 from serving.pipeline import SearchPipeline
-
-DEFAULT_MODEL = "models/encoder-commits"
 
 
 def main(argv: list[str]) -> int:
     parser = bench_arguments("python -m jobs.localizer.dense_cost")
-    parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument("--model", default=LocalizerConfig.dense_model, help="the channel's model (default: shipped)")
     args = parser.parse_args(argv)
     repo, work, include = args.repo, Path(args.work_dir), include_override(args.include)
     dense, off = (f"localizer.dense_model={args.model}",), ("localizer.dense_model=",)

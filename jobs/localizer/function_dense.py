@@ -32,12 +32,12 @@ import numpy as np
 import polars as pl
 
 from jobs.localizer.function_order import REPORTED, criterion, weighted
-from jobs.localizer.function_recall import candidate_mask, study_inputs
-from jobs.localizer.train import load_features, ranking_metrics
+from jobs.localizer.function_recall import candidate_mask, function_parts, learned_file_ranks
+from jobs.localizer.train import LevelData, load_features, ranking_metrics
 from jobs.train.text_vectors import StoredTextVectors, TextRecorder
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
-from semantica.localizer.dense import DenseFusion, cosines, function_sources
+from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_sources
 from semantica.localizer.features import FunctionScore
 
 NO_CHANNEL = "off"
@@ -147,6 +147,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--weights", default="0.5,1,2")
     parser.add_argument("--skip-trained", default=None,
                         help="leave out the repositories this model trained on (default: --model's)")
+    parser.add_argument("--file-heads", default="30,50", help="function heads whose cosines the file channel reads")
+    parser.add_argument("--file-depths", default="10,30")
+    parser.add_argument("--file-weights", default="0.25,0.5,1")
     parser.add_argument("--score-untrained-by", default=None,
                         help="sample as usual, then score only the repositories this model never trained on (to "
                              "compare two encoders on the same queries)")
@@ -154,8 +157,11 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     config = load_config(None, [])
     loc, seed = config.localizer, config.localizer_train.seed
-    frame, parts, level, _ = study_inputs(args.wide, seed, config.localizer_train)
-    queries = load_features(args.wide)[1].select("qid", "repo", "sha", "snapshot")
+    data, query_frame = load_features(args.wide)
+    file_ranks, _ = learned_file_ranks(data["files"], seed, config.localizer_train)
+    frame, parts = function_parts(data["functions"].frame, file_ranks)
+    level = data["functions"]
+    queries = query_frame.select("qid", "repo", "sha", "snapshot")
     shipped = FunctionScore(loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.test_factor)
     order = loc.function_file_order if loc.function_file_order == "learned" else "fusion"
     scores = shipped(parts["lists"], shipped.file_term(parts[order]), parts["named"], parts["test"])
@@ -233,22 +239,80 @@ def main(argv: list[str]) -> int:
         grid[key] = {"per_repo": per_repo, "overall": weighted(per_repo, repos)}
         print(key, grid[key]["overall"], flush=True)
     off_key = f"{NO_CHANNEL}/0/0.0/0.0"
-    picks, held = {}, {}
-    for repo in repos:
-        others = [r for r in repos if r != repo]
-        picks[repo] = max(grid, key=lambda g: (criterion(weighted(grid[g]["per_repo"], others)), g == off_key))
-        held[repo] = grid[picks[repo]]["per_repo"][repo]
-    loro = {"chosen": weighted(held, repos), "off": grid[off_key]["overall"],
-            "best_on_all": max(grid, key=lambda g: criterion(grid[g]["overall"]))}
+    picks, loro = leave_one_repository_out(grid, repos, off_key, criterion)
+    cosine_of = {qid: cosines(qvecs[qid], list(vectors[qid]), np.stack(list(vectors[qid].values())))
+                 if vectors[qid] else {} for qid in chosen}
+    file_grid = file_channel_grid(data["files"], file_ranks, order, heads, cosine_of, repos,
+                                  {q: info[q]["repo"] for q in chosen}, args)
+    file_off = f"{NO_CHANNEL}/0/0/0.0/0.0"
+    file_picks, file_loro = leave_one_repository_out(file_grid, repos, file_off, file_criterion)
     report = {"wide": args.wide, "model": args.model, "vectors": args.vectors,
               "scored_untrained_by": args.score_untrained_by, "query_max_length": loc.dense_query_max_length,
               "left_out_trained": sorted(skip), "repos": repos,
               "queries": len(chosen), "depth": args.depth, "criterion": "(Acc@10 + Recall@50) / 2",
-              "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid}
+              "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid,
+              "files": {"criterion": "(Acc@1 + Acc@5 + Acc@10) / 3", "picks": file_picks, "loro": file_loro,
+                        "grid": file_grid}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
-    print(json.dumps(loro, indent=1))
+    print(json.dumps({"functions": loro, "files": file_loro}, indent=1))
     return 0
+
+
+FILE_CRITERION = ("Acc@1", "Acc@5", "Acc@10")
+
+
+def file_criterion(metrics: dict[str, float]) -> float:
+    return sum(metrics[m] for m in FILE_CRITERION) / len(FILE_CRITERION)
+
+
+def leave_one_repository_out(grid: dict[str, dict], repos: list[str], off_key: str,
+                             choose: Callable[[dict[str, float]], float]) -> tuple[dict[str, str], dict]:
+    """Each repository scored with the setting best on the others (ties: off); the pooled result, the channel
+    off, and the setting best on every repository."""
+    picks, held = {}, {}
+    for repo in repos:
+        others = [r for r in repos if r != repo]
+        picks[repo] = max(grid, key=lambda g: (choose(weighted(grid[g]["per_repo"], others)), g == off_key))
+        held[repo] = grid[picks[repo]]["per_repo"][repo]
+    return picks, {"chosen": weighted(held, repos), "off": grid[off_key]["overall"],
+                   "best_on_all": max(grid, key=lambda g: choose(grid[g]["overall"]))}
+
+
+def file_channel_grid(files: LevelData, ranks: pl.DataFrame, order: str, heads: dict[int, list[str]],
+                      cosine_of: dict[int, dict[str, float]], repos: list[str], repo_of: dict[int, str],
+                      args: argparse.Namespace) -> dict[str, dict]:
+    """The file order (the shipped one: `order`'s out-of-fold ranks) re-ranked by `DenseFusion` with the order of
+    each file's best cosine among the channel's head functions (the first `head` of the function head), for every
+    (head, file depth, k, weight); the query path's `DenseFileChannel` computes the same."""
+    rank_column = "rank_learned" if order == "learned" else "rank_fusion"
+    table = files.frame.select("qid", "repo", "label").with_columns(
+        ranks["path"], ranks[rank_column].alias("rank")).filter(pl.col("qid").is_in(list(repo_of))).sort(
+        ["qid", "rank"])
+    settings = [(NO_CHANNEL, 0, 0, 0.0, 0.0)] + [("dense", h, d, k, w) for h, d, k, w in itertools.product(
+        [int(x) for x in args.file_heads.split(",")], [int(x) for x in args.file_depths.split(",")],
+        [float(x) for x in args.ks.split(",")], [float(x) for x in args.file_weights.split(",")])]
+    subs = {r: table.filter(pl.col("repo") == r) for r in repos}
+    grid: dict[str, dict] = {}
+    for name, head, depth, rrf_k, weight in settings:
+        per_repo = {}
+        for repo, sub in subs.items():
+            paths, qids = sub["path"].to_list(), sub["qid"].to_numpy()
+            scores = -sub["rank"].to_numpy().astype(np.float64)
+            if name != NO_CHANNEL:
+                fusion = DenseFusion(depth, rrf_k, weight)
+                for qid in np.unique(qids):
+                    rows = np.flatnonzero(qids == qid)
+                    best = file_cosines(heads[qid][:head], cosine_of[qid])
+                    fused = fusion.fuse([paths[r] for r in rows], best)
+                    place = {path: n for n, path in enumerate(fused)}
+                    for row in rows:
+                        scores[row] = -place[paths[row]]
+            per_repo[repo] = ranking_metrics(sub.select("qid", "label"), scores, files.gold)
+        key = f"{name}/{head}/{depth}/{rrf_k}/{weight}"
+        grid[key] = {"per_repo": per_repo, "overall": weighted(per_repo, repos)}
+        print("files", key, grid[key]["overall"], flush=True)
+    return grid
 
 
 if __name__ == "__main__":

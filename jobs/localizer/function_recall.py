@@ -82,13 +82,19 @@ def study_inputs(wide: str, seed: int, train: LocalizerTrainConfig | None = None
     """The wide function rows (with their file's fusion and out-of-fold learned ranks), `FunctionScore`'s columns,
     the function level (gold counts) and the repository folds the file ranker was trained on."""
     data, _ = load_features(wide)
-    files = data["files"].frame
-    level = data["functions"]
     train = train or load_config(None, []).localizer_train
-    folds = repo_folds(sorted(files["repo"].unique().to_list()), train.folds, seed)
-    ranks = file_ranks(files, out_of_fold(files, FILE_FEATURES, train.train_file_depth, folds, seed, train))
-    frame, parts = function_parts(level.frame, ranks)
-    return frame, parts, level, folds
+    ranks, folds = learned_file_ranks(data["files"], seed, train)
+    frame, parts = function_parts(data["functions"].frame, ranks)
+    return frame, parts, data["functions"], folds
+
+
+def learned_file_ranks(files: LevelData, seed: int, train: LocalizerTrainConfig,
+                       ) -> tuple[pl.DataFrame, list[list[str]]]:
+    """Each file row's fusion and out-of-fold learned ranks (`file_ranks`, row for row with `files.frame`) and the
+    repository folds the file ranker was trained on."""
+    folds = repo_folds(sorted(files.frame["repo"].unique().to_list()), train.folds, seed)
+    return file_ranks(files.frame, out_of_fold(files.frame, FILE_FEATURES, train.train_file_depth, folds, seed,
+                                               train)), folds
 
 
 LEARNED_FILE_FEATURES = ("file_learned_rank", "file_learned_rr", "order_score")

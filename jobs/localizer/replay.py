@@ -178,8 +178,8 @@ class LearnedReplay:
         ranked = self.rank(inst)
         c = self.config
         function_order = blend(functions, [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
-        if self.dense is not None:  # as the stage: the head re-ranked by the channel's cosine
-            function_order = self.dense.rerank(self.dense.encode_query(inst.problem_statement), function_order,
-                                               self.function_source(inst))
-        return blend(files, [k for k, _ in ranked.files], file_today_weight(c), c.learned_weight, c.blend_rrf_k), \
-            function_order
+        file_order = blend(files, [k for k, _ in ranked.files], file_today_weight(c), c.learned_weight, c.blend_rrf_k)
+        if self.dense is not None:  # as the stage: the function head and the files re-ranked by the channel's cosine
+            function_order, file_order = self.dense.rerank(self.dense.encode_query(inst.problem_statement),
+                                                           function_order, file_order, self.function_source(inst))
+        return file_order, function_order

@@ -60,10 +60,13 @@ class LocalizerConfig:
     snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,
     max_staleness: int = 60  # ... none more than this many first-parent commits after it
     max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
-    dense_model: str = "models/encoder-commits"  # the dense function channel's encoder ('' = off; docs/localizer.md)
-    dense_depth: int = 50  # ... re-ranks the top this many functions of the blended order
-    dense_rrf_k: float = 30.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
-    dense_weight: float = 0.5
+    dense_model: str = "models/encoder-commits-v2"  # the dense function channel's encoder ('' = off; docs/localizer.md)
+    dense_depth: int = 30  # ... re-ranks the top this many functions of the blended order
+    dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
+    dense_weight: float = 1.0
+    dense_file_depth: int = 30  # the top this many files re-ranked by their best cosine among the head functions (0 = off)
+    dense_file_rrf_k: float = 30.0  # ... by 1/(dense_file_rrf_k + rank) + dense_file_weight/(dense_file_rrf_k + its rank)
+    dense_file_weight: float = 1.0
     dense_max_length: int = 256  # ... encoding at most this many tokens of each function's source
     dense_query_max_length: int = 64  # ... and of the query (the fine-tuned model's training length)
     dense_cache_items: int = 50000  # ... function vectors kept in memory by source text (the oldest go first)

@@ -2,10 +2,11 @@
 order a code-trained encoder's cosine gives the same functions.
 
 MiniLM's cosine costs as such a channel (dev, read-only: function MRR 32.8 -> 28.9) while the encoder fine-tuned on
-commits of public repositories (`models/encoder-commits`) gains (32.8 -> 37.2): the channel names its own model,
+commits of public repositories (`models/encoder-commits-v2`) gains: the channel names its own model,
 independent of the index's encoder. The query path (`serving/core/localizer/dense.py`), the corpus study that
 chooses its settings (`jobs/localizer/function_dense.py`) and the dev report (`jobs/eval/dense_rerank.py`) all fuse
-with `fuse_dense` and encode `function_text`, so the three score the same thing.
+with `DenseFusion` (functions, and files by `file_cosines`) and encode `function_text`, so the three score the same
+thing.
 """
 
 from __future__ import annotations
@@ -61,6 +62,17 @@ def cosines(query: np.ndarray, keys: Sequence[str], vectors: np.ndarray) -> dict
     if not len(keys):
         return {}
     return dict(zip(keys, (vectors @ query.reshape(-1)).astype(float).tolist()))
+
+
+def file_cosines(head: Sequence[str], cosine: dict[str, float]) -> dict[str, float]:
+    """path -> the best cosine among its functions in `head` (function keys `path::name`): the file channel's
+    evidence, read from the cosines the function channel already computed."""
+    best: dict[str, float] = {}
+    for key in head:
+        if key in cosine:
+            path = key.partition("::")[0]
+            best[path] = max(best.get(path, cosine[key]), cosine[key])
+    return best
 
 
 def text_sha(text: str) -> str:

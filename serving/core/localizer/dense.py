@@ -1,5 +1,6 @@
 """The dense function channel at query time (`localizer.dense_model`): the top `dense_depth` functions of the
-blended order, re-ranked with the cosine of a code-trained encoder (semantica/localizer/dense.py).
+blended order, re-ranked with the cosine of a code-trained encoder (semantica/localizer/dense.py), and the file
+order re-ranked by each file's best cosine among those functions (`dense_file_depth`).
 
 The channel owns its encoder (loaded on first use, its own model: the index's encoder is not changed) and keeps
 function vectors in memory by source text, so a function is encoded once per process however many queries and
@@ -17,7 +18,7 @@ import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.encoder import Encoder, shared_encoder
-from semantica.localizer.dense import DenseFusion, StoredFunctionVectors, channel_encoder_config, cosines, text_sha
+from semantica.localizer.dense import DenseFusion, StoredFunctionVectors, channel_encoder_config, cosines, file_cosines, text_sha
 
 PENDING_QUERIES = 8  # query vectors kept between a search's start and its localizer stage (concurrent searches)
 
@@ -29,6 +30,8 @@ class DenseFunctionChannel:
         """`encoder_config`: the index encoder's, for the runtime and export cache only."""
         self.config = config
         self.fusion = DenseFusion(config.dense_depth, config.dense_rrf_k, config.dense_weight)
+        self.file_fusion = DenseFusion(config.dense_file_depth, config.dense_file_rrf_k, config.dense_file_weight) \
+            if config.dense_file_depth > 0 else None
         self.encoder_config = channel_encoder_config(config, encoder_config)
         self._encoder: Encoder | None = None
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -70,12 +73,14 @@ class DenseFunctionChannel:
                     self._pending.popitem(last=False)
             return pending
 
-    def rerank(self, query_vector: Future[np.ndarray], order: Sequence[str], text_of: Callable[[str], str | None],
-               stored: StoredFunctionVectors | None = None) -> list[str]:
-        """`order` with its top `dense_depth` re-ranked. A head function's vector comes from `stored` (the served
-        snapshot's own, written at index time by the same encoder), else from its source, `text_of(key)`, encoded
-        once per process; a key with neither keeps its place in the ranking term only."""
-        head = list(order[: self.fusion.depth])
+    def rerank(self, query_vector: Future[np.ndarray], functions: Sequence[str], files: Sequence[str],
+               text_of: Callable[[str], str | None], stored: StoredFunctionVectors | None = None,
+               ) -> tuple[list[str], list[str]]:
+        """The function order with its top `dense_depth` re-ranked, and the file order re-ranked by each file's best
+        cosine among those head functions (`dense_file_depth` > 0; else as given). A head function's vector comes
+        from `stored` (the served snapshot's own, written at index time by the same encoder), else from its source,
+        `text_of(key)`, encoded once per process; a key with neither keeps its place in the ranking term only."""
+        head = list(functions[: self.fusion.depth])
         encoder = self.warm_up()
         usable = stored if stored is not None and stored.model_id == encoder.model_id else None
         known = {key: vector for key in head if usable is not None and (vector := usable.vector(key)) is not None}
@@ -83,6 +88,8 @@ class DenseFunctionChannel:
         if texts:
             known.update(zip(texts, self.vectors(list(texts.values()))))
         if not known:
-            return list(order)
+            return list(functions), list(files)
         keys = [key for key in head if key in known]
-        return self.fusion.fuse(order, cosines(query_vector.result(), keys, np.stack([known[k] for k in keys])))
+        cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]))
+        file_order = self.file_fusion.fuse(files, file_cosines(head, cosine)) if self.file_fusion else list(files)
+        return self.fusion.fuse(functions, cosine), file_order

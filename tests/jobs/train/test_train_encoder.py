@@ -182,11 +182,17 @@ def test_the_gpu_path_imports_nothing_the_gpu_machine_lacks():
 
 
 def test_the_shipped_fine_tuned_encoder_never_saw_a_benchmark_repository():
+    """The channel's model as shipped (the default `localizer.dense_model`): its card names only corpus repositories,
+    none of the twelve SWE-bench ones, with counts that add up; and it encodes."""
     from jobs.benchmark_repos import is_benchmark_repo
+    from semantica.config import LocalizerConfig
 
-    shipped = Path(__file__).resolve().parents[3] / "models" / "encoder-commits"
+    shipped = Path(__file__).resolve().parents[3] / LocalizerConfig.dense_model
     card = json.loads((shipped / CARD_FILE).read_text())
+    corpus = {line.strip() for line in (shipped.parents[1] / "bench" / "corpus" / "REPOS.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
     assert card["repos"] and not [r for r in [*card["repos"], *card["holdout_repos"]] if is_benchmark_repo(r)]
+    assert set(card["repos"]) <= corpus
     assert not set(card["repos"]) & set(card["holdout_repos"]) and sum(card["repos"].values()) == card["pairs"]
     encoder = PooledEncoder(str(shipped), _config(shipped).train_encoder, 8)
     queries, documents = list(FUNCTIONS), list(FUNCTIONS.values())

@@ -17,7 +17,7 @@ from pipelines.indexer import Indexer
 from semantica.encoder import Encoder, resolve_model_path
 from semantica.index_kinds.function_vectors import KIND as VECTORS_KIND
 from semantica.layout import IndexLayout
-from semantica.localizer.dense import DenseFusion, cosines
+from semantica.localizer.dense import DenseFusion, cosines, file_cosines
 from semantica.snapshot import Snapshot
 from serving.core.localizer.stage import LearnedStage
 from tests.conftest import make_config
@@ -55,14 +55,18 @@ TODAY = [{"repo": REPO, "function": key} for key in (
     "shipping/labels.py::render_label", "shipping/labels.py::barcode_for")]
 
 
+TODAY_FILES = [{"repo": REPO, "path": path}
+               for path in ("shipping/tracking.py", "shipping/rates.py", "shipping/labels.py")]
+
+
 def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     config, snapshot = served
     dense_config = dataclasses.replace(config.localizer, dense_model=MINILM, dense_depth=4, dense_rrf_k=1.0,
-                                       dense_weight=2.0)
+                                       dense_weight=2.0, dense_file_depth=3, dense_file_rrf_k=1.0, dense_file_weight=2.0)
     stage, plain = LearnedStage(dense_config), LearnedStage(config.localizer)
     today = TODAY
-    _, without = plain.apply(QUERY, [snapshot], [], today)
-    _, with_dense = stage.apply(QUERY, [snapshot], [], today)
+    files_without, without = plain.apply(QUERY, [snapshot], TODAY_FILES, today)
+    files_with, with_dense = stage.apply(QUERY, [snapshot], TODAY_FILES, today)
     order = [f["function"] for f in without]
 
     source = stage.function_source(snapshot)
@@ -76,6 +80,15 @@ def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     assert [f["function"] for f in with_dense] == expected
     assert expected != order and expected[4:] == order[4:]  # re-ranked within the depth only
     assert with_dense[0]["function"] == "shipping/labels.py::render_label"
+    # the files: re-ranked by each one's best cosine among the head functions
+    file_order = [f["path"] for f in files_without]
+    best = file_cosines(head, cosines(query, head, vectors))
+    assert "shipping/labels.py" in best and set(best) == {key.partition("::")[0] for key in head}
+    assert [f["path"] for f in files_with] == DenseFusion(3, 1.0, 2.0).fuse(file_order, best) != file_order
+    assert files_with[0]["path"] == "shipping/labels.py"
+    no_files = LearnedStage(dataclasses.replace(dense_config, dense_file_depth=0))
+    files_off, functions_on = no_files.apply(QUERY, [snapshot], TODAY_FILES, today)
+    assert [f["path"] for f in files_off] == file_order and functions_on == with_dense
 
     cached = len(stage.dense._vectors)
     stage.apply(QUERY + " again", [snapshot], [], today)
@@ -88,8 +101,8 @@ def test_off_it_stores_nothing_and_on_by_default_it_runs_the_shipped_encoder(ser
     assert snapshot.index(VECTORS_KIND) is None and "function_vectors" not in snapshot.manifest.counts
     default = make_config(tmp_path).localizer
     channel = LearnedStage(default).dense
-    assert default.dense_model == "models/encoder-commits" and channel is not None
-    assert channel.encoder_config.model_id == "encoder-commits"
+    assert default.dense_model == "models/encoder-commits-v2" and channel is not None
+    assert channel.encoder_config.model_id == "encoder-commits-v2" and channel.file_fusion is not None
     assert (Path(channel.encoder_config.model_path) / "model.safetensors").is_file()  # shipped in the checkout
 
 
