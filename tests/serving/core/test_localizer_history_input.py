@@ -163,14 +163,16 @@ def test_default_runs_the_history_model_alone_only_over_a_snapshot_with_history(
     ranked = stage.localizer().rank(stage.snapshot(served), QUERY, stage.history(served, QUERY))
     assert stage.localizer().models.files is not None
     learned = [key for key, _ in ranked.files]
-    answered = _file_order(config)
+    no_dense_files = "localizer.dense_file_depth=0"  # which ranking answers; the dense file order has its own test
+    answered = _file_order(config, no_dense_files)
     assert answered == learned[: len(answered)]  # the learned ranking alone: today's order is not blended in
 
     plain_config, plain = without_history
     assert not stores_history(plain) and not LearnedStage(plain_config.localizer).runs_learned_files(plain)
-    fallback = _file_order(plain_config)
-    assert fallback == _file_order(plain_config, "localizer.learned_files=false")  # candidates-first
-    assert fallback != _file_order(plain_config, "localizer.history_features=false")  # not the model over NaN history
+    fallback = _file_order(plain_config, no_dense_files)
+    assert fallback == _file_order(plain_config, no_dense_files, "localizer.learned_files=false")  # candidates-first
+    # not the model over NaN history
+    assert fallback != _file_order(plain_config, no_dense_files, "localizer.history_features=false")
 
 
 def test_prefetch_loads_the_models_only_for_a_snapshot_that_will_run_them(with_history, without_history):
