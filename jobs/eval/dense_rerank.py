@@ -27,10 +27,8 @@ import numpy as np
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.eval.metrics import acc_at_k, normalize_function, reciprocal_rank
 from jobs.eval.replay import LocalizationReplay
-from jobs.localizer.function_dense import SnapshotVectors, TextEncoder, snapshot_texts
-from jobs.train.text_vectors import StoredTextVectors, TextRecorder
-from semantica.config import EncoderConfig, load_config
-from semantica.encoder import Encoder
+from jobs.localizer.function_dense import SnapshotVectors, StudyEncoders, TextEncoder, snapshot_texts
+from semantica.config import load_config
 from semantica.localizer.dense import DenseFusion, cosines
 
 KS = (1, 5, 10)
@@ -64,17 +62,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = load_config(None, args.set)
     without = dataclasses.replace(config, localizer=dataclasses.replace(config.localizer, dense_model=""))
     replay = LocalizationReplay(without, args.mined)  # the default order before the channel, which this re-ranks
-    encoders: dict[str, TextEncoder] = {
-        name: Encoder(EncoderConfig(model_path=path, model_id=Path(path).name if path else EncoderConfig.model_id))
-        for name, _, path in (spec.partition("=") for spec in args.model)}
-    cached = set(encoders)
-    encoders |= {name: StoredTextVectors(path).for_group(GROUP)
-                 for name, _, path in (spec.partition("=") for spec in args.vectors)}
-    recorder = TextRecorder() if args.record else None
-    if recorder is not None:
-        encoders["record"] = recorder.for_group(GROUP)
-    if not encoders:
+    sources = {name: StudyEncoders(path, None, None) for name, _, path in (s.partition("=") for s in args.model)}
+    sources |= {name: StudyEncoders("", None, path) for name, _, path in (s.partition("=") for s in args.vectors)}
+    if args.record:
+        sources["record"] = StudyEncoders("", args.record, None)
+    if not sources:
         parser.error("name at least one --model, --vectors or --record")
+    encoders: dict[str, TextEncoder] = {name: source.for_group(GROUP) for name, source in sources.items()}
     loc = config.localizer
     fusion = DenseFusion(loc.dense_depth, loc.dense_rrf_k, loc.dense_weight)
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -90,18 +84,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         for name, encoder in encoders.items():
             query = encoder.encode([inst.problem_statement], loc.dense_query_max_length)[0]
-            store = SnapshotVectors(Path(args.cache) / name / f"{inst.instance_id}.npz" if name in cached else None)
+            store = SnapshotVectors(Path(args.cache) / name / f"{inst.instance_id}.npz" if sources[name].caches
+                                    else None)
             store.ensure(encoder, {k: texts[k] for k in today}, loc.dense_max_length)
+            if sources[name].recorder is not None:
+                continue  # texts noted for the GPU machine; nothing to score
             cosine = cosines(query, today, np.stack([store.vectors[k] for k in today]))
             dense = sorted(today, key=lambda key: -cosine[key])
             for order, ranked in zip(ORDERS, (today, dense, fusion.fuse(today, cosine))):
                 for scope in (inst.repo, "all"):
                     rows.setdefault(f"{name}/{order}", {}).setdefault(scope, []).append(scores(ranked, gold))
         print(inst.instance_id, len(today), file=sys.stderr)
-    if recorder is not None:
-        print(f"{recorder.write(args.record)} texts recorded to {args.record}", file=sys.stderr)
-        if len(encoders) == 1:
-            return 0
+    for source in sources.values():
+        source.finish()
+    if list(sources) == ["record"]:
+        return 0
     report: dict[str, Any] = {"instances": args.instances, "depth": args.depth, "overrides": args.set,
                               "dense_depth": loc.dense_depth, "query_max_length": loc.dense_query_max_length,
                               "rrf_k": loc.dense_rrf_k, "weight": loc.dense_weight,

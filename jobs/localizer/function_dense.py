@@ -88,9 +88,9 @@ class TextEncoder(Protocol):
 
 
 class StudyEncoders:
-    """Where a study's vectors come from, per group (a repository, or `dev`): the model itself (on this CPU), a
-    recorder that only notes the texts (`--record`, for the GPU machine), or the vectors it sent back
-    (`--vectors`). Recorded and stored vectors bypass the on-disk cache."""
+    """Where a study's vectors come from, per group (a repository, or `dev`): the model itself (on this CPU; '' is
+    the installed MiniLM), a recorder that only notes the texts (`--record`, for the GPU machine), or the vectors it
+    sent back (`--vectors`). Recorded and stored vectors bypass the on-disk cache."""
 
     def __init__(self, model: str, record: str | None, vectors: str | None) -> None:
         self.record_path = record

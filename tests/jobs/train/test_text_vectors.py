@@ -12,6 +12,7 @@ from jobs.train.encoder_eval import PooledEncoder
 from jobs.train.text_vectors import StoredTextVectors, TextRecorder, encode_file, model_for_groups
 from semantica.config import load_config
 from semantica.localizer.dense import cosines
+from tests.jobs.train.conftest import make_tiny_bert
 
 QUERY_LENGTH, DOCUMENT_LENGTH = 16, 64
 QUERIES = {"acme/shop": ["total price of the cart", "send the receipt by email"],
@@ -34,16 +35,20 @@ def _record(path: Path) -> None:
 
 
 def test_cosines_read_back_equal_the_real_vectors_cosines(tiny_bert, tmp_path):
-    """Each group is encoded by its own model (here the same tiny base under two names), and the stand-in vectors
-    a study gets give `cosines` equal to those of the model's real vectors."""
+    """Each group is encoded by its own model (two tiny models of different weights), and the stand-in vectors a
+    study gets give `cosines` equal to those of that model's real vectors, not the other's."""
     texts, out = tmp_path / "texts.parquet", tmp_path / "cosines.npz"
     _record(texts)
-    counts = encode_file(texts, out, model_for_groups([f"acme/shop={tiny_bert}", f"*={tiny_bert}"]),
+    other = make_tiny_bert(tmp_path / "other", 1)
+    counts = encode_file(texts, out, model_for_groups([f"acme/shop={tiny_bert}", f"*={other}"]),
                          QUERY_LENGTH, batch_size=2)
     assert counts == {"acme/shop": 5, "dev": 3}
     stored = StoredTextVectors(out)
-    real = PooledEncoder(str(tiny_bert), load_config(None, ["train_encoder.device=cpu"], environ={}).train_encoder, 4)
+    assert stored.models == {"acme/shop": str(tiny_bert), "dev": str(other)}
+    settings = load_config(None, ["train_encoder.device=cpu"], environ={}).train_encoder
+    models = {"acme/shop": PooledEncoder(str(tiny_bert), settings, 4), "dev": PooledEncoder(str(other), settings, 4)}
     for group in QUERIES:
+        real, wrong = models[group], models["dev" if group == "acme/shop" else "acme/shop"]
         documents = DOCUMENTS[group]
         want_docs = real.encode(documents, DOCUMENT_LENGTH).numpy()
         got_docs = stored.for_group(group).encode(documents, DOCUMENT_LENGTH)
@@ -52,6 +57,9 @@ def test_cosines_read_back_equal_the_real_vectors_cosines(tiny_bert, tmp_path):
             got = cosines(stored.for_group(group).encode([query], QUERY_LENGTH)[0], documents, got_docs)
             assert got == pytest.approx(want, abs=1e-5)
             assert max(got, key=got.get) == max(want, key=want.get)
+            other_model = cosines(wrong.encode([query], QUERY_LENGTH).numpy()[0], documents,
+                                  wrong.encode(documents, DOCUMENT_LENGTH).numpy())
+            assert got != pytest.approx(other_model, abs=1e-3)
 
 
 def test_an_unrecorded_text_or_group_is_an_error_not_a_zero(tiny_bert, tmp_path):
