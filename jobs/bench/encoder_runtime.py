@@ -19,7 +19,9 @@ of them alike; the best round counts):
 - `onnx_fused` and `onnx_int8_fused`: the same export through ONNX Runtime's BERT fusions (one Attention op per
   layer, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization), int8 after fusion; a probe, not a runtime.
 The four torch variants run with `encoder.runtime: torch`; `--reference` (default fp32_sorted_token_budget) is what
-the others are compared with.
+the others are compared with. With `--dense-channel` the model is the localizer's dense channel encoder
+(`localizer.dense_model`) and the texts are the sources of the snapshot's Python functions at `dense_max_length`,
+what the `function_vectors` index kind encodes (`localizer.dense_int8_scales` picks among the ONNX variants).
 Quality proxies against fp32: cosine of each chunk vector, and top-10 agreement of chunk rankings for
 the bench queries; and batch invariance: the lowest cosine between a text encoded alone and the same text in
 its batch (1.0 when a vector depends on its text only, as content-addressed caches assume). The end-to-end
@@ -60,14 +62,37 @@ def chunk_texts(index_root: str, repo: str, limit: int) -> list[str]:
     return [c.embedding_text() for c in chunks[::step][:limit]]
 
 
-def build(variant: str) -> Encoder:
+def function_texts(index_root: str, repo: str, limit: int) -> list[str]:
+    """The dense channel's input: every Python function's source in the snapshot (spread as `chunk_texts`)."""
+    from semantica.index_kinds.localizer import python_texts
+    from semantica.localizer.dense import function_sources
+    from semantica.snapshot import SnapshotSet
+
+    config = load_config(None, [f"paths.index_root={index_root}"])
+    files = python_texts(SnapshotSet(config).get(repo).chunks)
+    sources = [source for path in sorted(files) for source in function_sources(path, files[path]).values()]
+    step = max(1, len(sources) // limit)
+    return sources[::step][:limit]
+
+
+def base_config(dense_channel: bool) -> Any:
+    """The encoder the variants vary: the index's, or the dense channel's (`--dense-channel`)."""
+    config = load_config(None, [])
+    if not dense_channel:
+        return config.encoder
+    from semantica.localizer.dense import channel_encoder_config
+
+    return channel_encoder_config(dataclasses.replace(config.localizer, dense_int8_scales=""), config.encoder)
+
+
+def build(variant: str, dense_channel: bool = False) -> Encoder:
     name, _, budget = variant.partition(BUDGET_MARK)
     if budget:
-        encoder = build(name)
+        encoder = build(name, dense_channel)
         encoder.config = dataclasses.replace(encoder.config, batch_tokens=int(budget))  # read by Encoder._batches
         encoder.model_id += variant[len(name):]
         return encoder
-    base = dataclasses.replace(load_config(None, []).encoder, runtime="torch")
+    base = dataclasses.replace(base_config(dense_channel), runtime="torch")
     if variant == "fp32_fixed_batches":
         return Encoder(dataclasses.replace(base, batch_tokens=0))
     if variant == "fp32_sorted_token_budget":
@@ -140,11 +165,12 @@ BUDGET_MARK = "@"
 
 
 def run(texts: list[str], queries: list[str], rounds: int, variants: tuple[str, ...] = VARIANTS,
-        reference_name: str = "fp32_sorted_token_budget", budgets: tuple[int, ...] = ()) -> dict[str, Any]:
+        reference_name: str = "fp32_sorted_token_budget", budgets: tuple[int, ...] = (),
+        dense_channel: bool = False) -> dict[str, Any]:
     names = [name for name in VARIANTS if name in variants or name == reference_name]
     if budgets:  # the reference at the configured budget, every variant at each budget
         names = [reference_name, *(f"{name}{BUDGET_MARK}{b}" for name in names if name in variants for b in budgets)]
-    encoders = {name: build(name) for name in names}
+    encoders = {name: build(name, dense_channel) for name in names}
     seconds: dict[str, list[float]] = {name: [] for name in names}
     vectors: dict[str, np.ndarray] = {}
     for _ in range(rounds):
@@ -193,14 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--reference", default="fp32_sorted_token_budget", choices=VARIANTS,
                         help="the variant the others are compared with (onnx_fp32 avoids loading torch)")
+    parser.add_argument("--dense-channel", action="store_true",
+                        help="the localizer's dense channel encoder on the snapshot's Python function sources")
     args = parser.parse_args(argv)
-    texts = chunk_texts(args.index_root, args.repo, args.chunks)
+    texts = (function_texts if args.dense_channel else chunk_texts)(args.index_root, args.repo, args.chunks)
     queries = [q for qs in (REQUESTS_QUERIES if args.repo == "psf/requests" else SELF_QUERIES).values() for q in qs]
     result = {"repo": args.repo, "chunks": len(texts), "rounds": args.rounds, "reference": args.reference,
               "command": "python -m jobs.bench.encoder_runtime " + " ".join(argv if argv is not None else sys.argv[1:]),
               "cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
               "variants": run(texts, queries, args.rounds, tuple(args.variants), args.reference,
-                              tuple(args.batch_tokens))}
+                              tuple(args.batch_tokens), args.dense_channel)}
     result["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     report_result(result, Path(args.out))
     return 0

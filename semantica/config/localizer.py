@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from semantica.encoder_identity import Int8Scales
+
 
 @dataclass
 class LocalizerCorpusConfig:
@@ -69,6 +71,7 @@ class LocalizerConfig:
     dense_file_weight: float = 1.0
     dense_max_length: int = 256  # ... encoding at most this many tokens of each function's source
     dense_query_max_length: int = 64  # ... and of the query (the fine-tuned model's training length)
+    dense_int8_scales: str = ""  # ... '' = the fp32 export; text | row: ORT int8 with those activation scales (docs/fast.md)
     dense_cache_items: int = 50000  # ... function vectors kept in memory by source text (the oldest go first)
     dense_at_index: bool = True  # ... and every function encoded at index time (`function_vectors` index kind)
     corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
@@ -79,6 +82,12 @@ class LocalizerConfig:
 
             raise ConfigError(f"localizer.function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
                               f"got {self.function_file_order!r}")
+        scales = {scale.value for scale in Int8Scales}
+        if self.dense_int8_scales and self.dense_int8_scales not in scales:
+            from semantica.config.loader import ConfigError
+
+            raise ConfigError(f"localizer.dense_int8_scales: expected '' (fp32) or one of {', '.join(sorted(scales))}, "
+                              f"got {self.dense_int8_scales!r}")
 
 
 @dataclass

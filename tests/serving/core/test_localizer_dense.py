@@ -135,3 +135,28 @@ def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_pat
     assert second.manifest.counts["function_vectors_encoded"] == 1  # only the new function
     assert np.array_equal(second.index(VECTORS_KIND).vector("shipping/labels.py::render_label"),
                           stored.vector("shipping/labels.py::render_label"))  # reused, not encoded again
+
+
+def test_an_int8_channel_stores_vectors_under_its_own_identity_that_an_fp32_channel_never_reads(tmp_path):
+    repo = one_commit_repo(tmp_path / "repo", FILES)
+    config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
+                         "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=4",
+                         "localizer.dense_int8_scales=text", private_cache=True)
+    Indexer(config, progress=False).index(str(repo), REPO)
+    snapshot = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
+    stored = snapshot.index(VECTORS_KIND)
+    assert "+onnx-int8-text." in stored.model_id
+
+    int8, fp32 = LearnedStage(config.localizer), LearnedStage(dataclasses.replace(config.localizer, dense_int8_scales=""))
+    int8.apply(QUERY, [snapshot], [], TODAY)
+    fp32.apply(QUERY, [snapshot], [], TODAY)
+    assert len(int8.dense._vectors) == 0  # its own model's vectors, read from the index
+    assert len(fp32.dense._vectors) == 4  # another numeric path: it encodes the head itself
+
+    key = "shipping/labels.py::render_label"
+    text = int8.function_source(snapshot)(key)
+    alone = int8.dense.warm_up().encode([text], config.localizer.dense_max_length)[0]
+    full = fp32.dense.vectors([text])[0]
+    quantized = stored.vector(key)
+    assert float(quantized @ alone) > 0.999  # the stored vector is the text's own (fp16 as stored), batch or not
+    assert 0.95 < float(quantized @ full) < 0.99999  # int8: near the fp32 vector, not equal to it
