@@ -8,7 +8,9 @@ WORK_DIR: without the channel (`localizer.dense_model=`, embedding cache cold), 
 Then, in this one process, each instance's problem statement of REPO `rounds` times through three pipelines, the
 query cache off: without the channel, the channel reading the stored function vectors, and the channel on an index
 without them (it encodes each head function once per process). Reported: index seconds, the first query's
-localizer stage for each channel pipeline, and total query p50/p99 with their ratios to the one without.
+localizer stage for each channel pipeline, and total query p50/p99 with their ratios to the one without. With
+`--baseline-set SECTION.FIELD=VALUE ...` a fourth pipeline reads the stored vectors with those settings too (e.g.
+`localizer.dense_tail_depth=0`: the channel without its tail), and each channel pipeline's ratio to it is reported.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from serving.pipeline import SearchPipeline
 def main(argv: list[str]) -> int:
     parser = bench_arguments("python -m jobs.localizer.dense_cost")
     parser.add_argument("--model", default=LocalizerConfig.dense_model, help="the channel's model (default: shipped)")
+    parser.add_argument("--baseline-set", nargs="*", default=[],
+                        help="settings of a fourth pipeline over the stored vectors, the channel's baseline")
     args = parser.parse_args(argv)
     repo, work, include = args.repo, Path(args.work_dir), include_override(args.include)
     dense, off = (f"localizer.dense_model={args.model}",), ("localizer.dense_model=",)
@@ -46,6 +50,10 @@ def main(argv: list[str]) -> int:
     pipelines = {"default": SearchPipeline(_config(work, "default", *off)),
                  "stored": SearchPipeline(_config(work, "stored", *dense)),
                  "unstored": SearchPipeline(_config(work, "default", *dense))}
+    if args.baseline_set:
+        baseline = (*dense, *args.baseline_set)
+        first["baseline_unstored"] = _first_query_ms(_config(work, "default", *baseline), repo, queries[0])
+        pipelines["baseline"] = SearchPipeline(_config(work, "stored", *baseline))
     pipelines["default"].search(SearchRequest(query=queries[0], repos=[repo]))  # warm-up: encoder, retrievers, models
     total: dict[str, list[float]] = {name: [] for name in pipelines}
     for _ in range(ROUNDS):
@@ -64,6 +72,10 @@ def main(argv: list[str]) -> int:
         "p99_ratio": {k: round(steady[k]["p99_ms"] / steady["default"]["p99_ms"], 3) for k in ("stored", "unstored")},
         "load_average": round(os.getloadavg()[0], 1),
     }
+    if args.baseline_set:
+        result["baseline_set"] = args.baseline_set
+        result["vs_baseline"] = {f"{k}_ratio": round(steady["stored"][f"{k}_ms"] / steady["baseline"][f"{k}_ms"], 3)
+                                 for k in ("p50", "p99")}
     print(json.dumps(result, indent=1))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

@@ -37,10 +37,12 @@ from jobs.localizer.train import LevelData, load_features, ranking_metrics
 from jobs.train.text_vectors import StoredTextVectors, TextRecorder
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
-from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_sources
+from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_sources, fuse_stages
 from semantica.localizer.features import FunctionScore
 
 NO_CHANNEL = "off"
+DEEP = "deep+head"  # a deep fusion, then the shipped head fusion over the same cosines (`--deep-depths`)
+TAIL = "head+tail"  # the shipped head fusion, then the functions below it re-ranked among themselves (`--tail-depths`)
 
 
 def snapshot_texts(mirror: Path, commit: str, keys: Sequence[str],
@@ -145,6 +147,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--depths", default="10,20,30,50")
     parser.add_argument("--ks", default="10,30,60")
     parser.add_argument("--weights", default="0.5,1,2")
+    parser.add_argument("--deep-depths", default="", help="also a deep fusion before the shipped head fusion "
+                        "(localizer.dense_depth/rrf_k/weight): its depths (comma-separated; '' = none) ...")
+    parser.add_argument("--tail-depths", default="", help="also the shipped head fusion, then the functions below "
+                        "it down to each of these depths re-ranked among themselves (localizer.dense_tail_*) ...")
+    parser.add_argument("--deep-ks", default="30,60", help="... with these k (both variants)")
+    parser.add_argument("--deep-weights", default="0.25,0.5,1", help="... and these weights (both variants)")
     parser.add_argument("--skip-trained", default=None,
                         help="leave out the repositories this model trained on (default: --model's)")
     parser.add_argument("--file-heads", default="30,50", help="function heads whose cosines the file channel reads")
@@ -215,6 +223,11 @@ def main(argv: list[str]) -> int:
     settings = [(NO_CHANNEL, 0, 0.0, 0.0)] + [("dense", d, k, w) for d, k, w in itertools.product(
         [int(x) for x in args.depths.split(",")], [float(x) for x in args.ks.split(",")],
         [float(x) for x in args.weights.split(",")])]
+    for variant, depths in ((DEEP, args.deep_depths), (TAIL, args.tail_depths)):
+        settings += [(variant, d, k, w) for d, k, w in itertools.product(
+            [int(x) for x in depths.split(",") if x], [float(x) for x in args.deep_ks.split(",")],
+            [float(x) for x in args.deep_weights.split(",")])]
+    head = DenseFusion(loc.dense_depth, loc.dense_rrf_k, loc.dense_weight)
     grid: dict[str, dict] = {}
     for name, depth, rrf_k, weight in settings:
         per_repo = {}
@@ -223,12 +236,14 @@ def main(argv: list[str]) -> int:
             keys = sub["key"].to_list()
             qids = sub["qid"].to_numpy()
             if name != NO_CHANNEL:
-                fusion = DenseFusion(depth, rrf_k, weight)
+                stages = {DEEP: (DenseFusion(depth, rrf_k, weight), head),
+                          TAIL: (head, DenseFusion(depth, rrf_k, weight, start=head.depth))}.get(
+                    name, (DenseFusion(depth, rrf_k, weight),))
                 for qid in np.unique(qids):
                     rows = np.flatnonzero(qids == qid)
                     cos = cosines(qvecs[qid], list(vectors[qid]), np.stack(list(vectors[qid].values()))) \
                         if vectors[qid] else {}
-                    fused = fusion.fuse(heads[qid], cos)
+                    fused = fuse_stages(stages, heads[qid], cos)
                     place = {key: n for n, key in enumerate(fused)}
                     base = new_scores[rows].max() + 1.0 + len(fused)
                     for row in rows:

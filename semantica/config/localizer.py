@@ -66,7 +66,11 @@ class LocalizerConfig:
     dense_depth: int = 30  # ... re-ranks the top this many functions of the blended order
     dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
     dense_weight: float = 1.0
-    dense_file_depth: int = 30  # the top this many files re-ranked by their best cosine among the head functions (0 = off)
+    dense_tail_depth: int = 100  # ... and the functions below it down to this depth re-ranked among themselves (0 = off)
+    dense_tail_rrf_k: float = 30.0  # ... by the same formula with these
+    dense_tail_weight: float = 1.0
+    dense_file_depth: int = 30  # the top this many files re-ranked by their best cosine among ... (0 = off)
+    dense_file_head: int = 30  # ... the top this many functions of the blended order
     dense_file_rrf_k: float = 30.0  # ... by 1/(dense_file_rrf_k + rank) + dense_file_weight/(dense_file_rrf_k + its rank)
     dense_file_weight: float = 1.0
     dense_max_length: int = 256  # ... encoding at most this many tokens of each function's source

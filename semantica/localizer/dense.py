@@ -38,23 +38,42 @@ def function_sources(path: str, text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class DenseFusion:
-    """How the channel joins a ranking: its top `depth` keys re-ordered by `1/(rrf_k + rank)` in the ranking plus
-    `weight/(rrf_k + rank)` in the cosine order; the keys below `depth` keep their places."""
+    """How the channel joins a ranking: its keys from `start` to `depth` re-ordered by `1/(rrf_k + rank)` in the
+    ranking plus `weight/(rrf_k + rank)` in the cosine order (ranks within that span); the others keep their places."""
 
     depth: int
     rrf_k: float
     weight: float
+    start: int = 0
 
     def fuse(self, order: Sequence[str], cosine: dict[str, float]) -> list[str]:
         """`order`: the ranking; `cosine`: key -> cosine for the keys the channel could encode (a key without one
         keeps its ranking term only)."""
-        head, tail = list(order[: self.depth]), list(order[self.depth:])
-        dense = sorted((key for key in head if key in cosine), key=lambda key: -cosine[key])
-        score = {key: 1.0 / (self.rrf_k + n) for n, key in enumerate(head, 1)}
+        above, span, below = list(order[: self.start]), list(order[self.start: self.depth]), list(order[self.depth:])
+        dense = sorted((key for key in span if key in cosine), key=lambda key: -cosine[key])
+        score = {key: 1.0 / (self.rrf_k + n) for n, key in enumerate(span, 1)}
         for n, key in enumerate(dense, 1):
             score[key] += self.weight / (self.rrf_k + n)
-        position = {key: n for n, key in enumerate(head)}
-        return sorted(head, key=lambda key: (-score[key], position[key])) + tail
+        position = {key: n for n, key in enumerate(span)}
+        return above + sorted(span, key=lambda key: (-score[key], position[key])) + below
+
+
+def function_fusions(config: LocalizerConfig) -> tuple[DenseFusion, ...]:
+    """The function channel's stages, applied in turn: the head (the top `dense_depth`) and, with
+    `dense_tail_depth`, the functions below it down to that depth, re-ranked among themselves (they can reach a top
+    50, never the head)."""
+    head = DenseFusion(config.dense_depth, config.dense_rrf_k, config.dense_weight)
+    if config.dense_tail_depth <= config.dense_depth:
+        return (head,)
+    return head, DenseFusion(config.dense_tail_depth, config.dense_tail_rrf_k, config.dense_tail_weight,
+                             start=config.dense_depth)
+
+
+def fuse_stages(stages: Sequence[DenseFusion], order: Sequence[str], cosine: dict[str, float]) -> list[str]:
+    fused = list(order)
+    for stage in stages:
+        fused = stage.fuse(fused, cosine)
+    return fused
 
 
 def cosines(query: np.ndarray, keys: Sequence[str], vectors: np.ndarray) -> dict[str, float]:

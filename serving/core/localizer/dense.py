@@ -1,6 +1,6 @@
 """The dense function channel at query time (`localizer.dense_model`): the top `dense_depth` functions of the
 blended order, re-ranked with the cosine of a code-trained encoder (semantica/localizer/dense.py), and the file
-order re-ranked by each file's best cosine among those functions (`dense_file_depth`).
+order re-ranked by each file's best cosine among its top `dense_file_head` functions (`dense_file_depth`).
 
 The channel owns its encoder (loaded on first use, its own model: the index's encoder is not changed) and keeps
 function vectors in memory by source text, so a function is encoded once per process however many queries and
@@ -18,7 +18,16 @@ import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.encoder import Encoder, shared_encoder
-from semantica.localizer.dense import DenseFusion, StoredFunctionVectors, channel_encoder_config, cosines, file_cosines, text_sha
+from semantica.localizer.dense import (
+    DenseFusion,
+    StoredFunctionVectors,
+    channel_encoder_config,
+    cosines,
+    file_cosines,
+    function_fusions,
+    fuse_stages,
+    text_sha,
+)
 
 PENDING_QUERIES = 8  # query vectors kept between a search's start and its localizer stage (concurrent searches)
 
@@ -29,9 +38,10 @@ class DenseFunctionChannel:
     def __init__(self, config: LocalizerConfig, encoder_config: EncoderConfig) -> None:
         """`encoder_config`: the index encoder's, for the runtime and export cache only."""
         self.config = config
-        self.fusion = DenseFusion(config.dense_depth, config.dense_rrf_k, config.dense_weight)
+        self.fusions = function_fusions(config)
         self.file_fusion = DenseFusion(config.dense_file_depth, config.dense_file_rrf_k, config.dense_file_weight) \
             if config.dense_file_depth > 0 else None
+        self.file_head = config.dense_file_head if self.file_fusion else 0
         self.encoder_config = channel_encoder_config(config, encoder_config)
         self._encoder: Encoder | None = None
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -76,11 +86,13 @@ class DenseFunctionChannel:
     def rerank(self, query_vector: Future[np.ndarray], functions: Sequence[str], files: Sequence[str],
                text_of: Callable[[str], str | None], stored: StoredFunctionVectors | None = None,
                ) -> tuple[list[str], list[str]]:
-        """The function order with its top `dense_depth` re-ranked, and the file order re-ranked by each file's best
-        cosine among those head functions (`dense_file_depth` > 0; else as given). A head function's vector comes
-        from `stored` (the served snapshot's own, written at index time by the same encoder), else from its source,
-        `text_of(key)`, encoded once per process; a key with neither keeps its place in the ranking term only."""
-        head = list(functions[: self.fusion.depth])
+        """The function order with its top `dense_depth` re-ranked (and the next ones down to `dense_tail_depth`
+        among themselves), and the file order re-ranked by each file's best
+        cosine among the top `dense_file_head` functions of the same order (`dense_file_depth` > 0; else as given).
+        A function's vector comes from `stored` (the served snapshot's own, written at index time by the same
+        encoder), else from its source, `text_of(key)`, encoded once per process; a key with neither keeps its place
+        in the ranking term only."""
+        head = list(functions[: max(*(fusion.depth for fusion in self.fusions), self.file_head)])
         encoder = self.warm_up()
         usable = stored if stored is not None and stored.model_id == encoder.model_id else None
         known = {key: vector for key in head if usable is not None and (vector := usable.vector(key)) is not None}
@@ -91,5 +103,6 @@ class DenseFunctionChannel:
             return list(functions), list(files)
         keys = [key for key in head if key in known]
         cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]))
-        file_order = self.file_fusion.fuse(files, file_cosines(head, cosine)) if self.file_fusion else list(files)
-        return self.fusion.fuse(functions, cosine), file_order
+        file_order = self.file_fusion.fuse(files, file_cosines(head[: self.file_head], cosine)) \
+            if self.file_fusion else list(files)
+        return fuse_stages(self.fusions, functions, cosine), file_order

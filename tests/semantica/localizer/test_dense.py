@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from semantica.localizer.dense import DenseFusion, cosines, function_text
+from semantica.config import LocalizerConfig
+from semantica.localizer.dense import DenseFusion, cosines, function_fusions, function_text, fuse_stages
 
 ORDER = ["a.py::one", "a.py::two", "b.py::three", "b.py::four", "c.py::five"]
 
@@ -35,3 +36,24 @@ def test_cosines_and_function_text():
     assert cosines(np.array([0.6, 0.8], dtype=np.float32), ["x", "y"], vectors) == {"x": pytest.approx(0.6),
                                                                                      "y": pytest.approx(1.0)}
     assert function_text(["import os", "def f():", "    return 1", ""], 2, 3) == "def f():\n    return 1"
+
+
+def test_a_span_below_the_head_is_re_ranked_among_itself_only():
+    cos = {"a.py::one": 0.1, "a.py::two": 0.2, "b.py::three": 0.3, "b.py::four": 0.4, "c.py::five": 0.9}
+    tail = DenseFusion(depth=5, rrf_k=1.0, weight=2.0, start=2)
+    fused = tail.fuse(ORDER, cos)
+    assert fused[:2] == ORDER[:2]  # above the span: untouched, whatever their cosine
+    assert fused[2] == "c.py::five"  # three 1/2 + 2/4; five 1/4 + 2/2 (ranks within the span)
+    assert sorted(fused) == sorted(ORDER)
+
+
+def test_the_channel_stages_fuse_the_head_then_the_tail_below_it():
+    config = LocalizerConfig(dense_depth=2, dense_rrf_k=1.0, dense_weight=2.0, dense_tail_depth=5,
+                             dense_tail_rrf_k=1.0, dense_tail_weight=2.0)
+    head, tail = function_fusions(config)
+    assert (head.start, head.depth, tail.start, tail.depth) == (0, 2, 2, 5)
+    cos = {"a.py::one": 0.1, "a.py::two": 0.2, "b.py::three": 0.3, "b.py::four": 0.4, "c.py::five": 0.9}
+    fused = fuse_stages((head, tail), ORDER, cos)
+    assert fused == tail.fuse(head.fuse(ORDER, cos), cos)
+    assert fused[:2] == ["a.py::two", "a.py::one"] and fused[2] == "c.py::five"  # five never reaches the head
+    assert function_fusions(LocalizerConfig(dense_depth=30, dense_tail_depth=0)) == (DenseFusion(30, 10.0, 1.0),)

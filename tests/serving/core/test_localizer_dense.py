@@ -17,7 +17,7 @@ from pipelines.indexer import Indexer
 from semantica.encoder import Encoder, resolve_model_path
 from semantica.index_kinds.function_vectors import KIND as VECTORS_KIND
 from semantica.layout import IndexLayout
-from semantica.localizer.dense import DenseFusion, cosines, file_cosines
+from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_fusions, fuse_stages
 from semantica.snapshot import Snapshot
 from serving.core.localizer.stage import LearnedStage
 from tests.conftest import make_config
@@ -62,7 +62,8 @@ TODAY_FILES = [{"repo": REPO, "path": path}
 def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     config, snapshot = served
     dense_config = dataclasses.replace(config.localizer, dense_model=MINILM, dense_depth=4, dense_rrf_k=1.0,
-                                       dense_weight=2.0, dense_file_depth=3, dense_file_rrf_k=1.0, dense_file_weight=2.0)
+                                       dense_weight=2.0, dense_tail_depth=0, dense_file_depth=3, dense_file_head=3,
+                                       dense_file_rrf_k=1.0, dense_file_weight=2.0)
     stage, plain = LearnedStage(dense_config), LearnedStage(config.localizer)
     today = TODAY
     files_without, without = plain.apply(QUERY, [snapshot], TODAY_FILES, today)
@@ -80,15 +81,31 @@ def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     assert [f["function"] for f in with_dense] == expected
     assert expected != order and expected[4:] == order[4:]  # re-ranked within the depth only
     assert with_dense[0]["function"] == "shipping/labels.py::render_label"
-    # the files: re-ranked by each one's best cosine among the head functions
+    # the files: re-ranked by each one's best cosine among the top `dense_file_head` functions (3 of the 4)
     file_order = [f["path"] for f in files_without]
-    best = file_cosines(head, cosines(query, head, vectors))
-    assert "shipping/labels.py" in best and set(best) == {key.partition("::")[0] for key in head}
+    best = file_cosines(head[:3], cosines(query, head, vectors))
+    assert "shipping/labels.py" in best and set(best) == {key.partition("::")[0] for key in head[:3]}
     assert [f["path"] for f in files_with] == DenseFusion(3, 1.0, 2.0).fuse(file_order, best) != file_order
     assert files_with[0]["path"] == "shipping/labels.py"
     no_files = LearnedStage(dataclasses.replace(dense_config, dense_file_depth=0))
     files_off, functions_on = no_files.apply(QUERY, [snapshot], TODAY_FILES, today)
     assert [f["path"] for f in files_off] == file_order and functions_on == with_dense
+    # a file head deeper than the function depth: its cosines are computed, the functions below the depth stay
+    shallow = LearnedStage(dataclasses.replace(dense_config, dense_depth=2, dense_file_head=4))
+    files_deep, functions_shallow = shallow.apply(QUERY, [snapshot], TODAY_FILES, today)
+    cos = cosines(query, head, vectors)
+    assert [f["function"] for f in functions_shallow] == DenseFusion(2, 1.0, 2.0).fuse(order, cos)
+    assert [f["path"] for f in files_deep] == DenseFusion(3, 1.0, 2.0).fuse(file_order, file_cosines(head, cos))
+    # a tail: the functions below the head, down to its depth, re-ranked among themselves by the same cosines
+    tailed = dataclasses.replace(dense_config, dense_depth=2, dense_tail_depth=5, dense_tail_rrf_k=1.0,
+                                 dense_tail_weight=2.0)
+    _, functions_tailed = LearnedStage(tailed).apply(QUERY, [snapshot], TODAY_FILES, today)
+    five = order[:5]
+    cos5 = cosines(query, five, encoder.encode([source(k) for k in five], dense_config.dense_max_length))
+    fused = [f["function"] for f in functions_tailed]
+    assert fused == fuse_stages(function_fusions(tailed), order, cos5)
+    assert fused[:2] == DenseFusion(2, 1.0, 2.0).fuse(order, cos5)[:2] and fused[5:] == order[5:]
+    assert fused[2:5] != order[2:5]  # the tail moved (barcode_for above express_surcharge)
 
     cached = len(stage.dense._vectors)
     stage.apply(QUERY + " again", [snapshot], [], today)
@@ -110,6 +127,7 @@ def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_pat
     repo = one_commit_repo(tmp_path / "repo", FILES)
     config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
                          "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=4",
+                         "localizer.dense_file_head=4", "localizer.dense_tail_depth=0",
                          private_cache=True)
     indexer = Indexer(config, progress=False)
     indexer.index(str(repo), REPO)
@@ -141,6 +159,7 @@ def test_an_int8_channel_stores_vectors_under_its_own_identity_that_an_fp32_chan
     repo = one_commit_repo(tmp_path / "repo", FILES)
     config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
                          "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=4",
+                         "localizer.dense_file_head=4", "localizer.dense_tail_depth=0",
                          "localizer.dense_int8_scales=text", private_cache=True)
     Indexer(config, progress=False).index(str(repo), REPO)
     snapshot = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
