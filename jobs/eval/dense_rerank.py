@@ -1,9 +1,11 @@
 """Dense similarity as a function channel on a replayed split, one encoder against another, same candidates.
 
-Each instance's default function ranking (the replay of `localizer-ablation`'s default row) is cut at `--depth`;
+Each instance's default function ranking (the replay of `localizer-ablation`'s default row) is cut at `--depth`
+(default: the channel's deepest stage, `dense_tail_depth`; the replay lists at most its top 50);
 each function's source at the base commit (`function_text`) and the issue text are encoded by every `--model`
 (the product's encoder and runtime; vectors cached per instance under `--cache`), and the cut list is re-ranked
-two ways: by cosine alone, and by the query path's `DenseFusion` of today's rank and the cosine rank
+two ways: by cosine alone, and by the query path's stages (`function_fusions`: head, then tail) of today's rank
+and the cosine rank
 (`localizer.dense_*` settings, chosen on the corpus by `jobs/localizer/function_dense.py`; nothing fitted here).
 Read-only: it compares encoders on the same candidates and chooses nothing on dev.
 
@@ -29,7 +31,7 @@ from jobs.eval.metrics import acc_at_k, normalize_function, reciprocal_rank
 from jobs.eval.replay import LocalizationReplay
 from jobs.localizer.function_dense import SnapshotVectors, StudyEncoders, TextEncoder, snapshot_texts
 from semantica.config import load_config
-from semantica.localizer.dense import DenseFusion, cosines
+from semantica.localizer.dense import cosines, function_fusions, fuse_stages
 
 KS = (1, 5, 10)
 GROUP = "dev"  # the group these texts are recorded and read under (`jobs.train.text_vectors`)
@@ -53,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--vectors", action="append", default=[], metavar="NAME=FILE",
                         help="vectors encoded elsewhere (`jobs.train.text_vectors encode`) (repeatable)")
     parser.add_argument("--record", help="only note every text to encode, in this Parquet file")
-    parser.add_argument("--depth", type=int, default=50)
+    parser.add_argument("--depth", type=int, default=None,
+                        help="functions of each default order scored (default: the channel's deepest stage)")
     parser.add_argument("--repo", action="append", default=[], help="only these repositories (repeatable)")
     parser.add_argument("--cache", required=True, help="function vectors per instance and model (npz)")
     parser.add_argument("--out", required=True)
@@ -70,14 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("name at least one --model, --vectors or --record")
     encoders: dict[str, TextEncoder] = {name: source.for_group(GROUP) for name, source in sources.items()}
     loc = config.localizer
-    fusion = DenseFusion(loc.dense_depth, loc.dense_rrf_k, loc.dense_weight)
+    fusions = function_fusions(loc)
+    depth = args.depth or max(fusion.depth for fusion in fusions)
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     for inst in load_instances(args.instances):
         gold = [normalize_function(f) for f in inst.gold_functions]
         prediction = replay.predict(inst) if gold and (not args.repo or inst.repo in args.repo) else None
         if prediction is None:
             continue
-        today = list(dict.fromkeys(prediction.functions))[: args.depth]
+        today = list(dict.fromkeys(prediction.functions))[:depth]
         texts = snapshot_texts(mirror_clone(inst.repo), inst.base_commit, today, normalize_function)
         today = [key for key in today if key in texts]  # module-level or vanished keys have no source to encode
         if not today:
@@ -91,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue  # texts noted for the GPU machine; nothing to score
             cosine = cosines(query, today, np.stack([store.vectors[k] for k in today]))
             dense = sorted(today, key=lambda key: -cosine[key])
-            for order, ranked in zip(ORDERS, (today, dense, fusion.fuse(today, cosine))):
+            for order, ranked in zip(ORDERS, (today, dense, fuse_stages(fusions, today, cosine))):
                 for scope in (inst.repo, "all"):
                     rows.setdefault(f"{name}/{order}", {}).setdefault(scope, []).append(scores(ranked, gold))
         print(inst.instance_id, len(today), file=sys.stderr)
@@ -99,9 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         source.finish()
     if list(sources) == ["record"]:
         return 0
-    report: dict[str, Any] = {"instances": args.instances, "depth": args.depth, "overrides": args.set,
+    report: dict[str, Any] = {"instances": args.instances, "depth": depth, "overrides": args.set,
                               "dense_depth": loc.dense_depth, "query_max_length": loc.dense_query_max_length,
                               "rrf_k": loc.dense_rrf_k, "weight": loc.dense_weight,
+                              "tail": [loc.dense_tail_depth, loc.dense_tail_rrf_k, loc.dense_tail_weight],
                               "rows": {row: {scope: mean(r) for scope, r in sorted(by.items())}
                                        for row, by in rows.items()}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,7 @@ def function_fusions(config: LocalizerConfig) -> tuple[DenseFusion, ...]:
 
 
 def fuse_stages(stages: Sequence[DenseFusion], order: Sequence[str], cosine: dict[str, float]) -> list[str]:
+    """`order` after each stage in turn (`function_fusions`), over the same cosines."""
     fused = list(order)
     for stage in stages:
         fused = stage.fuse(fused, cosine)

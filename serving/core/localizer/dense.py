@@ -87,8 +87,8 @@ class DenseFunctionChannel:
                text_of: Callable[[str], str | None], stored: StoredFunctionVectors | None = None,
                ) -> tuple[list[str], list[str]]:
         """The function order with its top `dense_depth` re-ranked (and the next ones down to `dense_tail_depth`
-        among themselves), and the file order re-ranked by each file's best
-        cosine among the top `dense_file_head` functions of the same order (`dense_file_depth` > 0; else as given).
+        among themselves), and the file order re-ranked by each file's best cosine among the top `dense_file_head`
+        functions of the same order (`dense_file_depth` > 0; else as given).
         A function's vector comes from `stored` (the served snapshot's own, written at index time by the same
         encoder), else from its source, `text_of(key)`, encoded once per process; a key with neither keeps its place
         in the ranking term only."""
