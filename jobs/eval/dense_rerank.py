@@ -1,7 +1,7 @@
 """Dense similarity as a function channel on a replayed split, one encoder against another, same candidates.
 
-Each instance's default function ranking (the replay of `localizer-ablation`'s default row) is cut at `--depth`
-(default: the channel's deepest stage, `dense_tail_depth`; the replay lists at most its top 50);
+Each instance's default function ranking (the replay of `localizer-ablation`'s default row, which lists its top 50)
+is cut at `--depth` (default: the channel's deepest stage, `dense_tail_depth`, so at most those 50);
 each function's source at the base commit (`function_text`) and the issue text are encoded by every `--model`
 (the product's encoder and runtime; vectors cached per instance under `--cache`), and the cut list is re-ranked
 two ways: by cosine alone, and by the query path's stages (`function_fusions`: head, then tail) of today's rank
@@ -29,6 +29,7 @@ import numpy as np
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.eval.metrics import acc_at_k, normalize_function, reciprocal_rank
 from jobs.eval.replay import LocalizationReplay
+from jobs.eval.swebench import TOP_N
 from jobs.localizer.function_dense import SnapshotVectors, StudyEncoders, TextEncoder, snapshot_texts
 from semantica.config import load_config
 from semantica.localizer.dense import cosines, function_fusions, fuse_stages
@@ -74,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     encoders: dict[str, TextEncoder] = {name: source.for_group(GROUP) for name, source in sources.items()}
     loc = config.localizer
     fusions = function_fusions(loc)
-    depth = args.depth or max(fusion.depth for fusion in fusions)
+    depth = min(args.depth or max(fusion.depth for fusion in fusions), TOP_N)  # the replay's list holds TOP_N
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     for inst in load_instances(args.instances):
         gold = [normalize_function(f) for f in inst.gold_functions]

@@ -92,17 +92,17 @@ class DenseFunctionChannel:
         A function's vector comes from `stored` (the served snapshot's own, written at index time by the same
         encoder), else from its source, `text_of(key)`, encoded once per process; a key with neither keeps its place
         in the ranking term only."""
-        head = list(functions[: max(*(fusion.depth for fusion in self.fusions), self.file_head)])
+        scored = list(functions[: max(*(fusion.depth for fusion in self.fusions), self.file_head)])
         encoder = self.warm_up()
         usable = stored if stored is not None and stored.model_id == encoder.model_id else None
-        known = {key: vector for key in head if usable is not None and (vector := usable.vector(key)) is not None}
-        texts = {key: text for key in head if key not in known and (text := text_of(key))}
+        known = {key: vector for key in scored if usable is not None and (vector := usable.vector(key)) is not None}
+        texts = {key: text for key in scored if key not in known and (text := text_of(key))}
         if texts:
             known.update(zip(texts, self.vectors(list(texts.values()))))
         if not known:
             return list(functions), list(files)
-        keys = [key for key in head if key in known]
+        keys = [key for key in scored if key in known]
         cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]))
-        file_order = self.file_fusion.fuse(files, file_cosines(head[: self.file_head], cosine)) \
+        file_order = self.file_fusion.fuse(files, file_cosines(scored[: self.file_head], cosine)) \
             if self.file_fusion else list(files)
         return fuse_stages(self.fusions, functions, cosine), file_order

@@ -45,13 +45,16 @@ def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, l
                 ready.set()
         ended.set()
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     deadline = time.monotonic() + STARTUP_S
-    while not ready.is_set() and not ended.is_set() and time.monotonic() < deadline:
+    while not ready.is_set() and not ended.is_set() and proc.poll() is None and time.monotonic() < deadline:
         ready.wait(0.5)
-    if not ready.is_set() and proc.poll() is None:
-        proc.kill()
+    if not ready.is_set():
+        if proc.poll() is None:
+            proc.kill()
         proc.wait(60)
+        reader.join(10)  # the exited server's last lines (the bind error) are read before the caller looks
     return proc, lines, ready.is_set()
 
 
