@@ -4,8 +4,10 @@ Two kinds, each row with provenance (repo, commit, parent, path, symbol):
 - `docstring`: a function's docstring -> the function's source with the docstring removed, at HEAD,
   with BM25 hard negatives (function-level BM25 over the same snapshot, positives excluded);
 - `commit`: a commit message (subject + body; a PR merge's title; `Fixes #N` kept in `issue_refs`) ->
-  the files and outer functions it changed, taken at its parent commit. Bot, revert, trivial and huge
-  commits are dropped (thresholds: `pairs.*` in conf).
+  the files and outer functions it changed, taken at its parent commit, with in-file hard negatives: the
+  unchanged functions of the changed files most like the message (BM25 among them), the neighbours the
+  localizer's head holds beside a gold function. Bot, revert, trivial and huge commits are dropped
+  (thresholds: `pairs.*` in conf).
 
 Rows are de-duplicated by (query, positives) across the whole output. Output is Parquet under
 `OUT/<owner+name>/`: `docstring.parquet` and `commits-NNNN.parquet` (one per `pairs.commit_batch`
@@ -21,6 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import bm25s
+import numpy as np
 import polars as pl
 from tqdm import tqdm
 
@@ -34,6 +38,10 @@ from semantica.config import Config, DiscoverConfig, PairsConfig
 from semantica.granular import Granularity, function_key
 from semantica.lucene import LuceneDoc, LuceneShardSearcher, raw_document
 from semantica.schema import FileError
+from semantica.tokenizer import tokenize
+
+FunctionsAt = dict[str, tuple[list[str], list[FunctionSpan]]]
+"""path -> (the file's lines, its outer functions), at one commit."""
 
 BENCHMARK_REPOS = DEV_SPLIT_REPOS
 """Measured on (SWE-bench Lite dev split); every SWE-bench repository is refused (`is_benchmark_repo`)."""
@@ -97,7 +105,7 @@ class PairMiner:
 
     # -- docstring -> function ----------------------------------------------------------------------
 
-    def _functions_at(self, source: RepoSource, paths: set[str] | None = None) -> dict[str, tuple[list[str], list[FunctionSpan]]]:
+    def functions_at(self, source: RepoSource, paths: set[str] | None = None) -> FunctionsAt:
         entries, _ = source.entries()
         wanted = [e for e in entries if paths is None or e.path in paths]
         out = {}
@@ -111,7 +119,7 @@ class PairMiner:
         source = RepoSource(repo_path, "HEAD", self.discover)
         pairs: list[Pair] = []
         docs: list[LuceneDoc] = []
-        for path, (lines, spans) in sorted(self._functions_at(source).items()):
+        for path, (lines, spans) in sorted(self.functions_at(source).items()):
             for span in spans:
                 body = span.body(lines)[: p.max_document_chars]
                 key = function_key(path, span.qualname)
@@ -167,7 +175,7 @@ class PairMiner:
             return None
         if sum(c.added + c.removed for c in changes) > p.max_commit_lines:
             return None
-        at_parent = self._functions_at(RepoSource(repo_path, parent, self.discover), {c.path for c in changes})
+        at_parent = self.functions_at(RepoSource(repo_path, parent, self.discover), {c.path for c in changes})
         keys: list[str] = []
         documents: list[str] = []
         for change in changes:
@@ -182,8 +190,30 @@ class PairMiner:
                     documents.append("\n".join(lines[span.start - 1: span.end])[: p.max_document_chars])
         if not documents:
             return None
-        return Pair(COMMIT, repo, commit.sha, parent, ",".join(c.path for c in changes), "", commit.query(),
-                    keys, documents, issue_refs=commit.issue_refs())
+        query = commit.query()
+        negative_keys, negative_documents = self.in_file_negatives(query, at_parent, set(keys))
+        return Pair(COMMIT, repo, commit.sha, parent, ",".join(c.path for c in changes), "", query,
+                    keys, documents, negative_keys, negative_documents, issue_refs=commit.issue_refs())
+
+    def in_file_negatives(self, query: str, at_parent: FunctionsAt, positive_keys: set[str]) -> tuple[list[str], list[str]]:
+        """The `pairs.commit_negatives` unchanged functions of the changed files that BM25 ranks highest for the
+        message (ties in file order); what a ranker among a file's functions must learn to put below the gold."""
+        count = self.pairs.commit_negatives
+        keys: list[str] = []
+        documents: list[str] = []
+        for path, (lines, spans) in sorted(at_parent.items()):
+            for span in spans:
+                key = function_key(path, span.qualname)
+                if key not in positive_keys and key not in keys:
+                    keys.append(key)
+                    documents.append("\n".join(lines[span.start - 1: span.end])[: self.pairs.max_document_chars])
+        terms = tokenize(query)
+        if count <= 0 or not keys or not terms:
+            return [], []
+        ranker = bm25s.BM25()
+        ranker.index([tokenize(d) or ["\x00"] for d in documents], show_progress=False)
+        order = np.argsort(-np.asarray(ranker.get_scores(terms)), kind="stable")[:count]
+        return [keys[i] for i in order], [documents[i] for i in order]
 
     # -- driver -------------------------------------------------------------------------------------
 

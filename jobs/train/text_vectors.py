@@ -10,6 +10,10 @@ text by group, token limit and text sha: the same scoring code, fed the GPU's co
 
     python -m jobs.train.text_vectors encode --texts TEXTS.parquet --out VECTORS.npz \
         --model 'repoA,repoB=FOLD_B_MODEL' --model 'repoC=FOLD_A_MODEL' --model '*=ALL_MODEL' --query-length 64
+
+`split TEXTS.parquet --part a=repoA,repoB --part b=repoC` cuts a recording by group (TEXTS.a.parquet, ...; groups
+named nowhere go to TEXTS.rest.parquet), so the GPU machine encodes the parts at once, one process per model; a
+study reads the parts' outputs back together (`StoredTextVectors` takes several files).
 """
 
 from __future__ import annotations
@@ -69,13 +73,23 @@ class StoredTextVectors:
     so `documents @ query` (all the studies compute) is the cosine of the two real vectors. A text never
     encoded is an error, not a zero vector, so a study cannot silently score what was not recorded."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, paths: str | Path | Sequence[str | Path]) -> None:
+        """One `encode` output, or several (comma-separated, or a list) whose groups do not overlap."""
+        if isinstance(paths, str):
+            paths = paths.split(",")
+        elif isinstance(paths, Path):
+            paths = [paths]
         self.tables: dict[str, CosineTable] = {}
-        with np.load(path, allow_pickle=False) as stored:
-            self.models = dict(zip(stored["groups"].tolist(), stored["models"].tolist()))
-            for n, group in enumerate(stored["groups"].tolist()):
-                self.tables[group] = CosineTable(group, stored[f"g{n}.queries"].tolist(), stored[f"g{n}.documents"].tolist(),
-                                                 stored[f"g{n}.cosines"].astype(np.float32))
+        self.models: dict[str, str] = {}
+        for path in paths:
+            with np.load(path, allow_pickle=False) as stored:
+                for n, group in enumerate(stored["groups"].tolist()):
+                    if group in self.tables:
+                        raise ValueError(f"group {group!r} is in more than one vectors file ({path})")
+                    self.models[group] = str(stored["models"][n])
+                    self.tables[group] = CosineTable(group, stored[f"g{n}.queries"].tolist(),
+                                                     stored[f"g{n}.documents"].tolist(),
+                                                     stored[f"g{n}.cosines"].astype(np.float32))
 
     def for_group(self, group: str) -> CosineTable:
         if group not in self.tables:
@@ -158,9 +172,36 @@ def encode_file(texts_path: str | Path, out: str | Path, models: dict[str, str],
     return counts
 
 
+def split_file(texts_path: str | Path, parts: dict[str, set[str]]) -> dict[str, int]:
+    """`TEXTS.NAME.parquet` per part (its groups' rows), `TEXTS.rest.parquet` for groups in no part; rows per file."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    texts_path = Path(texts_path)
+    table = pq.read_table(str(texts_path))
+    named = set().union(*parts.values()) if parts else set()
+    everything = set(table.column("group").to_pylist())
+    counts = {}
+    for name, groups in [*parts.items(), ("rest", everything - named)]:
+        rows = table.filter(pc.is_in(table.column("group"), value_set=pa_strings(sorted(groups))))
+        if rows.num_rows:
+            pq.write_table(rows, str(texts_path.with_suffix(f".{name}.parquet")), compression="zstd")
+            counts[name] = rows.num_rows
+    return counts
+
+
+def pa_strings(values: Sequence[str]):
+    import pyarrow as pa
+
+    return pa.array(list(values), type=pa.string())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
+    cut = sub.add_parser("split", help="cut a recorded texts file by group, one file per part")
+    cut.add_argument("texts")
+    cut.add_argument("--part", action="append", required=True, metavar="NAME=GROUP,GROUP")
     enc = sub.add_parser("encode", help="encode a recorded texts file, each group with its model")
     enc.add_argument("--texts", required=True)
     enc.add_argument("--out", required=True)
@@ -170,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="texts recorded at this token limit are the queries (localizer.dense_query_max_length)")
     enc.add_argument("--batch-size", type=int, default=256)
     args = parser.parse_args(argv)
+    if args.command == "split":
+        parts = {name: set(groups.split(",")) for name, _, groups in (p.partition("=") for p in args.part)}
+        print(split_file(args.texts, parts))
+        return 0
     counts = encode_file(args.texts, args.out, model_for_groups(args.model), args.query_length, args.batch_size)
     print(counts)
     return 0

@@ -155,6 +155,7 @@ class PairsConfig:
     bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
     skip_subject_prefixes: list[str] = field(default_factory=lambda: ["revert", "bump", "release", "merge branch"])
     hard_negatives: int = 5
+    commit_negatives: int = 5
     commit_batch: int = 250
 
 

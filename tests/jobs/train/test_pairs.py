@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from jobs.train import commit_negatives
 from jobs.train.pairs import BENCHMARK_REPOS, PairMiner, PairsError, check_corpus, load_pairs
 from jobs.train.pairs_source import function_spans
 from semantica.config import load_config
@@ -80,6 +81,8 @@ def test_mined_pairs_have_provenance_and_skip_bots_and_trivia(shop, tmp_path):
     assert fix["issue_refs"] == ["12"]
     assert fix["positive_keys"] == ["shop/cart.py", "shop/cart.py::cart_total"]
     assert "round(total, 2)" in fix["positive_documents"][0]  # the code at the parent commit
+    assert fix["negative_keys"] == ["shop/cart.py::cart_count"]  # the changed file's unchanged function
+    assert fix["negative_documents"] == ["def cart_count(items):\n    return len(items)"]
     parent = subprocess.run(["git", "-C", str(shop / "acme+shop" / "repo"), "rev-parse", f"{fix['commit']}^"],
                             check=True, capture_output=True, text=True).stdout.strip()
     assert fix["parent"] == parent
@@ -99,3 +102,29 @@ def test_pairs_are_deduplicated_across_repositories_and_runs(shop, tmp_path):
     assert miner.mine_repo(path, "acme/shop-fork") == {"docstring": 0, "commit": 0}
     later = PairMiner(config, tmp_path / "out", progress=False, log=lambda _m: None)
     assert len(later.seen) == 2 and later.mine_repo(path, "other/fork") == {"docstring": 0, "commit": 0}
+
+
+def test_commit_pairs_mined_without_negatives_get_the_ones_mining_gives_today(shop, tmp_path):
+    path = str(shop / "acme+shop" / "repo")
+    today = load_config(None, ["pairs.hard_negatives=0"], environ={})
+    PairMiner(today, tmp_path / "today", progress=False, log=lambda _m: None).mine_repo(path, "acme/shop")
+    before = load_config(None, ["pairs.hard_negatives=0", "pairs.commit_negatives=0"], environ={})
+    PairMiner(before, tmp_path / "before", progress=False, log=lambda _m: None).mine_repo(path, "acme/shop")
+    assert load_pairs(tmp_path / "before").filter(pl.col("kind") == "commit")["negative_keys"].to_list() == [[]]
+    assert commit_negatives.main([str(tmp_path / "before"), str(tmp_path / "added"), "--repos-dir", str(shop)]) == 0
+    added, expected = load_pairs(tmp_path / "added"), load_pairs(tmp_path / "today")
+    assert added.sort("dedup_key").equals(expected.sort("dedup_key"))
+    assert sorted(p.name for p in (tmp_path / "added" / "acme+shop").iterdir()) == sorted(
+        p.name for p in (tmp_path / "today" / "acme+shop").iterdir())
+
+
+def test_in_file_negatives_rank_the_unchanged_functions_by_the_message(tmp_path):
+    miner = PairMiner(load_config(None, ["pairs.commit_negatives=2"], environ={}), tmp_path / "out", progress=False)
+    text = ("def parse_header(raw):\n    return raw.split(':')\n\n\ndef send_body(sock, body):\n    sock.send(body)\n\n\n"
+            "def close_socket(sock):\n    sock.close()\n\n\ndef parse_cookie(raw):\n    return raw.split(';')\n")
+    at_parent = {"http.py": (text.split("\n"), function_spans(text))}
+    keys, documents = miner.in_file_negatives("Fix parse of a cookie with raw spaces", at_parent,
+                                              {"http.py", "http.py::parse_header"})
+    # the one sharing words first; the rest (no shared word) in file order; the positive never
+    assert keys == ["http.py::parse_cookie", "http.py::send_body"] and len(documents) == 2
+    assert documents[0].startswith("def parse_cookie(raw):")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jobs.train.encoder_eval import PooledEncoder
-from jobs.train.text_vectors import StoredTextVectors, TextRecorder, encode_file, model_for_groups
+from jobs.train.text_vectors import StoredTextVectors, TextRecorder, encode_file, model_for_groups, split_file
 from semantica.config import load_config
 from semantica.localizer.dense import cosines
 from tests.jobs.train.conftest import make_tiny_bert
@@ -78,3 +78,22 @@ def test_an_unrecorded_text_or_group_is_an_error_not_a_zero(tiny_bert, tmp_path)
     with pytest.raises(ValueError, match="named twice"):
         model_for_groups(["a/b=x", "a/b,c/d=y"])
     assert np.load(out)["groups"].tolist() == ["acme/shop", "dev"]
+
+
+def test_a_recording_split_by_group_reads_back_as_the_whole(tiny_bert, tmp_path):
+    """The GPU machine encodes the parts of a split recording at once; read back together they equal the whole."""
+    texts = tmp_path / "texts.parquet"
+    _record(texts)
+    assert split_file(texts, {"shop": {"acme/shop"}}) == {"shop": 5, "rest": 3}
+    models = model_for_groups([f"*={tiny_bert}"])
+    encode_file(texts, tmp_path / "whole.npz", models, QUERY_LENGTH, batch_size=8)
+    for name in ("shop", "rest"):
+        encode_file(tmp_path / f"texts.{name}.parquet", tmp_path / f"{name}.npz", models, QUERY_LENGTH, batch_size=8)
+    whole = StoredTextVectors(tmp_path / "whole.npz")
+    parts = StoredTextVectors(f"{tmp_path / 'shop.npz'},{tmp_path / 'rest.npz'}")
+    assert parts.models == whole.models
+    for group in QUERIES:
+        vectors = [source.for_group(group).encode(DOCUMENTS[group], DOCUMENT_LENGTH) for source in (whole, parts)]
+        np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
+    with pytest.raises(ValueError, match="more than one vectors file"):
+        StoredTextVectors([tmp_path / "whole.npz", tmp_path / "rest.npz"])
