@@ -2,7 +2,7 @@
 order a code-trained encoder's cosine gives the same functions.
 
 MiniLM's cosine costs as such a channel (dev, read-only: function MRR 32.8 -> 28.9) while the encoder fine-tuned on
-commits of public repositories (`models/encoder-commits-v2`) gains: the channel names its own model,
+commits of public repositories (`models/encoder-commits-v3`) gains: the channel names its own model,
 independent of the index's encoder. The query path (`serving/core/localizer/dense.py`), the corpus study that
 chooses its settings (`jobs/localizer/function_dense.py`) and the dev report (`jobs/eval/dense_rerank.py`) all fuse
 with `DenseFusion` (functions, and files by `file_cosines`) and encode `function_text`, so the three score the same

@@ -29,5 +29,5 @@ def test_the_channel_base_is_its_own_fp32_model_whatever_its_int8_setting(monkey
     for scales in ("", "text"):  # the variants set int8 themselves: the base stays the fp32 export either way
         monkeypatch.setenv("SEMANTICA__LOCALIZER__DENSE_INT8_SCALES", scales)
         channel = base_config(True)
-        assert channel.model_id == "encoder-commits-v2" and channel.max_length == 256 and not channel.quantize_int8
+        assert channel.model_id == "encoder-commits-v3" and channel.max_length == 256 and not channel.quantize_int8
         assert channel.model_path != index.model_path

@@ -118,8 +118,8 @@ def test_off_it_stores_nothing_and_on_by_default_it_runs_the_shipped_encoder(ser
     assert snapshot.index(VECTORS_KIND) is None and "function_vectors" not in snapshot.manifest.counts
     default = make_config(tmp_path).localizer
     channel = LearnedStage(default).dense
-    assert default.dense_model == "models/encoder-commits-v2" and channel is not None
-    assert channel.encoder_config.model_id == "encoder-commits-v2" and channel.file_fusion is not None
+    assert default.dense_model == "models/encoder-commits-v3" and channel is not None
+    assert channel.encoder_config.model_id == "encoder-commits-v3" and channel.file_fusion is not None
     assert (Path(channel.encoder_config.model_path) / "model.safetensors").is_file()  # shipped in the checkout
 
 
