@@ -63,10 +63,10 @@ class LocalizerConfig:
     max_staleness: int = 60  # ... none more than this many first-parent commits after it
     max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
     dense_model: str = "models/encoder-commits-v3"  # the dense function channel's encoder ('' = off; docs/localizer.md)
-    dense_depth: int = 30  # ... re-ranks the top this many functions of the blended order
+    dense_depth: int = 200  # ... re-ranks the top this many functions of the blended order
     dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
-    dense_weight: float = 1.0
-    dense_tail_depth: int = 200  # ... and the functions below it down to this depth re-ranked among themselves (0 = off)
+    dense_weight: float = 0.5
+    dense_tail_depth: int = 0  # ... and the functions below it down to this depth re-ranked among themselves (0 = off)
     dense_tail_rrf_k: float = 10.0  # ... by the same formula with these
     dense_tail_weight: float = 1.0
     dense_file_depth: int = 30  # the top this many files re-ranked by their best cosine among ... (0 = off)

@@ -56,4 +56,5 @@ def test_the_channel_stages_fuse_the_head_then_the_tail_below_it():
     fused = fuse_stages((head, tail), ORDER, cos)
     assert fused == tail.fuse(head.fuse(ORDER, cos), cos)
     assert fused[:2] == ["a.py::two", "a.py::one"] and fused[2] == "c.py::five"  # five never reaches the head
-    assert function_fusions(LocalizerConfig(dense_depth=30, dense_tail_depth=0)) == (DenseFusion(30, 10.0, 1.0),)
+    assert function_fusions(LocalizerConfig(dense_depth=30, dense_weight=1.0, dense_tail_depth=0)) == (DenseFusion(30, 10.0, 1.0),)
+    assert function_fusions(LocalizerConfig()) == (DenseFusion(200, 10.0, 0.5),)  # the default: one fusion to 200
