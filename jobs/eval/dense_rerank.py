@@ -1,7 +1,7 @@
 """Dense similarity as a function channel on a replayed split, one encoder against another, same candidates.
 
 Each instance's default function ranking (the replay of `localizer-ablation`'s default row, which lists its top 50)
-is cut at `--depth` (default: the channel's deepest stage, `dense_tail_depth`, so at most those 50);
+is cut at `--depth` (default: the channel's deepest stage, `dense_depth` or `dense_tail_depth`, so at most those 50);
 each function's source at the base commit (`function_text`) and the issue text are encoded by every `--model`
 (the product's encoder and runtime; vectors cached per instance under `--cache`), and the cut list is re-ranked
 two ways: by cosine alone, and by the query path's stages (`function_fusions`: head, then tail) of today's rank

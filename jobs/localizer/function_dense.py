@@ -19,6 +19,7 @@ encoders are compared on the same queries and heads.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import random
@@ -37,7 +38,7 @@ from jobs.localizer.train import LevelData, load_features, ranking_metrics
 from jobs.train.text_vectors import StoredTextVectors, TextRecorder
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
-from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_sources, fuse_stages
+from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_fusions, function_sources, fuse_stages
 from semantica.localizer.features import FunctionScore
 
 NO_CHANNEL = "off"
@@ -161,9 +162,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--score-untrained-by", default=None,
                         help="sample as usual, then score only the repositories this model never trained on (to "
                              "compare two encoders on the same queries)")
+    parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="SECTION.FIELD=VALUE",
+                        help="settings the variants build on (the shipped channel, `localizer.dense_*`), e.g. "
+                             "`localizer.dense_depth=30` for tails below a head of 30 (repeatable)")
     StudyEncoders.add_arguments(parser)
     args = parser.parse_args(argv)
-    config = load_config(None, [])
+    config = load_config(None, args.overrides)
     loc, seed = config.localizer, config.localizer_train.seed
     data, query_frame = load_features(args.wide)
     file_ranks, _ = learned_file_ranks(data["files"], seed, config.localizer_train)
@@ -227,7 +231,7 @@ def main(argv: list[str]) -> int:
         settings += [(variant, d, k, w) for d, k, w in itertools.product(
             [int(x) for x in depths.split(",") if x], [float(x) for x in args.deep_ks.split(",")],
             [float(x) for x in args.deep_weights.split(",")])]
-    head = DenseFusion(loc.dense_depth, loc.dense_rrf_k, loc.dense_weight)
+    shipped = function_fusions(dataclasses.replace(loc, dense_tail_depth=0))  # the head the variants build on
     grid: dict[str, dict] = {}
     for name, depth, rrf_k, weight in settings:
         per_repo = {}
@@ -236,8 +240,9 @@ def main(argv: list[str]) -> int:
             keys = sub["key"].to_list()
             qids = sub["qid"].to_numpy()
             if name != NO_CHANNEL:
-                stages = {DEEP: (DenseFusion(depth, rrf_k, weight), head),
-                          TAIL: (head, DenseFusion(depth, rrf_k, weight, start=head.depth))}.get(
+                stages = {DEEP: (DenseFusion(depth, rrf_k, weight), *shipped),
+                          TAIL: function_fusions(dataclasses.replace(loc, dense_tail_depth=depth, dense_tail_rrf_k=rrf_k,
+                                                                     dense_tail_weight=weight))}.get(
                     name, (DenseFusion(depth, rrf_k, weight),))
                 for qid in np.unique(qids):
                     rows = np.flatnonzero(qids == qid)

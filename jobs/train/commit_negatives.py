@@ -18,15 +18,14 @@ import polars as pl
 from tqdm import tqdm
 
 from jobs.eval.instances import find_repo
-from jobs.train.pairs import COMMIT, PAIR_SCHEMA, PairMiner, check_corpus
+from jobs.train.pairs import COMMIT, PairMiner, check_corpus, write_part
 from pipelines.discover import RepoSource
 from semantica.config import load_config
 
 
 def add_negatives(miner: PairMiner, part: Path, repo_path: str, target: Path) -> int:
     """`part` rewritten to `target` with each commit row's in-file negatives; returns the rows given any."""
-    frame = pl.read_parquet(part)
-    rows = frame.to_dicts()
+    rows = pl.read_parquet(part).to_dicts()
     given = 0
     for row in tqdm(rows, desc=part.parent.name + "/" + part.name, disable=not miner.progress):
         if row["kind"] != COMMIT or not row["parent"]:
@@ -35,10 +34,7 @@ def add_negatives(miner: PairMiner, part: Path, repo_path: str, target: Path) ->
         row["negative_keys"], row["negative_documents"] = miner.in_file_negatives(
             row["query"], at_parent, set(row["positive_keys"]))
         given += bool(row["negative_keys"])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".tmp")
-    pl.DataFrame(rows, schema=PAIR_SCHEMA).write_parquet(tmp)
-    tmp.replace(target)
+    write_part(target, rows)
     return given
 
 
@@ -50,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repo", action="append", default=[], help="only these repositories (owner/name)")
     parser.add_argument("--set", action="append", default=[], dest="overrides")
     args = parser.parse_args(argv)
-    miner = PairMiner(load_config(None, args.overrides), args.out / ".unused", progress=True)
+    miner = PairMiner(load_config(None, args.overrides), args.out, progress=True)
     directories = sorted(d for d in args.pairs.iterdir() if d.is_dir())
     for directory in directories:
         repo = directory.name.replace("+", "/", 1)

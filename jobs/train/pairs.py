@@ -187,7 +187,7 @@ class PairMiner:
                 key = function_key(change.path, span.qualname)
                 if key not in keys and any(span.start <= n <= span.end for n in change.old_lines):
                     keys.append(key)
-                    documents.append("\n".join(lines[span.start - 1: span.end])[: p.max_document_chars])
+                    documents.append(span.source(lines)[: p.max_document_chars])
         if not documents:
             return None
         query = commit.query()
@@ -198,7 +198,9 @@ class PairMiner:
     def in_file_negatives(self, query: str, at_parent: FunctionsAt, positive_keys: set[str]) -> tuple[list[str], list[str]]:
         """The `pairs.commit_negatives` unchanged functions of the changed files that BM25 ranks highest for the
         message (ties in file order); what a ranker among a file's functions must learn to put below the gold."""
-        count = self.pairs.commit_negatives
+        count, terms = self.pairs.commit_negatives, tokenize(query)
+        if count <= 0 or not terms:
+            return [], []
         keys: list[str] = []
         documents: list[str] = []
         for path, (lines, spans) in sorted(at_parent.items()):
@@ -206,9 +208,8 @@ class PairMiner:
                 key = function_key(path, span.qualname)
                 if key not in positive_keys and key not in keys:
                     keys.append(key)
-                    documents.append("\n".join(lines[span.start - 1: span.end])[: self.pairs.max_document_chars])
-        terms = tokenize(query)
-        if count <= 0 or not keys or not terms:
+                    documents.append(span.source(lines)[: self.pairs.max_document_chars])
+        if not keys:
             return [], []
         ranker = bm25s.BM25()
         ranker.index([tokenize(d) or ["\x00"] for d in documents], show_progress=False)
@@ -224,11 +225,7 @@ class PairMiner:
             if key not in self.seen:
                 self.seen.add(key)
                 rows.append({**asdict(pair), "dedup_key": key})
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        pl.DataFrame(rows, schema=PAIR_SCHEMA).write_parquet(tmp)
-        tmp.replace(target)
-        return len(rows)
+        return write_part(target, rows)
 
     def mine_repo(self, repo_path: str, repo: str | None = None) -> dict[str, int]:
         """Both kinds for one repository; returns rows written per kind (parts already there are skipped)."""
@@ -257,6 +254,15 @@ class PairMiner:
 
     def run(self, repos_dir: str | Path, corpus: Iterable[str]) -> dict[str, dict[str, int]]:
         return {repo: self.mine_repo(str(find_repo(repos_dir, repo)), repo) for repo in check_corpus(corpus)}
+
+
+def write_part(target: Path, rows: list[dict]) -> int:
+    """One output part, written whole or not at all (a resumed run skips the parts that exist); returns its rows."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp")
+    pl.DataFrame(rows, schema=PAIR_SCHEMA).write_parquet(tmp)
+    tmp.replace(target)
+    return len(rows)
 
 
 def load_pairs(out: str | Path) -> pl.DataFrame:

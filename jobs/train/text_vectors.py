@@ -174,6 +174,7 @@ def encode_file(texts_path: str | Path, out: str | Path, models: dict[str, str],
 
 def split_file(texts_path: str | Path, parts: dict[str, set[str]]) -> dict[str, int]:
     """`TEXTS.NAME.parquet` per part (its groups' rows), `TEXTS.rest.parquet` for groups in no part; rows per file."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -183,17 +184,11 @@ def split_file(texts_path: str | Path, parts: dict[str, set[str]]) -> dict[str, 
     everything = set(table.column("group").to_pylist())
     counts = {}
     for name, groups in [*parts.items(), ("rest", everything - named)]:
-        rows = table.filter(pc.is_in(table.column("group"), value_set=pa_strings(sorted(groups))))
+        rows = table.filter(pc.is_in(table.column("group"), value_set=pa.array(sorted(groups), type=pa.string())))
         if rows.num_rows:
             pq.write_table(rows, str(texts_path.with_suffix(f".{name}.parquet")), compression="zstd")
             counts[name] = rows.num_rows
     return counts
-
-
-def pa_strings(values: Sequence[str]):
-    import pyarrow as pa
-
-    return pa.array(list(values), type=pa.string())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

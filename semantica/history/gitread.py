@@ -32,6 +32,10 @@ class FunctionSpan:
     doc_start: int = 0
     doc_end: int = 0
 
+    def source(self, lines: list[str]) -> str:
+        """The function's source, docstring included."""
+        return "\n".join(lines[self.start - 1: self.end])
+
     def body(self, lines: list[str]) -> str:
         """The function's source with its docstring lines removed."""
         return "\n".join(line for n, line in enumerate(lines[self.start - 1: self.end], self.start)
