@@ -38,7 +38,15 @@ from jobs.localizer.train import LevelData, load_features, ranking_metrics
 from jobs.train.text_vectors import StoredTextVectors, TextRecorder
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
-from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_fusions, function_sources, fuse_stages
+from semantica.localizer.dense import (
+    DenseFusion,
+    channel_keys,
+    cosines,
+    file_cosines,
+    function_fusions,
+    function_sources,
+    fuse_stages,
+)
 from semantica.localizer.features import FunctionScore
 
 NO_CHANNEL = "off"
@@ -217,7 +225,7 @@ def main(argv: list[str]) -> int:
         for qid in qids:
             heads[qid] = keys_of[qid]
             qvecs[qid] = encoder.encode([messages.get((repo, info[qid]["sha"]), "")], loc.dense_query_max_length)[0]
-            vectors[qid] = {k: store.vectors[k] for k in keys_of[qid] if k in store.vectors}
+            vectors[qid] = {k: store.vectors[k] for k in channel_keys(keys_of[qid], loc) if k in store.vectors}
         print(f"[{n}/{len(by_snapshot)}] {repo} {snap[:10]} queries {len(qids)} encoded {len(texts)}", flush=True)
     encoders.finish()
     if args.record:

@@ -78,6 +78,7 @@ class LocalizerConfig:
     dense_int8_scales: str = ""  # ... '' = the fp32 export; text | row: ORT int8 with those activation scales (docs/fast.md)
     dense_cache_items: int = 50000  # ... function vectors kept in memory by source text (the oldest go first)
     dense_at_index: bool = True  # ... and every function encoded at index time (`function_vectors` index kind)
+    dense_tests: bool = False  # ... test code's functions (`TEST_PATH`) take part too (off: no cosine, never encoded)
     corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
 
     def __post_init__(self) -> None:

@@ -46,16 +46,17 @@ class FunctionVectorsKind:
             return KindWritten()
         from semantica.encoder import shared_encoder
         from semantica.localizer.blobcache import blob_sha
-        from semantica.localizer.dense import channel_encoder_config, function_sources, text_sha
+        from semantica.localizer.dense import channel_encoder_config, channel_keys, function_sources, text_sha
 
         encoder = shared_encoder(channel_encoder_config(loc, context.config.encoder))
         texts = python_texts(context.inputs.chunks)
-        key = content_key(KIND, [str(FORMAT), encoder.model_id, str(loc.dense_max_length)],
+        key = content_key(KIND, [str(FORMAT), encoder.model_id, str(loc.dense_max_length), str(loc.dense_tests)],
                           (f"{path}\x00{blob_sha(texts[path])}" for path in sorted(texts)))
         relative = f"{VECTORS_DIR}/{key[:KEY_CHARS]}.npz"
         if context.linker.link(relative, KIND):
             return KindWritten(counts={"function_vectors_encoded": 0})
-        sources = {key: source for path in sorted(texts) for key, source in function_sources(path, texts[path]).items()}
+        every = {key: source for path in sorted(texts) for key, source in function_sources(path, texts[path]).items()}
+        sources = {key: every[key] for key in channel_keys(list(every), loc)}
         keys = list(sources)
         shas = [text_sha(sources[k]) for k in keys]
         reused: dict[str, np.ndarray] = {}

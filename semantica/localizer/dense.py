@@ -20,6 +20,7 @@ import numpy as np
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.granular import function_key
 from semantica.history.gitread import function_spans
+from semantica.languages import TEST_PATH
 from semantica.localizer.models import model_root
 
 
@@ -27,6 +28,14 @@ def function_text(lines: Sequence[str], start: int, end: int) -> str:
     """What the encoder reads for a function: its source lines `start`..`end` (1-based, inclusive), as the
     commit pairs it was trained on hold them (jobs/train/pairs.py; the tokenizer cuts at `max_length`)."""
     return "\n".join(lines[start - 1: end])
+
+
+def channel_keys(keys: Sequence[str], config: LocalizerConfig) -> list[str]:
+    """The function keys (`path::name`) the channel gives a cosine: all, or without test code's when
+    `dense_tests` is off (they keep their ranking term only, and are never encoded)."""
+    if config.dense_tests:
+        return list(keys)
+    return [key for key in keys if not TEST_PATH.search(key.partition("::")[0])]
 
 
 def function_sources(path: str, text: str) -> dict[str, str]:

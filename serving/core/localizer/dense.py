@@ -22,6 +22,7 @@ from semantica.localizer.dense import (
     DenseFusion,
     StoredFunctionVectors,
     channel_encoder_config,
+    channel_keys,
     cosines,
     file_cosines,
     function_fusions,
@@ -90,13 +91,14 @@ class DenseFunctionChannel:
         among themselves), and the file order re-ranked by each file's best cosine among the top `dense_file_head`
         functions of the same order (`dense_file_depth` > 0; else as given).
         A function's vector comes from `stored` (the served snapshot's own, written at index time by the same
-        encoder), else from its source, `text_of(key)`, encoded once per process; a key with neither keeps its place
-        in the ranking term only."""
+        encoder), else from its source, `text_of(key)`, encoded once per process; a key with neither, or one
+        `channel_keys` leaves out (test code with `dense_tests` off), keeps its place in the ranking term only."""
         scored = list(functions[: max(*(fusion.depth for fusion in self.fusions), self.file_head)])
         encoder = self.warm_up()
         usable = stored if stored is not None and stored.model_id == encoder.model_id else None
-        known = {key: vector for key in scored if usable is not None and (vector := usable.vector(key)) is not None}
-        texts = {key: text for key in scored if key not in known and (text := text_of(key))}
+        covered = channel_keys(scored, self.config)
+        known = {key: vector for key in covered if usable is not None and (vector := usable.vector(key)) is not None}
+        texts = {key: text for key in covered if key not in known and (text := text_of(key))}
         if texts:
             known.update(zip(texts, self.vectors(list(texts.values()))))
         if not known:

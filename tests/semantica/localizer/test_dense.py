@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from semantica.config import LocalizerConfig
-from semantica.localizer.dense import DenseFusion, cosines, function_fusions, function_text, fuse_stages
+from semantica.localizer.dense import DenseFusion, channel_keys, cosines, function_fusions, function_text, fuse_stages
 
 ORDER = ["a.py::one", "a.py::two", "b.py::three", "b.py::four", "c.py::five"]
 
@@ -58,3 +58,9 @@ def test_the_channel_stages_fuse_the_head_then_the_tail_below_it():
     assert fused[:2] == ["a.py::two", "a.py::one"] and fused[2] == "c.py::five"  # five never reaches the head
     assert function_fusions(LocalizerConfig(dense_depth=30, dense_weight=1.0, dense_tail_depth=0)) == (DenseFusion(30, 10.0, 1.0),)
     assert function_fusions(LocalizerConfig()) == (DenseFusion(200, 10.0, 0.5),)  # the default: one fusion to 200
+
+
+def test_the_channel_leaves_test_code_out_unless_told_otherwise():
+    keys = ["pkg/rates.py::rate", "tests/test_rates.py::test_rate", "pkg/conftest.py::fixture", "pkg/testimony.py::f"]
+    assert channel_keys(keys, LocalizerConfig(dense_tests=True)) == keys
+    assert channel_keys(keys, LocalizerConfig()) == ["pkg/rates.py::rate", "pkg/testimony.py::f"]

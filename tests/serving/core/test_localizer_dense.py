@@ -17,7 +17,7 @@ from pipelines.indexer import Indexer
 from semantica.encoder import Encoder, resolve_model_path
 from semantica.index_kinds.function_vectors import KIND as VECTORS_KIND
 from semantica.layout import IndexLayout
-from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_fusions, fuse_stages
+from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_fusions, fuse_stages, text_sha
 from semantica.snapshot import Snapshot
 from serving.core.localizer.stage import LearnedStage
 from tests.conftest import make_config
@@ -179,3 +179,31 @@ def test_an_int8_channel_stores_vectors_under_its_own_identity_that_an_fp32_chan
     quantized = stored.vector(key)
     assert float(quantized @ alone) > 0.999  # the stored vector is the text's own (fp16 as stored), batch or not
     assert 0.95 < float(quantized @ full) < 0.99999  # int8: near the fp32 vector, not equal to it
+
+
+def test_without_test_code_the_index_and_the_query_leave_test_functions_to_their_ranking_term(tmp_path):
+    with_tests = {**FILES, "tests/test_rates.py": "def test_parcel_rate():\n    assert parcel_rate(1, 1) > 0\n"}
+    repo = one_commit_repo(tmp_path / "repo", with_tests)
+    config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
+                         "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=8",
+                         "localizer.dense_file_head=4", "localizer.dense_tail_depth=0", "localizer.dense_tests=false",
+                         private_cache=True)
+    Indexer(config, progress=False).index(str(repo), REPO)
+    snapshot = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
+    stored = snapshot.index(VECTORS_KIND)
+    assert snapshot.manifest.counts["function_vectors"] == 7  # the seven functions outside tests/
+    assert "tests/test_rates.py::test_parcel_rate" not in stored.rows
+
+    today = [{"repo": REPO, "function": "tests/test_rates.py::test_parcel_rate"}, *TODAY]
+    bare = type("Bare", (), {"repo": snapshot.repo, "snapshot_id": snapshot.snapshot_id,
+                             "chunks_by_path": snapshot.chunks_by_path, "file_lines": snapshot.file_lines})()
+    stage, from_index = LearnedStage(config.localizer), LearnedStage(config.localizer)
+    _, fused = stage.apply(QUERY, [bare], [], today)
+    test_text = stage.function_source(bare)("tests/test_rates.py::test_parcel_rate")
+    assert test_text.startswith("def test_parcel_rate():")
+    assert len(stage.dense._vectors) == 7 and text_sha(test_text) not in stage.dense._vectors  # never encoded
+    _, fused_stored = from_index.apply(QUERY, [snapshot], [], today)
+    assert len(from_index.dense._vectors) == 0 and fused_stored == fused  # the stored vectors are the same set
+    everything = LearnedStage(dataclasses.replace(config.localizer, dense_tests=True))
+    everything.apply(QUERY, [bare], [], today)
+    assert len(everything.dense._vectors) == 8  # on, test code takes part too
