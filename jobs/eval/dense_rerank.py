@@ -32,7 +32,7 @@ from jobs.eval.replay import LocalizationReplay
 from jobs.eval.swebench import TOP_N
 from jobs.localizer.function_dense import SnapshotVectors, StudyEncoders, TextEncoder, snapshot_texts
 from semantica.config import load_config
-from semantica.localizer.dense import cosines, function_fusions, fuse_stages
+from semantica.localizer.dense import channel_keys, cosines, function_fusions, fuse_stages
 
 KS = (1, 5, 10)
 GROUP = "dev"  # the group these texts are recorded and read under (`jobs.train.text_vectors`)
@@ -94,8 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.ensure(encoder, {k: texts[k] for k in today}, loc.dense_max_length)
             if sources[name].recorder is not None:
                 continue  # texts noted for the GPU machine; nothing to score
-            cosine = cosines(query, today, np.stack([store.vectors[k] for k in today]))
-            dense = sorted(today, key=lambda key: -cosine[key])
+            covered = channel_keys(today, loc)  # as the query path: test code outside the channel unless dense_tests
+            cosine = cosines(query, covered, np.stack([store.vectors[k] for k in covered])) if covered else {}
+            dense = sorted(covered, key=lambda key: -cosine[key]) + [key for key in today if key not in cosine]
             for order, ranked in zip(ORDERS, (today, dense, fuse_stages(fusions, today, cosine))):
                 for scope in (inst.repo, "all"):
                     rows.setdefault(f"{name}/{order}", {}).setdefault(scope, []).append(scores(ranked, gold))
