@@ -4,8 +4,9 @@
 tasks on Ray Data:
 
     tasks -> `ray.data.from_items` -> `map_batches(parse_batch)` tasks (errors caught PER FILE)
-    -> `map_batches(EmbedActor, compute=ActorPoolStrategy(size=ray.embed_actors))` (1 GPU per actor when
-       the cluster has GPUs, fractional CPUs otherwise) -> outcomes back to the driver.
+    -> `map_batches(EmbedActor, compute=ActorPoolStrategy(...))` (`ray.embed_actors` actors, or 0: autoscaled up
+       to one per GPU; 1 GPU per actor when the cluster has GPUs, fractional CPUs otherwise) -> outcomes back to the
+       driver.
 
 The Ray driver always runs in a freshly spawned process (`semantica.ray_runtime.run_in_fresh_process`):
 Ray's signal handlers must never be installed in a process that runs the JVM (Lucene), which the
@@ -139,6 +140,17 @@ def _outcome(row: dict[str, Any]) -> FileOutcome:
     return outcome
 
 
+def embed_pool(embed_actors: int, resources: dict[str, float]) -> dict[str, int]:
+    """`ActorPoolStrategy` arguments for the embedding actors: a fixed pool of `embed_actors`, or (0) a pool Ray Data
+    scales from one actor up to one per GPU of the cluster, adding actors while every actor is busy and parsed batches
+    wait (its measure of the two stages' rates); one on a cluster without GPUs, where an actor's encoder already runs
+    on every core of its node."""
+    if embed_actors > 0:
+        return {"size": embed_actors}
+    gpus = int(resources.get("GPU", 0))
+    return {"min_size": 1, "max_size": gpus} if gpus > 1 else {"size": 1}
+
+
 def _pipeline(ray: Any, config: Config, rows: list[dict[str, Any]], make_tokens: bool) -> Iterator[dict[str, Any]]:
     rc = config.ray
     resources = ray.cluster_resources()
@@ -156,7 +168,8 @@ def _pipeline(ray: Any, config: Config, rows: list[dict[str, Any]], make_tokens:
     ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"config_dict": config_dict, "make_tokens": make_tokens},
                         batch_format="pandas",
                         batch_size=rc.embed_batch_size,
-                        compute=ray.data.ActorPoolStrategy(size=max(1, rc.embed_actors)), **embed_options)
+                        compute=ray.data.ActorPoolStrategy(**embed_pool(rc.embed_actors, resources)),
+                        **embed_options)
     for row in ds.iter_rows():
         yield dict(row)
 

@@ -97,7 +97,7 @@ class RayConfig:
     address: str = ""
     num_cpus: int = 2
     actor_num_cpus: float = 0.5
-    embed_actors: int = 1
+    embed_actors: int = 1  # the embedding actor pool: this many; 0 = autoscaled (pipelines/ray_job.py `embed_pool`)
     embed_batch_size: int = 64
     startup_timeout_s: float = 120.0
     startup_attempts: int = 3  # local ray.init tries when Ray's own 30 s raylet wait runs out (busy machine)

@@ -168,8 +168,8 @@ def test_index_batch_workers_make_the_token_vectors(tmp_path, monkeypatch):
     alpha = _git_repo(tmp_path / "alpha", ALPHA)
     manifest = tmp_path / "repos.yaml"
     manifest.write_text(f"- {{name: alpha, path: {alpha}}}\n")
-    settings = ("ray.num_cpus=2", "ray.actor_num_cpus=0.25", "ray.embed_actors=1", "ray.job_timeout_s=400",
-                "token_vectors.quantization=int8", "token_vectors.dim=384")
+    settings = ("ray.num_cpus=2", "ray.actor_num_cpus=0.25", "ray.embed_actors=0", "ray.job_timeout_s=400",
+                "token_vectors.quantization=int8", "token_vectors.dim=384")  # 0: the autoscaled pool (one, no GPU)
     local_config = make_config(tmp_path / "local", *settings, private_cache=True)
     local = Indexer(local_config, progress=False).index(str(alpha), "alpha")
     assert local.chunks_token_encoded == local.chunks > 2
