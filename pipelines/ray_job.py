@@ -142,8 +142,8 @@ def _outcome(row: dict[str, Any]) -> FileOutcome:
 
 def embed_pool(embed_actors: int, resources: dict[str, float]) -> dict[str, int]:
     """`ActorPoolStrategy` arguments for the embedding actors: a fixed pool of `embed_actors`, or (0) a pool Ray Data
-    scales from one actor up to one per GPU of the cluster, adding actors while every actor is busy and parsed batches
-    wait (its measure of the two stages' rates); one on a cluster without GPUs, where an actor's encoder already runs
+    scales from one actor up to one per GPU of the cluster, adding actors while the pool's measured utilisation is over
+    Ray Data's scale-up threshold and input remains; one on a cluster without GPUs, where an actor's encoder already runs
     on every core of its node."""
     if embed_actors > 0:
         return {"size": embed_actors}
