@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
@@ -19,6 +20,12 @@ PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
 TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x00"
+
+
+def source_lines(lines: Sequence[str], start: int, end: int) -> str:
+    """Lines `start`..`end` (1-based, inclusive) of a file: a function's source as the commit pairs hold it and the
+    dense channel encodes it (semantica/localizer/dense.py `function_text`)."""
+    return "\n".join(lines[start - 1: end])
 
 
 @dataclass
@@ -34,7 +41,7 @@ class FunctionSpan:
 
     def source(self, lines: list[str]) -> str:
         """The function's source, docstring included."""
-        return "\n".join(lines[self.start - 1: self.end])
+        return source_lines(lines, self.start, self.end)
 
     def body(self, lines: list[str]) -> str:
         """The function's source with its docstring lines removed."""

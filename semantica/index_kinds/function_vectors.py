@@ -55,8 +55,8 @@ class FunctionVectorsKind:
         relative = f"{VECTORS_DIR}/{key[:KEY_CHARS]}.npz"
         if context.linker.link(relative, KIND):
             return KindWritten(counts={"function_vectors_encoded": 0})
-        every = {key: source for path in sorted(texts) for key, source in function_sources(path, texts[path]).items()}
-        sources = {key: every[key] for key in channel_keys(list(every), loc)}
+        sources = {key: source for path in channel_keys(sorted(texts), loc)
+                   for key, source in function_sources(path, texts[path]).items()}
         keys = list(sources)
         shas = [text_sha(sources[k]) for k in keys]
         reused: dict[str, np.ndarray] = {}

@@ -19,20 +19,22 @@ import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.granular import function_key
-from semantica.history.gitread import function_spans
+from semantica.history.gitread import function_spans, source_lines
 from semantica.languages import TEST_PATH
 from semantica.localizer.models import model_root
 
 
 def function_text(lines: Sequence[str], start: int, end: int) -> str:
-    """What the encoder reads for a function: its source lines `start`..`end` (1-based, inclusive), as the
-    commit pairs it was trained on hold them (jobs/train/pairs.py; the tokenizer cuts at `max_length`)."""
-    return "\n".join(lines[start - 1: end])
+    """What the encoder reads for a function: its source lines `start`..`end` (1-based, inclusive), the slice the
+    commit pairs it was trained on hold (`FunctionSpan.source`, jobs/train/pairs.py; the tokenizer cuts at
+    `max_length`)."""
+    return source_lines(lines, start, end)
 
 
 def channel_keys(keys: Sequence[str], config: LocalizerConfig) -> list[str]:
-    """The function keys (`path::name`) the channel gives a cosine: all, or without test code's when
-    `dense_tests` is off (they keep their ranking term only, and are never encoded)."""
+    """The function keys (`path::name`) the channel gives a cosine, or the file paths whose functions it encodes:
+    all, or without test code's when `dense_tests` is off (they keep their ranking term only, and are never
+    encoded)."""
     if config.dense_tests:
         return list(keys)
     return [key for key in keys if not TEST_PATH.search(key.partition("::")[0])]
@@ -42,7 +44,7 @@ def function_sources(path: str, text: str) -> dict[str, str]:
     """Function key -> its `function_text`, for every outer function and method of one Python file: the spans and
     keys the localizer's snapshot holds (semantica/localizer/blobcache.py parses with the same `function_spans`)."""
     lines = text.split("\n")
-    return {function_key(path, s.qualname): function_text(lines, s.start, s.end) for s in function_spans(text)}
+    return {function_key(path, s.qualname): s.source(lines) for s in function_spans(text)}
 
 
 @dataclass(frozen=True)

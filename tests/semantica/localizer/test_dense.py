@@ -64,3 +64,5 @@ def test_the_channel_leaves_test_code_out_unless_told_otherwise():
     keys = ["pkg/rates.py::rate", "tests/test_rates.py::test_rate", "pkg/conftest.py::fixture", "pkg/testimony.py::f"]
     assert channel_keys(keys, LocalizerConfig(dense_tests=True)) == keys
     assert channel_keys(keys, LocalizerConfig()) == ["pkg/rates.py::rate", "pkg/testimony.py::f"]
+    paths = [key.partition("::")[0] for key in keys]  # file paths too: the index leaves test files unparsed
+    assert channel_keys(paths, LocalizerConfig()) == ["pkg/rates.py", "pkg/testimony.py"]
