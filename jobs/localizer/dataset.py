@@ -35,9 +35,13 @@ def normalize_function(key: str) -> str:
     return key.removesuffix(".__init__")
 
 
-def _frame(rows: list[tuple], features: Sequence[str], block: list[np.ndarray]) -> pl.DataFrame:
-    base = pl.DataFrame(rows, schema={"qid": pl.Int32, "key": pl.Utf8, "label": pl.Int8, "fusion": pl.Float32},
-                        orient="row")
+BASE = {"qid": pl.Int32, "key": pl.Utf8, "label": pl.Int8, "fusion": pl.Float32}
+FUNCTION_BASE = BASE | {"body_score": pl.Float32}  # what orders equal fusion scores under `function_ties: body`
+
+
+def _frame(rows: list[tuple], features: Sequence[str], block: list[np.ndarray], base_schema: dict = BASE,
+           ) -> pl.DataFrame:
+    base = pl.DataFrame(rows, schema=base_schema, orient="row")
     matrix = np.concatenate(block) if block else np.zeros((0, len(features)), dtype=np.float32)
     return base.hstack(pl.DataFrame(matrix, schema={f: pl.Float32 for f in features}, orient="row"))
 
@@ -97,8 +101,8 @@ class FeatureMiner:
                 gold_files = set(commit.files)
                 gold_funcs = {normalize_function(f) for f in commit.functions}
                 file_rows += [(qid, k, int(k in gold_files), float(s)) for k, s in zip(cands.files, cands.file_fusion)]
-                func_rows += [(qid, k, int(normalize_function(k) in gold_funcs), float(s))
-                              for k, s in zip(cands.functions, cands.function_fusion)]
+                func_rows += [(qid, k, int(normalize_function(k) in gold_funcs), float(s), float(b))
+                              for k, s, b in zip(cands.functions, cands.function_fusion, cands.function_body)]
                 file_block.append(cands.file_features)
                 func_block.append(cands.function_features)
                 queries.append({"qid": qid, "repo": repo, "sha": commit.sha, "snapshot": snap_sha,
@@ -112,7 +116,7 @@ class FeatureMiner:
         reader.close()
         self.out.mkdir(parents=True, exist_ok=True)
         _frame(file_rows, FILE_FEATURES, file_block).write_parquet(f"{stem}.files.parquet")
-        _frame(func_rows, FUNCTION_FEATURES, func_block).write_parquet(f"{stem}.functions.parquet")
+        _frame(func_rows, FUNCTION_FEATURES, func_block, FUNCTION_BASE).write_parquet(f"{stem}.functions.parquet")
         pl.DataFrame(queries).with_columns(pl.lit(SCHEMA_VERSION).alias("schema_version")).write_parquet(
             f"{stem}.queries.parquet")
         self.log(f"{repo}: {len(queries)} queries, {len({q['snapshot'] for q in queries})} snapshots, "

@@ -174,12 +174,15 @@ def main(argv: list[str]) -> int:
                         help="settings the variants build on (the shipped channel, `localizer.dense_*`), e.g. "
                              "`localizer.dense_depth=30` for tails below a head of 30 (repeatable)")
     StudyEncoders.add_arguments(parser)
+    parser.add_argument("--unrecorded", choices=("error", "skip"), default="error",
+                        help="with --vectors: a head function whose text was never encoded is an error, or gets no "
+                             "cosine (as test code; counted in the report), for a head that moved since recording")
     args = parser.parse_args(argv)
     config = load_config(None, args.overrides)
     loc, seed = config.localizer, config.localizer_train.seed
     data, query_frame = load_features(args.wide)
     file_ranks, _ = learned_file_ranks(data["files"], seed, config.localizer_train)
-    frame, parts = function_parts(data["functions"].frame, file_ranks)
+    frame, parts = function_parts(data["functions"].frame, file_ranks, loc.function_ties)
     level = data["functions"]
     queries = query_frame.select("qid", "repo", "sha", "snapshot")
     shipped = FunctionScore(loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.test_factor)
@@ -193,7 +196,8 @@ def main(argv: list[str]) -> int:
     for repo in sorted(set(frame["repo"].unique().to_list()) - skip):
         qids = sorted(q for q in queries.filter(pl.col("repo") == repo)["qid"].to_list() if level.gold.get(q, 0) > 0)
         chosen += sorted(rng.sample(qids, min(args.per_repo, len(qids))))
-    sample = frame.filter(pl.col("qid").is_in(chosen)).sort(["qid", "shipped"], descending=[False, True])
+    sample = frame.filter(pl.col("qid").is_in(chosen)).sort(["qid", "shipped"], descending=[False, True],
+                                                             maintain_order=True)  # ties as `function_parts` put them
     messages = {}
     for part in Path(args.corpus).glob("*.jsonl"):
         for line in part.read_text().splitlines():
@@ -206,6 +210,7 @@ def main(argv: list[str]) -> int:
     vectors: dict[int, dict[str, np.ndarray]] = {}
     info = {r["qid"]: r for r in queries.filter(pl.col("qid").is_in(chosen)).iter_rows(named=True)}
     by_snapshot: dict[tuple[str, str], list[int]] = {}
+    unrecorded = 0  # head functions whose text `--vectors` never encoded (`--unrecorded skip`)
     # the sample (and so each query's head) stays the whole run's; only the scoring is narrowed
     unscored = trained_repos(Path(args.score_untrained_by)) if args.score_untrained_by else set()
     chosen = [qid for qid in chosen if info[qid]["repo"] not in unscored]
@@ -221,6 +226,11 @@ def main(argv: list[str]) -> int:
             keys_of[qid] = rows.filter(pl.col("shipped") > -1.0)["key"].to_list()[: args.depth]
         wanted = sorted({k for ks in keys_of.values() for k in ks} - set(store.vectors))
         texts = snapshot_texts(mirror_of(Path(args.mirrors), repo), snap, wanted) if wanted else {}
+        if args.unrecorded == "skip" and encoders.stored is not None:  # no cosine, as the channel gives test code
+            table = encoders.stored.for_group(repo)
+            recorded = {k: t for k, t in texts.items() if table.recorded(t, max_length)}
+            unrecorded += len(texts) - len(recorded)
+            texts = recorded
         store.ensure(encoder, texts, max_length)
         for qid in qids:
             heads[qid] = keys_of[qid]
@@ -278,6 +288,7 @@ def main(argv: list[str]) -> int:
               "scored_untrained_by": args.score_untrained_by, "query_max_length": loc.dense_query_max_length,
               "left_out_trained": sorted(skip), "repos": repos,
               "queries": len(chosen), "depth": args.depth, "criterion": "(Acc@10 + Recall@50) / 2",
+              "function_ties": loc.function_ties, "unrecorded_without_cosine": unrecorded,
               "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid,
               "files": {"criterion": "(Acc@1 + Acc@5 + Acc@10) / 3", "picks": file_picks, "loro": file_loro,
                         "grid": file_grid}}

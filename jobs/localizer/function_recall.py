@@ -56,11 +56,17 @@ def file_ranks(files: pl.DataFrame, learned: np.ndarray) -> pl.DataFrame:
         pl.col("learned").rank("ordinal", descending=True).over("qid").alias("rank_learned"))
 
 
-def function_parts(functions: pl.DataFrame, ranks: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
-    """The function rows with their file's ranks joined, and the columns `FunctionScore` reads."""
+def function_parts(functions: pl.DataFrame, ranks: pl.DataFrame, ties: str = "name",
+                   ) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
+    """The function rows with their file's ranks joined, and the columns `FunctionScore` reads. Each query's rows
+    come in the order that breaks equal scores (`localizer.function_ties`: by key, or by body BM25 then key), so
+    a stable sort by score ranks them as the query path does."""
+    by_body = ties == "body"
+    if by_body and "body_score" not in functions.columns:
+        raise ValueError("function_ties=body needs a mine with the body_score column (mine-localizer again)")
     frame = functions.with_columns(pl.col("key").str.split("::").list.first().alias("path")).join(
         ranks.select("qid", "path", "rank_fusion", "rank_learned"), on=["qid", "path"], how="left").sort(
-        ["qid", "fusion"], descending=[False, True])
+        ["qid", *(["body_score"] if by_body else []), "key"], descending=[False, *([True] if by_body else []), False])
 
     def col(name: str) -> np.ndarray:
         return np.nan_to_num(frame[name].to_numpy().astype(np.float64), nan=0.0)

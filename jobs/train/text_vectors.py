@@ -104,6 +104,10 @@ class CosineTable:
         self.document_rows = {key: n for n, key in enumerate(documents)}
         self.cosines = cosines  # queries x documents
 
+    def recorded(self, text: str, max_length: int) -> bool:
+        """Was this document text encoded (so `encode` can answer it)?"""
+        return text_key(self.group, max_length, text) in self.document_rows
+
     def encode(self, texts: Sequence[str], max_length: int) -> np.ndarray:
         keys = [text_key(self.group, max_length, t) for t in texts]
         width = len(self.query_rows)

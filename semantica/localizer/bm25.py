@@ -82,9 +82,13 @@ class Bm25Field:
         return np.asarray(self.weights[:, ids] @ counts).ravel()
 
     def search(self, ids: np.ndarray, counts: np.ndarray, depth: int) -> list[tuple[int, float]]:
-        scores = self.scores(ids, counts)
-        hit = np.flatnonzero(scores > 0)
-        if not len(hit):
-            return []
-        top = hit[np.argsort(-scores[hit], kind="stable")[:depth]]
-        return [(int(i), float(scores[i])) for i in top]
+        return top_scores(self.scores(ids, counts), depth)
+
+
+def top_scores(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    """(doc index, score) of the best `depth` positive scores, best first (equal scores: lower index first)."""
+    hit = np.flatnonzero(scores > 0)
+    if not len(hit):
+        return []
+    top = hit[np.argsort(-scores[hit], kind="stable")[:depth]]
+    return [(int(i), float(scores[i])) for i in top]

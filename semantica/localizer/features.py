@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from semantica.config.localizer import FUNCTION_FILE_ORDERS
+from semantica.config.localizer import FUNCTION_FILE_ORDERS, FUNCTION_TIES
+from semantica.localizer.bm25 import top_scores
 from semantica.localizer.query_signals import (
     FileLookups,
     FunctionNames,
@@ -99,6 +100,7 @@ class CandidateSet:
     function_fusion: np.ndarray
     file_pool: int = 0  # files reached before the cut
     file_scores: np.ndarray | None = None  # the file scorer's scores (rows follow `files`) where one ordered the functions
+    function_body: np.ndarray | None = None  # each function's body BM25 against the query (rows follow `functions`)
 
 
 @dataclass
@@ -114,6 +116,7 @@ class CandidateConfig:
     function_file_rrf_k: float = RRF_K  # ... (a small k and a large weight rank files first, functions inside them)
     function_name_boost: float = 0.0  # a function the query names (code-shaped identifier): as if first in this many lists
     function_file_order: str = "fusion"  # "learned": a file scorer given to `build` orders the files for the functions
+    function_ties: str = "name"  # equal scores: by key ("name") or by the body's BM25, then key ("body")
 
 
 class FunctionScore:
@@ -162,19 +165,23 @@ class CandidateGenerator:
         if config.function_file_order not in FUNCTION_FILE_ORDERS:
             raise ValueError(f"function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
                              f"got {config.function_file_order!r}")
+        if config.function_ties not in FUNCTION_TIES:
+            raise ValueError(f"function_ties: expected one of {', '.join(FUNCTION_TIES)}, got {config.function_ties!r}")
         self.config = config
 
-    def lists(self, snapshot: Snapshot, query: QuerySignals) -> dict[str, list[tuple[str, float]]]:
-        """The four BM25 lists: files (content, path) and functions (body, name)."""
+    def lists(self, snapshot: Snapshot, query: QuerySignals) -> tuple[dict[str, list[tuple[str, float]]], np.ndarray]:
+        """The four BM25 lists: files (content, path) and functions (body, name); and every function's body score
+        (rows follow `snapshot.functions`), which orders ties under `function_ties: body`."""
         c = self.config
         ids, counts = snapshot.vocab.lookup(query.tokens)
         out = {}
         for name in ("content", "path"):
             out[name] = [(snapshot.files[i].path, s) for i, s in snapshot.fields[name].search(ids, counts, c.file_list_depth)]
-        for name in ("body", "name"):
-            out[name] = [(snapshot.functions[i].key, s)
-                         for i, s in snapshot.fields[name].search(ids, counts, c.function_list_depth)]
-        return out
+        body_scores = snapshot.fields["body"].scores(ids, counts)
+        out["body"] = [(snapshot.functions[i].key, s) for i, s in top_scores(body_scores, c.function_list_depth)]
+        out["name"] = [(snapshot.functions[i].key, s)
+                       for i, s in snapshot.fields["name"].search(ids, counts, c.function_list_depth)]
+        return out, body_scores
 
     def build(self, snapshot: Snapshot, query_text: str, history: HistorySignals | None = None,
               features: bool = True, file_scorer: Callable[[np.ndarray], np.ndarray] | None = None) -> CandidateSet:
@@ -185,7 +192,7 @@ class CandidateGenerator:
         c = self.config
         query = QuerySignals.parse(query_text)
         history = history or HistorySignals()
-        found = self.lists(snapshot, query)
+        found, body_scores = self.lists(snapshot, query)
         file_lists = {"content": ranked(found["content"]), "path": ranked(found["path"]),
                       "body": ranked([(k.split("::", 1)[0], s) for k, s in found["body"]]),
                       "name": ranked([(k.split("::", 1)[0], s) for k, s in found["name"]]),
@@ -291,7 +298,11 @@ class CandidateGenerator:
             path, _, qualname = key.partition("::")
             named_here = bool(c.function_name_boost) and last_name(qualname) in query.code_words
             f_fusion[key] = score(lists_rr, file_terms.get(path, 0.0), float(named_here), float(lookups.tests[path]))
-        f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
+        if c.function_ties == "body":
+            body_of = {k: float(body_scores[snapshot.function_index[k]]) for k in f_fusion if k in snapshot.function_index}
+            f_order = sorted(body_of, key=lambda k: (-f_fusion[k], -body_of[k], k))
+        else:
+            f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
         functions = f_order[: c.max_function_candidates]
         f_rows: list[list[float]] = []
         if features:
@@ -321,4 +332,5 @@ class CandidateGenerator:
         return CandidateSet(
             files, file_matrix, np.array([fusion[p] for p in files], dtype=np.float32),
             functions, np.array(f_rows, dtype=np.float32).reshape(len(functions), len(FUNCTION_FEATURES) if features else 0),
-            np.array([f_fusion[k] for k in functions], dtype=np.float32), pool, file_scores)
+            np.array([f_fusion[k] for k in functions], dtype=np.float32), pool, file_scores,
+            body_scores[[snapshot.function_index[k] for k in functions]].astype(np.float32))

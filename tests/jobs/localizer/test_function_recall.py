@@ -8,10 +8,12 @@ from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
+import polars as pl
 import pytest
 
 from jobs.cli import main
-from jobs.localizer.function_recall import candidate_mask, ranker_study, search, study_inputs
+from jobs.localizer.function_recall import candidate_mask, function_parts, ranker_study, search, study_inputs
+from jobs.localizer.train import load_features
 from semantica.config import load_config
 from semantica.localizer.features import FUNCTION_FEATURES
 from tests.jobs.localizer.test_train_localizer import labelled_mirrors
@@ -66,3 +68,22 @@ def test_function_ranker_study_saves_a_model_the_query_path_loads(wide, tmp_path
     assert {"formula", "ranker", "ranker + learned file order"} <= set(out)
     model = lgb.Booster(model_file=str(saved))
     assert model.feature_name() == list(FUNCTION_FEATURES)  # the schema's columns: LocalizerModels accepts it
+
+
+def test_equal_scores_are_broken_as_the_query_path_breaks_them(wide):
+    data, _ = load_features(wide)
+    functions = data["functions"].frame
+    assert "body_score" in functions.columns and (functions["body_score"] >= 0).all()
+    assert (functions["body_score"] > 0).any()  # the mine kept each candidate's body BM25 against its query
+    ranks = functions.select("qid", pl.col("key").str.split("::").list.first().alias("path")).unique().with_columns(
+        pl.lit(1).alias("rank_fusion"), pl.lit(1).alias("rank_learned"))
+    by_name, _ = function_parts(functions, ranks, "name")
+    by_body, _ = function_parts(functions, ranks, "body")
+    for qid in by_name["qid"].unique().to_list()[:5]:
+        keys = by_name.filter(pl.col("qid") == qid)["key"].to_list()
+        assert keys == sorted(keys)
+        body = by_body.filter(pl.col("qid") == qid)
+        pairs = list(zip((-body["body_score"]).to_list(), body["key"].to_list()))
+        assert pairs == sorted(pairs)
+    with pytest.raises(ValueError, match="body_score"):
+        function_parts(functions.drop("body_score"), ranks, "body")

@@ -73,6 +73,9 @@ def test_an_unrecorded_text_or_group_is_an_error_not_a_zero(tiny_bert, tmp_path)
         stored.for_group("acme/shop").encode(DOCUMENTS["acme/shop"][:1], QUERY_LENGTH)  # recorded at another length
     with pytest.raises(KeyError, match="never encoded"):
         stored.for_group("other/repo")
+    table = stored.for_group("acme/shop")  # what a study asks before it skips a text (`--unrecorded skip`)
+    assert table.recorded(DOCUMENTS["acme/shop"][0], DOCUMENT_LENGTH)
+    assert not table.recorded(DOCUMENTS["acme/shop"][0], QUERY_LENGTH) and not table.recorded("x", DOCUMENT_LENGTH)
     with pytest.raises(ValueError, match="no model"):
         encode_file(texts, tmp_path / "x.npz", model_for_groups([f"dev={tiny_bert}"]), QUERY_LENGTH, batch_size=8)
     with pytest.raises(ValueError, match="named twice"):
