@@ -32,6 +32,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
+from jobs.localizer import dense_ranker
 from jobs.localizer.function_order import REPORTED, criterion, weighted
 from jobs.localizer.function_recall import candidate_mask, function_parts, learned_file_ranks
 from jobs.localizer.train import LevelData, load_features, ranking_metrics
@@ -174,6 +175,9 @@ def main(argv: list[str]) -> int:
                         help="settings the variants build on (the shipped channel, `localizer.dense_*`), e.g. "
                              "`localizer.dense_depth=30` for tails below a head of 30 (repeatable)")
     StudyEncoders.add_arguments(parser)
+    parser.add_argument("--ranker-study", action="store_true",
+                        help="also re-rank each head with LambdaRank models trained on the other repository folds, "
+                             "with and without the cosine as a feature (jobs/localizer/dense_ranker.py)")
     parser.add_argument("--unrecorded", choices=("error", "skip"), default="error",
                         help="with --vectors: a head function whose text was never encoded is an error, or gets no "
                              "cosine (as test code; counted in the report), for a head that moved since recording")
@@ -282,6 +286,8 @@ def main(argv: list[str]) -> int:
                  if vectors[qid] else {} for qid in chosen}
     file_grid = file_channel_grid(data["files"], file_ranks, order, heads, cosine_of, repos,
                                   {q: info[q]["repo"] for q in chosen}, args)
+    ranker = dense_ranker.study(sample.filter(pl.col("qid").is_in(chosen)), heads, cosine_of, level, repos,
+                                config.localizer_train, seed) if args.ranker_study else {}
     file_off = f"{NO_CHANNEL}/0/0/0.0/0.0"
     file_picks, file_loro = leave_one_repository_out(file_grid, repos, file_off, file_criterion)
     report = {"wide": args.wide, "model": args.model, "vectors": args.vectors,
@@ -289,7 +295,7 @@ def main(argv: list[str]) -> int:
               "left_out_trained": sorted(skip), "repos": repos,
               "queries": len(chosen), "depth": args.depth, "criterion": "(Acc@10 + Recall@50) / 2",
               "function_ties": loc.function_ties, "unrecorded_without_cosine": unrecorded,
-              "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid,
+              "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid, "ranker": ranker,
               "files": {"criterion": "(Acc@1 + Acc@5 + Acc@10) / 3", "picks": file_picks, "loro": file_loro,
                         "grid": file_grid}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
