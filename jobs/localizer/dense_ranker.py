@@ -10,7 +10,9 @@ beats the fusion before any query path is built for it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -19,31 +21,26 @@ from jobs.localizer.function_order import weighted
 from jobs.localizer.function_recall import out_of_fold
 from jobs.localizer.train import LevelData, ranking_metrics, repo_folds
 from semantica.config import LocalizerTrainConfig
+from semantica.localizer.dense import HEAD_RANKER_FEATURES, head_columns
 from semantica.localizer.features import FUNCTION_FEATURES
+from semantica.localizer.fit import fit_ranker, lambdarank_params
 
-HEAD_FEATURES = ("head_rank",)
-COSINE_FEATURES = ("cosine", "cosine_rank")
-VARIANTS = {"ranker": (*FUNCTION_FEATURES, *HEAD_FEATURES),
-            "ranker + cosine": (*FUNCTION_FEATURES, *HEAD_FEATURES, *COSINE_FEATURES)}
+VARIANTS = {"ranker": (*FUNCTION_FEATURES, "head_rank"), "ranker + cosine": HEAD_RANKER_FEATURES}
 
 
 def head_rows(sample: pl.DataFrame, heads: dict[int, list[str]], cosine_of: dict[int, dict[str, float]]) -> pl.DataFrame:
     """qid, key, head_rank (1 = first), cosine (NaN: no vector) and its rank among the head's cosines."""
-    rows = []
-    for qid, keys in heads.items():
-        cos = cosine_of.get(qid, {})
-        order = sorted((k for k in keys if k in cos), key=lambda k: -cos[k])
-        cos_rank = {k: n for n, k in enumerate(order, 1)}
-        rows += [(qid, key, float(n), cos.get(key, np.nan), float(cos_rank.get(key, np.nan)))
-                 for n, key in enumerate(keys, 1)]
+    rows = [(qid, key, *columns) for qid, keys in heads.items()
+            for key, columns in zip(keys, head_columns(keys, cosine_of.get(qid, {})))]
     head = pl.DataFrame(rows, schema={"qid": pl.Int64, "key": pl.Utf8, "head_rank": pl.Float32, "cosine": pl.Float32,
                                       "cosine_rank": pl.Float32}, orient="row")
     return sample.with_columns(pl.col("qid").cast(pl.Int64)).join(head, on=["qid", "key"], how="left")
 
 
 def study(sample: pl.DataFrame, heads: dict[int, list[str]], cosine_of: dict[int, dict[str, float]], level: LevelData,
-          repos: list[str], train: LocalizerTrainConfig, seed: int) -> dict:
-    """Out-of-fold metrics of each variant (per repository and pooled), on the study's sample rows."""
+          repos: list[str], train: LocalizerTrainConfig, seed: int, save: str = "") -> dict:
+    """Out-of-fold metrics of each variant (per repository and pooled), on the study's sample rows. `save`: also
+    write the model with the cosine, trained on every repository, as a head ranker the query path loads."""
     frame = head_rows(sample, heads, cosine_of)
     in_head = frame["head_rank"].is_not_null().to_numpy()
     head = frame.filter(pl.col("head_rank").is_not_null()).with_columns(
@@ -63,7 +60,20 @@ def study(sample: pl.DataFrame, heads: dict[int, list[str]], cosine_of: dict[int
         out["variants"][name] = {"features": list(features), "per_repo": per_repo,
                                  "overall": weighted(per_repo, repos)}
         print(name, out["variants"][name]["overall"], flush=True)
+    if save:
+        fit_ranker(head, HEAD_RANKER_FEATURES, train.train_function_depth, train, seed).save_model(save)
+        write_meta(Path(save).parent, out, train, seed)
     return out
+
+
+def write_meta(directory: Path, result: dict, train: LocalizerTrainConfig, seed: int) -> None:
+    """meta.json beside the saved head ranker: its features, seed and parameters, and the corpus queries per
+    repository it trained on (the corpus guard reads `trained_on`)."""
+    per_repo = result["variants"]["ranker + cosine"]["per_repo"]
+    meta = {"features": list(HEAD_RANKER_FEATURES), "seed": seed, "params": lambdarank_params(train, seed) | {
+        "num_rounds": train.num_rounds, "train_function_depth": train.train_function_depth,
+        "tail_every": train.tail_every}, "trained_on": {r: m["queries"] for r, m in sorted(per_repo.items())}}
+    (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
 def reported(result: dict, names: Sequence[str] = tuple(VARIANTS)) -> dict:

@@ -178,6 +178,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ranker-study", action="store_true",
                         help="also re-rank each head with LambdaRank models trained on the other repository folds, "
                              "with and without the cosine as a feature (jobs/localizer/dense_ranker.py)")
+    parser.add_argument("--save-ranker", default="", metavar="FILE",
+                        help="with --ranker-study: write the head ranker with the cosine, trained on every "
+                             "repository, here (a `localizer.dense_head_ranker` model file)")
     parser.add_argument("--unrecorded", choices=("error", "skip"), default="error",
                         help="with --vectors: a head function whose text was never encoded is an error, or gets no "
                              "cosine (as test code; counted in the report), for a head that moved since recording")
@@ -287,7 +290,7 @@ def main(argv: list[str]) -> int:
     file_grid = file_channel_grid(data["files"], file_ranks, order, heads, cosine_of, repos,
                                   {q: info[q]["repo"] for q in chosen}, args)
     ranker = dense_ranker.study(sample.filter(pl.col("qid").is_in(chosen)), heads, cosine_of, level, repos,
-                                config.localizer_train, seed) if args.ranker_study else {}
+                                config.localizer_train, seed, args.save_ranker) if args.ranker_study else {}
     file_off = f"{NO_CHANNEL}/0/0/0.0/0.0"
     file_picks, file_loro = leave_one_repository_out(file_grid, repos, file_off, file_criterion)
     report = {"wide": args.wide, "model": args.model, "vectors": args.vectors,

@@ -69,6 +69,8 @@ class LocalizerConfig:
     dense_depth: int = 200  # ... re-ranks the top this many functions of the blended order
     dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
     dense_weight: float = 0.5
+    dense_head_ranker: str = ""  # ... or a LambdaRank model over that head with the cosine as a feature (a directory
+                                 # with head.txt; '' = the fusion; docs/localizer.md "A learned ranker over the head")
     dense_tail_depth: int = 0  # ... and the functions below it down to this depth re-ranked among themselves (0 = off)
     dense_tail_rrf_k: float = 10.0  # ... by the same formula with these
     dense_tail_weight: float = 1.0
@@ -95,6 +97,11 @@ class LocalizerConfig:
 
             raise ConfigError(f"localizer.function_ties: expected one of {', '.join(FUNCTION_TIES)}, "
                               f"got {self.function_ties!r}")
+        if self.dense_head_ranker and not self.dense_model:
+            from semantica.config.loader import ConfigError
+
+            raise ConfigError("localizer.dense_head_ranker orders the dense channel's head: it needs "
+                              "localizer.dense_model (the channel's encoder)")
         scales = {scale.value for scale in Int8Scales}
         if self.dense_int8_scales and self.dense_int8_scales not in scales:
             from semantica.config.loader import ConfigError

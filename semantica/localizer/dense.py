@@ -12,7 +12,7 @@ thing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +21,7 @@ from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.granular import function_key
 from semantica.history.gitread import function_spans, source_lines
 from semantica.languages import TEST_PATH
+from semantica.localizer.features import FUNCTION_FEATURES
 from semantica.localizer.models import model_root
 
 
@@ -137,3 +138,48 @@ class StoredFunctionVectors:
     def vector(self, key: str) -> np.ndarray | None:
         row = self.rows.get(key)
         return self.vectors[row].astype(np.float32) if row is not None else None
+
+
+HEAD_RANKER_FEATURES = (*FUNCTION_FEATURES, "head_rank", "cosine", "cosine_rank")
+HEAD_RANKER_FILE = "head.txt"
+
+
+def head_columns(head: Sequence[str], cosine: Mapping[str, float]) -> list[tuple[float, float, float]]:
+    """Per head function: its place (1 = first), its cosine and the cosine's rank among the head's (NaN: no vector)."""
+    by_cosine = sorted((key for key in head if key in cosine), key=lambda key: -cosine[key])
+    cosine_rank = {key: float(n) for n, key in enumerate(by_cosine, 1)}
+    return [(float(n), cosine.get(key, np.nan), cosine_rank.get(key, np.nan)) for n, key in enumerate(head, 1)]
+
+
+class HeadRankerError(ValueError):
+    """The head ranker's model file is missing or was trained on other features."""
+
+
+class HeadRanker:
+    """The channel's head re-ranked by a LambdaRank model instead of `DenseFusion`: each function's localizer
+    feature row (NaN for a function the localizer did not draw), its place in the head, its cosine and the cosine's
+    rank within the head (NaN without a vector). Trained by `jobs.localizer.function_dense --ranker-study
+    --save-ranker` on out-of-fold cosines of the corpus (docs/localizer.md "A learned ranker over the head")."""
+
+    def __init__(self, model_dir: str) -> None:
+        import lightgbm as lgb  # imports pandas: only where a head ranker is configured
+
+        path = model_root(model_dir) / HEAD_RANKER_FILE
+        if not path.is_file():
+            raise HeadRankerError(f"localizer.dense_head_ranker: no {HEAD_RANKER_FILE} under {model_dir}")
+        self.model = lgb.Booster(model_file=str(path))
+        if tuple(self.model.feature_name()) != HEAD_RANKER_FEATURES:
+            raise HeadRankerError(f"localizer.dense_head_ranker: {path} was trained on other features than this "
+                                  f"code's ({len(self.model.feature_name())} against {len(HEAD_RANKER_FEATURES)})")
+
+    def rows(self, head: Sequence[str], features: Mapping[str, np.ndarray], cosine: Mapping[str, float]) -> np.ndarray:
+        missing = np.full(len(FUNCTION_FEATURES), np.nan, dtype=np.float32)
+        return np.array([[*features.get(key, missing), *columns] for key, columns in zip(head, head_columns(head, cosine))],
+                        dtype=np.float32).reshape(len(head), len(HEAD_RANKER_FEATURES))
+
+    def order(self, head: Sequence[str], features: Mapping[str, np.ndarray], cosine: Mapping[str, float]) -> list[str]:
+        """`head` best first by the model (equal scores keep their places)."""
+        if not len(head):
+            return []
+        scores = self.model.predict(self.rows(head, features, cosine), num_threads=1)
+        return [head[i] for i in np.argsort(-scores, kind="stable")]

@@ -20,6 +20,7 @@ from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.encoder import Encoder, shared_encoder
 from semantica.localizer.dense import (
     DenseFusion,
+    HeadRanker,
     StoredFunctionVectors,
     channel_encoder_config,
     channel_keys,
@@ -29,6 +30,7 @@ from semantica.localizer.dense import (
     fuse_stages,
     text_sha,
 )
+from semantica.localizer.features import CandidateSet
 
 PENDING_QUERIES = 8  # query vectors kept between a search's start and its localizer stage (concurrent searches)
 
@@ -40,6 +42,7 @@ class DenseFunctionChannel:
         """`encoder_config`: the index encoder's, for the runtime and export cache only."""
         self.config = config
         self.fusions = function_fusions(config)
+        self.head_ranker = HeadRanker(config.dense_head_ranker) if config.dense_head_ranker else None
         self.file_fusion = DenseFusion(config.dense_file_depth, config.dense_file_rrf_k, config.dense_file_weight) \
             if config.dense_file_depth > 0 else None
         self.file_head = config.dense_file_head if self.file_fusion else 0
@@ -86,13 +89,15 @@ class DenseFunctionChannel:
 
     def rerank(self, query_vector: Future[np.ndarray], functions: Sequence[str], files: Sequence[str],
                text_of: Callable[[str], str | None], stored: StoredFunctionVectors | None = None,
-               ) -> tuple[list[str], list[str]]:
+               candidates: CandidateSet | None = None) -> tuple[list[str], list[str]]:
         """The function order with its top `dense_depth` re-ranked (and the next ones down to `dense_tail_depth`
         among themselves), and the file order re-ranked by each file's best cosine among the top `dense_file_head`
         functions of the same order (`dense_file_depth` > 0; else as given).
         A function's vector comes from `stored` (the served snapshot's own, written at index time by the same
         encoder), else from its source, `text_of(key)`, encoded once per process; a key with neither, or one
-        `channel_keys` leaves out (test code with `dense_tests` off), keeps its place in the ranking term only."""
+        `channel_keys` leaves out (test code with `dense_tests` off), keeps its place in the ranking term only.
+        With `dense_head_ranker` and the localizer's feature rows (`candidates`, built where its file model ran) the
+        head is ordered by that model instead of the fusion; without rows the fusion stands."""
         scored = list(functions[: max(*(fusion.depth for fusion in self.fusions), self.file_head)])
         encoder = self.warm_up()
         usable = stored if stored is not None and stored.model_id == encoder.model_id else None
@@ -107,4 +112,9 @@ class DenseFunctionChannel:
         cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]))
         file_order = self.file_fusion.fuse(files, file_cosines(scored[: self.file_head], cosine)) \
             if self.file_fusion else list(files)
+        rows = candidates.function_features if candidates is not None else None
+        if self.head_ranker is not None and rows is not None and rows.shape[1]:
+            depth = self.config.dense_depth
+            features = dict(zip(candidates.functions, rows))
+            return self.head_ranker.order(list(functions[:depth]), features, cosine) + list(functions[depth:]), file_order
         return fuse_stages(self.fusions, functions, cosine), file_order

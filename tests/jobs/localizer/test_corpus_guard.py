@@ -102,3 +102,18 @@ def test_miner_keeps_issue_like_commits_and_labels_functions_at_the_parent(tmp_p
 def test_empty_corpus_is_a_clear_error(tmp_path):
     with pytest.raises(CorpusError, match="no corpus under"):
         load_corpus(tmp_path)
+
+
+def test_every_shipped_model_trained_on_corpus_repositories_only():
+    """Each model under models/ that names its training repositories (meta.json `trained_on`, an encoder's
+    train_card.json `repos`) names corpus repositories only: no benchmark repository or organisation."""
+    models = ROOT / "models"
+    named = {}
+    for card in [*models.glob("*/meta.json"), *models.glob("*/train_card.json")]:
+        data = json.loads(card.read_text())
+        named[card.parent.name] = sorted(data.get("trained_on") or data.get("repos") or {})
+    assert {"localizer-history", "encoder-commits-v3"} <= set(named)
+    corpus = _corpus_repos()
+    for model, repos in named.items():
+        assert repos and set(repos) <= corpus, model
+        assert check_corpus(repos)
