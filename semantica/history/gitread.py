@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +20,10 @@ ISSUE_REF = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s*:?\s*#(\d
 PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
 TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 RECORD_SEP = "\x1e"
+# CPython 3.11's AST constructor counts its recursion per interpreter, not per thread: two threads parsing at once
+# (concurrent builds) can fail with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905).
+# Parsing holds the GIL anyway, so one parse at a time costs no throughput.
+AST_LOCK = threading.Lock()
 FIELD_SEP = "\x00"
 
 
@@ -65,7 +70,8 @@ def _tally(change: FileChange, line: bytes) -> None:
 def function_spans(text: str) -> list[FunctionSpan]:
     """Outer functions and methods of a Python module ([] when it does not parse)."""
     try:
-        tree = ast.parse(text)
+        with AST_LOCK:
+            tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
     spans: list[FunctionSpan] = []
