@@ -11,7 +11,6 @@ beats the fusion before any query path is built for it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +73,3 @@ def write_meta(directory: Path, result: dict, train: LocalizerTrainConfig, seed:
         "num_rounds": train.num_rounds, "train_function_depth": train.train_function_depth,
         "tail_every": train.tail_every}, "trained_on": {r: m["queries"] for r, m in sorted(per_repo.items())}}
     (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-
-
-def reported(result: dict, names: Sequence[str] = tuple(VARIANTS)) -> dict:
-    return {name: result["variants"][name]["overall"] for name in names}

@@ -20,11 +20,11 @@ ISSUE_REF = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s*:?\s*#(\d
 PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
 TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 RECORD_SEP = "\x1e"
+FIELD_SEP = "\x00"
 # CPython 3.11's AST constructor counts its recursion per interpreter, not per thread: two threads parsing at once
 # (concurrent builds) can fail with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905).
 # Parsing holds the GIL anyway, so one parse at a time costs no throughput.
 AST_LOCK = threading.Lock()
-FIELD_SEP = "\x00"
 
 
 def source_lines(lines: Sequence[str], start: int, end: int) -> str:

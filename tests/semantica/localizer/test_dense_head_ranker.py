@@ -91,11 +91,11 @@ def test_the_channel_uses_the_model_where_the_localizer_built_rows_and_the_fusio
     cands = CandidateGenerator(CandidateConfig()).build(snapshot, QUERY)
     assert cands.function_features.shape[1] == len(FUNCTION_FEATURES)
     config = dataclasses.replace(load_config(None, []).localizer, dense_model=MINILM, dense_depth=3,
-                                 dense_rrf_k=1.0, dense_weight=2.0, dense_file_depth=0,
-                                 dense_head_ranker=str(model_dir))
+                                 dense_rrf_k=1.0, dense_weight=0.01, dense_file_depth=0,
+                                 dense_head_ranker=str(model_dir))  # a fusion that hardly moves the order
     channel = DenseFunctionChannel(config, EncoderConfig())
     sources = {f.key: "\n".join(FILES[f.path].splitlines()[f.start - 1: f.end]) for f in snapshot.functions}
-    functions = list(cands.functions)
+    functions = list(reversed(cands.functions))  # the blended order: the best cosine last
     encoder = Encoder(EncoderConfig(model_path=MINILM))
     query = Future()
     query.set_result(encoder.encode([QUERY], config.dense_query_max_length)[0])
@@ -104,7 +104,8 @@ def test_the_channel_uses_the_model_where_the_localizer_built_rows_and_the_fusio
     cos = cosines(query.result(), head, channel.vectors([sources[k] for k in head]))
     features = dict(zip(cands.functions, cands.function_features))
     assert learned == HeadRanker(str(model_dir)).order(head, features, cos) + functions[3:]
+    assert learned[0] == max(cos, key=cos.get) != functions[0]  # the model put the best cosine first
     bare = CandidateGenerator(CandidateConfig()).build(snapshot, QUERY, features=False)
     fused, _ = channel.rerank(query, functions, [], sources.get, None, bare)  # no rows: the fusion
-    assert fused == DenseFusion(3, 1.0, 2.0).fuse(functions, cos)
+    assert fused == DenseFusion(3, 1.0, 0.01).fuse(functions, cos) == functions != learned
     assert channel.rerank(query, functions, [], sources.get)[0] == fused
