@@ -142,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = load_config(None, args.set).train_encoder
     tasks = build_tasks(args.pairs, args.repo, args.kind or settings.kinds)
-    report: dict[str, Any] = {"pairs": args.pairs, "k": args.k, "repos": args.repo, "models": {}}
+    report: dict[str, Any] = {"pairs": args.pairs, "k": args.k, "repos": args.repo,
+                              "query_max_length": settings.query_max_length, "models": {}}
     for spec in args.model:
         name, _, path = spec.partition("=")
         encoder = PooledEncoder(path, settings, args.batch_size)

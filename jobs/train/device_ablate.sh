@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One training change against its control on a GPU machine (the device tool): both measured on repositories kept out
+# of their training, and the changed recipe trained on every repository, the candidate to bring back.
+#
+#   jobs/train/device_ablate.sh BASE_DIR PAIRS OUT HOLDOUT_REPOS "CONTROL_SETS" "CANDIDATE_SETS" QUERY_LENGTHS \
+#       [train-encoder args for all three...]
+#
+# BASE_DIR: the unpacked base model (`python -m jobs.train.transport unpack-model`); PAIRS: `pack-pairs` output;
+# HOLDOUT_REPOS: comma-separated corpus repositories (a fold of bench/results/encoder/crossfit_folds.json);
+# CONTROL_SETS / CANDIDATE_SETS: space-separated SECTION.FIELD=VALUE settings of each recipe; QUERY_LENGTHS:
+# space-separated query token windows to measure at. Three models train at once on the one GPU: control and
+# candidate without the held-out repositories, and the candidate on every pair. As soon as the two fold models are
+# done, `jobs.train.encoder_eval` ranks the held-out repositories' queries with the base, the control and the
+# candidate at each query length (OUT/heldout_q<N>.json); the all-corpus candidate is packed into OUT (fp16 parts,
+# then meta.tar with the three train cards and logs) when it is done. Runs on CPU too (the tests' path).
+set -euo pipefail
+base=$1 pairs=$2 out=$3 holdout=$4 control_sets=$5 candidate_sets=$6 query_lengths=$7
+work=${SEMANTICA_TRAIN_WORK:-/tmp/semantica-train}
+python=${PYTHON:-python3}
+start=$SECONDS
+mkdir -p "$work" "$out"
+train() {  # NAME HOLDOUT "SETS": one model, its log in WORK/NAME.log
+  local sets=(--set "train_encoder.base_model=$base" --set "train_encoder.holdout_repos=[$2]")
+  for s in $3; do sets+=(--set "$s"); done
+  $python -m jobs.cli train-encoder --pairs "$pairs" --out "$work/$1" "${sets[@]}" "${@:4}" > "$work/$1.log" 2>&1
+}
+measure() {  # after both fold models: the held-out repositories at each query length
+  local repos=() length
+  for repo in ${holdout//,/ }; do repos+=(--repo "$repo"); done
+  for length in $query_lengths; do
+    $python -m jobs.train.encoder_eval --pairs "$pairs" "${repos[@]}" --model "base=$base" \
+        --model "control=$work/control" --model "candidate=$work/candidate" \
+        --set "train_encoder.query_max_length=$length" --out "$out/heldout_q$length.json" > "$work/eval_q$length.log" 2>&1
+    echo "measured at $length query tokens, $((SECONDS - start)) s"
+  done
+}
+pids=()
+train all "" "$candidate_sets" "${@:8}" & all_pid=$!
+( train control "$holdout" "$control_sets" "${@:8}" & c=$!
+  train candidate "$holdout" "$candidate_sets" "${@:8}" & d=$!
+  wait $c && wait $d && echo "fold models trained, $((SECONDS - start)) s" && measure ) & pids+=($!)
+failed=0
+wait "$all_pid" || failed=1
+echo "all-corpus candidate trained, $((SECONDS - start)) s"
+if [ "$failed" = 0 ]; then
+  # packed before the measurement finishes: a call cut short by its time limit still brings the candidate back
+  rm -rf "$work/packed"
+  $python -m jobs.train.transport pack-model "$work/all" "$work/packed"
+  mv "$work"/packed/model.safetensors.part-* "$out"/
+fi
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+mkdir -p "$work/packed"
+for name in control candidate all; do
+  [ -f "$work/$name/train_card.json" ] && cp "$work/$name/train_card.json" "$work/packed/train_card-$name.json"
+  grep -v "^step" "$work/$name.log" | tail -n 3 || true
+  cp "$work/$name.log" "$work/packed/"
+done
+cp "$work"/eval_q*.log "$work/packed/" 2>/dev/null || true
+tar -C "$work/packed" -cf "$out/meta.tar" .
+echo "done, $((SECONDS - start)) s"
+[ "$failed" = 0 ] || { echo "a training or measurement failed"; exit 1; }
+ls -la "$out"
