@@ -11,7 +11,7 @@
 # space-separated query token windows to measure at. Three models train at once on the one GPU: control and
 # candidate without the held-out repositories, and the candidate on every pair. As soon as the two fold models are
 # done, `jobs.train.encoder_eval` ranks the held-out repositories' queries with the base, the control and the
-# candidate at each query length (OUT/heldout_q<N>.json); the all-corpus candidate is packed into OUT (fp16 parts,
+# candidate, every window at once (OUT/heldout_q<N>.json); the all-corpus candidate is packed into OUT (fp16 parts,
 # then meta.tar with the three train cards and logs) when it is done. Runs on CPU too (the tests' path).
 set -euo pipefail
 base=$1 pairs=$2 out=$3 holdout=$4 control_sets=$5 candidate_sets=$6 query_lengths=$7
@@ -24,15 +24,19 @@ train() {  # NAME HOLDOUT "SETS": one model, its log in WORK/NAME.log
   for s in $3; do sets+=(--set "$s"); done
   $python -m jobs.cli train-encoder --pairs "$pairs" --out "$work/$1" "${sets[@]}" "${@:4}" > "$work/$1.log" 2>&1
 }
-measure() {  # after both fold models: the held-out repositories at each query length
-  local repos=() length
+measure_at() {  # LENGTH: the held-out repositories' queries at one query window
+  local repos=()
   for repo in ${holdout//,/ }; do repos+=(--repo "$repo"); done
-  for length in $query_lengths; do
-    $python -m jobs.train.encoder_eval --pairs "$pairs" "${repos[@]}" --model "base=$base" \
-        --model "control=$work/control" --model "candidate=$work/candidate" \
-        --set "train_encoder.query_max_length=$length" --out "$out/heldout_q$length.json" > "$work/eval_q$length.log" 2>&1
-    echo "measured at $length query tokens, $((SECONDS - start)) s"
-  done
+  $python -m jobs.train.encoder_eval --pairs "$pairs" "${repos[@]}" --model "base=$base" \
+      --model "control=$work/control" --model "candidate=$work/candidate" \
+      --set "train_encoder.query_max_length=$1" --out "$out/heldout_q$1.json" > "$work/eval_q$1.log" 2>&1
+  echo "measured at $1 query tokens, $((SECONDS - start)) s"
+}
+measure() {  # after both fold models: every window at once (one window of 26 repositories took 280 s on an H200)
+  local length pids=() failed=0
+  for length in $query_lengths; do measure_at "$length" & pids+=($!); done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  return $failed
 }
 pids=()
 train all "" "$candidate_sets" "${@:8}" & all_pid=$!
