@@ -12,7 +12,8 @@
 # candidate without the held-out repositories, and the candidate on every pair. As soon as the two fold models are
 # done, `jobs.train.encoder_eval` ranks the held-out repositories' queries with the base, the control and the
 # candidate, every window at once (OUT/heldout_q<N>.json); the all-corpus candidate is packed into OUT (fp16 parts,
-# then meta.tar with the three train cards and logs) when it is done. Runs on CPU too (the tests' path).
+# then meta.tar with its config, tokenizer and card) when it is done, and meta.tar again with every card and log at
+# the end. Runs on CPU too (the tests' path).
 set -euo pipefail
 base=$1 pairs=$2 out=$3 holdout=$4 control_sets=$5 candidate_sets=$6 query_lengths=$7
 work=${SEMANTICA_TRAIN_WORK:-/tmp/semantica-train}
@@ -38,6 +39,16 @@ measure() {  # after both fold models: every window at once (one window of 26 re
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   return $failed
 }
+pack_meta() {  # config, tokenizer, the train cards and logs so far: written whole each time (tar, then rename)
+  local name
+  mkdir -p "$work/packed"
+  for name in control candidate all; do
+    [ -f "$work/$name/train_card.json" ] && cp "$work/$name/train_card.json" "$work/packed/train_card-$name.json"
+    [ -f "$work/$name.log" ] && cp "$work/$name.log" "$work/packed/"
+  done
+  cp "$work"/eval_q*.log "$work/packed/" 2>/dev/null || true
+  tar -C "$work/packed" -cf "$out/meta.tar.part" . && mv "$out/meta.tar.part" "$out/meta.tar"
+}
 pids=()
 train all "" "$candidate_sets" "${@:8}" & all_pid=$!
 ( train control "$holdout" "$control_sets" "${@:8}" & c=$!
@@ -51,16 +62,11 @@ if [ "$failed" = 0 ]; then
   rm -rf "$work/packed"
   $python -m jobs.train.transport pack-model "$work/all" "$work/packed"
   mv "$work"/packed/model.safetensors.part-* "$out"/
+  pack_meta
 fi
 for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-mkdir -p "$work/packed"
-for name in control candidate all; do
-  [ -f "$work/$name/train_card.json" ] && cp "$work/$name/train_card.json" "$work/packed/train_card-$name.json"
-  grep -v "^step" "$work/$name.log" | tail -n 3 || true
-  cp "$work/$name.log" "$work/packed/"
-done
-cp "$work"/eval_q*.log "$work/packed/" 2>/dev/null || true
-tar -C "$work/packed" -cf "$out/meta.tar" .
+for name in control candidate all; do grep -v "^step" "$work/$name.log" | tail -n 3 || true; done
+pack_meta
 echo "done, $((SECONDS - start)) s"
 [ "$failed" = 0 ] || { echo "a training or measurement failed"; exit 1; }
 ls -la "$out"
