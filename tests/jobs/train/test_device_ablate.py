@@ -14,7 +14,7 @@ from pathlib import Path
 from transformers import AutoModel
 
 from jobs.train.transport import unpack_model
-from tests.jobs.train.test_train_encoder import _with_second_repo, pairs_dir  # noqa: F401 (fixture)
+from tests.jobs.train.conftest import with_second_repo
 
 SCRIPT = Path(__file__).resolve().parents[3] / "jobs" / "train" / "device_ablate.sh"
 COMMON = ["--set", "train_encoder.batch_size=4", "--set", "train_encoder.max_steps=2", "--set", "train_encoder.device=cpu",
@@ -29,7 +29,7 @@ def _run_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_control_and_candidate_are_measured_held_out_and_the_candidate_comes_back(tiny_bert, pairs_dir, tmp_path):
-    pairs = _with_second_repo(pairs_dir, tmp_path)
+    pairs = with_second_repo(pairs_dir, tmp_path)
     out = tmp_path / "out"
     run = _run_script(tmp_path, str(tiny_bert), str(pairs), str(out), "acme/cart", "train_encoder.query_max_length=16",
                       "train_encoder.query_max_length=32", "16 32")

@@ -4,7 +4,6 @@ held-out pairs, and packed for the GPU machine's transfers."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,39 +15,10 @@ from jobs.cli import main
 from jobs.train.encoder import CARD_FILE, EncoderTrainer, TrainEncoderError, pairs_hash
 from jobs.train.encoder_eval import PooledEncoder, build_tasks
 from jobs.train.pair_parts import read_pair_rows
-from jobs.train.pairs import PAIR_SCHEMA, Pair
 from jobs.train.transport import pack_model, pack_pairs, unpack_model
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
-
-FUNCTIONS = {
-    "Return the total price of all items in the cart": "def cart_total(items):\n    return sum(i.price for i in items)",
-    "Count the items in the cart": "def cart_count(items):\n    return len(items)",
-    "Parse a date string in ISO format": "def parse_date(text):\n    return datetime.fromisoformat(text)",
-    "Send an email to the customer": "def send_email(to, body):\n    smtp.sendmail(SENDER, to, body)",
-    "Read the configuration file from disk": "def read_config(path):\n    return yaml.safe_load(open(path))",
-    "Hash a password with a random salt": "def hash_password(pw):\n    return bcrypt.hashpw(pw, bcrypt.gensalt())",
-    "Resize an image to a thumbnail": "def thumbnail(image):\n    return image.resize((64, 64))",
-    "Retry a network request on timeout": "def retry(fetch):\n    for _ in range(3):\n        try: return fetch()\n"
-                                          "        except Timeout: pass",
-}
-
-
-@pytest.fixture(scope="module")
-def pairs_dir(tmp_path_factory) -> Path:
-    """Docstring pairs in `mine-pairs` output layout, each with the next function as its hard negative."""
-    out = tmp_path_factory.mktemp("pairs")
-    items = list(FUNCTIONS.items())
-    rows = []
-    for n, (query, code) in enumerate(items):
-        negative = items[(n + 1) % len(items)][1]
-        pair = Pair("docstring", "acme/shop", "c0ffee", "", "shop/util.py", code.split("(")[0][4:], query,
-                    [f"shop/util.py::{n}"], [code], [f"shop/util.py::{n + 1}"], [negative])
-        rows.append({**pair.__dict__, "dedup_key": pair.dedup_key()})
-    (out / "acme+shop").mkdir()
-    pl.DataFrame(rows, schema=PAIR_SCHEMA).write_parquet(out / "acme+shop" / "docstring.parquet")
-    return out
-
+from tests.jobs.train.conftest import FUNCTIONS, with_second_repo
 
 def _config(base: Path, *overrides: str):
     return load_config(None, [f"train_encoder.base_model={base}", "train_encoder.batch_size=4",
@@ -120,18 +90,8 @@ def test_pairs_from_a_swebench_repository_are_refused(tiny_bert, pairs_dir, tmp_
         EncoderTrainer(_config(tiny_bert), tmp_path, tmp_path / "out")
 
 
-def _with_second_repo(pairs_dir: Path, tmp_path: Path) -> Path:
-    """The fixture's pairs plus a copy of them under another repository."""
-    both = tmp_path / "both"
-    shutil.copytree(pairs_dir, both)
-    frame = pl.read_parquet(pairs_dir / "acme+shop" / "docstring.parquet").with_columns(pl.lit("acme/cart").alias("repo"))
-    (both / "acme+cart").mkdir()
-    frame.write_parquet(both / "acme+cart" / "docstring.parquet")
-    return both
-
-
 def test_held_out_repositories_are_left_out_of_training_and_measured(tiny_bert, pairs_dir, tmp_path):
-    both = _with_second_repo(pairs_dir, tmp_path)
+    both = with_second_repo(pairs_dir, tmp_path)
     trainer = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=12", "train_encoder.holdout_repos=[acme/cart]"),
                              both, tmp_path / "held", log=lambda _m: None)
     assert {p.repo for p in trainer.pairs} == {"acme/shop"} and len(trainer.pairs) == len(FUNCTIONS)
