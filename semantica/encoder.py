@@ -125,6 +125,17 @@ class FastTokenizer:
             encodings = self._tokenizer.encode_batch(list(texts))
         return [(e.ids, e.type_ids) for e in encodings]
 
+    def windows(self, text: str, max_length: int, count: int) -> list[str]:
+        """`text` cut into at most `count` consecutive spans of `max_length` tokens each (special tokens counted),
+        first span first: a long text read window by window rather than cut after its first `max_length`."""
+        with self._lock:
+            self._tokenizer.no_truncation()
+            encoding = self._tokenizer.encode(text)
+        spans = [span for span, special in zip(encoding.offsets, encoding.special_tokens_mask) if not special]
+        room = max(1, max_length - (len(encoding.ids) - len(spans)))
+        starts = range(0, len(spans), room)[:count]
+        return [text[spans[s][0]: spans[min(s + room, len(spans)) - 1][1]] for s in starts] or [text]
+
 
 def pad(rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, np.ndarray]:
     """One forward batch: ids, attention mask and type ids padded (id 0) to the longest row."""

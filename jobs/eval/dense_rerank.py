@@ -74,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("name at least one --model, --vectors or --record")
     encoders: dict[str, TextEncoder] = {name: source.for_group(GROUP) for name, source in sources.items()}
     loc = config.localizer
+    if loc.dense_query_windows > 1:
+        parser.error("this report reads the query as one window; measure localizer.dense_query_windows through the "
+                     "query path (jobs.cli localizer-ablation)")
     fusions = function_fusions(loc)
     depth = min(args.depth or max(fusion.depth for fusion in fusions), TOP_N)  # the replay's list holds TOP_N
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}

@@ -187,6 +187,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     config = load_config(None, args.overrides)
     loc, seed = config.localizer, config.localizer_train.seed
+    if loc.dense_query_windows > 1:
+        raise SystemExit("function_dense: commit messages are read as one window; measure localizer.dense_query_windows "
+                         "through the query path (jobs.cli localizer-ablation)")
     data, query_frame = load_features(args.wide)
     file_ranks, _ = learned_file_ranks(data["files"], seed, config.localizer_train)
     frame, parts = function_parts(data["functions"].frame, file_ranks, loc.function_ties)

@@ -24,9 +24,11 @@ from typing import Any
 from jobs.train.encoder import embed_batch
 from jobs.train.pair_parts import read_pair_rows
 from semantica.config import TrainEncoderConfig, load_config
-from semantica.encoder import choose_device, resolve_model_path
+from semantica.config.localizer import QUERY_POOLINGS
+from semantica.encoder import FastTokenizer, choose_device, resolve_model_path
 
 EVAL_COLUMNS = ("repo", "kind", "query", "positive_documents", "negative_documents")
+LONGEST_QUERY = 1_000_000  # tokens: counting a query's length cuts nothing
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,23 @@ def build_tasks(pairs_dir: str | Path, repos: Sequence[str], kinds: Sequence[str
     return tasks
 
 
+@dataclass(frozen=True)
+class QueryReading:
+    """How a query is read: its first window only, or up to `windows` windows joined by `pooling` (max | mean)."""
+
+    windows: int = 1
+    pooling: str = "max"
+
+
+def long_queries(task: RetrievalTask, tokenizer: FastTokenizer, min_tokens: int) -> RetrievalTask:
+    """The task's queries longer than `min_tokens` tokens (special tokens counted), against the same pool: where
+    reading more than the first window can change anything."""
+    lengths = [len(ids) for ids, _ in tokenizer.encode(task.queries, LONGEST_QUERY)]
+    keep = [n for n, length in enumerate(lengths) if length > min_tokens]
+    return RetrievalTask(task.repo, task.kind, [task.queries[n] for n in keep], task.documents,
+                         [task.relevant[n] for n in keep])
+
+
 class PooledEncoder:
     """A checkpoint's mean-pooled, L2-normalised vectors, as `semantica.encoder` serves and the trainer trains them."""
 
@@ -95,11 +114,28 @@ class PooledEncoder:
                                           texts[start: start + self.batch_size], max_length)
                               for start in range(0, len(texts), self.batch_size)])
 
-    def score(self, task: RetrievalTask, k: int) -> RetrievalScore:
+    def similarities(self, queries: Sequence[str], documents: Any, reading: QueryReading) -> Any:
+        """(queries, documents) cosines: each query read as one window of `query_max_length` tokens, or as up to
+        `reading.windows` such windows whose cosines join by `reading.pooling` (the dense channel's
+        `localizer.dense_query_windows` and `dense_query_pooling`, with the same tokenizer windows)."""
+        import torch
+
+        length = self.settings.query_max_length
+        if reading.windows <= 1:
+            return self.encode(queries, length) @ documents.T
+        tokenizer = FastTokenizer(self.path)
+        windows = [tokenizer.windows(query, length, reading.windows) for query in queries]
+        owner = torch.tensor([n for n, texts in enumerate(windows) for _ in texts], device=documents.device)
+        per_window = self.encode([text for texts in windows for text in texts], length) @ documents.T
+        pooled = torch.zeros(len(queries), documents.shape[0], dtype=per_window.dtype, device=documents.device)
+        return pooled.scatter_reduce(0, owner[:, None].expand_as(per_window), per_window,
+                                     reduce="amax" if reading.pooling == "max" else "mean", include_self=False)
+
+    def score(self, task: RetrievalTask, k: int, reading: QueryReading = QueryReading()) -> RetrievalScore:
         """Rank the pool for every query; reciprocal rank of the first relevant document within k, else 0."""
-        queries = self.encode(task.queries, self.settings.query_max_length)
         documents = self.encode(task.documents, self.settings.max_length)
-        top = (queries @ documents.T).topk(min(k, len(task.documents)), dim=1).indices.tolist()
+        similarities = self.similarities(task.queries, documents, reading)
+        top = similarities.topk(min(k, len(task.documents)), dim=1).indices.tolist()
         ranks = [next((n for n, doc in enumerate(row) if doc in relevant), None)
                  for row, relevant in zip(top, task.relevant)]
         count = len(ranks)
@@ -138,16 +174,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--query-windows", type=int, default=1,
+                        help="read each query as up to this many windows of query_max_length tokens (1 = the first)")
+    parser.add_argument("--query-pooling", choices=QUERY_POOLINGS, default="max",
+                        help="a document's cosine over a query's windows")
+    parser.add_argument("--min-query-tokens", type=int, default=0,
+                        help="only queries longer than this many tokens (the pool stays whole)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args(argv)
     settings = load_config(None, args.set).train_encoder
+    if args.query_windows < 1:
+        parser.error("--query-windows must be >= 1")
+    reading = QueryReading(args.query_windows, args.query_pooling)
     tasks = build_tasks(args.pairs, args.repo, args.kind or settings.kinds)
+    if args.min_query_tokens:  # the first model's tokenizer counts, so every model ranks the same queries
+        counter = FastTokenizer(resolve_model_path(args.model[0].partition("=")[2]))
+        tasks = [task for task in (long_queries(task, counter, args.min_query_tokens) for task in tasks) if task.queries]
     report: dict[str, Any] = {"pairs": args.pairs, "k": args.k, "repos": args.repo,
-                              "query_max_length": settings.query_max_length, "models": {}}
+                              "query_max_length": settings.query_max_length, "query_reading": asdict(reading),
+                              "min_query_tokens": args.min_query_tokens, "models": {}}
     for spec in args.model:
         name, _, path = spec.partition("=")
         encoder = PooledEncoder(path, settings, args.batch_size)
-        scores = [encoder.score(task, args.k) for task in tasks]
+        scores = [encoder.score(task, args.k, reading) for task in tasks]
         report["models"][name] = {"path": str(encoder.path), "mean": summarise(scores),
                                   "per_repo": [asdict(s) for s in scores]}
         print(name, json.dumps(report["models"][name]["mean"]), file=sys.stderr)

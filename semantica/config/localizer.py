@@ -26,6 +26,7 @@ class LocalizerCorpusConfig:
 
 FUNCTION_FILE_ORDERS = ("fusion", "learned")  # which file order draws and ranks the function candidates
 FUNCTION_TIES = ("name", "body")  # what orders function candidates of equal score
+QUERY_POOLINGS = ("max", "mean")  # how the dense channel joins a long query's window cosines
 
 
 @dataclass
@@ -80,6 +81,8 @@ class LocalizerConfig:
     dense_file_weight: float = 1.0
     dense_max_length: int = 256  # ... encoding at most this many tokens of each function's source
     dense_query_max_length: int = 64  # ... and of the query (the fine-tuned model's training length)
+    dense_query_windows: int = 1  # ... a long query read as up to this many windows of that length (1 = the first)
+    dense_query_pooling: str = "max"  # ... a function's cosine over the windows: their max or their mean
     dense_int8_scales: str = ""  # ... '' = the fp32 export; text | row: ORT int8 with those activation scales (docs/fast.md)
     dense_cache_items: int = 50000  # ... function vectors kept in memory by source text (the oldest go first)
     dense_at_index: bool = True  # ... and every function encoded at index time (`function_vectors` index kind)
@@ -102,6 +105,12 @@ class LocalizerConfig:
 
             raise ConfigError("localizer.dense_head_ranker orders the dense channel's head: it needs "
                               "localizer.dense_model (the channel's encoder)")
+        if self.dense_query_windows < 1 or self.dense_query_pooling not in QUERY_POOLINGS:
+            from semantica.config.loader import ConfigError
+
+            raise ConfigError(f"localizer.dense_query_windows must be >= 1 (got {self.dense_query_windows}) and "
+                              f"localizer.dense_query_pooling one of {', '.join(QUERY_POOLINGS)} "
+                              f"(got {self.dense_query_pooling!r})")
         scales = {scale.value for scale in Int8Scales}
         if self.dense_int8_scales and self.dense_int8_scales not in scales:
             from semantica.config.loader import ConfigError

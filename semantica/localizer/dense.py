@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from semantica.history.gitread import function_spans, source_lines
 from semantica.languages import TEST_PATH
 from semantica.localizer.features import FUNCTION_FEATURES
 from semantica.localizer.models import model_root
+
+if TYPE_CHECKING:
+    from semantica.encoder import Encoder
 
 
 def function_text(lines: Sequence[str], start: int, end: int) -> str:
@@ -89,11 +93,23 @@ def fuse_stages(stages: Sequence[DenseFusion], order: Sequence[str], cosine: dic
     return fused
 
 
-def cosines(query: np.ndarray, keys: Sequence[str], vectors: np.ndarray) -> dict[str, float]:
-    """key -> cosine of unit vectors (one row of `vectors` per key)."""
+def cosines(query: np.ndarray, keys: Sequence[str], vectors: np.ndarray, pooling: str = "max") -> dict[str, float]:
+    """key -> cosine of unit vectors (one row of `vectors` per key). `query`: one vector, or one row per window of
+    a long query (`query_texts`), whose cosines join by `pooling` (`QUERY_POOLINGS`: their max or their mean)."""
     if not len(keys):
         return {}
-    return dict(zip(keys, (vectors @ query.reshape(-1)).astype(float).tolist()))
+    per_window = vectors @ np.atleast_2d(query).T
+    pooled = per_window.max(axis=1) if pooling == "max" else per_window.mean(axis=1)
+    return dict(zip(keys, pooled.astype(float).tolist()))
+
+
+def query_texts(encoder: Encoder, query: str, config: LocalizerConfig) -> list[str]:
+    """What the channel encodes of a query: the query itself (cut at `dense_query_max_length` tokens by the
+    encoder), or with `dense_query_windows` > 1 its first windows of that length, so the title's window stays as it
+    was trained and a stack trace or code further down is read too."""
+    if config.dense_query_windows <= 1:
+        return [query]
+    return encoder.tokenizer.windows(query, config.dense_query_max_length, config.dense_query_windows)
 
 
 def file_cosines(head: Sequence[str], cosine: dict[str, float]) -> dict[str, float]:

@@ -28,6 +28,7 @@ from semantica.localizer.dense import (
     file_cosines,
     function_fusions,
     fuse_stages,
+    query_texts,
     text_sha,
 )
 from semantica.localizer.features import CandidateSet
@@ -74,6 +75,11 @@ class DenseFunctionChannel:
                     self._vectors.popitem(last=False)
         return np.stack([found[d] for d in digests])
 
+    def query_vectors(self, query: str) -> np.ndarray:
+        """One unit row per window the channel reads of `query` (`query_texts`: one unless `dense_query_windows`)."""
+        encoder = self.warm_up()
+        return encoder.encode(query_texts(encoder, query, self.config), self.encoder_config.query_max_length)
+
     def encode_query(self, query: str) -> Future[np.ndarray]:
         """The query's vector under the channel's encoder, computed on the channel's own thread: the pipeline asks
         for it when a search starts, so it overlaps retrieval (ONNX Runtime releases the GIL), and the stage's
@@ -81,8 +87,7 @@ class DenseFunctionChannel:
         with self._lock:
             pending = self._pending.get(query)
             if pending is None:
-                pending = self._pending[query] = self._query_pool.submit(
-                    lambda: self.warm_up().encode([query], self.encoder_config.query_max_length)[0])
+                pending = self._pending[query] = self._query_pool.submit(self.query_vectors, query)
                 while len(self._pending) > PENDING_QUERIES:
                     self._pending.popitem(last=False)
             return pending
@@ -109,7 +114,7 @@ class DenseFunctionChannel:
         if not known:
             return list(functions), list(files)
         keys = [key for key in scored if key in known]
-        cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]))
+        cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]), self.config.dense_query_pooling)
         file_order = self.file_fusion.fuse(files, file_cosines(scored[: self.file_head], cosine)) \
             if self.file_fusion else list(files)
         rows = candidates.function_features if candidates is not None else None
