@@ -83,6 +83,19 @@ class QueryReading:
     windows: int = 1
     pooling: str = "max"
 
+    @classmethod
+    def parse(cls, text: str) -> QueryReading:
+        """`N` or `N:POOLING` (`4:mean`)."""
+        windows, _, pooling = text.partition(":")
+        reading = cls(int(windows), pooling or "max")
+        if reading.windows < 1 or reading.pooling not in QUERY_POOLINGS:
+            raise ValueError(f"a query reading is N>=1 or N:POOLING with POOLING one of {', '.join(QUERY_POOLINGS)}")
+        return reading
+
+    @property
+    def label(self) -> str:
+        return f"{self.windows}:{self.pooling}"
+
 
 def long_queries(task: RetrievalTask, tokenizer: FastTokenizer, min_tokens: int) -> RetrievalTask:
     """The task's queries longer than `min_tokens` tokens (special tokens counted), against the same pool: where
@@ -131,17 +144,25 @@ class PooledEncoder:
         return pooled.scatter_reduce(0, owner[:, None].expand_as(per_window), per_window,
                                      reduce="amax" if reading.pooling == "max" else "mean", include_self=False)
 
-    def score(self, task: RetrievalTask, k: int, reading: QueryReading = QueryReading()) -> RetrievalScore:
+    def score(self, task: RetrievalTask, k: int) -> RetrievalScore:
         """Rank the pool for every query; reciprocal rank of the first relevant document within k, else 0."""
+        return self.score_readings(task, k, [QueryReading()])[0]
+
+    def score_readings(self, task: RetrievalTask, k: int, readings: Sequence[QueryReading]) -> list[RetrievalScore]:
+        """`score` once per way of reading the queries, the documents encoded once."""
         documents = self.encode(task.documents, self.settings.max_length)
-        similarities = self.similarities(task.queries, documents, reading)
-        top = similarities.topk(min(k, len(task.documents)), dim=1).indices.tolist()
-        ranks = [next((n for n, doc in enumerate(row) if doc in relevant), None)
-                 for row, relevant in zip(top, task.relevant)]
-        count = len(ranks)
-        return RetrievalScore(task.repo, task.kind, count, len(task.documents),
-                              sum(1.0 / (r + 1) for r in ranks if r is not None) / count,
-                              sum(r == 0 for r in ranks) / count, sum(r is not None for r in ranks) / count)
+        return [ranked(task, self.similarities(task.queries, documents, reading), k) for reading in readings]
+
+
+def ranked(task: RetrievalTask, similarities: Any, k: int) -> RetrievalScore:
+    """The task's scores from its (queries, documents) similarities."""
+    top = similarities.topk(min(k, len(task.documents)), dim=1).indices.tolist()
+    ranks = [next((n for n, doc in enumerate(row) if doc in relevant), None)
+             for row, relevant in zip(top, task.relevant)]
+    count = len(ranks)
+    return RetrievalScore(task.repo, task.kind, count, len(task.documents),
+                          sum(1.0 / (r + 1) for r in ranks if r is not None) / count,
+                          sum(r == 0 for r in ranks) / count, sum(r is not None for r in ranks) / count)
 
 
 def summarise(scores: Sequence[RetrievalScore]) -> dict[str, dict[str, float]]:
@@ -174,32 +195,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--query-windows", type=int, default=1,
-                        help="read each query as up to this many windows of query_max_length tokens (1 = the first)")
-    parser.add_argument("--query-pooling", choices=QUERY_POOLINGS, default="max",
-                        help="a document's cosine over a query's windows")
+    parser.add_argument("--query-reading", action="append", default=[], metavar="N[:POOLING]",
+                        help="read each query as up to N windows of query_max_length tokens joined by POOLING "
+                             f"({', '.join(QUERY_POOLINGS)}; default 1, the first window); repeatable: the "
+                             "documents are encoded once, each reading reported as NAME@N:POOLING")
     parser.add_argument("--min-query-tokens", type=int, default=0,
                         help="only queries longer than this many tokens (the pool stays whole)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args(argv)
     settings = load_config(None, args.set).train_encoder
-    if args.query_windows < 1:
-        parser.error("--query-windows must be >= 1")
-    reading = QueryReading(args.query_windows, args.query_pooling)
+    try:
+        readings = [QueryReading.parse(text) for text in args.query_reading] or [QueryReading()]
+    except ValueError as exc:
+        parser.error(str(exc))
     tasks = build_tasks(args.pairs, args.repo, args.kind or settings.kinds)
     if args.min_query_tokens:  # the first model's tokenizer counts, so every model ranks the same queries
         counter = FastTokenizer(resolve_model_path(args.model[0].partition("=")[2]))
         tasks = [task for task in (long_queries(task, counter, args.min_query_tokens) for task in tasks) if task.queries]
     report: dict[str, Any] = {"pairs": args.pairs, "k": args.k, "repos": args.repo,
-                              "query_max_length": settings.query_max_length, "query_reading": asdict(reading),
+                              "query_max_length": settings.query_max_length, "query_readings": [r.label for r in readings],
                               "min_query_tokens": args.min_query_tokens, "models": {}}
     for spec in args.model:
         name, _, path = spec.partition("=")
         encoder = PooledEncoder(path, settings, args.batch_size)
-        scores = [encoder.score(task, args.k, reading) for task in tasks]
-        report["models"][name] = {"path": str(encoder.path), "mean": summarise(scores),
-                                  "per_repo": [asdict(s) for s in scores]}
-        print(name, json.dumps(report["models"][name]["mean"]), file=sys.stderr)
+        by_task = [encoder.score_readings(task, args.k, readings) for task in tasks]
+        for n, reading in enumerate(readings):
+            scores = [task_scores[n] for task_scores in by_task]
+            key = name if len(readings) == 1 else f"{name}@{reading.label}"
+            report["models"][key] = {"path": str(encoder.path), "mean": summarise(scores),
+                                     "per_repo": [asdict(s) for s in scores]}
+            print(key, json.dumps(report["models"][key]["mean"]), file=sys.stderr)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     return 0

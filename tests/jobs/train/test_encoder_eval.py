@@ -1,4 +1,4 @@
-"""`encoder_eval` reading a long query as several windows (`--query-windows`, `--query-pooling`), as the dense
+"""`encoder_eval` reading a long query as several windows (`--query-reading N:POOLING`), as the dense
 channel can: one window is the plain measure, the pooled similarities are each window's max or mean, a document that
 only the end of a query describes is found, and `--min-query-tokens` keeps only the queries that reach past one
 window against the whole pool."""
@@ -69,13 +69,17 @@ def write_pairs(out: Path) -> Path:
     return out
 
 
-def test_the_cli_measures_only_long_queries_and_records_how_it_read_them(tmp_path) -> None:
+def test_the_cli_measures_long_queries_once_per_reading_and_records_them(tmp_path) -> None:
     pairs, out = write_pairs(tmp_path / "pairs"), tmp_path / "eval.json"
     common = ["--pairs", str(pairs), "--repo", "acme/shop", "--kind", "commit", "--model", "minilm=", "--out", str(out)]
-    assert main([*common, "--query-windows", "3", "--min-query-tokens", "64"]) == 0
+    assert main([*common, "--query-reading", "1", "--query-reading", "3:max", "--min-query-tokens", "64"]) == 0
     report = json.loads(out.read_text())
-    assert report["query_reading"] == {"windows": 3, "pooling": "max"} and report["min_query_tokens"] == 64
-    (score,) = report["models"]["minilm"]["per_repo"]
-    assert (score["queries"], score["documents"], score["acc_at_1"]) == (1, 3, 1.0)
-    with pytest.raises(SystemExit):
-        main([*common, "--query-windows", "0"])
+    assert report["query_readings"] == ["1:max", "3:max"] and report["min_query_tokens"] == 64
+    (first,) = report["models"]["minilm@1:max"]["per_repo"]
+    (windows,) = report["models"]["minilm@3:max"]["per_repo"]
+    assert (windows["queries"], windows["documents"], windows["acc_at_1"]) == (1, 3, 1.0)
+    assert first["queries"] == 1
+    assert main(common) == 0 and list(json.loads(out.read_text())["models"]) == ["minilm"]  # one reading: as before
+    for bad in ("0", "2:sum"):
+        with pytest.raises(SystemExit):
+            main([*common, "--query-reading", bad])
