@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import polars as pl
-
 import pytest
 import torch
 

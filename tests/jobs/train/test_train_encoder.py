@@ -20,6 +20,7 @@ from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder
 from tests.jobs.train.conftest import FUNCTIONS, with_second_repo
 
+
 def _config(base: Path, *overrides: str):
     return load_config(None, [f"train_encoder.base_model={base}", "train_encoder.batch_size=4",
                               "train_encoder.learning_rate=0.001", "train_encoder.checkpoint_every=2",
