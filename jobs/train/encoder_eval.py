@@ -225,8 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report["models"][key] = {"path": str(encoder.path), "mean": summarise(scores),
                                      "per_repo": [asdict(s) for s in scores]}
             print(key, json.dumps(report["models"][key]["mean"]), file=sys.stderr)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")  # after each model: a cut run keeps what it finished
     return 0
 
 
