@@ -50,11 +50,17 @@ def shared_cache_dir() -> Path:
     return _SHARED_CACHE[0]
 
 
+# Serve's deployments on a busy 2-core machine: with three suites at once they took over the default 120 s. A
+# ceiling, not a wait: only a server that never comes up waits this long.
+SERVE_STARTUP_S = 360.0
+
+
 def make_config(tmp: Path, *overrides: str, private_cache: bool = False) -> Config:
-    """The default config with the index under `tmp`; caches shared by the session unless `private_cache`."""
+    """The default config with the index under `tmp`; caches shared by the session unless `private_cache`; Serve
+    given `SERVE_STARTUP_S` to start."""
     cache = tmp / "cache" if private_cache else shared_cache_dir()
-    return load_config(None, [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={cache}", *overrides],
-                       environ={})
+    return load_config(None, [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={cache}",
+                              f"ray.startup_timeout_s={SERVE_STARTUP_S}", *overrides], environ={})
 
 
 @dataclass

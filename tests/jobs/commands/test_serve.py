@@ -15,11 +15,11 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, SERVE_STARTUP_S
 from tests.serving.ray.test_app import make_tiny_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
-STARTUP_S = 400
+STARTUP_S = SERVE_STARTUP_S + 40  # the server's own limit, then time to print why it stopped
 CLIENTS = 4
 BIND_ATTEMPTS = 3
 BIND_RACE = "Failed to bind to address"
@@ -64,7 +64,7 @@ def test_serve_prints_the_token_location_and_drains_on_sigterm(tmp_path):
     settings = [f"paths.index_root={config.paths.index_root}", f"paths.cache_dir={config.paths.cache_dir}",
                 f"serve.feedback_dir={config.serve.feedback_dir}", "auth.mode=required",
                 f"auth.token_file={token_file}", "admission.deadline_s=120", "admission.drain_timeout_s=120",
-                "query.query_cache_items=0"]
+                "query.query_cache_items=0", f"ray.startup_timeout_s={SERVE_STARTUP_S}"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     for attempt in range(1, BIND_ATTEMPTS + 1):
         port = _free_port()
