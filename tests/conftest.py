@@ -50,8 +50,8 @@ def shared_cache_dir() -> Path:
     return _SHARED_CACHE[0]
 
 
-# Serve's deployments on a busy 2-core machine: with three suites at once they took over the default 120 s. A
-# ceiling, not a wait: only a server that never comes up waits this long.
+# Serve's deployments on a busy 2-core machine (several suites at once) can take longer than the default 120 s to
+# start. A ceiling, not a wait: only a server that never comes up waits this long.
 SERVE_STARTUP_S = 360.0
 
 
