@@ -51,16 +51,17 @@ def shared_cache_dir() -> Path:
 
 
 # Serve's deployments on a busy 2-core machine (several suites at once) can take longer than the default 120 s to
-# start. A ceiling, not a wait: only a server that never comes up waits this long.
+# start; the tests that start Serve set this (`ray.startup_timeout_s`). A ceiling, not a wait: only a server that
+# never comes up waits this long. Not in `make_config`: a daemon's socket is keyed by its config, which a CLI run
+# started without the setting must match.
 SERVE_STARTUP_S = 360.0
 
 
 def make_config(tmp: Path, *overrides: str, private_cache: bool = False) -> Config:
-    """The default config with the index under `tmp`; caches shared by the session unless `private_cache`; Serve
-    given `SERVE_STARTUP_S` to start."""
+    """The default config with the index under `tmp`; caches shared by the session unless `private_cache`."""
     cache = tmp / "cache" if private_cache else shared_cache_dir()
-    return load_config(None, [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={cache}",
-                              f"ray.startup_timeout_s={SERVE_STARTUP_S}", *overrides], environ={})
+    return load_config(None, [f"paths.index_root={tmp / 'index'}", f"paths.cache_dir={cache}", *overrides],
+                       environ={})
 
 
 @dataclass

@@ -22,7 +22,7 @@ from serving.ray.app import (
     error_status,
 )
 from serving.ray.remote import stage_deployments
-from tests.conftest import make_config
+from tests.conftest import SERVE_STARTUP_S, make_config
 
 pytestmark = pytest.mark.timeout(300)
 REPO_NAME = "tiny/shop"
@@ -39,7 +39,7 @@ FILES = {
 
 
 def make_tiny_index(root: Path, *overrides: str):
-    """A real git repo in `root/repo`, indexed with Indexer; returns its config."""
+    """A real git repo in `root/repo`, indexed with Indexer; returns its config (Serve given `SERVE_STARTUP_S`)."""
     from pipelines.indexer import Indexer
 
     repo = root / "repo"
@@ -50,7 +50,8 @@ def make_tiny_index(root: Path, *overrides: str):
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "i"],
                    check=True)
-    config = make_config(root, f"serve.feedback_dir={root / 'feedback'}", *overrides)
+    config = make_config(root, f"serve.feedback_dir={root / 'feedback'}", f"ray.startup_timeout_s={SERVE_STARTUP_S}",
+                         *overrides)
     Indexer(config, progress=False).index(str(repo), REPO_NAME)
     return config
 
