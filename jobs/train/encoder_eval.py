@@ -118,6 +118,7 @@ class PooledEncoder:
         self.settings, self.batch_size = settings, batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.path))
         self.model = AutoModel.from_pretrained(str(self.path), dtype=torch.float32).to(self.device).eval()
+        self.fast_tokenizer = FastTokenizer(self.path)  # the query windows, cut as the dense channel cuts them
 
     def encode(self, texts: Sequence[str], max_length: int) -> Any:
         import torch
@@ -136,8 +137,7 @@ class PooledEncoder:
         length = self.settings.query_max_length
         if reading.windows <= 1:
             return self.encode(queries, length) @ documents.T
-        tokenizer = FastTokenizer(self.path)
-        windows = [tokenizer.windows(query, length, reading.windows) for query in queries]
+        windows = [self.fast_tokenizer.windows(query, length, reading.windows) for query in queries]
         owner = torch.tensor([n for n, texts in enumerate(windows) for _ in texts], device=documents.device)
         per_window = self.encode([text for texts in windows for text in texts], length) @ documents.T
         pooled = torch.zeros(len(queries), documents.shape[0], dtype=per_window.dtype, device=documents.device)
