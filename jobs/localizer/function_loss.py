@@ -6,7 +6,8 @@ function or method of its file at the base commit (module-level or class-level c
 key can name it; its file ranks below `localizer.top_files` (in the order the functions followed: the learned
 one with `function_file_order: learned`) and no function list reached it; it was cut at
 `localizer.max_function_candidates`; or it is a candidate, and then by its rank in the localizer's list and in
-the final (blended) list. Read-only: a diagnosis, not a metric to tune on.
+the final (blended) list; each gold function outside the final top 50 is listed with its stage and
+ranks. Read-only: a diagnosis, not a metric to tune on.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def diagnose(instances_file: str, mined: str, overrides: list[str]) -> dict:
     stages: dict[str, Counter] = defaultdict(Counter)
     final: dict[str, Counter] = defaultdict(Counter)
     lost_file_rank: dict[str, Counter] = defaultdict(Counter)  # gold function not a candidate: its file's rank band
+    missed: list[dict] = []  # each gold function outside the final top 50: where it was lost
     for inst in load_instances(instances_file):
         gold = {normalize_function(f) for f in inst.gold_functions}
         prediction = replay.predict(inst)
@@ -83,13 +85,16 @@ def diagnose(instances_file: str, mined: str, overrides: list[str]) -> dict:
             if rank is None:
                 lost_file_rank[inst.repo][band(file_rank.get(path))] += 1
             where = final_rank.get(key)
+            if where is None or where > 50:
+                missed.append({"instance": inst.instance_id, "function": key, "stage": stage,
+                               "file_rank": file_rank.get(path), "candidate_rank": rank, "final_rank": where})
             for scope in (inst.repo, "all"):
                 stages[scope][stage] += 1
                 final[scope][FINAL[0] if where is None or where > 50 else FINAL[1] if where > 10 else FINAL[2]] += 1
     lost_file_rank["all"] = sum(lost_file_rank.values(), Counter())
     return {"overrides": overrides, "stages": {s: {k: stages[s][k] for k in STAGES} for s in stages},
             "final": {s: {k: final[s][k] for k in FINAL} for s in final},
-            "lost_candidates_file_rank": {s: dict(c) for s, c in lost_file_rank.items()}}
+            "lost_candidates_file_rank": {s: dict(c) for s, c in lost_file_rank.items()}, "missed": missed}
 
 
 def main(argv: list[str]) -> int:
