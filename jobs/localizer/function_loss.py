@@ -85,12 +85,13 @@ def diagnose(instances_file: str, mined: str, overrides: list[str]) -> dict:
             if rank is None:
                 lost_file_rank[inst.repo][band(file_rank.get(path))] += 1
             where = final_rank.get(key)
-            if where is None or where > 50:
+            final_band = FINAL[0] if where is None or where > 50 else FINAL[1] if where > 10 else FINAL[2]
+            if final_band == FINAL[0]:
                 missed.append({"instance": inst.instance_id, "function": key, "stage": stage,
                                "file_rank": file_rank.get(path), "candidate_rank": rank, "final_rank": where})
             for scope in (inst.repo, "all"):
                 stages[scope][stage] += 1
-                final[scope][FINAL[0] if where is None or where > 50 else FINAL[1] if where > 10 else FINAL[2]] += 1
+                final[scope][final_band] += 1
     lost_file_rank["all"] = sum(lost_file_rank.values(), Counter())
     return {"overrides": overrides, "stages": {s: {k: stages[s][k] for k in STAGES} for s in stages},
             "final": {s: {k: final[s][k] for k in FINAL} for s in final},
