@@ -57,6 +57,44 @@ def shared_cache_dir() -> Path:
 SERVE_STARTUP_S = 360.0
 
 
+# A test server's port is drawn from below the kernel's ephemeral range (Linux: 32768-60999) and above the worker
+# ports a `ray start` cluster uses (10002-19999). A port probed by binding port 0 lies inside the ephemeral range,
+# where each of a local Ray's workers and every outgoing connection binds its own: under load one took the probed
+# port before Serve's proxy bound it ("Failed to bind to address"), and a whole module's fixture errored.
+SERVER_PORTS_LOW = 20000
+EPHEMERAL_PORTS_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+EPHEMERAL_PORTS_LOW_DEFAULT = 32768
+SERVER_PORT_PROBES = 200
+
+
+def ephemeral_ports_low() -> int:
+    """The first port of the kernel's ephemeral range (the Linux default where the kernel does not say)."""
+    if EPHEMERAL_PORTS_FILE.exists():
+        return int(EPHEMERAL_PORTS_FILE.read_text().split()[0])
+    return EPHEMERAL_PORTS_LOW_DEFAULT
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port no process holds now, drawn at random from `SERVER_PORTS_LOW` up to the ephemeral range."""
+    import random
+    import socket
+
+    ephemeral_low = ephemeral_ports_low()
+    if ephemeral_low <= SERVER_PORTS_LOW:
+        raise RuntimeError(f"the ephemeral port range starts at {ephemeral_low}, at or below {SERVER_PORTS_LOW}: "
+                           "no range is left for test servers")
+    draw = random.Random()  # seeded from the OS: two suites at once draw different ports
+    for _ in range(SERVER_PORT_PROBES):
+        port = draw.randrange(SERVER_PORTS_LOW, ephemeral_low)
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port among {SERVER_PORT_PROBES} drawn in {SERVER_PORTS_LOW}-{ephemeral_low - 1}")
+
+
 def make_config(tmp: Path, *overrides: str, private_cache: bool = False) -> Config:
     """The default config with the index under `tmp`; caches shared by the session unless `private_cache`."""
     cache = tmp / "cache" if private_cache else shared_cache_dir()

@@ -30,6 +30,8 @@ STAGES = ("no file candidate", "not a function at base", "file below top_files",
           "candidate, rank > 50", "candidate, rank 11-50", "candidate, rank <= 10")
 FINAL = ("final rank > 50", "final rank 11-50", "final rank <= 10")
 FILE_RANK_BANDS = ((10, "1-10"), (20, "11-20"), (30, "21-30"), (50, "31-50"), (100, "51-100"))
+TOP_RANK = 10  # the band the localization metrics' Acc@10 reads
+RECALL_RANK = 50  # the band Recall@50 reads
 
 
 def outer_functions(repo: str, commit: str, path: str) -> set[str]:
@@ -44,6 +46,28 @@ def band(rank: int | None) -> str:
     if rank is None:
         return "not a candidate"
     return next((name for top, name in FILE_RANK_BANDS if rank <= top), "> 100")
+
+
+def loss_stage(key: str, candidate_rank: int | None, file_rank: dict[str, int], outer: set[str],
+               top_files: int) -> str:
+    """The first stage that drops a gold function `path::qualname`, or its band as a localizer candidate."""
+    path = key.partition("::")[0]
+    if candidate_rank is not None:
+        return STAGES[4] if candidate_rank > RECALL_RANK else STAGES[5] if candidate_rank > TOP_RANK else STAGES[6]
+    if path not in file_rank:
+        return STAGES[0]
+    if key not in outer:
+        return STAGES[1]
+    if file_rank[path] > top_files:
+        return STAGES[2]
+    return STAGES[3]
+
+
+def final_band(final_rank: int | None) -> str:
+    """A gold function's band in the final (blended) list; absent counts as below 50."""
+    if final_rank is None or final_rank > RECALL_RANK:
+        return FINAL[0]
+    return FINAL[1] if final_rank > TOP_RANK else FINAL[2]
 
 
 def diagnose(instances_file: str, mined: str, overrides: list[str]) -> dict:
@@ -68,30 +92,21 @@ def diagnose(instances_file: str, mined: str, overrides: list[str]) -> dict:
         final_rank = {normalize_function(k): n for n, k in enumerate(dict.fromkeys(prediction.functions), 1)}
         spans: dict[str, set[str]] = {}
         for key in sorted(gold):
-            path, _, qualname = key.partition("::")
+            path = key.partition("::")[0]
             if path not in spans:
                 spans[path] = {f"{path}::{q}" for q in outer_functions(inst.repo, inst.base_commit, path)}
             rank = function_rank.get(key)
-            if rank is not None:
-                stage = STAGES[4] if rank > 50 else STAGES[5] if rank > 10 else STAGES[6]
-            elif path not in file_rank:
-                stage = STAGES[0]
-            elif key not in spans[path]:
-                stage = STAGES[1]
-            elif file_rank[path] > top_files:
-                stage = STAGES[2]
-            else:
-                stage = STAGES[3]
+            stage = loss_stage(key, rank, file_rank, spans[path], top_files)
             if rank is None:
                 lost_file_rank[inst.repo][band(file_rank.get(path))] += 1
             where = final_rank.get(key)
-            final_band = FINAL[0] if where is None or where > 50 else FINAL[1] if where > 10 else FINAL[2]
-            if final_band == FINAL[0]:
+            in_final = final_band(where)
+            if in_final == FINAL[0]:
                 missed.append({"instance": inst.instance_id, "function": key, "stage": stage,
                                "file_rank": file_rank.get(path), "candidate_rank": rank, "final_rank": where})
             for scope in (inst.repo, "all"):
                 stages[scope][stage] += 1
-                final[scope][final_band] += 1
+                final[scope][in_final] += 1
     lost_file_rank["all"] = sum(lost_file_rank.values(), Counter())
     return {"overrides": overrides, "stages": {s: {k: stages[s][k] for k in STAGES} for s in stages},
             "final": {s: {k: final[s][k] for k in FINAL} for s in final},

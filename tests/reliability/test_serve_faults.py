@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from semantica.ray_runtime import run_in_fresh_process
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, free_port
 from tests.serving import local_ingress
 from tests.serving.api.http.test_http_admission import GatedFusion
 from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
@@ -31,12 +30,6 @@ CLIENTS = 3
 TRAFFIC_BEFORE_KILL = 6  # answered requests before the first kill: traffic is flowing
 RECOVERY_S = 240.0  # Serve restarts a killed replica; a whole answer must come back within this
 STARTUP_S = 400.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -106,7 +99,7 @@ def serve_and_kill_replicas(index_root: str, cache_dir: str, feedback_dir: str) 
                                 f"admission.proxy_grace_s={PROXY_TIMEOUT_S - DEADLINE_S}",
                                 "query.query_cache_items=0", "admission.drain_timeout_s=30",
                                 f"ray.startup_timeout_s={STARTUP_S}", "ray.startup_attempts=6"], environ={})
-    port = _free_port()
+    port = free_port()
     traffic = Traffic(f"http://127.0.0.1:{port}")
     stop = threading.Event()
     result: dict = {"kills": [], "recovered": [], "error": ""}

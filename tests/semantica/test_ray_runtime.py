@@ -20,6 +20,7 @@ import pytest
 
 from semantica.config import RayConfig
 from semantica.ray_runtime import RayProcessError, run_in_fresh_process, start_ray
+from tests.conftest import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
@@ -45,8 +46,6 @@ def test_child_errors_come_back_with_their_message():
 def serve_listeners() -> list[list[str]]:
     """In a fresh process: a local node running a two-deployment Serve app (one replica calls the other
     over Serve's inter-deployment gRPC); (process title, address) of every listening socket of Ray's processes."""
-    import socket
-
     import psutil
     import ray
     from ray import serve
@@ -56,9 +55,7 @@ def serve_listeners() -> list[list[str]]:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     start_ray(RayConfig(num_cpus=1), serve=True)
     try:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_port()
         serve.start(http_options={"host": "127.0.0.1", "port": port})
 
         @serve.deployment(ray_actor_options={"num_cpus": 0.1})

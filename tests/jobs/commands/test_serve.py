@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT, SERVE_STARTUP_S
+from tests.conftest import REPO_ROOT, SERVE_STARTUP_S, free_port
 from tests.serving.ray.test_app import make_tiny_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
@@ -23,12 +22,6 @@ STARTUP_S = SERVE_STARTUP_S + 40  # the server's own limit, then time to print w
 CLIENTS = 4
 BIND_ATTEMPTS = 3
 BIND_RACE = "Failed to bind to address"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, list[str], bool]:
@@ -67,7 +60,7 @@ def test_serve_prints_the_token_location_and_drains_on_sigterm(tmp_path):
                 "query.query_cache_items=0", f"ray.startup_timeout_s={SERVE_STARTUP_S}"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     for attempt in range(1, BIND_ATTEMPTS + 1):
-        port = _free_port()
+        port = free_port()
         command = [sys.executable, "-m", "jobs.cli", "serve", "--port", str(port)]
         for item in settings:
             command += ["--set", item]

@@ -8,7 +8,6 @@ semantica/ray_runtime.py for the crash that caused).
 from __future__ import annotations
 
 import json
-import socket
 import sys
 
 import httpx
@@ -17,6 +16,7 @@ from ray import cloudpickle, serve
 
 from jobs.commands.serve import server_process
 from serving.ray.app import StageDeployment
+from tests.conftest import free_port
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
@@ -33,16 +33,10 @@ class FlakyRetriever(StageDeployment.func_or_class):
         return super().search(repo, query, k, filters)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     config = make_tiny_index(tmp_path_factory.mktemp("serve-http"))
-    port = _free_port()
+    port = free_port()
     flaky = {"VectorRetriever": f"{__name__}:FlakyRetriever"}
     with server_process(config, port, overrides=flaky) as url, httpx.Client(base_url=url, timeout=120) as client:
         yield client, config

@@ -17,7 +17,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, free_port
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -202,7 +202,6 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
 
 def test_mcp_streamable_http_transport(tmp_path: Path) -> None:
     """The same server over streamable HTTP (loopback), driven by the SDK's HTTP client."""
-    import socket
     import time
 
     import httpx
@@ -211,9 +210,7 @@ def test_mcp_streamable_http_transport(tmp_path: Path) -> None:
     params = server_params(tmp_path / "index")
     log = open(tmp_path / "http-stderr.log", "w")
     for _attempt in range(PORT_ATTEMPTS):  # a free port can be taken by another process before the server binds it
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_port()
         proc = subprocess.Popen([params.command, *params.args, "--transport", "streamable-http", "--port", str(port)],
                                 env=params.env, cwd=params.cwd, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}/mcp"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, shared_cache_dir
+from tests.conftest import REPO_ROOT, free_port, shared_cache_dir
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -93,9 +92,7 @@ def test_every_bad_stdio_frame_gets_a_json_rpc_error_and_the_session_goes_on(tmp
 def test_every_bad_http_frame_gets_a_json_rpc_error(tmp_path):
     import httpx
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     log = open(tmp_path / "http-stderr.log", "w")
     proc = subprocess.Popen([*command(tmp_path / "index"), "--transport", "streamable-http", "--port", str(port)],
                             cwd=REPO_ROOT, env=ENV, stdout=log, stderr=subprocess.STDOUT)
