@@ -59,8 +59,8 @@ SERVE_STARTUP_S = 360.0
 
 # A test server's port is drawn from below the kernel's ephemeral range (Linux: 32768-60999) and above the worker
 # ports a `ray start` cluster uses (10002-19999). A port probed by binding port 0 lies inside the ephemeral range,
-# where each of a local Ray's workers and every outgoing connection binds its own: under load one took the probed
-# port before Serve's proxy bound it ("Failed to bind to address"), and a whole module's fixture errored.
+# where each of a local Ray's workers and every outgoing connection binds its own: under load one can take the
+# probed port before Serve's proxy binds it ("Failed to bind to address"), and a whole module's fixture errors.
 SERVER_PORTS_LOW = 20000
 EPHEMERAL_PORTS_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 EPHEMERAL_PORTS_LOW_DEFAULT = 32768
