@@ -8,10 +8,44 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from semantica.errors import ErrorKind
 from semantica.layout_errors import LayoutError
 from semantica.repo_names import RepoNameError, normalize_repo_name
 
 BRANCH_SEPARATOR = "@"
+_PROBE_REPO = "owner/name"  # any valid repository name: a branch is checked as part of a published name
+
+
+class BranchNotIndexed(LookupError):
+    """A query names a branch no repository was indexed at."""
+
+    error_kind = ErrorKind.NOT_FOUND
+
+
+def check_branch(branch: str) -> str:
+    """A branch a query names, unchanged, or RepoNameError (422) saying why no snapshot could be published under it."""
+    try:
+        normalize_repo_name(branch_key(_PROBE_REPO, branch))
+    except RepoNameError as exc:
+        raise RepoNameError(f"branch {branch!r} cannot name a snapshot: {exc}") from None
+    if not branch.strip():
+        raise RepoNameError("branch is blank; name a branch indexed with `semantica index --ref BRANCH`")
+    return branch
+
+
+def names_at_branch(repos: list[str], branch: str, published: list[str]) -> list[str]:
+    """The published names a query at `branch` reads: each of `repos` at it (none named: every `published`
+    name at it). A repository that already names a branch is a RepoNameError (422); no name at all, BranchNotIndexed."""
+    named_branch = [r for r in repos if BRANCH_SEPARATOR in r]
+    if named_branch:
+        raise RepoNameError(f"repository {named_branch[0]!r} already names a branch and the query names branch "
+                            f"{branch!r}: name the bare repository with the branch, or the branch snapshot alone")
+    names = [branch_key(r, branch) for r in repos] if repos else [
+        r for r in published if split_branch_key(r)[1] == branch]
+    if not names:
+        raise BranchNotIndexed(f"no repository has a snapshot of branch {branch!r}; index it with `semantica index "
+                               f"--ref {branch}` (`semantica repos`, MCP list_repos and GET /v1/repos list the branches)")
+    return names
 
 
 def branch_key(repo: str, branch: str | None) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from semantica.branch_keys import branch_key, split_branch_key
+from semantica.branch_keys import names_at_branch, split_branch_key
 from semantica.config import Config
 from semantica.errors import public_message
 from semantica.freshness import Freshness, FreshnessChecker
@@ -225,12 +225,11 @@ class SnapshotSet:
         return [r for r in self.layout.repos() if not split_branch_key(r)[1]]
 
     def names_for(self, repos: list[str], branch: str | None) -> list[str]:
-        """Published names for `repos` (default: all) at `branch` (default: the default branch)."""
+        """Published names for `repos` (default: all) at `branch` (default: the default branch); a branch no
+        repository was indexed at is BranchNotIndexed (`semantica.branch_keys.names_at_branch`)."""
         if not branch:
             return list(repos) or self.default_repos()
-        if repos:
-            return [branch_key(r, branch) for r in repos]
-        return [r for r in self.layout.repos() if split_branch_key(r)[1] == branch]
+        return names_at_branch(list(repos), branch, self.layout.repos())
 
     def get(self, repo: str) -> Snapshot:
         """The published snapshot of `repo`, reopened after a publish. RepoNameError for a bad name,

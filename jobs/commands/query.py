@@ -124,10 +124,9 @@ def _search_in_process(config, fields: dict, branch: str | None):
     from serving.pipeline import SearchPipeline
 
     pipeline = SearchPipeline(config)
-    names = pipeline.snapshots.names_for(fields["repos"], branch)
-    if names or not branch:  # (a branch nobody indexed is an error below: nothing to load)
-        # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn (the JVM only for a lexical list)
-        pipeline.prefetch(names, fields["strategies"], fields["query"])
+    names = pipeline.snapshots.names_for(fields["repos"], branch)  # a branch nobody indexed: BranchNotIndexed
+    # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn (the JVM only for a lexical list)
+    pipeline.prefetch(names, fields["strategies"], fields["query"])
     return search_for_cli(pipeline, fields, branch)
 
 

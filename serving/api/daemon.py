@@ -32,21 +32,13 @@ IDLE_CHECK_MAX_S = 5.0
 REQUEST_FIELDS = {f.name for f in fields(SearchRequest)}
 
 
-class BranchNotIndexed(LookupError):
-    """`--branch` names a branch no repository was indexed at."""
-
-    error_kind = ErrorKind.NOT_FOUND
-
-
 def search_for_cli(pipeline: Any, request_fields: dict[str, Any], branch: str | None) -> SearchResponse:
     """What `semantica query` asks, answered by `pipeline` (in the daemon, or in-process as the fallback)."""
     unknown = set(request_fields) - REQUEST_FIELDS
     if unknown:
         raise ValueError(f"unknown request field(s) {sorted(unknown)}")
     request = SearchRequest(**request_fields)
-    request.repos = pipeline.snapshots.names_for(list(request.repos), branch)
-    if branch and not request.repos:
-        raise BranchNotIndexed(f"no repository has a snapshot of branch {branch!r}; run `semantica index --ref {branch}`")
+    request.repos = pipeline.snapshots.names_for(list(request.repos), branch)  # BranchNotIndexed: none at `branch`
     return pipeline.search(request)
 
 

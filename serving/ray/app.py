@@ -198,7 +198,9 @@ class IngressCore:
     def search(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         body = SearchBody.model_validate(payload)
         values = body.model_dump()
-        values["repos"] = self._scope(principal, values["repos"])
+        branch = values.pop("branch")
+        repos = self.pipeline.snapshots.names_for(values["repos"], branch) if branch else values["repos"]
+        values["repos"] = self._scope(principal, repos)
         values["k"] = self.config.query.default_k if body.k is None else body.k
         return self.pipeline.search(SearchRequest(**values)).to_dict()
 

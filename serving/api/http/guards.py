@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from semantica.branch_keys import split_branch_key
 from semantica.config import LimitsConfig
 from serving.api.http.errors import (
     ApiError,
@@ -172,6 +173,9 @@ class BodyGuard:
         if requested:
             return None
         visible = self.visible_repos(principal)
+        branch = body.get("branch")
+        if isinstance(branch, str) and branch:  # the bare names of those at that branch: the ingress resolves them
+            visible = [repo for repo, at in map(split_branch_key, visible) if at == branch]
         if not visible:
             raise self.unknown_repo("*")
         return visible

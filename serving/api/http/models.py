@@ -11,6 +11,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model, field_validator
 
 from semantica.api import SearchRequest
+from semantica.branch_keys import check_branch
 from serving.api.http.security import check_repo_name
 from serving.planning.modes import SearchMode
 from serving.retrievers.registry import retriever_spec
@@ -43,9 +44,17 @@ def _repo_names(names: list[str]) -> list[str]:
 
 class _SearchChecks(BaseModel):
     """What a search body gets on top of `SearchRequest`'s fields: strict JSON types, no unknown fields,
-    safe repository names, known strategies and a non-negative budget."""
+    safe repository names, known strategies and a non-negative budget; and `branch`, which the ingress
+    resolves to the published names the request reads (as `semantica query --branch` and MCP do)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+    branch: str | None = Field(default=None, description="search this branch's snapshots (indexed with `semantica "
+                                                         "index --ref`); default: the default branch")
+
+    @field_validator("branch")
+    @classmethod
+    def _valid_branch(cls, name: str | None) -> str | None:
+        return check_branch(name) if name is not None else None
 
     @field_validator("repos", check_fields=False)
     @classmethod
@@ -91,7 +100,7 @@ def body_model(name: str, request_type: type, checks: type[BaseModel]) -> type[B
 
 
 SearchBody = body_model("SearchBody", SearchRequest, _SearchChecks)
-"""`POST /v1/search`: exactly `semantica.api.SearchRequest`'s fields (generated, never written twice)."""
+"""`POST /v1/search`: `semantica.api.SearchRequest`'s fields (generated, never written twice) and `branch`."""
 
 
 class GraphBody(BaseModel):

@@ -342,11 +342,7 @@ class SemanticaTools:
         return GraphOut(**self._guard(lambda: service.run(GraphRequest(op, name, list(repos), depth))))
 
     def _names(self, repos: list[str], branch: str | None) -> list[str]:
-        names = self.pipeline.snapshots.names_for(list(repos), branch)
-        if branch and not names:
-            raise ToolError(f"no repository has a snapshot of branch {branch!r}; index it with `semantica index --ref "
-                            f"{branch}` (list_repos shows the branches)")
-        return names
+        return self._guard(lambda: self.pipeline.snapshots.names_for(list(repos), branch))
 
     def _search(self, request: SearchRequest, tool: str = "search") -> Any:
         with observability.span(f"mcp {tool}"):  # the request span the stage spans nest under

@@ -121,6 +121,7 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
             "wrong_type": error_text(await session.call_tool("search", {"query": "x", "repos": "acme/ledger"})),
             "unknown_mode": error_text(await session.call_tool("search", {"query": "x", "mode": "fastest"})),
             "unknown_repo": error_text(await session.call_tool("search", {"query": "x", "repos": ["nope/nope"]})),
+            "unknown_branch": error_text(await session.call_tool("search", {"query": "x", "branch": "nope"})),
             "budget": error_text(await session.call_tool("get_context", {"query": "x", "token_budget": 10**9})),
             "sync_nothing": error_text(await session.call_tool("sync", {})),
             "sync_not_git": error_text(await session.call_tool("sync", {"path": str(tmp_path)})),
@@ -190,6 +191,7 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
     assert "valid list" in errors["wrong_type"]
     assert "fastest" in errors["unknown_mode"] and "mmr_diverse" in errors["unknown_mode"]
     assert "nope/nope" in errors["unknown_repo"] and "acme/ledger" in errors["unknown_repo"]
+    assert "no repository has a snapshot of branch 'nope'" in errors["unknown_branch"]
     assert "above the maximum" in errors["budget"]
     assert "repo" in errors["sync_nothing"] and "path" in errors["sync_nothing"]
     assert "not a git repository" in errors["sync_not_git"]
