@@ -9,8 +9,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from semantica.branch_keys import split_branch_key
+from semantica.branch_keys import check_branch, split_branch_key
 from semantica.config import LimitsConfig
+from semantica.repo_names import RepoNameError
 from serving.api.http.errors import (
     ApiError,
     BadRequest,
@@ -174,11 +175,21 @@ class BodyGuard:
             return None
         visible = self.visible_repos(principal)
         branch = body.get("branch")
-        if isinstance(branch, str) and branch:  # the bare names of those at that branch: the ingress resolves them
+        if branch is not None:  # the bare names of those at that branch: the ingress resolves them
+            if not isinstance(branch, str) or not _valid_branch(branch):
+                return None  # the model answers 422 (the body is refused before any route reads a repository)
             visible = [repo for repo, at in map(split_branch_key, visible) if at == branch]
         if not visible:
             raise self.unknown_repo("*")
         return visible
+
+
+def _valid_branch(branch: str) -> bool:
+    try:
+        check_branch(branch)
+    except RepoNameError:
+        return False
+    return True
 
 
 def _entry_name(item: Any) -> Any:
