@@ -24,12 +24,12 @@ class BranchNotIndexed(LookupError):
 
 def check_branch(branch: str) -> str:
     """A branch a query names, unchanged, or RepoNameError (422) saying why no snapshot could be published under it."""
+    if not branch.strip():
+        raise RepoNameError("branch is blank; name a branch indexed with `semantica index --ref BRANCH`")
     try:
         normalize_repo_name(branch_key(_PROBE_REPO, branch))
     except RepoNameError as exc:
         raise RepoNameError(f"branch {branch!r} cannot name a snapshot: {exc}") from None
-    if not branch.strip():
-        raise RepoNameError("branch is blank; name a branch indexed with `semantica index --ref BRANCH`")
     return branch
 
 

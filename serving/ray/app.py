@@ -34,6 +34,7 @@ from ray.serve.handle import DeploymentHandle
 
 from semantica import observability
 from semantica.api import QueryError, SearchRequest
+from semantica.branch_keys import split_branch_key
 from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
 from semantica.errors import describe, kind_of, public_message
@@ -180,8 +181,10 @@ class IngressCore:
                               "`semantica serve` creates it")
         return store
 
-    def visible_repos(self, principal: Principal) -> list[str]:
-        return principal.visible(self.layout.repos())
+    def visible_repos(self, principal: Principal, branch: str = "") -> list[str]:
+        """The published names this caller may read at `branch` (default: the default branch, what a request that
+        names no branch reads)."""
+        return [r for r in principal.visible(self.layout.repos()) if split_branch_key(r)[1] == branch]
 
     def _scope(self, principal: Principal, repos: list[str]) -> list[str]:
         """Defence in depth behind `BodyGuard`: a restricted caller names only repositories it may read."""

@@ -75,10 +75,11 @@ class BodyGuard:
     """Reads a request body once, bounded: Content-Length and the streamed size against `max_body_bytes`,
     then (JSON bodies) strict JSON (no NaN/Infinity), field sizes, repository names and the caller's scope:
     a restricted token's `repos` must be its own (404 otherwise, as for an unknown one) and an empty or
-    missing `repos` becomes the repositories it may read. Every POST route that reads repositories takes
+    missing `repos` becomes the repositories it may read at the body's `branch` (none: the default branch).
+    Every POST route that reads repositories takes
     `repos`, so this one place guards them all."""
 
-    def __init__(self, app: Any, limits: LimitsConfig, visible_repos: Callable[[Principal], list[str]],
+    def __init__(self, app: Any, limits: LimitsConfig, visible_repos: Callable[[Principal, str], list[str]],
                  unknown_repo: Callable[[str], ApiError]) -> None:
         self.app, self.limits, self.visible_repos, self.unknown_repo = app, limits, visible_repos, unknown_repo
 
@@ -173,12 +174,12 @@ class BodyGuard:
                 raise self.unknown_repo(name)
         if requested:
             return None
-        visible = self.visible_repos(principal)
         branch = body.get("branch")
-        if branch is not None:  # the bare names of those at that branch: the ingress resolves them
-            if not isinstance(branch, str) or not _valid_branch(branch):
-                return None  # the model answers 422 (the body is refused before any route reads a repository)
-            visible = [repo for repo, at in map(split_branch_key, visible) if at == branch]
+        if branch is not None and (not isinstance(branch, str) or not _valid_branch(branch)):
+            return None  # the model answers 422 (the body is refused before any route reads a repository)
+        visible = self.visible_repos(principal, branch or "")
+        if branch:  # bare names: the ingress resolves them at the branch
+            visible = [split_branch_key(repo)[0] for repo in visible]
         if not visible:
             raise self.unknown_repo("*")
         return visible

@@ -71,6 +71,8 @@ def test_a_scoped_token_reads_its_own_repositories_at_the_branch(setup):
     mine = _search(core, SCOPED_TOKEN, branch=BRANCH)
     assert mine.status_code == 200, mine.text
     assert set(mine.json()["snapshots"]) == {branch_key(REPO_NAME, BRANCH)}
+    default = _search(core, SCOPED_TOKEN)  # no branch: its repositories at the default branch, as for any caller
+    assert default.status_code == 200 and set(default.json()["snapshots"]) == {REPO_NAME}, default.text
     assert OTHER_REPO not in mine.text
     assert _search(core, SCOPED_TOKEN, repos=[OTHER_REPO], branch=BRANCH).status_code == 404
 
