@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,10 +20,6 @@ PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
 TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x00"
-# CPython 3.11's AST constructor counts its recursion per interpreter, not per thread: two threads parsing at once
-# (concurrent builds) can fail with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905).
-# Parsing holds the GIL anyway, so one parse at a time costs no throughput.
-AST_LOCK = threading.Lock()
 
 
 def source_lines(lines: Sequence[str], start: int, end: int) -> str:
@@ -70,8 +65,7 @@ def _tally(change: FileChange, line: bytes) -> None:
 def function_spans(text: str) -> list[FunctionSpan]:
     """Outer functions and methods of a Python module ([] when it does not parse)."""
     try:
-        with AST_LOCK:
-            tree = ast.parse(text)
+        tree = ast.parse(text)  # one at a time across threads: semantica.threadsafe_ast
     except (SyntaxError, ValueError):
         return []
     spans: list[FunctionSpan] = []
