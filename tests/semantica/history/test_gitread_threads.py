@@ -1,6 +1,7 @@
 """Function spans parsed from several threads at once (concurrent builds): each parse gives the spans a lone parse
-gives. CPython 3.11's AST constructor counts recursion per interpreter, so a thread switch inside a parse (here
-forced by finalizers the collector runs mid-parse) used to fail another thread's parse with SystemError."""
+gives. CPython 3.11.7's AST constructor counts recursion per interpreter, so a thread switch inside a parse (here
+provoked by finalizers the collector runs mid-parse) can fail another thread's parse with SystemError; the lock of
+semantica.threadsafe_ast prevents it (tests/semantica/test_threadsafe_ast.py forces the interleaving)."""
 
 from __future__ import annotations
 
