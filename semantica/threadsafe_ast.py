@@ -12,6 +12,7 @@ throughput. Fixed releases are left alone.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -35,12 +36,11 @@ def needs_guard(version: tuple[int, int, int]) -> bool:
 
 def guarded(parse: Callable[..., Any]) -> Callable[..., Any]:
     """`parse` under the process-wide lock (re-entrant: a finalizer that parses in the same thread proceeds)."""
+    @functools.wraps(parse)
     def parse_one_at_a_time(*args: Any, **kwargs: Any) -> Any:
         with PARSE_LOCK:
             return parse(*args, **kwargs)
 
-    parse_one_at_a_time.__wrapped__ = parse  # type: ignore[attr-defined]
-    parse_one_at_a_time.__doc__ = parse.__doc__
     parse_one_at_a_time.one_at_a_time = True  # type: ignore[attr-defined]
     return parse_one_at_a_time
 

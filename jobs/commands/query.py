@@ -127,7 +127,7 @@ def _search_in_process(config, fields: dict, branch: str | None):
     names = pipeline.snapshots.names_for(fields["repos"], branch)  # a branch nobody indexed: BranchNotIndexed
     # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn (the JVM only for a lexical list)
     pipeline.prefetch(names, fields["strategies"], fields["query"])
-    return search_for_cli(pipeline, fields, branch)
+    return search_for_cli(pipeline, {**fields, "repos": names}, None)  # resolved once: the published names
 
 
 def render_plan(plan: dict) -> str:
