@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test bench bench-scale lint docs clean
+.PHONY: install demo test test-product test-lab bench bench-scale lint docs clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,15 @@ test: export PYTHONPATH := $(CURDIR)
 test: install
 	$(PY) -m pytest -q --timeout=900 --durations=25
 
+# the product's tests alone (everything but tests/lab), and the lab's (tests of lab/, the team's studies)
+test-product: export PYTHONPATH := $(CURDIR)
+test-product: install
+	$(PY) -m pytest -q --timeout=900 --durations=25 --ignore=tests/lab
+
+test-lab: export PYTHONPATH := $(CURDIR)
+test-lab: install
+	$(PY) -m pytest -q --timeout=900 --durations=25 tests/lab
+
 bench: install
 	$(PY) -m jobs.bench
 	$(PY) -m jobs.bench.load
@@ -53,7 +62,7 @@ bench-scale: install
 
 lint: install
 	$(PY) -m pip install -q ruff
-	$(PY) -m ruff check semantica pipelines serving jobs tests
+	$(PY) -m ruff check semantica pipelines serving jobs lab tests
 	$(PY) -m mkdocs build --strict --quiet -d $$(mktemp -d)
 
 # the documentation (docs/, mkdocs.yml) into site/; fails on a broken link or a page missing from the nav

@@ -3,7 +3,7 @@
 It runs the indexer's own discovery (`pipelines.manifest.open_spec`, then `RepoSource.read`'s checks for
 binary, non-UTF-8 and minified files), so the files it lists are the files `index` then indexes; it
 loads no model and starts no JVM. Chunks, embedding time and index size are estimates from rates
-measured on this machine (`plan:` in conf/default.yaml, made by `python -m jobs.bench.plan_rates`).
+measured on this machine (`plan:` in conf/default.yaml, made by `python -m lab.bench.plan_rates`).
 Only a file the parser rejects after reading can differ, and the parser accepts any UTF-8 text.
 """
 
@@ -144,7 +144,7 @@ class IndexPlanner:
                         index_bytes=chunks * self.settings.index_bytes_per_chunk,
                         rates={"chunks_per_kib": dict(self.settings.chunks_per_kib), "embed_chunks_per_s": rate,
                                "index_bytes_per_chunk": self.settings.index_bytes_per_chunk,
-                               "measured_by": "python -m jobs.bench.plan_rates (docs/plan.md)"})
+                               "measured_by": "python -m lab.bench.plan_rates (docs/plan.md)"})
 
     def _skips(self, skipped: list[FileError], repo_path: str, commit: str | None) -> dict[str, SkipTally]:
         tallies: dict[str, SkipTally] = defaultdict(SkipTally)

@@ -181,7 +181,7 @@ class TorchForward:
         if config.quantize_int8:
             from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-            # per output channel: cosine to fp32 0.978 (per-tensor: 0.932), same speed (jobs.bench.encoder_runtime)
+            # per output channel: cosine to fp32 0.978 (per-tensor: 0.932), same speed (lab.bench.encoder_runtime)
             self.model = quantize_dynamic(self.model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
         self.device = device
 

@@ -2,7 +2,7 @@
 
 Cost-bounded multi-source Dijkstra gives the neighbourhood of seed symbols; PageRank over the same
 graph is the prior computed at index time. Measured 10-100x faster here than embedded Cypher
-engines (shared/notes/platform-facts.md); Memgraph implements the same `GraphStore` protocol.
+engines on one machine; Memgraph implements the same `GraphStore` protocol.
 """
 
 from __future__ import annotations

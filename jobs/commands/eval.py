@@ -247,7 +247,7 @@ def run_flow(args: argparse.Namespace) -> int:
     root = Path(__file__).resolve().parents[2]
     paths = [Path(p) for p in args.flow_set] or sorted((root / "conf" / "golden").glob("flow-*.jsonl"))
     if not paths:
-        raise CliError("no flow golden set: pass --flow-set FILE (built with python -m jobs.eval.flow_gold)")
+        raise CliError("no flow golden set: pass --flow-set FILE (built with python -m lab.eval.flow_gold)")
     rows = load_rows(paths)
     clones = mirrors_dir()
     found = {r["repo"]: find_clone(clones, r["repo"]) if clones else None for r in rows}

@@ -1,7 +1,7 @@
 """`semantica eval flow`: Recall@10 and MRR of the structural answer on a flow golden set.
 
 Each row of conf/golden/flow-*.jsonl asks "who calls X" or "what does X call" about a repository at a
-commit, with jedi's gold functions (jobs/eval/flow_gold.py). The question goes through the same parser and
+commit, with jedi's gold functions (lab/eval/flow_gold.py). The question goes through the same parser and
 graph ops `semantica query` routes it to; the ranked list is the answer's functions in order (the
 exact graph answer is what a routed query shows first, so this is the head of its hits; retrieval
 hits after it can only add recall). The graph is built from a fresh parse of the commit (the tables a

@@ -87,7 +87,7 @@ def read_pairs(pairs_dir: Path, kinds: Sequence[str], hard_negatives: int,
 
 def embed_batch(model: Any, tokenizer: Any, device: str, texts: Sequence[str], max_length: int) -> Any:
     """One batch's mean-pooled, L2-normalised vectors (bf16 autocast on CUDA): what training and the held-out
-    measure (`jobs.train.encoder_eval`) both encode with."""
+    measure (`lab.train.encoder_eval`) both encode with."""
     import torch
 
     batch = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt")

@@ -158,7 +158,7 @@ class TrainEncoderConfig:
     eval_pairs: int = 256  # the first this many pairs measure the start and final loss (no dropout)
     kinds: list[str] = field(default_factory=lambda: ["docstring", "commit"])  # which mined pair kinds to train on
     device: str = "auto"  # auto: cuda when torch sees a GPU (bf16 autocast there), else cpu
-    holdout_repos: list[str] = field(default_factory=list)  # left out of training, measured on (jobs.train.encoder_eval)
+    holdout_repos: list[str] = field(default_factory=list)  # left out of training, measured on (lab.train.encoder_eval)
 
 
 @dataclass

@@ -54,9 +54,9 @@ class KnowledgeConfig:
 @dataclass
 class PlanConfig:
     """`semantica plan`: the dry run's estimates and warnings. The rates come from
-    `python -m jobs.bench.plan_rates` on this machine (docs/plan.md)."""
+    `python -m lab.bench.plan_rates` on this machine (docs/plan.md)."""
 
-    # by language, from this repository + psf/requests (bench/results/plan/rates.json)
+    # by language, from this repository + psf/requests (lab/results/plan/rates.json)
     chunks_per_kib: dict[str, float] = field(default_factory=lambda: {
         "python": 1.875, "markdown": 0.903, "rst": 1.433, "json": 1.353, "yaml": 1.01, "toml": 1.308, "text": 1.28,
         "make": 1.435, "ini": 3.593, "dockerfile": 0.593, "default": 1.689})

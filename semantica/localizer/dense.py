@@ -4,7 +4,7 @@ order a code-trained encoder's cosine gives the same functions.
 MiniLM's cosine costs as such a channel (dev, read-only: function MRR 32.8 -> 28.9) while the encoder fine-tuned on
 commits of public repositories (`models/encoder-commits-v3`) gains: the channel names its own model,
 independent of the index's encoder. The query path (`serving/core/localizer/dense.py`), the corpus study that
-chooses its settings (`jobs/localizer/function_dense.py`) and the dev report (`jobs/eval/dense_rerank.py`) all fuse
+chooses its settings (`lab/localizer/function_dense.py`) and the dev report (`lab/eval/dense_rerank.py`) all fuse
 with `DenseFusion` (functions, and files by `file_cosines`) and encode `function_text`, so the three score the same
 thing.
 """
@@ -174,7 +174,7 @@ class HeadRankerError(ValueError):
 class HeadRanker:
     """The channel's head re-ranked by a LambdaRank model instead of `DenseFusion`: each function's localizer
     feature row (NaN for a function the localizer did not draw), its place in the head, its cosine and the cosine's
-    rank within the head (NaN without a vector). Trained by `jobs.localizer.function_dense --ranker-study
+    rank within the head (NaN without a vector). Trained by `lab.localizer.function_dense --ranker-study
     --save-ranker` on out-of-fold cosines of the corpus (docs/localizer.md "A learned ranker over the head")."""
 
     def __init__(self, model_dir: str) -> None:

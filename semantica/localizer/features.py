@@ -123,7 +123,7 @@ class FunctionScore:
     """A function's fixed-fusion score: its lists' reciprocal ranks (body, name, history, a traceback frame), plus
     `file_weight / (file_rrf_k + its file's fusion rank)` (`file_term`), plus `name_boost` first places when the
     query names it; test code damped. Takes floats or numpy columns (file rank 0: not a file candidate), so the
-    corpus search (jobs/localizer/function_order.py) scores exactly what the query path does."""
+    corpus search (lab/localizer/function_order.py) scores exactly what the query path does."""
 
     def __init__(self, file_weight: float, file_rrf_k: float, name_boost: float, test_factor: float) -> None:
         self.file_weight = file_weight

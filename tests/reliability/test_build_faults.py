@@ -87,7 +87,7 @@ def test_binary_huge_non_utf8_and_symlinked_files_are_skipped_and_recorded(two_r
 
 
 def test_slash_and_plus_names_index_into_separate_snapshots(two_repos):
-    """The issue's data loss: `a+b` and `a/b` shared one directory, so one replaced the other."""
+    """The data loss this guards against: `a+b` and `a/b` shared one directory, so one replaced the other."""
     indexer = Indexer(two_repos.config, progress=False)
     indexer.index(str(two_repos.alpha), "team/lib")
     indexer.index(str(two_repos.beta), "team+lib")

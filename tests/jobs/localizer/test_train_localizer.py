@@ -89,16 +89,6 @@ def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
     assert main(train) == 0  # resumable: the fold models are reused
     assert [p.stat().st_mtime_ns for p in fold_models] == stamps
 
-    from jobs.localizer.length_slices import length_slices
-
-    whole = length_slices(features, models, corpus, [10**6])  # one slice: the report's held-out numbers again
-    assert whole["[0,1000000)"]["learned"] == files["learned"] and whole["[0,1000000)"]["fusion"] == files["fusion"]
-    blended = length_slices(features, models, corpus, [10**6], [0.0, 1.0])["proxy_blend"]
-    assert blended["pooled"]["0.0"]["Acc@5"] == files["learned"]["Acc@5"]  # weight 0: the learned order itself
-    assert set(blended["chosen"]) == {"acme/shop", "acme/store"}
-    split = length_slices(features, models, corpus, [60])
-    assert sum(row["learned"]["queries"] for row in split.values()) == files["learned"]["queries"]
-
     snapshot = SnapshotBuilder().build(dict(_module({})))
     ranked = LearnedLocalizer(load_localizer_config(), LocalizerModels(models)).rank(
         snapshot, "compute_refund rounds the refund total wrongly")

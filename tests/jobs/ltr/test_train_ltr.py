@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -106,11 +105,3 @@ def test_model_from_another_feature_schema_version_is_refused(ltr_model_dir, tmp
         (other / META_FILE).write_text(json.dumps({**meta, SCHEMA_KEY: version}))
         with pytest.raises(LtrModelError, match=f"feature schema version {version}.*train again"):
             LtrModel.load(other)
-
-
-@pytest.mark.parametrize("name", ["model", "model-no-self"])
-def test_shipped_models_load_under_the_current_schema(name):
-    directory = Path(__file__).resolve().parents[3] / "bench" / "results" / "ltr" / name
-    model = LtrModel.load(directory)
-    assert model.meta[SCHEMA_KEY] == FEATURE_SCHEMA_VERSION and model.feature_names == LTR_FEATURE_NAMES
-    assert model.predict(np.zeros((2, len(LTR_FEATURE_NAMES)))).shape == (2,)

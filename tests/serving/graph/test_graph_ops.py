@@ -142,7 +142,7 @@ def test_name_case_is_the_codes_and_folds_only_as_a_fallback(flow: SnapshotGraph
     assert flow.lookup("base.Base.run") == ["app/base.py::Base.run"]  # module tail + qualname
 
 
-# -- psf/requests at the commit ---------------------------------------------------------
+# -- psf/requests at a fixed commit --------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

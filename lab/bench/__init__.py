@@ -1,0 +1,1 @@
+"""Study benches: one-off measurements of a setting against another (`python -m lab.bench.NAME`)."""

@@ -1,0 +1,1 @@
+"""Evaluation studies: cross-validated choices of defaults and reports over replayed lists."""

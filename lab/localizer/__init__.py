@@ -1,0 +1,1 @@
+"""Localizer studies: channel settings, costs and ablations of the learned localizer."""

@@ -1,0 +1,1 @@
+"""Encoder training studies: held-out evaluation, GPU transfer packing and the device scripts."""
