@@ -34,7 +34,7 @@ class HistoryConfig:
     Fusion: `file_weight` / `function_weight` add `weight / (rrf_k + rank)` of the vote lists to the
     localizer's scores, `prior_weight` adds the fix-frequency prior's rank the same way (0 = off)."""
 
-    index: bool = True  # on: the learned file ranker reads the stored history (docs/localizer.md "Decision")
+    index: bool = True  # on: the learned file ranker reads the stored history (lab/notes/localizer.md "Decision")
     enabled: bool = False
     max_commits: int = 3000  # as the shipped models/localizer-history was mined (localizer.history_max_commits)
     min_message_chars: int = 15

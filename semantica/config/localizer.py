@@ -33,7 +33,7 @@ QUERY_POOLINGS = ("max", "mean")  # how the dense channel joins a long query's w
 class LocalizerConfig:
     """The learned localizer: LightGBM rankers over cheap candidate lists (semantica/localizer/, the stage in serving/core/localizer/)."""
 
-    enabled: bool = True  # the learned file ranker with history alone by default (docs/localizer.md "Decision")
+    enabled: bool = True  # the learned file ranker with history alone by default (lab/notes/localizer.md "Decision")
     model_dir: str = "models/localizer-history"
     top_files: int = 20
     file_list_depth: int = 200
@@ -43,7 +43,7 @@ class LocalizerConfig:
     test_factor: float = 0.5  # the fixed fusion's test-file damping (as query.localize_test_factor)
     path_boost: float = 5.0  # ... and its boost for a file the query names (as query.localize_path_boost)
     function_file_weight: float = 1.0  # a function's score: this / (function_file_rrf_k + its file's rank) ...
-    function_file_rrf_k: float = 20.0  # ... (docs/localizer.md "Function candidates and order")
+    function_file_rrf_k: float = 20.0  # ... (lab/notes/localizer.md "Function candidates and order")
     function_name_boost: float = 1.0  # ... plus this many first places when the query names it (code-shaped identifier)
     function_file_order: str = "learned"  # where the file ranker runs, its order draws the `top_files` whose functions
                                           # are candidates and gives their file term; "fusion": the cheap lists' order
@@ -71,7 +71,7 @@ class LocalizerConfig:
     dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
     dense_weight: float = 0.5
     dense_head_ranker: str = ""  # ... or a LambdaRank model over that head with the cosine as a feature (a directory
-                                 # with head.txt; '' = the fusion; docs/localizer.md "A learned ranker over the head")
+                                 # with head.txt; '' = the fusion; lab/notes/localizer.md "A learned ranker over the head")
     dense_tail_depth: int = 0  # ... and the functions below it down to this depth re-ranked among themselves (0 = off)
     dense_tail_rrf_k: float = 10.0  # ... by the same formula with these
     dense_tail_weight: float = 1.0

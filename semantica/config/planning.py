@@ -142,7 +142,7 @@ class PlanningBudgetsConfig:
     """Result budgets across repositories (serving/planning/budgets.py): the primary repository gets
     `primary_share` of K, the others split the rest; merged primary first, deduplicated by content sha."""
 
-    enabled: bool = False  # unmeasured: no multi-repository golden set yet (docs/results.md, "Query planning")
+    enabled: bool = False  # unmeasured: no multi-repository golden set yet (lab/notes/results-log.md, "Query planning")
     primary_share: float = 0.6
 
 
@@ -151,7 +151,7 @@ class PlanningRetryConfig:
     """Graduated retry (serving/planning/retry.py): a rule-based evaluator judges the hits; weak ones climb
     relax (1) -> multi-query (2) -> adjacent scope (3) -> partial (4), up to planning.max_retry_level."""
 
-    enabled: bool = False  # did not pay on the golden set (docs/results.md, "Query planning")
+    enabled: bool = False  # did not pay on the golden set (lab/notes/results-log.md, "Query planning")
     min_top_fused: float = 0.008  # the best hit's fused score below this is weak
     consensus_top_n: int = 5  # ... and no hit among the first N found by >= consensus_min_strategies
     consensus_min_strategies: int = 2
@@ -207,7 +207,7 @@ class MultiHopConfig:
     """Definitions -> uses over the code graph from the first hits (serving/planning/multihop.py).
 
     Off by default: on the SWE-bench dev split it lowered function Acc@10 for issue-length queries
-    (docs/results.md, "Query planning"); when on, it runs for flow questions unless `triggers` says otherwise."""
+    (lab/notes/results-log.md, "Query planning"); when on, it runs for flow questions unless `triggers` says otherwise."""
 
     enabled: bool = False
     triggers: list[str] = field(default_factory=lambda: ["flow"])  # always | flow | issue

@@ -175,7 +175,7 @@ class HeadRanker:
     """The channel's head re-ranked by a LambdaRank model instead of `DenseFusion`: each function's localizer
     feature row (NaN for a function the localizer did not draw), its place in the head, its cosine and the cosine's
     rank within the head (NaN without a vector). Trained by `lab.localizer.function_dense --ranker-study
-    --save-ranker` on out-of-fold cosines of the corpus (docs/localizer.md "A learned ranker over the head")."""
+    --save-ranker` on out-of-fold cosines of the corpus (lab/notes/localizer.md "A learned ranker over the head")."""
 
     def __init__(self, model_dir: str) -> None:
         import lightgbm as lgb  # imports pandas: only where a head ranker is configured

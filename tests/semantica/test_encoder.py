@@ -50,7 +50,7 @@ def test_int8_runtime_is_close_and_named_apart() -> None:
     assert quantized.model_id.endswith(INT8_SUFFIX)
     reference = shared_encoder(EncoderConfig(runtime="torch"))
     cosines = (quantized.encode(TEXTS[:3]) * reference.encode(TEXTS[:3])).sum(axis=1)
-    assert cosines.min() > 0.8  # measured 0.85-0.95: not free (docs/results.md: why it stays off)
+    assert cosines.min() > 0.8  # measured 0.85-0.95: not free (lab/notes/results-log.md: why it stays off)
 
 
 def test_a_snapshot_of_either_runtime_is_queried_with_that_runtime() -> None:

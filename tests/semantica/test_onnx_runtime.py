@@ -167,7 +167,7 @@ def test_onnx_int8_is_its_own_runtime_close_to_fp32(runtimes, corpus, scales: st
     assert identity.runtime is Runtime.ONNX and identity.quantized and int8.identity.runtime_name == runtime_name
     assert identity.export_sha != parse_model_id(onnx.model_id).export_sha  # another graph, another identity
     cosines = _cosines(int8.encode(corpus[:32]), onnx.encode(corpus[:32]))
-    assert 0.9 < cosines.min() < 0.99999  # close, and really another numeric path (loss on the golden set: docs/fast.md)
+    assert 0.9 < cosines.min() < 0.99999  # close, and really another numeric path (loss on the golden set: lab/notes/fast.md)
     served = snapshot_encoder(onnx.model_id, onnx.dim, "", int8)  # an int8 server serves an fp32 snapshot with fp32
     assert served.model_id == onnx.model_id and not served.config.quantize_int8
     # activations are quantised with a scale per token row, or per text: a text's int8 vector is the same alone, in

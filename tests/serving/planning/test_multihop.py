@@ -40,7 +40,7 @@ def http_index(tmp_path_factory):
 def _pipeline(root, *overrides):
     from serving.pipeline import SearchPipeline
 
-    # multihop's own function order: the learned localizer's blend on top is measured in docs/localizer.md
+    # multihop's own function order: the learned localizer's blend on top is measured in lab/notes/localizer.md
     return SearchPipeline(make_config(root, "token_vectors.enabled=false", "late_interaction.enabled=false",
                                       "graph_ops.route_queries=false", "localizer.enabled=false", *overrides))
 
