@@ -8,7 +8,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from jobs.train import commit_negatives
 from jobs.train.pairs import BENCHMARK_REPOS, PairMiner, PairsError, check_corpus, load_pairs
 from jobs.train.pairs_source import function_spans
 from semantica.config import load_config
@@ -102,20 +101,6 @@ def test_pairs_are_deduplicated_across_repositories_and_runs(shop, tmp_path):
     assert miner.mine_repo(path, "acme/shop-fork") == {"docstring": 0, "commit": 0}
     later = PairMiner(config, tmp_path / "out", progress=False, log=lambda _m: None)
     assert len(later.seen) == 2 and later.mine_repo(path, "other/fork") == {"docstring": 0, "commit": 0}
-
-
-def test_commit_pairs_mined_without_negatives_get_the_ones_mining_gives_today(shop, tmp_path):
-    path = str(shop / "acme+shop" / "repo")
-    today = load_config(None, ["pairs.hard_negatives=0"], environ={})
-    PairMiner(today, tmp_path / "today", progress=False, log=lambda _m: None).mine_repo(path, "acme/shop")
-    before = load_config(None, ["pairs.hard_negatives=0", "pairs.commit_negatives=0"], environ={})
-    PairMiner(before, tmp_path / "before", progress=False, log=lambda _m: None).mine_repo(path, "acme/shop")
-    assert load_pairs(tmp_path / "before").filter(pl.col("kind") == "commit")["negative_keys"].to_list() == [[]]
-    assert commit_negatives.main([str(tmp_path / "before"), str(tmp_path / "added"), "--repos-dir", str(shop)]) == 0
-    added, expected = load_pairs(tmp_path / "added"), load_pairs(tmp_path / "today")
-    assert added.sort("dedup_key").equals(expected.sort("dedup_key"))
-    assert sorted(p.name for p in (tmp_path / "added" / "acme+shop").iterdir()) == sorted(
-        p.name for p in (tmp_path / "today" / "acme+shop").iterdir())
 
 
 def test_in_file_negatives_rank_the_unchanged_functions_by_the_message(tmp_path):
