@@ -46,7 +46,7 @@ class QuerySignals:
     def parse(cls, text: str) -> QuerySignals:
         frames = stack_frames(text)
         paths = [m.group(1) for m in SOURCE_PATH.finditer(text)]
-        modules = [m.group(1) for m in DOTTED.finditer(text) if not SOURCE_PATH.fullmatch(m.group(1))]
+        modules = [m.group(1) for m in DOTTED.finditer(text) if not m.group(1).endswith(".py")]
         words = {w for w in IDENT.findall(text)}
         return cls(text, tokenize(text), paths, modules, frames, {w.lower() for w in words},
                    {w.lower() for w in words if CODE_LIKE.search(w)})

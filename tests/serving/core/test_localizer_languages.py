@@ -123,6 +123,12 @@ def _build(tmp_path, name: str, files: dict[str, str], fixes: list[tuple[dict[st
     return config, served
 
 
+def _listed_counts(config, repo: str) -> dict:
+    """The `counts` of the repository's row as `/v1/repos` lists it (`IndexLayout.listing`)."""
+    (row,) = [entry.to_dict() for entry in IndexLayout(config.paths.index_root).listing() if entry.repo == repo]
+    return row["counts"]
+
+
 def _ranked_files(config, served, query: str, today: list[str]) -> list[str]:
     stage = LearnedStage(config.localizer, config.paths.cache_dir, config.encoder)
     files, _ = stage.apply(query, [served], [{"repo": served.repo, "path": p, "score": 1.0} for p in today], [])
@@ -139,7 +145,7 @@ def go_repo(tmp_path_factory):
 
 def test_a_go_repository_gets_history_localizer_files_and_function_vectors(go_repo):
     config, served = go_repo
-    counts = served.manifest.counts
+    counts = _listed_counts(config, served.repo)
     assert counts["localizer_files"] == 3  # the .go files (go.mod has no functions)
     assert counts["history_commits"] == 2  # both fixes (the root commit is never kept)
     assert counts["function_vectors"] == 3
@@ -162,7 +168,7 @@ def test_a_typescript_repository_gets_history_localizer_files_and_function_vecto
         (TS_FIX, "Fix the first retry waiting half the backoff delay (#7)"),
         (TS_HEADERS_FIX, "Keep the source headers when merging options (#9)"),
     ])
-    counts = served.manifest.counts
+    counts = _listed_counts(config, served.repo)
     assert counts["localizer_files"] == 3
     assert counts["history_commits"] == 2
     assert counts["function_vectors"] >= 3
