@@ -102,10 +102,21 @@ class FileLookups:
         found = snapshot.derived.get(cls)
         if found is None:
             paths = [doc.path for doc in snapshot.files]
-            found = snapshot.derived[cls] = cls([path_suffixes(p) for p in paths],
-                                                [strip_suffix(p.rsplit("/", 1)[-1]).lower() for p in paths],
+            found = snapshot.derived[cls] = cls([path_suffixes(p) for p in paths], [file_stem(p) for p in paths],
                                                 {p: bool(TEST_PATH.search(p)) for p in paths})
         return found
+
+
+ENTRY_STEMS = frozenset({"index", "mod", "lib", "main"})
+"""Entry files outside Python (a package's `index.ts`, a Rust `mod.rs` / `lib.rs`, a `main.go`): too common for a
+query word to name one (Python's own such names are the candidate generator's `UNNAMED_STEMS`)."""
+
+
+def file_stem(path: str) -> str:
+    """The lowercased file name without its suffix, as a query word may name the file; "" for another language's
+    entry file (`ENTRY_STEMS`), which no word names."""
+    stem = strip_suffix(path.rsplit("/", 1)[-1]).lower()
+    return "" if stem in ENTRY_STEMS and not path.endswith(".py") else stem
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from semantica.localizer.query_signals import QuerySignals, module_paths
+from semantica.localizer.query_signals import QuerySignals, file_stem, module_paths
 
 TRACES = '''panic: runtime error
 main.parse(...)
@@ -35,6 +35,11 @@ def test_a_python_query_reads_what_it_always_read():
     assert q.paths == ["pkg/util.py"]
     assert module_paths("pkg.core")[:2] == ("pkg/core.py", "pkg/core/__init__.py")
     assert QuerySignals.parse("tests/test_x.py:12: AssertionError").frames == []  # never a frame
+
+
+def test_entry_files_of_other_languages_are_not_named_by_a_word():
+    assert [file_stem(p) for p in ("source/index.ts", "src/lib.rs", "cmd/main.go", "src/parser/mod.rs")] == [""] * 4
+    assert [file_stem(p) for p in ("pkg/main.py", "pkg/index.py", "clock/duration.go")] == ["main", "index", "duration"]
 
 
 def _parse_seconds(text: str) -> float:
