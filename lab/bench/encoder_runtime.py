@@ -68,13 +68,14 @@ def chunk_texts(index_root: str, repo: str, limit: int) -> list[str]:
 
 
 def function_texts(index_root: str, repo: str, limit: int) -> list[str]:
-    """The dense channel's input: every Python function's source in the snapshot (spread as `chunk_texts`)."""
-    from semantica.index_kinds.localizer import python_texts
+    """The dense channel's input: every function's source in the snapshot, any parsed language (spread as
+    `chunk_texts`)."""
+    from semantica.index_kinds.localizer import source_texts
     from semantica.localizer.dense import function_sources
     from semantica.snapshot import SnapshotSet
 
     config = load_config(None, [f"paths.index_root={index_root}"])
-    files = python_texts(SnapshotSet(config).get(repo).chunks)
+    files = source_texts(SnapshotSet(config).get(repo).chunks)
     sources = [source for path in sorted(files) for source in function_sources(path, files[path]).values()]
     step = max(1, len(sources) // limit)
     return sources[::step][:limit]

@@ -15,7 +15,7 @@ API::
                                                          #   .issue_refs), files, functions (`path::Q.name`)
     history.read_commits, history.cached_commits         # incremental: only unseen shas are read from git
     history.dropped                                      # {reason: count}: bot, skipped subject (revert, bump,
-                                                         #   release...), trivial message, huge, no python change
+                                                         #   release...), trivial message, huge, no source change
     searcher = HistorySearcher(history, config.history)  # BM25 (bm25s) over messages + priors
     votes = searcher.index.votes(query_text)             # HistoryVotes: .files / .functions = [Vote(key, score,
                                                          #   voters=[Voter(sha, subject, date, similarity)])]

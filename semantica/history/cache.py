@@ -3,16 +3,24 @@ so a later snapshot only reads the commits it has not seen, the way the parse ca
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from semantica.history.gitread import source_pathspecs
 from semantica.history.records import CommitRecord
 
-CACHE_VERSION = "h1"
+CACHE_VERSION = "h2"
 """Bumped when what a record holds (or how it is read) changes: older rows are then ignored."""
+
+
+def sources_key() -> str:
+    """Names the files a record covers (the pathspecs of every language with spans): a language added to the table
+    reads its commits again instead of reusing records that never saw its files."""
+    return hashlib.sha1("\0".join(source_pathspecs()).encode()).hexdigest()[:8]
 
 
 class HistoryCache:
@@ -22,7 +30,8 @@ class HistoryCache:
     def __init__(self, path: str | Path, parse_key: str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.key = f"{CACHE_VERSION}:{parse_key}"
+        self.version = f"{CACHE_VERSION}-{sources_key()}"
+        self.key = f"{self.version}:{parse_key}"
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
         with self._db:
@@ -44,7 +53,7 @@ class HistoryCache:
         return rows
 
     def get_many(self, shas: Iterable[str]) -> dict[str, CommitRecord | None]:
-        """Cached shas -> record (None: the commit changed no Python file); unknown shas are absent."""
+        """Cached shas -> record (None: the commit changed no source file); unknown shas are absent."""
         return {sha: CommitRecord.from_dict(json.loads(record)) if record else None
                 for sha, record in self._select("commits", "record", self.key, shas)}
 
@@ -54,15 +63,15 @@ class HistoryCache:
                                  [(self.key, sha, json.dumps(r.to_dict()) if r else "") for sha, r in records.items()])
 
     def get_renames(self, shas: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
-        """Scanned shas -> the `.py` renames (old, new) each made against its first parent ([] for none); shas
+        """Scanned shas -> the source file renames (old, new) each made against its first parent ([] for none); shas
         never scanned are absent. Renames are facts of a commit, so they do not depend on the parse key."""
         return {sha: [(old, new) for old, new in json.loads(pairs)]
-                for sha, pairs in self._select("renames", "pairs", CACHE_VERSION, shas)}
+                for sha, pairs in self._select("renames", "pairs", self.version, shas)}
 
     def put_renames(self, renames: dict[str, list[tuple[str, str]]]) -> None:
         with self._lock, self._db:
             self._db.executemany("INSERT OR REPLACE INTO renames VALUES (?, ?, ?)",
-                                 [(CACHE_VERSION, sha, json.dumps(pairs)) for sha, pairs in renames.items()])
+                                 [(self.version, sha, json.dumps(pairs)) for sha, pairs in renames.items()])
 
     def close(self) -> None:
         self._db.close()

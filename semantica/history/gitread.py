@@ -1,18 +1,26 @@
-"""Reading a git repository (bare or not) without a checkout: commits, diffs at the parent, function spans.
+"""Reading a git repository (bare or not) without a checkout: commits, diffs at the parent, files at a commit.
 
-Function spans come from the stdlib `ast` (exact docstring lines, which the tree-sitter chunker does not
-separate); nested functions fold into the outer function that holds them, as in the SWE-bench gold.
-Commits and diffs come from `git log` / `git diff -U0`. Shared by the history index
+Commits and diffs come from `git log` / `git diff -U0`, over the files of every language with function spans
+(`semantica.languages.spans`: tree-sitter, the language table's suffixes as pathspecs); the spans themselves
+are re-exported here for the readers that attribute changed lines to functions. Shared by the history index
 (semantica/history) and the pair miner (jobs/train/pairs.py).
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from semantica.languages.spans import (  # noqa: F401  (the readers' names)
+    DECLARATION_SUFFIXES,
+    FunctionSpan,
+    file_spans,
+    function_spans,
+    source_lines,
+    span_suffixes,
+    spans_language,
+)
 
 HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 ISSUE_REF = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s*:?\s*#(\d+)", re.I)
@@ -20,34 +28,6 @@ PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
 TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x00"
-
-
-def source_lines(lines: Sequence[str], start: int, end: int) -> str:
-    """Lines `start`..`end` (1-based, inclusive) of a file: a function's source as the commit pairs hold it and the
-    dense channel encodes it (semantica/localizer/dense.py `function_text`)."""
-    return "\n".join(lines[start - 1: end])
-
-
-@dataclass
-class FunctionSpan:
-    """One outer function or method (1-based inclusive lines) and its docstring lines, if any."""
-
-    qualname: str
-    start: int
-    end: int
-    docstring: str = ""
-    doc_start: int = 0
-    doc_end: int = 0
-
-    def source(self, lines: list[str]) -> str:
-        """The function's source, docstring included."""
-        return source_lines(lines, self.start, self.end)
-
-    def body(self, lines: list[str]) -> str:
-        """The function's source with its docstring lines removed."""
-        return "\n".join(line for n, line in enumerate(lines[self.start - 1: self.end], self.start)
-                         if not self.doc_start <= n <= self.doc_end)
-
 
 
 def _tally(change: FileChange, line: bytes) -> None:
@@ -61,33 +41,6 @@ def _tally(change: FileChange, line: bytes) -> None:
         change.added += 1
     elif line.startswith(b"-") and not line.startswith(b"---"):
         change.removed += 1
-
-def function_spans(text: str) -> list[FunctionSpan]:
-    """Outer functions and methods of a Python module ([] when it does not parse)."""
-    try:
-        tree = ast.parse(text)  # one at a time across threads: semantica.threadsafe_ast
-    except (SyntaxError, ValueError):
-        return []
-    spans: list[FunctionSpan] = []
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.")
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                start = min([d.lineno for d in child.decorator_list] + [child.lineno])
-                span = FunctionSpan(f"{prefix}{child.name}", start, child.end_lineno or child.lineno)
-                doc = ast.get_docstring(child)
-                first = child.body[0] if child.body else None
-                if doc and isinstance(first, ast.Expr):
-                    span.docstring, span.doc_start, span.doc_end = doc, first.lineno, first.end_lineno or first.lineno
-                spans.append(span)
-            elif not isinstance(child, (ast.Lambda,)):
-                visit(child, prefix)  # if/try blocks at module or class level
-
-    visit(tree, "")
-    return spans
-
 
 @dataclass
 class Commit:
@@ -174,7 +127,7 @@ def resolve_commit(repo_path: str, rev: str) -> str:
 
 @dataclass
 class LoggedCommit:
-    """One first-parent commit as `git log -p` wrote it: header fields and its `.py` changes at the parent."""
+    """One first-parent commit as `git log -p` wrote it: header fields and its source changes at the parent."""
 
     sha: str
     parents: list[str]
@@ -215,15 +168,21 @@ def _parse_diff(raw: bytes) -> tuple[list[FileChange], dict[str, str]]:
     return changes, old_blobs
 
 
-def log_with_python_diffs(repo_path: str, commit: str, stop_before: str | None) -> list[LoggedCommit]:
+def source_pathspecs() -> list[str]:
+    """Git pathspecs for the files of every language with function spans (the language table's suffixes),
+    declaration-only files left out."""
+    return [f"*{suffix}" for suffix in span_suffixes()] + [f":(exclude)*{suffix}" for suffix in DECLARATION_SUFFIXES]
+
+
+def log_with_source_diffs(repo_path: str, commit: str, stop_before: str | None) -> list[LoggedCommit]:
     """First-parent commits from `commit` back to (not including) `stop_before` (None: to the root), each
-    with its `.py` changes against its first parent (a merge's diff is the PR's whole change). Commits that
-    change no `.py` file are absent: git's pathspec skips them."""
+    with its source changes (`source_pathspecs`) against its first parent (a merge's diff is the PR's whole
+    change). Commits that change no such file are absent: git's pathspec skips them."""
     args = ["log", "--first-parent", "--diff-merges=first-parent", "-p", "-U0", "--no-renames", "--full-index",
             "--no-color", "--no-ext-diff", _LOG_FORMAT, commit]
     if stop_before:
         args.append(f"^{stop_before}")
-    raw = git(repo_path, *args, "--", "*.py")
+    raw = git(repo_path, *args, "--", *source_pathspecs())
     out: list[LoggedCommit] = []
     for record in raw.split(RECORD_SEP.encode()):
         parts = record.split(FIELD_SEP.encode(), 5)
@@ -269,11 +228,11 @@ class BlobReader:
         self.close()
 
 
-def python_renames(repo_path: str, commit: str) -> dict[str, list[tuple[str, str]]]:
-    """sha -> the `.py` renames (old, new) it made against its first parent, for `commit` and its first-parent
+def source_renames(repo_path: str, commit: str) -> dict[str, list[tuple[str, str]]]:
+    """sha -> the source file renames (old, new) it made against its first parent, for `commit` and its first-parent
     ancestors (git's rename detection; commits without a rename are absent)."""
     raw = git(repo_path, "log", "--first-parent", "--diff-merges=first-parent", "-M", "--diff-filter=R",
-              "--name-status", "--format=%x1e%H", commit, "--", "*.py")
+              "--name-status", "--format=%x1e%H", commit, "--", *source_pathspecs())
     out: dict[str, list[tuple[str, str]]] = {}
     for record in raw.decode("utf-8", "replace").split(RECORD_SEP):
         lines = [line for line in record.strip("\n").split("\n") if line]
@@ -285,15 +244,16 @@ def python_renames(repo_path: str, commit: str) -> dict[str, list[tuple[str, str
     return out
 
 
-def python_tree_texts(repo_path: str, commit: str, max_bytes: int) -> dict[str, str]:
-    """`{path: text}` of the `.py` files in `commit`'s tree (bare repositories work; nothing after `commit`)."""
+def source_tree_texts(repo_path: str, commit: str, max_bytes: int) -> dict[str, str]:
+    """`{path: text}` of the source files (`spans_language`) in `commit`'s tree (bare repositories work; nothing
+    after `commit`)."""
     raw = git(repo_path, "ls-tree", "-r", "-z", "--long", commit)
     wanted: dict[str, str] = {}
     for record in raw.split(b"\0"):
         meta, _, path_b = record.partition(b"\t")
         parts = meta.split()
         path = path_b.decode("utf-8", "replace")
-        if len(parts) < 4 or parts[1] != b"blob" or not path.endswith(".py") or parts[3] == b"-":
+        if len(parts) < 4 or parts[1] != b"blob" or not spans_language(path) or parts[3] == b"-":
             continue
         if int(parts[3]) <= max_bytes:
             wanted[path] = parts[2].decode("ascii")

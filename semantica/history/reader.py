@@ -15,12 +15,13 @@ from semantica.history.gitread import (
     BlobReader,
     FunctionSpan,
     LoggedCommit,
+    file_spans,
     first_parent_shas,
-    function_spans,
     git,
-    log_with_python_diffs,
-    python_renames,
+    log_with_source_diffs,
     resolve_commit,
+    source_renames,
+    spans_language,
 )
 from semantica.history.records import CommitFilter, CommitRecord
 
@@ -41,7 +42,7 @@ class History:
     dropped: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     live_files: set[str] | None = None
-    """`.py` paths that exist at `commit` (votes and priors for files deleted since are left out);
+    """Source paths (every language with function spans) that exist at `commit` (votes and priors for files deleted since are left out);
     None = not known, keep all."""
     renamed_paths: int = 0
     """Record paths rewritten to the path the file has at `commit` (it was renamed later, but not after `commit`)."""
@@ -83,14 +84,14 @@ class HistoryReader:
         dropped: Counter[str] = Counter()
         for sha in shas:
             record = known.get(sha)
-            reason = "no python change" if record is None else self.filter.reason(record)
+            reason = "no source change" if record is None else self.filter.reason(record)
             if reason:
                 dropped[reason] += 1
             else:
                 kept.append(record)  # type: ignore[arg-type]
         fix_like = {r.sha for r in kept if self.filter.fix_like(r)}
         live = {path for path in git(repo_path, "ls-tree", "-r", "--name-only", commit).decode("utf-8", "replace")
-                .split("\n") if path.endswith(".py")}
+                .split("\n") if spans_language(path)}
         kept, renamed = self._at_snapshot_paths(repo_path, commit, shas, kept, live)
         return History(commit, commit_time(repo_path, commit), kept, fix_like, len(missing),
                        len(shas) - len(missing), dict(dropped), time.perf_counter() - started, live, renamed)
@@ -103,7 +104,7 @@ class HistoryReader:
             stored = self.cache.get_renames(shas)
             if len(stored) == len(set(shas)):
                 return {sha: stored[sha] for sha in shas if stored[sha]}
-            events = {**events, **python_renames(repo_path, commit)}
+            events = {**events, **source_renames(repo_path, commit)}
             line = first_parent_shas(repo_path, commit, 10 ** 9)
             scanned = scanned | set(line)
             self._rename_scans[repo_path] = (scanned, events)
@@ -136,7 +137,7 @@ class HistoryReader:
         return out, renamed
 
     def _read_range(self, repo_path: str, newest: str, stop: str | None, want: set[str]) -> dict[str, CommitRecord | None]:
-        logged = [c for c in log_with_python_diffs(repo_path, newest, stop) if c.sha in want]
+        logged = [c for c in log_with_source_diffs(repo_path, newest, stop) if c.sha in want]
         out: dict[str, CommitRecord | None] = dict.fromkeys(want)
         pending: dict[str, CommitRecord | None] = {}
         with BlobReader(repo_path) as blobs:
@@ -160,17 +161,19 @@ class HistoryReader:
             return record
         for change in changes:
             blob = entry.old_blobs.get(change.path)
-            for span in self._spans_of(blob, blobs) if blob else []:
+            for span in self._spans_of(change.path, blob, blobs) if blob else []:
                 if any(span.start <= n <= span.end for n in change.old_lines):
                     record.functions.append(function_key(change.path, span.qualname))
         return record
 
-    def _spans_of(self, blob: str, blobs: BlobReader) -> list[FunctionSpan]:
+    def _spans_of(self, path: str, blob: str, blobs: BlobReader) -> list[FunctionSpan]:
+        """The blob's function spans (its language from `path`; a blob sha names one content, and a renamed
+        file keeps its language), kept for the last `SPAN_CACHE_BLOBS` blobs."""
         if blob in self._spans:
             self._spans.move_to_end(blob)
             return self._spans[blob]
         text = blobs.read(blob, self.config.max_blob_bytes)
-        spans = function_spans(text) if text is not None else []
+        spans = file_spans(path, text) if text is not None else []
         self._spans[blob] = spans
         if len(self._spans) > SPAN_CACHE_BLOBS:
             self._spans.popitem(last=False)

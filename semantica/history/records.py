@@ -88,7 +88,7 @@ class CommitFilter:
         if len(text) < c.min_message_chars:
             return "trivial message"
         if not record.files:
-            return "no python change"
+            return "no source change"
         if len(record.files) > c.max_commit_files or record.lines_changed > c.max_commit_lines:
             return "huge"
         return ""

@@ -1,7 +1,7 @@
-"""The dense function channel's vectors (`function_vectors/<key>.npz`): every Python function's source encoded at
-index time by `localizer.dense_model` when `localizer.dense_at_index`, so the channel's first query over a snapshot
-encodes only the query. Keyed by the encoder and every Python file's path and blob sha: an unchanged set of files
-is hard-linked from the previous snapshot; otherwise the previous snapshot's vectors are reused for every function
+"""The dense function channel's vectors (`function_vectors/<key>.npz`): every function's source (any language with
+function spans) encoded at index time by `localizer.dense_model` when `localizer.dense_at_index`, so the channel's
+first query over a snapshot encodes only the query. Keyed by the encoder and every source file's path and blob sha:
+an unchanged set of files is hard-linked from the previous snapshot; otherwise the previous snapshot's vectors are reused for every function
 whose source is unchanged (same text sha, same encoder) and only the others are encoded."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from semantica.index_kinds.base import KindWritten, WriteContext
-from semantica.index_kinds.localizer import python_texts
+from semantica.index_kinds.localizer import source_texts
 from semantica.index_kinds.sharding import KEY_CHARS, content_key
 
 KIND = "function_vectors"
@@ -49,7 +49,7 @@ class FunctionVectorsKind:
         from semantica.localizer.dense import channel_encoder_config, channel_keys, function_sources, text_sha
 
         encoder = shared_encoder(channel_encoder_config(loc, context.config.encoder))
-        texts = python_texts(context.inputs.chunks)
+        texts = source_texts(context.inputs.chunks)
         key = content_key(KIND, [str(FORMAT), encoder.model_id, str(loc.dense_max_length), str(loc.dense_tests)],
                           (f"{path}\x00{blob_sha(texts[path])}" for path in sorted(texts)))
         relative = f"{VECTORS_DIR}/{key[:KEY_CHARS]}.npz"

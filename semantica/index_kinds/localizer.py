@@ -1,6 +1,7 @@
 """The learned localizer's snapshot (`localizer/<key>/`, semantica.localizer.stored): the four BM25 fields
-over the snapshot's Python files, built at index time when `localizer.enabled`, so the first query of a
-snapshot loads it instead of tokenizing every file. Keyed by every Python file's path and blob sha: an
+over the snapshot's source files (every language with function spans), built at index time when
+`localizer.enabled`, so the first query of a snapshot loads it instead of tokenizing every file. Keyed by every
+source file's path and blob sha: an
 unchanged set of files is hard-linked from the previous snapshot; a changed one is rebuilt through the
 localizer's blob cache (only the changed files are parsed)."""
 
@@ -13,16 +14,17 @@ from semantica.index_kinds.sharding import KEY_CHARS, content_key
 
 KIND = "localizer"
 LOCALIZER_DIR = "localizer"
-PYTHON_SUFFIX = ".py"  # the localizer ranks Python files only (as its stage and the corpus miner)
 
 
-def python_texts(chunks: list[Any]) -> dict[str, str]:
-    """path -> the text of each Python file, rebuilt from its chunks (as the stage reads a served file)."""
+def source_texts(chunks: list[Any]) -> dict[str, str]:
+    """path -> the text of each source file (`spans_language`: every language with function spans), rebuilt from
+    its chunks (as the stage reads a served file)."""
+    from semantica.languages.spans import spans_language
     from semantica.snapshot import chunk_lines
 
     by_path: dict[str, list[Any]] = {}
     for chunk in chunks:
-        if chunk.path.endswith(PYTHON_SUFFIX):
+        if spans_language(chunk.path):
             by_path.setdefault(chunk.path, []).append(chunk)
     return {path: "\n".join(chunk_lines(parts)) for path, parts in by_path.items()}
 
@@ -39,7 +41,7 @@ class LocalizerKind:
         from semantica.localizer.snapshot import SnapshotBuilder
         from semantica.localizer.stored import FORMAT, save_snapshot
 
-        texts = python_texts(context.inputs.chunks)
+        texts = source_texts(context.inputs.chunks)
         key = content_key(KIND, [str(FORMAT), CACHE_VERSION],
                           (f"{path}\x00{blob_sha(texts[path])}" for path in sorted(texts)))
         relative = f"{LOCALIZER_DIR}/{key[:KEY_CHARS]}"

@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from semantica.config import Config, HistoryAdaptConfig, LocalizerConfig, LocalizerTrainConfig
-from semantica.history.gitread import python_tree_texts
+from semantica.history.gitread import source_tree_texts
 from semantica.history.records import CommitRecord
 from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
 from semantica.localizer.fit import fit_ranker
@@ -128,8 +128,8 @@ class RepositoryAdapter:
 
 def adapt_to_history(config: Config, repo_path: str, history: Any) -> AdaptedModels | None:
     """The indexer's adaptation step (`history.adapt.enabled`): the repository's own models, trained on the kept
-    commits of `history` (a `semantica.history` read, all at or before its commit) over the Python files of that
+    commits of `history` (a `semantica.history` read, all at or before its commit) over the source files of that
     commit's tree; None below `history.adapt.min_queries`."""
-    texts = python_tree_texts(repo_path, history.commit, config.localizer.max_file_bytes)
+    texts = source_tree_texts(repo_path, history.commit, config.localizer.max_file_bytes)
     adapter = RepositoryAdapter(config.history.adapt, config.localizer, config.localizer_train)
     return adapter.train(SnapshotBuilder().build(texts), history.records, history.commit)

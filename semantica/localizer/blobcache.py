@@ -1,5 +1,5 @@
 """The localizer's per-file work (function spans, term counts of the file, its functions' bodies and names)
-cached on disk by git blob sha, so a snapshot of a nearby commit (which shares almost every blob) only
+cached on disk by language and git blob sha, so a snapshot of a nearby commit (which shares almost every blob) only
 tokenizes and parses the files that changed, across processes and runs (as the parse cache does for chunks).
 
 A file's term counts are stored against the file's own term list (local ids), never against a vocabulary
@@ -21,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from semantica.history.gitread import function_spans
+from semantica.languages import language_of
+from semantica.languages.spans import function_spans
 from semantica.tokenizer import tokenize
 
-CACHE_VERSION = "lb1"
+CACHE_VERSION = "lb2"
 """Bumped when the tokenizer, the function spans or the stored layout change: older rows are then ignored."""
 CACHE_FILE = "localizer-blobs.sqlite"
 
@@ -33,6 +34,12 @@ def blob_sha(text: str) -> str:
     """Git's blob sha of the text's UTF-8 bytes (the id `git ls-tree` shows for a UTF-8 file)."""
     data = text.encode("utf-8", "surrogatepass")
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def blob_key(path: str, text: str) -> str:
+    """What a parse is kept under: the file's language and its blob sha (one content parses alike in one
+    language; the same bytes under another language's suffix are another parse)."""
+    return f"{language_of(path)}:{blob_sha(text)}"
 
 
 @dataclass
@@ -47,9 +54,10 @@ class ParsedBlob:
     docs: list[tuple[np.ndarray, np.ndarray]]
 
     @classmethod
-    def parse(cls, text: str) -> ParsedBlob:
+    def parse(cls, text: str, language: str = "python") -> ParsedBlob:
+        """`language`: the language table's name of the file (its function spans' grammar)."""
         lines = text.split("\n")
-        spans = [(s.qualname, s.start, s.end) for s in function_spans(text)]
+        spans = [(s.qualname, s.start, s.end) for s in function_spans(text, language)]
         # a token never spans a line, so each line is tokenized once and a body is a run of lines
         line_tokens = [tokenize(line) for line in lines]
         token_lists = [chain.from_iterable(line_tokens), *(chain.from_iterable(line_tokens[a - 1: b]) for _, a, b in spans),
@@ -81,7 +89,8 @@ class ParsedBlob:
 
 
 class BlobCache:
-    """A SQLite table `blob sha -> ParsedBlob` (shared by every repository: a sha names one content)."""
+    """A SQLite table `blob key -> ParsedBlob` (shared by every repository: a key names one content in one
+    language, `blob_key`)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

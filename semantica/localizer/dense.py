@@ -20,8 +20,8 @@ import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.granular import function_key
-from semantica.history.gitread import function_spans, source_lines
 from semantica.languages import TEST_PATH
+from semantica.languages.spans import file_spans, source_lines
 from semantica.localizer.features import FUNCTION_FEATURES
 from semantica.localizer.models import model_root
 
@@ -46,10 +46,11 @@ def channel_keys(keys: Sequence[str], config: LocalizerConfig) -> list[str]:
 
 
 def function_sources(path: str, text: str) -> dict[str, str]:
-    """Function key -> its `function_text`, for every outer function and method of one Python file: the spans and
-    keys the localizer's snapshot holds (semantica/localizer/blobcache.py parses with the same `function_spans`)."""
+    """Function key -> its `function_text`, for every outer function and method of one source file (any language with
+    function spans, by its path): the spans and keys the localizer's snapshot holds (semantica/localizer/blobcache.py
+    parses with the same `function_spans`)."""
     lines = text.split("\n")
-    return {function_key(path, s.qualname): s.source(lines) for s in function_spans(text)}
+    return {function_key(path, s.qualname): s.source(lines) for s in file_spans(path, text)}
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
-"""A snapshot's Python files as the localizer sees them: four BM25 fields over files and functions.
+"""A snapshot's source files (every language with function spans) as the localizer sees them: four BM25 fields
+over files and functions.
 
 Fields: a file's whole text, its path, each outer function's body (nested functions folded in, as in
-the SWE-bench gold) and its qualified name. Functions come from the stdlib `ast`, the same spans the
-corpus labels come from (jobs/train/pairs_source.function_spans). `SnapshotBuilder` keeps each
-file's term counts by blob sha in memory and, given a `BlobCache`, on disk, so building the next snapshot
-of the same repository (in this process or a later one) only parses the files that changed.
+the SWE-bench gold) and its qualified name. Functions come from tree-sitter through the language table
+(`semantica.languages.spans`), the same spans the corpus labels come from (jobs/train/pairs_source.function_spans).
+`SnapshotBuilder` keeps each file's term counts by language and blob sha in memory and, given a `BlobCache`, on
+disk, so building the next snapshot of the same repository (in this process or a later one) only parses the files
+that changed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from semantica.granular import function_key
-from semantica.localizer.blobcache import BlobCache, ParsedBlob, blob_sha
+from semantica.languages import language_of
+from semantica.languages.spans import strip_suffix
+from semantica.localizer.blobcache import BlobCache, ParsedBlob, blob_key
 from semantica.localizer.bm25 import Bm25Field, TermCounts, Vocabulary, term_counts
 
 PATH_WORDS = re.compile(r"[/._\-]+")
@@ -82,15 +86,15 @@ class SnapshotBuilder:
         return _Parsed(blob.lines, blob.spans, docs[0], docs[1: 1 + n], docs[1 + n:])
 
     def _parse_all(self, texts: dict[str, str]) -> dict[str, str]:
-        """path -> blob sha, every sha parsed into `self._parsed` (memory, then the cache, then parsing)."""
-        digests = {path: blob_sha(text) for path, text in texts.items()}
+        """path -> blob key, every key parsed into `self._parsed` (memory, then the cache, then parsing)."""
+        digests = {path: blob_key(path, text) for path, text in texts.items()}
         missing = {d: p for p, d in digests.items() if d not in self._parsed}
         found = self.cache.get_many(missing) if self.cache is not None and missing else {}
         fresh: dict[str, ParsedBlob] = {}
         for digest, path in missing.items():
             blob = found.get(digest)
             if blob is None:
-                blob = fresh[digest] = ParsedBlob.parse(texts[path])
+                blob = fresh[digest] = ParsedBlob.parse(texts[path], language_of(path))
             self._parsed[digest] = self._to_vocab(blob)
         self.parsed_here += len(fresh)
         if self.cache is not None:
@@ -99,7 +103,7 @@ class SnapshotBuilder:
 
     def _path_counts(self, path: str) -> TermCounts:
         if path not in self._paths:
-            self._paths[path] = term_counts(self.vocab, PATH_WORDS.sub(" ", path.removesuffix(".py")))
+            self._paths[path] = term_counts(self.vocab, PATH_WORDS.sub(" ", strip_suffix(path)))
         return self._paths[path]
 
     def build(self, texts: dict[str, str]) -> Snapshot:

@@ -15,6 +15,7 @@ import numpy as np
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.index_kinds.function_vectors import KIND as VECTORS_KIND
 from semantica.index_kinds.localizer import KIND as STORED_KIND
+from semantica.languages.spans import spans_language
 from semantica.localizer.blobcache import open_blob_cache
 from semantica.localizer.dense import function_text
 from semantica.localizer.features import (
@@ -137,8 +138,9 @@ def stores_history(served: Any) -> bool:
 def blend(today: list[str], learned: list[str], today_weight: float, learned_weight: float, rrf_k: float) -> list[str]:
     """Reciprocal-rank blend of today's fixed-fusion ranking and the localizer's (weights from conf). A weight
     of 0 takes that ranking out of the order, so `today_weight=0` is the localizer alone, but not its keys: they
-    follow every ranked key, in their own order (the localizer ranks Python files only; a document or a
-    JavaScript file today found must not vanish from the answer)."""
+    follow every ranked key, in their own order (the localizer ranks source files of every language with function
+    spans, each by its score; a document or a file of an unparsed language today found must not vanish from the
+    answer)."""
     scores: dict[str, float] = {}
     for ranking, weight in ((today, today_weight), (learned, learned_weight)):
         if weight <= 0:
@@ -151,8 +153,9 @@ def blend(today: list[str], learned: list[str], today_weight: float, learned_wei
 
 class LearnedStage:
     """The optional `localizer` stage of the query pipeline (`localizer.enabled`): per queried snapshot, its
-    Python files (rebuilt from the chunks, as `file_lines` serves them) become a localizer `Snapshot` once
-    per snapshot id; the ranked files and functions are blended into today's lists."""
+    source files of every language with function spans (rebuilt from the chunks, as `file_lines` serves them)
+    become a localizer `Snapshot` once per snapshot id; the ranked files and functions are blended into today's
+    lists."""
 
     def __init__(self, config: LocalizerConfig, cache_dir: str | None = None,
                  encoder_config: EncoderConfig | None = None) -> None:
@@ -220,7 +223,7 @@ class LearnedStage:
                 if stored is not None:  # built at index time (the `localizer` index kind): no tokenizing here
                     self._snapshots = {key: stored}
                     return stored
-                texts = {p: "\n".join(served.file_lines(p)) for p in served.chunks_by_path if p.endswith(".py")}
+                texts = {p: "\n".join(served.file_lines(p)) for p in served.chunks_by_path if spans_language(p)}
                 self._snapshots = {key: self._builder.build(texts)}  # the newest snapshot only: memory stays flat
             return self._snapshots[key]
 
@@ -241,7 +244,7 @@ class LearnedStage:
 
     def function_source(self, served: Any) -> Callable[[str], str | None]:
         """key -> the function's source in `served` (the dense channel's text); None for a key the snapshot's
-        Python files do not define."""
+        source files do not define."""
         snapshot = self.snapshot(served)
         lines: dict[str, list[str]] = {}  # each file rebuilt from its chunks once per query
 

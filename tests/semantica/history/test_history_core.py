@@ -179,7 +179,7 @@ def test_reindex_takes_renames_from_the_cache_and_keeps_the_time_cut(repo, tmp_p
 
     def no_git_log(*_args: object) -> dict:
         raise AssertionError("a re-index of scanned commits must not scan git for renames")
-    monkeypatch.setattr(reader_module, "python_renames", no_git_log)
+    monkeypatch.setattr(reader_module, "source_renames", no_git_log)
     again = HistoryReader(config(), tmp_path / "r.sqlite").read(work, after)  # a fresh reader: disk cache only
     assert [(r.sha, r.files, r.functions) for r in again.records] == [(r.sha, r.files, r.functions) for r in first.records]
     assert "pkg/rows.py" in {f for r in again.records for f in r.files} and again.renamed_paths == first.renamed_paths > 0

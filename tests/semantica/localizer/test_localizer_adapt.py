@@ -55,7 +55,7 @@ SETTINGS = ("history.index=true", "history.min_message_chars=5", "history.adapt.
 
 def _train(garden, commit: str, tmp_path: Path):
     from semantica.history import HistoryReader
-    from semantica.history.gitread import python_tree_texts
+    from semantica.history.gitread import source_tree_texts
     from semantica.localizer.adapt import RepositoryAdapter
     from semantica.localizer.snapshot import SnapshotBuilder
 
@@ -63,7 +63,7 @@ def _train(garden, commit: str, tmp_path: Path):
     reader = HistoryReader(config.history, tmp_path / "history.sqlite")
     history = reader.read(garden["repo"], commit)
     reader.close()
-    snapshot = SnapshotBuilder().build(python_tree_texts(str(garden["repo"]), commit, 1_000_000))
+    snapshot = SnapshotBuilder().build(source_tree_texts(str(garden["repo"]), commit, 1_000_000))
     adapter = RepositoryAdapter(config.history.adapt, config.localizer, config.localizer_train)
     return adapter.train(snapshot, history.records, history.commit)
 
@@ -82,7 +82,7 @@ def test_too_few_commits_train_no_model(garden, tmp_path):
     from dataclasses import replace
 
     from semantica.history import HistoryReader
-    from semantica.history.gitread import python_tree_texts
+    from semantica.history.gitread import source_tree_texts
     from semantica.localizer.adapt import RepositoryAdapter
     from semantica.localizer.snapshot import SnapshotBuilder
 
@@ -90,7 +90,7 @@ def test_too_few_commits_train_no_model(garden, tmp_path):
     reader = HistoryReader(config.history, tmp_path / "history.sqlite")
     history = reader.read(garden["repo"], garden["shas"][1])  # two kept commits
     reader.close()
-    snapshot = SnapshotBuilder().build(python_tree_texts(str(garden["repo"]), garden["shas"][1], 1_000_000))
+    snapshot = SnapshotBuilder().build(source_tree_texts(str(garden["repo"]), garden["shas"][1], 1_000_000))
     adapter = RepositoryAdapter(replace(config.history.adapt, min_queries=3), config.localizer, config.localizer_train)
     assert adapter.train(snapshot, history.records) is None
 

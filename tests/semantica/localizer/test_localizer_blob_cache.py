@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from semantica.localizer.blobcache import BlobCache, blob_sha, open_blob_cache
+from semantica.localizer.blobcache import BlobCache, blob_key, blob_sha, open_blob_cache
 from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 from semantica.tokenizer import tokenize
 
@@ -65,7 +65,9 @@ def test_unpacked_blob_keeps_counts(tmp_path: Path) -> None:
     text = (ROOT / "serving" / "core" / "localizer" / "stage.py").read_text()
     builder = SnapshotBuilder(cache)
     builder.build({"stage.py": text})
-    stored = cache.get_many([blob_sha(text)])[blob_sha(text)]
+    key = blob_key("stage.py", text)  # the language and the blob sha
+    assert key == f"python:{blob_sha(text)}"
+    stored = cache.get_many([key])[key]
     def counts(doc: int) -> dict[str, int]:
         return {stored.terms[i]: int(n) for i, n in zip(*stored.docs[doc])}
 

@@ -1,0 +1,274 @@
+"""Function spans of one file in any parsed language, from one tree-sitter parse: the outer functions and methods
+the learned localizer ranks, the history index attributes changes to and the dense function channel encodes.
+
+Which node types define a function, a class or a namespace is the parser's own knowledge (the family specs in
+`pipelines/parse/families/`); the ground floor cannot import the indexer, so the few names a span walk needs are
+listed here per family, and a test holds them equal to the parser's. Nested functions fold into the outer function
+that holds them (as in the SWE-bench gold and the parse stage's chunks); a method is `Class.method` (Go: the
+receiver's type, Rust: the impl's type, TypeScript: `namespace.fn`).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from semantica.languages.registry import language_of, language_row
+
+COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+DECLARATION_SUFFIXES = (".pyi", ".d.ts")  # stubs and type declarations: signatures only
+JS_DECLARATIONS = frozenset({"lexical_declaration", "variable_declaration"})
+
+
+@dataclass(frozen=True)
+class SpanNodes:
+    """A family's node types as the span walk reads them (the same names as its `LanguageSpec`)."""
+
+    functions: frozenset[str]
+    classes: frozenset[str]
+    namespaces: frozenset[str] = frozenset()
+    descend: frozenset[str] = frozenset()
+    function_values: frozenset[str] = frozenset()  # `const f = () => ...` (JavaScript)
+    receiver_methods: bool = False  # Go: a method names its type in a receiver
+    leading_comments: bool = True  # doc comments above a definition belong to it (not Python: docstrings inside)
+    docstrings: bool = False  # a leading string statement is the docstring (Python)
+    whole_file: bool = False  # a file with a syntax error has no spans (Python, as the stdlib `ast` reads it)
+
+
+_JS_FUNCTIONS = frozenset({"function_declaration", "generator_function_declaration", "method_definition"})
+_JS_DESCEND = frozenset({"export_statement", "expression_statement", "ambient_declaration"})
+
+SPAN_NODES: dict[str, SpanNodes] = {
+    "python": SpanNodes(
+        functions=frozenset({"function_definition"}), classes=frozenset({"class_definition"}),
+        descend=frozenset({"if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+                           "except_group_clause", "finally_clause", "with_statement", "for_statement",
+                           "while_statement", "block"}),
+        leading_comments=False, docstrings=True, whole_file=True),
+    "js": SpanNodes(functions=_JS_FUNCTIONS,
+                    classes=frozenset({"class_declaration", "abstract_class_declaration", "interface_declaration"}),
+                    namespaces=frozenset({"internal_module", "module"}), descend=_JS_DESCEND,
+                    function_values=JS_FUNCTION_VALUES),
+    "go": SpanNodes(functions=frozenset({"function_declaration", "method_declaration"}),
+                    classes=frozenset({"type_spec"}), descend=frozenset({"type_declaration"}), receiver_methods=True),
+    "java": SpanNodes(functions=frozenset({"method_declaration", "constructor_declaration"}),
+                      classes=frozenset({"class_declaration", "interface_declaration", "enum_declaration",
+                                         "record_declaration", "annotation_type_declaration"}),
+                      descend=frozenset({"enum_body_declarations"})),
+    "rust": SpanNodes(functions=frozenset({"function_item"}),
+                      classes=frozenset({"struct_item", "enum_item", "trait_item", "union_item"}),
+                      namespaces=frozenset({"impl_item", "mod_item"})),
+}
+
+
+def source_lines(lines: Sequence[str], start: int, end: int) -> str:
+    """Lines `start`..`end` (1-based, inclusive) of a file: a function's source as the commit pairs hold it and the
+    dense channel encodes it (semantica/localizer/dense.py `function_text`)."""
+    return "\n".join(lines[start - 1: end])
+
+
+@dataclass
+class FunctionSpan:
+    """One outer function or method (1-based inclusive lines) and its docstring lines, if any."""
+
+    qualname: str
+    start: int
+    end: int
+    docstring: str = ""
+    doc_start: int = 0
+    doc_end: int = 0
+
+    def source(self, lines: list[str]) -> str:
+        """The function's source, docstring included."""
+        return source_lines(lines, self.start, self.end)
+
+    def body(self, lines: list[str]) -> str:
+        """The function's source with its docstring lines removed."""
+        return "\n".join(line for n, line in enumerate(lines[self.start - 1: self.end], self.start)
+                         if not self.doc_start <= n <= self.doc_end)
+
+
+def span_nodes(language: str) -> tuple[str, SpanNodes] | None:
+    """(grammar, node types) of a parsed language; None for one the parser does not read."""
+    row = language_row(language)
+    if row is None or not row.grammar or row.family not in SPAN_NODES:
+        return None
+    return row.grammar, SPAN_NODES[row.family]
+
+
+def spans_language(path: str) -> bool:
+    """Whether the file at `path` is of a language with function spans (the localizer's and history's files);
+    declaration-only files (`DECLARATION_SUFFIXES`) hold no bodies to change or rank and are left out."""
+    return span_nodes(language_of(path)) is not None and not path.lower().endswith(DECLARATION_SUFFIXES)
+
+
+def span_suffixes() -> tuple[str, ...]:
+    """File suffixes of every language with function spans (git pathspecs for the history reader)."""
+    from semantica.languages.registry import ROWS
+
+    return tuple(sorted({s for name, row in ROWS.items() if span_nodes(name) is not None for s in row.suffixes
+                         if s not in DECLARATION_SUFFIXES}))
+
+
+def strip_suffix(path: str) -> str:
+    """`a/b/c.go` -> `a/b/c`: the path without its file's suffix (the localizer's path words and file stems)."""
+    head, sep, name = path.rpartition("/")
+    dot = name.rfind(".")
+    return head + sep + (name[:dot] if dot > 0 else name)
+
+
+_parsers: dict[str, Any] = {}
+_parsers_lock = threading.Lock()
+_local = threading.local()
+
+
+def _parser(grammar: str) -> Any:
+    """A tree-sitter parser per grammar and thread (a parser is not shared between threads)."""
+    cache = getattr(_local, "parsers", None)
+    if cache is None:
+        cache = _local.parsers = {}
+    if grammar not in cache:
+        from tree_sitter_language_pack import get_parser
+
+        with _parsers_lock:
+            cache[grammar] = get_parser(grammar)
+    return cache[grammar]
+
+
+def function_spans(text: str, language: str = "python") -> list[FunctionSpan]:
+    """Outer functions and methods of one file of `language` (a language table name), in source order; [] for a
+    language without spans. tree-sitter recovers from syntax errors: a broken file keeps the spans it still has,
+    except in a `whole_file` family (Python: the spans the rankers were trained on come from `ast`, which reads
+    none)."""
+    found = span_nodes(language)
+    if found is None:
+        return []
+    grammar, nodes = found
+    tree = _parser(grammar).parse(text.encode("utf-8", "surrogatepass"))
+    if nodes.whole_file and tree.root_node.has_error:
+        return []
+    walk = _SpanWalk(nodes)
+    walk.visit(tree.root_node, "")
+    return walk.spans
+
+
+def file_spans(path: str, text: str) -> list[FunctionSpan]:
+    """`function_spans` of the file at `path`, its language from the table."""
+    return function_spans(text, language_of(path))
+
+
+def _text(node: Any) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None else ""
+
+
+def _code_end(node: Any) -> int:
+    """Last row of `node` that holds code: comments at the end of a block (indented under a Python function)
+    belong to no statement, as the stdlib `ast` has it."""
+    while True:
+        kids = [c for c in node.children if c.type not in COMMENTS]
+        if not kids:
+            return node.end_point[0]
+        node = kids[-1]
+
+
+class _SpanWalk:
+    """One file's walk: definitions at module level, in classes, namespaces and the blocks `descend` names."""
+
+    def __init__(self, nodes: SpanNodes) -> None:
+        self.nodes = nodes
+        self.spans: list[FunctionSpan] = []
+
+    def visit(self, root: Any, root_prefix: str) -> None:
+        stack = [(root, root_prefix)]  # iterative: a deep file must not exhaust Python's recursion limit
+        while stack:
+            node, prefix = stack.pop()
+            pending = []
+            for child in node.named_children:
+                span, kind = child, child.type
+                if kind == "decorated_definition":
+                    inner = child.child_by_field_name("definition")
+                    if inner is None:
+                        continue
+                    child, kind = inner, inner.type
+                if kind in self.nodes.functions:
+                    self._function(child, span, prefix)
+                elif kind in self.nodes.classes:
+                    name, body = _text(child.child_by_field_name("name")), child.child_by_field_name("body")
+                    if name and body is not None:
+                        pending.append((body, f"{prefix}{name}."))
+                elif kind in self.nodes.namespaces:
+                    match = IDENT.search(_text(child.child_by_field_name("type" if kind == "impl_item" else "name")))
+                    body = child.child_by_field_name("body")
+                    if match is not None and body is not None:
+                        pending.append((body, f"{prefix}{match.group(0)}."))
+                elif kind in JS_DECLARATIONS and self.nodes.function_values:
+                    self._values(child, prefix)
+                elif kind in self.nodes.descend:
+                    pending.append((child, prefix))
+            stack.extend(reversed(pending))
+        self.spans.sort(key=lambda s: (s.start, s.end))
+
+    def _start(self, node: Any) -> int:
+        """0-based first row: decorators, and the doc comments right above where the family has them."""
+        row = node.start_point[0]
+        if not self.nodes.leading_comments:
+            return row
+        holder = node
+        if holder.parent is not None and holder.parent.type == "export_statement":
+            holder = holder.parent  # `/** doc */ export function f`
+        prev = holder.prev_named_sibling
+        while prev is not None and prev.type in COMMENTS and prev.end_point[0] >= row - 1:
+            row = prev.start_point[0]
+            prev = prev.prev_named_sibling
+        return row
+
+    def _add(self, qualname: str, span: Any, definition: Any) -> None:
+        out = FunctionSpan(qualname, self._start(span) + 1, _code_end(span) + 1)
+        if self.nodes.docstrings:
+            _docstring(definition, out)
+        self.spans.append(out)
+
+    def _function(self, node: Any, span: Any, prefix: str) -> None:
+        name = _text(node.child_by_field_name("name"))
+        if not name:
+            return
+        if node.type == "method_declaration" and self.nodes.receiver_methods:
+            receiver = IDENT.search(_text(node.child_by_field_name("receiver")).split(" ", 1)[-1].lstrip("(*"))
+            if receiver is not None:
+                prefix = f"{receiver.group(0)}."
+        self._add(prefix + name, span, node)
+
+    def _values(self, node: Any, prefix: str) -> None:
+        declarators = [c for c in node.named_children if c.type == "variable_declarator"]
+        for decl in declarators:
+            value, name = decl.child_by_field_name("value"), decl.child_by_field_name("name")
+            if value is None or value.type not in self.nodes.function_values or name is None \
+                    or name.type != "identifier":
+                continue
+            self._add(prefix + _text(name), node if len(declarators) == 1 else decl, value)
+
+
+def _docstring(definition: Any, span: FunctionSpan) -> None:
+    """A Python function's docstring (its text cleaned as `ast.get_docstring` does) and its lines."""
+    body = definition.child_by_field_name("body")
+    first = next((c for c in body.named_children if c.type not in COMMENTS), None) if body is not None else None
+    if first is not None and first.type == "expression_statement" and first.named_child_count == 1:
+        literal = first.named_children[0]
+    else:
+        literal = first  # the grammar puts a block's leading string in the block itself
+    if literal is None or literal.type not in ("string", "concatenated_string"):
+        return
+    try:
+        value = ast.literal_eval(_text(literal))  # a string literal only: never code
+    except (SyntaxError, ValueError):
+        return
+    if isinstance(value, str) and value:
+        span.docstring = inspect.cleandoc(value)
+        span.doc_start, span.doc_end = first.start_point[0] + 1, first.end_point[0] + 1
