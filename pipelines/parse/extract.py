@@ -29,6 +29,11 @@ _DEFINITION_LINE = re.compile(r"^\s*(?:(?:export|pub|public|private|protected|st
 _MAX_ERROR_SPANS = 5
 
 
+def _is_doc_block(node: Any) -> bool:
+    """A `/** ... */` block: JSDoc and Javadoc document the definition after them across blank lines too."""
+    return node.text.startswith(b"/**")
+
+
 @dataclass
 class _Def:
     """A definition found by the walk (0-based inclusive rows)."""
@@ -55,6 +60,7 @@ class CodeExtraction:
         self.helper = ChunkBuilder(config)
         self.defs: list[_Def] = []
         self.top: list[_Def] = []
+        self._attached = COMMENT_TYPES | spec.attached
 
     def run(self) -> None:
         parser, query = parser_and_query(self.grammar, self.spec)
@@ -72,13 +78,24 @@ class CodeExtraction:
     # -- definitions --
 
     def _start_row(self, node: Any) -> int:
-        """Start row including decorators and the doc comments right above the definition."""
+        """Start row including decorators and the doc comments (JSDoc, Javadoc, Go doc, rustdoc) right above
+        the definition (a `/** */` block also across blank lines). A definition opening a wrapper on its own line (`export function f`, Go's
+        `type T struct`) takes the wrapper's comments: they sit above the wrapper, not inside it."""
+        while node.prev_named_sibling is None and node.parent is not None \
+                and node.parent.type in self.spec.descend and node.parent.start_point[0] == node.start_point[0]:
+            node = node.parent
         row = node.start_point[0]
         prev = node.prev_named_sibling
-        while prev is not None and prev.type in COMMENT_TYPES and prev.end_point[0] >= row - 1:
+        while prev is not None and prev.type in self._attached and self._opens_line(prev) \
+                and (prev.end_point[0] >= row - 1 or (row == node.start_point[0] and _is_doc_block(prev))):
             row = prev.start_point[0]
             prev = prev.prev_named_sibling
         return row
+
+    def _opens_line(self, node: Any) -> bool:
+        """Whether nothing but indentation precedes `node` on its line (not a trailing comment of code above)."""
+        row, column = node.start_point
+        return not self.lines[row].encode("utf-8")[:column].strip()
 
     def _add(self, qual: str, kind: SymbolKind, span: Any, parent: str, node: Any, siblings: list[_Def]) -> _Def:
         d = _Def(qual, kind, self._start_row(span), span.end_point[0], parent, node)

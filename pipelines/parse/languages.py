@@ -26,6 +26,7 @@ class LanguageSpec:
     function_values: frozenset[str] = frozenset()  # `const f = <value>` defines a function (JavaScript)
     receiver_methods: bool = False  # methods name their type in a receiver, outside it (Go)
     typed_calls: bool = False  # calls, references and types resolved precisely (Python's own resolver)
+    attached: frozenset[str] = frozenset()  # non-comment nodes above a definition that belong to it (`#[attr]`)
 
 
 DOC_LANGUAGES = frozenset({"markdown", "rst"})

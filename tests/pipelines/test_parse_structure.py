@@ -1,0 +1,148 @@
+"""Structure beyond Python, through the real indexer on small repositories shaped like real ones (a ky-like
+TypeScript HTTP client, a pflag-like Go flag package, a Rust crate): type declarations as symbols, doc
+comments inside their definition's chunk, imports resolved as the compilers resolve them, and the graph ops
+(`defs`, `importers`, `imports`, `impls`, `refs`) that read them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipelines.indexer import Indexer
+from semantica.config import Config
+from semantica.layout import IndexLayout
+from semantica.snapshot import Snapshot
+from serving.graph.ops import GraphOps, SnapshotGraph
+from serving.graph.structural import GraphOp
+from tests.conftest import make_config
+from tests.dated_git import one_commit_repo
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _index(root: Path, files: dict[str, str], name: str) -> Snapshot:
+    config: Config = make_config(root, "granular.index=false")
+    Indexer(config, progress=False).index(str(one_commit_repo(root / "repo", files)), name)
+    return Snapshot.open(IndexLayout(config.paths.index_root).current(name), config)
+
+
+def _answers(snapshot: Snapshot, op: GraphOp, name: str) -> set[str]:
+    """The answer nodes' paths (module ops) or qualnames (symbol ops) of one graph op."""
+    result = GraphOps().run_graphs(op, name, [SnapshotGraph.from_snapshot(snapshot)])
+    return {a.qualname or a.path for a in result.answers}
+
+
+def _chunk_of(snapshot: Snapshot, path: str, symbol: str) -> Any:
+    return next(c for c in snapshot.chunks if c.path == path and c.symbol == symbol)
+
+
+# -- TypeScript (shaped like sindresorhus/ky: ESM with `.js` specifiers for `.ts` files) --
+
+TS_FILES = {
+    "package.json": '{"name": "ky", "type": "module", "exports": "./distribution/index.js"}\n',
+    "tsconfig.json": '{\n\t// the build reads source/ only\n\t"extends": "./tsconfig.base.json",\n'
+                     '\t"compilerOptions": {\n\t\t"exactOptionalPropertyTypes": true,\n\t},\n'
+                     '\t"include": ["source"],\n}\n',
+    "tsconfig.base.json": '{\n\t"$schema": "https://json.schemastore.org/tsconfig",\n\t"compilerOptions": {\n'
+                          '\t\t"baseUrl": ".",\n\t\t"paths": {"@utils/*": ["source/utils/*"], "#errors": '
+                          '["source/errors/index.ts"]}\n\t}\n}\n',
+    "source/index.ts": "/*! MIT License */\nimport {Ky} from './core/Ky.js';\n\n"
+                       "export {default as HTTPError} from './errors/HTTPError.js';\n"
+                       "export type {KyOptions, RetryOptions} from './types/options.js';\n\n"
+                       "const ky = Ky.create();\nexport default ky;\n",
+    "source/types/options.ts": "import type {Hooks} from './hooks.js';\n\n"
+                               "export type KyHeadersInit = Record<string, string | undefined>;\n\n"
+                               "/**\nCustom Ky options\n*/\n\nexport type KyOptions = {\n"
+                               "\t/** Retry failed requests. */\n\tretry?: RetryOptions | number;\n"
+                               "\thooks?: Hooks;\n\tprefixUrl?: URL | string;\n};\n\n"
+                               "export interface RetryOptions {\n\tlimit?: number;\n\tmethods?: string[];\n}\n\n"
+                               "export enum ResponseType {\n\tjson = 'application/json',\n\ttext = 'text/*',\n}\n\n"
+                               "type InternalOptions = Required<KyOptions>;\n\n"
+                               "interface Mergeable {\n\theaders?: KyHeadersInit;\n}\n",
+    "source/types/hooks.ts": "export type BeforeRequestHook = (request: Request) => Request | void;\n\n"
+                             "export type Hooks = {\n\tbeforeRequest?: BeforeRequestHook[];\n};\n",
+    "source/core/Ky.ts": "import {mergeHeaders, deepMerge} from '../utils/merge.js';\n"
+                         "import {delay} from '@utils/delay';\nimport {HTTPError} from '#errors';\n"
+                         "import {TimeoutError} from '../errors';\n"
+                         "import type {KyOptions} from '../types/options.js';\n\n"
+                         "/**\nThe Ky instance: one per `ky.create()`.\n*/\nexport class Ky {\n"
+                         "\tstatic create(options: KyOptions = {}): Ky {\n\t\treturn new Ky(deepMerge({}, options));\n"
+                         "\t}\n\n\tconstructor(readonly options: KyOptions) {}\n\n"
+                         "\t/**\n\tFetch with retries.\n\t@param input - the URL\n\t*/\n"
+                         "\tasync fetch(input: string): Promise<Response> {\n\t\tawait delay(1);\n"
+                         "\t\tconst response = await fetch(input, {headers: mergeHeaders({}, {})});\n"
+                         "\t\tif (!response.ok) {\n\t\t\tthrow new HTTPError(response);\n\t\t}\n"
+                         "\t\tif (response.status === 408) {\n\t\t\tthrow new TimeoutError(input);\n\t\t}\n"
+                         "\t\treturn response;\n\t}\n}\n",
+    "source/utils/merge.ts": "import type {KyHeadersInit} from '../types/options.js';\n\n"
+                             "/**\nMerge two header sets; the second wins.\n\n@returns a new `Headers`\n*/\n"
+                             "export const mergeHeaders = (source1: KyHeadersInit, source2: KyHeadersInit) => {\n"
+                             "\tconst result = new Headers(source1 as HeadersInit);\n"
+                             "\tfor (const [key, value] of new Headers(source2 as HeadersInit)) {\n"
+                             "\t\tresult.set(key, value);\n\t}\n\treturn result;\n};\n\n"
+                             "// Deep merge of plain objects; arrays are replaced, not concatenated.\n"
+                             "export function deepMerge<T>(...sources: Array<Partial<T>>): T {\n"
+                             "\treturn Object.assign({}, ...sources) as T;\n}\n",
+    "source/utils/delay.ts": "/** Wait `ms` milliseconds. */\nexport default async function delay(ms: number) {\n"
+                             "\tawait new Promise(resolve => setTimeout(resolve, ms));\n}\nexport {delay};\n",
+    "source/errors/index.ts": "export {HTTPError} from './HTTPError.js';\nexport {TimeoutError} from './TimeoutError.js';\n",
+    "source/errors/HTTPError.ts": "export class HTTPError extends Error {\n\tconstructor(readonly response: Response) {\n"
+                                  "\t\tsuper(`Request failed with status code ${response.status}`);\n\t}\n}\n",
+    "source/errors/TimeoutError.ts": "export class TimeoutError extends Error {\n\tconstructor(input: string) {\n"
+                                     "\t\tsuper(`Request timed out: ${input}`);\n\t}\n}\n",
+    "source/ui/Button.tsx": "export function Button(props: {label: string}) {\n\treturn <button>{props.label}</button>;\n}\n",
+    "source/ui/App.tsx": "import {Button} from './Button.jsx';\nimport {legacy} from '../legacy/shim.mjs';\n\n"
+                         "export const App = () => <Button label={legacy()} />;\n",
+    "source/legacy/shim.mts": "export function legacy(): string {\n\treturn 'ok';\n}\n",
+    "scripts/build.cjs": "'use strict';\nconst path = require('node:path');\nconst {run} = require('./run.cjs');\n"
+                         "const config = require('../tsconfig.json');\n\n"
+                         "run(path.join(__dirname, '..'), config).then(() => import('./report.mjs'));\n",
+    "scripts/run.cts": "export async function run(root: string, config: object): Promise<void> {\n"
+                       "\tconsole.log(root, config);\n}\n",
+    "scripts/report.mjs": "export default function report() {\n\treturn 'built';\n}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def ky(tmp_path_factory) -> Snapshot:
+    return _index(tmp_path_factory.mktemp("ky"), TS_FILES, "structure/ky")
+
+
+def test_typescript_type_aliases_interfaces_and_enums_are_symbols(ky: Snapshot) -> None:
+    symbols = {s.qualname: s for s in ky.symbols if s.path == "source/types/options.ts"}
+    assert {"KyHeadersInit", "KyOptions", "RetryOptions", "ResponseType", "InternalOptions", "Mergeable"} <= set(symbols)
+    assert _answers(ky, GraphOp.DEFS, "KyOptions") == {"KyOptions"}
+    kyoptions = symbols["KyOptions"]
+    assert ky.file_lines("source/types/options.ts")[kyoptions.start_line - 1] == "/**"  # its JSDoc, across a blank
+    assert "prefixUrl" in _chunk_of(ky, "source/types/options.ts", "KyOptions").content
+
+
+def test_jsdoc_sits_in_its_definitions_chunk_not_a_chunk_of_its_own(ky: Snapshot) -> None:
+    merge = _chunk_of(ky, "source/utils/merge.ts", "mergeHeaders")
+    assert merge.content.startswith("/**\nMerge two header sets") and "result.set(key, value)" in merge.content
+    assert _chunk_of(ky, "source/utils/merge.ts", "deepMerge").content.startswith("// Deep merge of plain objects")
+    assert _chunk_of(ky, "source/core/Ky.ts", "Ky").content.startswith("/**\nThe Ky instance")
+    assert _chunk_of(ky, "source/core/Ky.ts", "Ky.fetch").content.startswith("\t/**\n\tFetch with retries.")
+    assert _chunk_of(ky, "source/utils/delay.ts", "delay").content.startswith("/** Wait `ms` milliseconds. */")
+    unowned = [c.content for c in ky.chunks if not c.symbol and c.path.startswith("source/")]
+    assert not [text for text in unowned if "Merge two header" in text or "Fetch with retries" in text
+                or "Custom Ky options" in text or "The Ky instance" in text or "Wait `ms`" in text]
+
+
+def test_esm_and_commonjs_specifiers_resolve_like_the_compiler(ky: Snapshot) -> None:
+    assert _answers(ky, GraphOp.IMPORTS, "source/core/Ky.ts") == {
+        "source/utils/merge.ts",  # '../utils/merge.js' names the .ts source
+        "source/utils/delay.ts",  # tsconfig paths '@utils/*', from the extended base config
+        "source/errors/index.ts",  # '#errors' (an exact paths pattern) and '../errors' (a directory's index)
+        "source/types/options.ts",
+    }
+    assert _answers(ky, GraphOp.IMPORTERS, "source/utils/merge.ts") == {"source/core/Ky.ts"}
+    assert _answers(ky, GraphOp.IMPORTERS, "source/errors/HTTPError.ts") == {"source/index.ts",
+                                                                            "source/errors/index.ts"}  # re-exports
+    assert _answers(ky, GraphOp.IMPORTS, "source/ui/App.tsx") == {"source/ui/Button.tsx",  # .jsx -> .tsx
+                                                                 "source/legacy/shim.mts"}  # .mjs -> .mts
+    # CommonJS require (.cjs -> .cts), a JSON require and a dynamic import(); node:path names a package
+    assert _answers(ky, GraphOp.IMPORTS, "scripts/build.cjs") == {"scripts/run.cts", "tsconfig.json",
+                                                                 "scripts/report.mjs"}
