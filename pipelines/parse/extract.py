@@ -15,9 +15,17 @@ from typing import Any
 from pipelines.discover import SourceFile
 from pipelines.parse import python, python_locals
 from pipelines.parse.chunking import ChunkBuilder
-from pipelines.parse.facts import OTHER_RECEIVER, SUPER_RECEIVER, UNRESOLVED_PREFIX, ParsedFile, RawBase, RawCall
+from pipelines.parse.facts import (
+    OTHER_RECEIVER,
+    SUPER_RECEIVER,
+    UNRESOLVED_PREFIX,
+    ParsedFile,
+    RawBase,
+    RawCall,
+    RawRef,
+)
 from pipelines.parse.families import family_of_language, grammar_of, spec_of
-from pipelines.parse.languages import COMMENT_TYPES, parser_and_query
+from pipelines.parse.languages import COMMENT_TYPES, parser_and_query, type_refs_query
 from pipelines.parse.nodes import IDENT, dotted, node_text, receiver_name
 from pipelines.parse.python_calls import VALUE_CALL, PythonCallTyping
 from semantica.config import ChunkConfig
@@ -73,6 +81,9 @@ class CodeExtraction:
         self._def_by_qual = {d.qualname: d for d in self.defs}
         self._imports(root)
         self._calls(root, query)
+        self._type_refs(root)
+        if self.family.facts is not None:
+            self.family.facts(root, self.out)
         self._edges()
 
     # -- definitions --
@@ -326,6 +337,25 @@ class CodeExtraction:
         if fields is None:
             return "", ""
         return node_text(fn.child_by_field_name(fields[1])), receiver_name(fn.child_by_field_name(fields[0]))
+
+    def _type_refs(self, root: Any) -> None:
+        """Type names used in type positions (the spec's `type_refs` query), as references from their owner:
+        `Name` or `pkg.Name` (a qualified type); a type's own declared name is not a use."""
+        from tree_sitter import QueryCursor
+
+        query = type_refs_query(self.grammar, self.spec)
+        if query is None:
+            return
+        starts, ordered = self._enclosing()
+        file_id = file_node_id(self.path)
+        for node in sorted(QueryCursor(query).captures(root).get("type", []), key=lambda n: n.start_byte):
+            parent = node.parent
+            if parent is not None and parent.type == "type_spec" and parent.child_by_field_name("name") == node:
+                continue
+            name = node_text(parent) if parent is not None and parent.type == "qualified_type" else node_text(node)
+            owner = self._owner(starts, ordered, node.start_byte)
+            src = symbol_node_id(self.path, owner.qualname) if owner else file_id
+            self.out.refs.append(RawRef(src, name, node.start_point[0] + 1))
 
     def _python_refs(self, root: Any, starts: list[int], ordered: list[_Def]) -> None:
         """Identifiers that name a file-level definition or import, used other than as a call."""

@@ -146,3 +146,97 @@ def test_esm_and_commonjs_specifiers_resolve_like_the_compiler(ky: Snapshot) -> 
     # CommonJS require (.cjs -> .cts), a JSON require and a dynamic import(); node:path names a package
     assert _answers(ky, GraphOp.IMPORTS, "scripts/build.cjs") == {"scripts/run.cts", "tsconfig.json",
                                                                  "scripts/report.mjs"}
+
+
+# -- Go (shaped like spf13/pflag: flag values are types whose methods satisfy `Value`) --
+
+GO_FILES = {
+    "go.mod": "module github.com/acme/flags\n\ngo 1.21\n",
+    "flag.go": "// Package flags implements POSIX/GNU-style --flags.\npackage flags\n\nimport \"strings\"\n\n"
+               "// NormalizedName is a flag name that has been normalized according to rules\n"
+               "// for the FlagSet (e.g. making '-' and '_' equivalent).\ntype NormalizedName string\n\n"
+               "// Value is the interface to the dynamic value stored in a flag.\ntype Value interface {\n"
+               "\tString() string\n\tSet(string) error\n\tType() string\n}\n\n"
+               "// SliceValue is a secondary interface to all flags which hold a list of values.\n"
+               "type SliceValue interface {\n\tValue\n\tAppend(string) error\n\tReplace([]string) error\n"
+               "\tGetSlice() []string\n}\n\n"
+               "// A Flag represents the state of a flag.\ntype Flag struct {\n\tName  string\n\tValue Value\n}\n\n"
+               "// A FlagSet represents a set of defined flags.\ntype FlagSet struct {\n"
+               "\tformal            map[NormalizedName]*Flag\n"
+               "\tnormalizeNameFunc func(f *FlagSet, name string) NormalizedName\n}\n\n"
+               "func (f *FlagSet) normalizeFlagName(name string) NormalizedName {\n"
+               "\tif f.normalizeNameFunc == nil {\n\t\treturn NormalizedName(strings.ToLower(name))\n\t}\n"
+               "\treturn f.normalizeNameFunc(f, name)\n}\n\n"
+               "// VarP defines a flag with a value.\nfunc (f *FlagSet) VarP(value Value, name string) *Flag {\n"
+               "\tflag := &Flag{Name: name, Value: value}\n\tif f.formal == nil {\n"
+               "\t\tf.formal = make(map[NormalizedName]*Flag)\n\t}\n"
+               "\tf.formal[f.normalizeFlagName(name)] = flag\n\treturn flag\n}\n",
+    "string.go": "package flags\n\n// -- string Value\ntype stringValue string\n\n"
+                 "func newStringValue(val string, p *string) *stringValue {\n\t*p = val\n"
+                 "\treturn (*stringValue)(p)\n}\n\n"
+                 "func (s *stringValue) Set(val string) error {\n\t*s = stringValue(val)\n\treturn nil\n}\n\n"
+                 "func (s *stringValue) Type() string { return \"string\" }\n\n"
+                 "func (s *stringValue) String() string { return string(*s) }\n",
+    "string_slice.go": "package flags\n\nimport \"strings\"\n\n// -- stringSlice Value\n"
+                       "type stringSliceValue struct {\n\tvalue   *[]string\n\tchanged bool\n}\n\n"
+                       "func (s *stringSliceValue) Set(val string) error {\n\t*s.value = strings.Split(val, \",\")\n"
+                       "\treturn nil\n}\n\nfunc (s *stringSliceValue) Type() string { return \"stringSlice\" }\n\n"
+                       "func (s *stringSliceValue) String() string { return strings.Join(*s.value, \",\") }\n\n"
+                       "func (s *stringSliceValue) Append(val string) error {\n"
+                       "\t*s.value = append(*s.value, val)\n\treturn nil\n}\n\n"
+                       "func (s *stringSliceValue) Replace(val []string) error {\n\t*s.value = val\n\treturn nil\n}\n\n"
+                       "func (s *stringSliceValue) GetSlice() []string { return *s.value }\n",
+    "count.go": "package flags\n\n// -- count Value: no String method, so not a Value\ntype countValue int\n\n"
+                "func (i *countValue) Set(s string) error { *i++; return nil }\n\n"
+                "func (i *countValue) Type() string { return \"count\" }\n\n"
+                "// -- pair: Set takes two arguments, so not a Value either\ntype pairValue struct{ k, v string }\n\n"
+                "func (p *pairValue) Set(k, v string) error { p.k, p.v = k, v; return nil }\n\n"
+                "func (p *pairValue) Type() string { return \"pair\" }\n\n"
+                "func (p *pairValue) String() string { return p.k + \"=\" + p.v }\n",
+    "internal/parse/parse.go": "package parse\n\n// Parser splits command lines.\ntype Parser struct{ args []string }\n\n"
+                               "// New returns an empty Parser.\nfunc New() *Parser { return &Parser{} }\n",
+    "internal/legacy/legacy.go": "package legacy\n\n// New is the old entry point, kept for callers of v1.\n"
+                                 "func New() int { return 1 }\n",
+    "cmd/app/main.go": "package main\n\nimport (\n\t\"fmt\"\n\n\tf \"github.com/acme/flags\"\n"
+                       "\tp \"github.com/acme/flags/internal/parse\"\n)\n\n"
+                       "func lookup(set *f.FlagSet, name string) f.NormalizedName {\n\tvar v f.Value\n"
+                       "\tfmt.Println(set, v)\n\treturn f.NormalizedName(name)\n}\n\n"
+                       "func main() {\n\tparser := p.New()\n\tfmt.Println(parser, lookup(nil, \"x\"))\n}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def flags(tmp_path_factory) -> Snapshot:
+    return _index(tmp_path_factory.mktemp("flags"), GO_FILES, "structure/flags")
+
+
+def _sites(snapshot: Snapshot, op: GraphOp, name: str) -> set[str]:
+    result = GraphOps().run_graphs(op, name, [SnapshotGraph.from_snapshot(snapshot)])
+    return {site for a in result.answers for site in a.sites}
+
+
+def test_go_impls_matches_method_sets_by_name_and_arity(flags: Snapshot) -> None:
+    # countValue lacks String(); pairValue's Set takes two parameters: neither is a Value
+    assert _answers(flags, GraphOp.IMPLS, "Value") == {"stringValue", "stringSliceValue"}
+    assert _answers(flags, GraphOp.IMPLS, "SliceValue") == {"stringSliceValue"}  # embeds Value's methods too
+
+
+def test_go_refs_include_type_positions_and_qualified_uses(flags: Snapshot) -> None:
+    lines = {n + 1: text for n, text in enumerate(flags.file_lines("flag.go"))}
+    sites = _sites(flags, GraphOp.REFS, "NormalizedName")
+    used = {f"flag.go:{n}" for n, text in lines.items() if "NormalizedName" in text
+            and not text.startswith(("//", "type NormalizedName"))}
+    assert len(used) == 5 and used <= sites  # map key and func field types, a result type, a conversion, make()
+    assert {"cmd/app/main.go:10", "cmd/app/main.go:13"} <= sites  # f.NormalizedName: result type, conversion
+    assert "cmd/app/main.go:11" in _sites(flags, GraphOp.REFS, "Value")  # var v f.Value
+    assert any(site.startswith("flag.go:") and "&Flag{" in lines[int(site.split(":")[1])]
+               for site in _sites(flags, GraphOp.REFS, "Flag"))  # a composite literal
+
+
+def test_go_aliased_imports_resolve_calls_to_the_imported_package(flags: Snapshot) -> None:
+    assert _answers(flags, GraphOp.IMPORTS, "cmd/app/main.go") == {"flag.go", "string.go", "string_slice.go",
+                                                                   "count.go", "internal/parse/parse.go"}
+    result = GraphOps().run_graphs(GraphOp.CALLEES, "main", [SnapshotGraph.from_snapshot(flags)])
+    callees = {a.node: a.resolution for a in result.answers}
+    assert callees["internal/parse/parse.go::New"] == "import"  # p.New, though legacy has a New too
+    assert "internal/legacy/legacy.go::New" not in callees
