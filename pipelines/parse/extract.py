@@ -165,6 +165,11 @@ class CodeExtraction:
             return
         qual = prefix + match.group(0)
         parent = symbol_node_id(self.path, qual) if is_impl else ""
+        trait = node.child_by_field_name("trait") if is_impl else None
+        if trait is not None:  # `impl Trait for Type`: Type implements Trait (`impls Trait`)
+            base = dotted(node_text(trait).split("<", 1)[0])
+            if base not in (OTHER_RECEIVER, SUPER_RECEIVER):
+                self.out.bases.append(RawBase(parent, base, node.start_point[0] + 1))
         self._walk(body, qual + ".", parent, "impl" if is_impl else "namespace", siblings)
 
     def _js_variables(self, node: Any, prefix: str, parent: str, container: str, siblings: list[_Def]) -> None:
@@ -182,7 +187,7 @@ class CodeExtraction:
 
     def _bases(self, node: Any, class_id: str) -> None:
         holders = []
-        for name in ("superclasses", "superclass", "interfaces"):
+        for name in ("superclasses", "superclass", "interfaces", "bounds"):  # bounds: Rust supertraits
             holder = node.child_by_field_name(name)
             if holder is not None:
                 holders.append(holder)

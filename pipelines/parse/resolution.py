@@ -105,7 +105,8 @@ class _Resolution:
             for b in pf.bases:
                 dst = self.class_bases_one(pf.path, b)
                 how = self._binding_kind(pf.path, b.base) if python else Resolution.NAME
-                add(self._edge(b.class_id, dst, UNRESOLVED_PREFIX + b.base, EdgeType.INHERITS, pf, b.line, how))
+                add(self._edge(self._implementer(pf.path, b.class_id), dst, UNRESOLVED_PREFIX + b.base,
+                               EdgeType.INHERITS, pf, b.line, how))
             for i in pf.imports:
                 for dst in self._import_targets(pf.path, i) or [None]:
                     add(self._edge(file_node_id(pf.path), dst, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS, pf,
@@ -140,6 +141,14 @@ class _Resolution:
         for edge in edges:
             edge.lines.sort()
         return edges
+
+    def _implementer(self, path: str, class_id: str) -> str:
+        """The type a base belongs to: `class_id` when defined there, else (Rust: `impl Trait for Type` in
+        another file than `struct Type`) the one type of that name by the usual name resolution."""
+        if class_id in self.symbols or path in self.typed:
+            return class_id
+        name = class_id.split("::", 1)[1].rsplit(".", 1)[-1]
+        return self._unique(path, name, kinds={SymbolKind.CLASS.value}) or class_id
 
     @staticmethod
     def _edge(src: str, dst: str | None, fallback: str, etype: EdgeType, pf: ParsedFile, line: int,

@@ -240,3 +240,44 @@ def test_go_aliased_imports_resolve_calls_to_the_imported_package(flags: Snapsho
     callees = {a.node: a.resolution for a in result.answers}
     assert callees["internal/parse/parse.go::New"] == "import"  # p.New, though legacy has a New too
     assert "internal/legacy/legacy.go::New" not in callees
+
+
+# -- Rust (a crate whose trait impls live beside and apart from their types) --
+
+RUST_FILES = {
+    "Cargo.toml": '[package]\nname = "shapes"\nversion = "0.1.0"\nedition = "2021"\n',
+    "src/lib.rs": "pub mod shapes;\nmod impls;\n\nuse std::fmt;\n\n/// Anything with an area.\npub trait Shape {\n"
+                  "    /// The area in square units.\n    fn area(&self) -> f64;\n}\n\n"
+                  "/// A shape that can also be scaled.\npub trait Scalable: Shape + fmt::Debug {\n"
+                  "    fn scale(&mut self, by: f64);\n}\n",
+    "src/shapes/mod.rs": "pub mod circle;\npub mod square;\n",
+    "src/shapes/circle.rs": "use std::fmt;\n\nuse crate::Shape;\n\n/// A circle by its radius.\n#[derive(Debug, Clone)]\n"
+                            "pub struct Circle {\n    pub radius: f64,\n}\n\nimpl Circle {\n"
+                            "    pub fn new(radius: f64) -> Self {\n        Circle { radius }\n    }\n}\n\n"
+                            "impl Shape for Circle {\n    fn area(&self) -> f64 {\n"
+                            "        std::f64::consts::PI * self.radius * self.radius\n    }\n}\n\n"
+                            "impl fmt::Display for Circle {\n    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {\n"
+                            "        write!(f, \"circle({})\", self.radius)\n    }\n}\n",
+    "src/shapes/square.rs": "/// A square by its side.\n#[derive(Debug)]\npub struct Square {\n    pub side: f64,\n}\n\n"
+                            "/// Wraps any shape with a label.\npub struct Labeled<T> {\n    pub label: String,\n"
+                            "    pub inner: T,\n}\n",
+    "src/impls.rs": "use crate::shapes::square::{Labeled, Square};\nuse crate::{Scalable, Shape};\n\n"
+                    "impl Shape for Square {\n    fn area(&self) -> f64 {\n        self.side * self.side\n    }\n}\n\n"
+                    "impl Scalable for Square {\n    fn scale(&mut self, by: f64) {\n        self.side *= by;\n    }\n}\n\n"
+                    "impl<T: Shape> crate::Shape for Labeled<T> {\n    fn area(&self) -> f64 {\n"
+                    "        self.inner.area()\n    }\n}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory) -> Snapshot:
+    return _index(tmp_path_factory.mktemp("shapes"), RUST_FILES, "structure/shapes")
+
+
+def test_rust_trait_impls_are_implementations(shapes: Snapshot) -> None:
+    # in the type's file, in another file, generic with a path to the trait; plus a supertrait
+    assert _answers(shapes, GraphOp.IMPLS, "Shape") == {"Circle", "Square", "Labeled", "Scalable"}
+    assert _answers(shapes, GraphOp.IMPLS, "Scalable") == {"Square"}
+    graph = SnapshotGraph.from_snapshot(shapes)
+    implementers = {a.node for a in GraphOps().run_graphs(GraphOp.IMPLS, "Shape", [graph]).answers}
+    assert implementers >= {"src/shapes/square.rs::Square", "src/shapes/circle.rs::Circle"}  # the struct items

@@ -141,4 +141,4 @@ def resolve_import(repo: RepoFiles, path: str, imp: RawImport) -> list[str]:
     return [found] if found and found != path else []
 
 
-FAMILY = Family(NAME, SPEC, imports, resolve_import)
+FAMILY = Family(NAME, SPEC, imports, resolve_import, version="2")
