@@ -42,6 +42,11 @@ def _is_doc_block(node: Any) -> bool:
     return node.text.startswith(b"/**")
 
 
+def _is_inner_doc(node: Any) -> bool:
+    """`//!` and `/*!`: the enclosing module's docs (rustdoc) or a kept license header, not the next item's."""
+    return node.text.startswith((b"//!", b"/*!"))
+
+
 @dataclass
 class _Def:
     """A definition found by the walk (0-based inclusive rows)."""
@@ -97,7 +102,7 @@ class CodeExtraction:
             node = node.parent
         row = node.start_point[0]
         prev = node.prev_named_sibling
-        while prev is not None and prev.type in self._attached and self._opens_line(prev) \
+        while prev is not None and prev.type in self._attached and self._opens_line(prev) and not _is_inner_doc(prev) \
                 and (prev.end_point[0] >= row - 1 or (row == node.start_point[0] and _is_doc_block(prev))):
             row = prev.start_point[0]
             prev = prev.prev_named_sibling

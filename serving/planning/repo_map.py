@@ -34,6 +34,23 @@ _PATHLIKE = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.[A-Za-z]{1,5}\b")
 _CODE_LOOKING = re.compile(r".*(?:_|\.|[a-z][A-Z]|^[A-Z][a-z0-9]+[A-Z]).*")
 _SIGNATURE_ENDS = (":", "{", ")", "=>")
 _SIGNATURE_MAX_LINES = 4
+_PREAMBLE = ("//", "#", "@")  # line comments (Go, Rust, JS, Java; Python), Rust `#[attr]`, decorators
+
+
+def signature_start(lines: list[str]) -> int:
+    """The first line of a definition that is neither its doc comment (JSDoc, Javadoc, Go doc, rustdoc,
+    Python `#` comments) nor a decorator, annotation or attribute: the chunk holds those, the map shows
+    the signature."""
+    in_block = False
+    for row, line in enumerate(lines):
+        text = line.strip()
+        if in_block:
+            in_block = "*/" not in text
+        elif text.startswith("/*"):
+            in_block = "*/" not in text[2:]
+        elif text and not text.startswith(_PREAMBLE):
+            return row
+    return 0
 
 
 class ScopeMode(ParsableEnum):
@@ -227,11 +244,10 @@ class RepoMapper:
         return sorted(ordered[: self.config.symbols_per_file], key=lambda s: s.start_line)
 
     def _signature(self, snapshot: Snapshot, sym: Symbol) -> str:
-        lines = snapshot.file_lines(sym.path)[sym.start_line - 1: sym.start_line - 1 + _SIGNATURE_MAX_LINES]
+        lines = snapshot.file_lines(sym.path)[sym.start_line - 1: sym.end_line]
+        start = signature_start(lines)
         parts: list[str] = []
-        for text in lines:
-            if text.lstrip().startswith("@") and not parts:
-                continue  # decorators: the signature is the def/class line they sit on
+        for text in lines[start: start + _SIGNATURE_MAX_LINES]:
             parts.append(text.strip())
             if text.rstrip().endswith(_SIGNATURE_ENDS):
                 break

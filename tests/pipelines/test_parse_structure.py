@@ -281,3 +281,36 @@ def test_rust_trait_impls_are_implementations(shapes: Snapshot) -> None:
     graph = SnapshotGraph.from_snapshot(shapes)
     implementers = {a.node for a in GraphOps().run_graphs(GraphOp.IMPLS, "Shape", [graph]).answers}
     assert implementers >= {"src/shapes/square.rs::Square", "src/shapes/circle.rs::Circle"}  # the struct items
+
+
+# -- doc comments of every language inside their definition's chunk --
+
+JAVA_FILES = {
+    "src/main/java/com/acme/ledger/Ledger.java":
+        "/*\n * Copyright 2024 Acme. Licensed under the Apache License, Version 2.0.\n */\npackage com.acme.ledger;\n\n"
+        "import java.util.ArrayList;\nimport java.util.List;\n\n"
+        "/**\n * An append-only ledger of amounts in cents.\n */\n@SuppressWarnings(\"unused\")\n"
+        "public class Ledger {\n    private final List<Long> entries = new ArrayList<>();\n\n"
+        "    /**\n     * Records one amount.\n     *\n     * @param cents the amount\n     */\n"
+        "    @Deprecated\n    public void record(long cents) {\n        entries.add(cents);\n    }\n}\n",
+}
+
+
+def test_doc_comments_sit_in_their_definitions_chunk_in_every_language(tmp_path, flags: Snapshot,
+                                                                      shapes: Snapshot) -> None:
+    # Go doc above a type (inside `type_declaration`) and above a method
+    assert _chunk_of(flags, "flag.go", "Value").content.startswith("// Value is the interface to the dynamic value")
+    assert _chunk_of(flags, "flag.go", "FlagSet.VarP").content.startswith("// VarP defines a flag with a value.")
+    assert _chunk_of(flags, "flag.go", "NormalizedName").content.startswith(
+        "// NormalizedName is a flag name that has been normalized according to rules\n// for the FlagSet")
+    # rustdoc with the attributes between it and the item; `//!`-style module docs are not an item's
+    circle = _chunk_of(shapes, "src/shapes/circle.rs", "Circle").content
+    assert circle.startswith("/// A circle by its radius.\n#[derive(Debug, Clone)]\npub struct Circle {")
+    assert _chunk_of(shapes, "src/lib.rs", "Shape").content.startswith("/// Anything with an area.\npub trait Shape")
+    # Javadoc above an annotated class and method; the license header stays out
+    java = _index(tmp_path, JAVA_FILES, "structure/ledger")
+    path = "src/main/java/com/acme/ledger/Ledger.java"
+    assert _chunk_of(java, path, "Ledger").content.startswith("/**\n * An append-only ledger")
+    assert _chunk_of(java, path, "Ledger.record").content.startswith("    /**\n     * Records one amount.")
+    assert not any("Records one amount" in c.content or "append-only" in c.content
+                   for c in java.chunks if not c.symbol)

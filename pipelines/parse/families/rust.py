@@ -34,6 +34,7 @@ SPEC = LanguageSpec(
     namespaces=frozenset({"impl_item", "mod_item"}),
     imports=frozenset({"use_declaration", "mod_item"}),
     call_query="(call_expression) @call",
+    attached=frozenset({"attribute_item"}),  # `#[derive(...)]` between a rustdoc comment and its item
 )
 
 
