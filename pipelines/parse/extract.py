@@ -363,6 +363,8 @@ class CodeExtraction:
             if parent is not None and parent.type == "type_spec" and parent.child_by_field_name("name") == node:
                 continue
             name = node_text(parent) if parent is not None and parent.type == "qualified_type" else node_text(node)
+            if name in self.spec.builtin_types:
+                continue
             owner = self._owner(starts, ordered, node.start_byte)
             src = symbol_node_id(self.path, owner.qualname) if owner else file_id
             self.out.refs.append(RawRef(src, name, node.start_point[0] + 1))

@@ -27,6 +27,7 @@ class LanguageSpec:
     receiver_methods: bool = False  # methods name their type in a receiver, outside it (Go)
     typed_calls: bool = False  # calls, references and types resolved precisely (Python's own resolver)
     type_refs: str = ""  # a query whose `@type` captures are type names used (Go: parameter, field, result types)
+    builtin_types: frozenset[str] = frozenset()  # type names no repository defines (Go: `string`, `error`)
     attached: frozenset[str] = frozenset()  # non-comment nodes above a definition that belong to it (`#[attr]`)
 
 

@@ -101,6 +101,7 @@ TS_FILES = {
                          "run(path.join(__dirname, '..'), config).then(() => import('./report.mjs'));\n",
     "scripts/run.cts": "export async function run(root: string, config: object): Promise<void> {\n"
                        "\tconsole.log(root, config);\n}\n",
+    "scripts/tasks.ts": "export const {run} = require('./run.cjs');\n",
     "scripts/report.mjs": "export default function report() {\n\treturn 'built';\n}\n",
 }
 
@@ -146,6 +147,7 @@ def test_esm_and_commonjs_specifiers_resolve_like_the_compiler(ky: Snapshot) -> 
     # CommonJS require (.cjs -> .cts), a JSON require and a dynamic import(); node:path names a package
     assert _answers(ky, GraphOp.IMPORTS, "scripts/build.cjs") == {"scripts/run.cts", "tsconfig.json",
                                                                  "scripts/report.mjs"}
+    assert _answers(ky, GraphOp.IMPORTS, "scripts/tasks.ts") == {"scripts/run.cts"}  # an exported require
 
 
 # -- Go (shaped like spf13/pflag: flag values are types whose methods satisfy `Value`) --

@@ -40,6 +40,11 @@ SPEC = LanguageSpec(
     call_query="(call_expression) @call",
     receiver_methods=True,
     type_refs="(type_identifier) @type",
+    builtin_types=frozenset({
+        "any", "bool", "byte", "comparable", "complex64", "complex128", "error", "float32", "float64", "int",
+        "int8", "int16", "int32", "int64", "rune", "string", "uint", "uint8", "uint16", "uint32", "uint64",
+        "uintptr",
+    }),
 )
 
 

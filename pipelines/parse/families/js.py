@@ -54,8 +54,8 @@ def imports(node: Any, line: int) -> list[RawImport]:
     if node.type in _LOADING:
         return _loaded(node)
     source = node.child_by_field_name("source")
-    if source is None:  # `export function f` (no module), or TypeScript's `import x = require("m")`
-        return _loaded(node) if node.type == "import_statement" else []
+    if source is None:  # `export const x = require("m")`, TypeScript's `import x = require("m")`
+        return _loaded(node)
     module = _string(source)
     found = []
     for spec in descendants(node, "import_specifier"):
