@@ -42,6 +42,16 @@ def _is_doc_block(node: Any) -> bool:
     return node.text.startswith(b"/**")
 
 
+def _names_a_type(impl: Any, type_node: Any) -> bool:
+    """Whether an impl's type is a named type (`Circle`, `Labeled<T>`, `shapes::Circle`), not one of the
+    impl's own type parameters (a blanket `impl<T> Trait for T`), a tuple, a reference or a slice."""
+    if type_node is None or type_node.type not in ("type_identifier", "generic_type", "scoped_type_identifier"):
+        return False
+    params = impl.child_by_field_name("type_parameters")
+    own = {node_text(p.child_by_field_name("name") or p) for p in params.named_children} if params is not None else set()
+    return node_text(type_node).split("<", 1)[0] not in own
+
+
 def _is_inner_doc(node: Any) -> bool:
     """`//!` and `/*!`: the enclosing module's docs (rustdoc) or a kept license header, not the next item's."""
     return node.text.startswith((b"//!", b"/*!"))
@@ -171,7 +181,7 @@ class CodeExtraction:
         qual = prefix + match.group(0)
         parent = symbol_node_id(self.path, qual) if is_impl else ""
         trait = node.child_by_field_name("trait") if is_impl else None
-        if trait is not None:  # `impl Trait for Type`: Type implements Trait (`impls Trait`)
+        if trait is not None and _names_a_type(node, name_node):  # `impl Trait for Type`: `impls Trait` is Type
             base = dotted(node_text(trait).split("<", 1)[0])
             if base not in (OTHER_RECEIVER, SUPER_RECEIVER):
                 self.out.bases.append(RawBase(parent, base, node.start_point[0] + 1))

@@ -267,7 +267,10 @@ RUST_FILES = {
                     "impl Shape for Square {\n    fn area(&self) -> f64 {\n        self.side * self.side\n    }\n}\n\n"
                     "impl Scalable for Square {\n    fn scale(&mut self, by: f64) {\n        self.side *= by;\n    }\n}\n\n"
                     "impl<T: Shape> crate::Shape for Labeled<T> {\n    fn area(&self) -> f64 {\n"
-                    "        self.inner.area()\n    }\n}\n",
+                    "        self.inner.area()\n    }\n}\n\n"
+                    "/// Describes any shape.\npub trait Describe {\n    fn describe(&self) -> String;\n}\n\n"
+                    "impl<T: Shape> Describe for T {\n    fn describe(&self) -> String {\n"
+                    "        format!(\"area {}\", self.area())\n    }\n}\n",
 }
 
 
@@ -280,6 +283,7 @@ def test_rust_trait_impls_are_implementations(shapes: Snapshot) -> None:
     # in the type's file, in another file, generic with a path to the trait; plus a supertrait
     assert _answers(shapes, GraphOp.IMPLS, "Shape") == {"Circle", "Square", "Labeled", "Scalable"}
     assert _answers(shapes, GraphOp.IMPLS, "Scalable") == {"Square"}
+    assert _answers(shapes, GraphOp.IMPLS, "Describe") == set()  # a blanket impl<T> names no type
     graph = SnapshotGraph.from_snapshot(shapes)
     implementers = {a.node for a in GraphOps().run_graphs(GraphOp.IMPLS, "Shape", [graph]).answers}
     assert implementers >= {"src/shapes/square.rs::Square", "src/shapes/circle.rs::Circle"}  # the struct items
