@@ -118,7 +118,12 @@ DOCUMENTED = {
                          "/**\n * An append-only ledger of amounts in cents.\n */\n@SuppressWarnings(\"unused\")\n"
                          "public class Ledger {\n    private final List<Long> entries = new ArrayList<>();\n\n"
                          "    /**\n     * Records one amount.\n     * @param cents the amount\n     */\n"
-                         "    @Deprecated\n    public void record(long cents) {\n        entries.add(cents);\n    }\n}\n",
+                         "    @Deprecated\n    public void record(long cents) {\n        entries.add(cents);\n    }\n\n"
+                         "    @Override public String toString() {\n        return entries.toString();\n    }\n\n"
+                         "    @SuppressWarnings(value = {\"unchecked\",\n        \"rawtypes\"})\n"
+                         "    public long total() {\n        return entries.size();\n    }\n\n"
+                         "    @Test(expected = IllegalStateException.class) public void rejectsNegative() {\n"
+                         "        record(-1);\n    }\n}\n",
     "cart/cart.go": "package cart\n\n// Cart holds the items of one checkout.\n// It is not safe for concurrent use.\n"
                     "type Cart struct {\n\tItems []int\n}\n\n// Total sums the items' prices.\n"
                     "func (c *Cart) Total() int {\n\tsum := 0\n\tfor _, x := range c.Items {\n\t\tsum += x\n\t}\n"
@@ -128,12 +133,17 @@ DOCUMENTED = {
                     "    pub fn add(self, other: Money) -> Money {\n        Money(self.0 + other.0)\n    }\n}\n",
     "web/format.ts": "/**\nFormats cents as a price.\n\n@param cents - the amount\n*/\n"
                      "export function formatPrice(cents: number): string {\n\treturn `$${(cents / 100).toFixed(2)}`;\n}\n\n"
-                     "/** Options of the checkout form. */\nexport interface CheckoutOptions {\n\tcurrency: string;\n}\n",
+                     "/** Options of the checkout form. */\nexport interface CheckoutOptions {\n\tcurrency: string;\n}\n\n"
+                     "export class Checkout {\n\t/** Rounds to whole cents. */\n\t#round(cents: number): number {\n"
+                     "\t\treturn Math.round(cents);\n\t}\n}\n",
     "tools/report.py": "import functools\n\n\n# Totals per day, cached: the ledger never changes once written.\n"
                        "@functools.lru_cache(maxsize=None)\ndef daily_total(day):\n    return day * 2\n",
 }
 SIGNATURES = {
     "Ledger": "public class Ledger {", "Ledger.record": "public void record(long cents) {",
+    "Ledger.toString": "@Override public String toString() {", "Ledger.total": "public long total() {",
+    "Ledger.rejectsNegative": "@Test(expected = IllegalStateException.class) public void rejectsNegative() {",
+    "Checkout.#round": "#round(cents: number): number {",
     "Cart": "type Cart struct {", "Cart.Total": "func (c *Cart) Total() int {",
     "Money": "pub struct Money(pub u64);", "Money.add": "pub fn add(self, other: Money) -> Money {",
     "formatPrice": "export function formatPrice(cents: number): string {",
