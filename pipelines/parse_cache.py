@@ -22,7 +22,9 @@ from pipelines.parse.families import family_of_language
 from semantica.languages import language_of
 from semantica.schema import make_chunk_id
 
-PARSER_VERSION = "9"  # 9: Rust use trees split per path and `mod x;` imports, Go imports on their own lines;
+PARSER_VERSION = "11"  # 11: rustdoc across `#[attr]`, no `//!` docs on items; 10: doc comments above wrapped
+# definitions (`export function`);
+# 9: Rust use trees split per path and `mod x;` imports, Go imports on their own lines;
 # 8: keyed by content (no repository name) + positional local types, containers, loops,
 # callbacks, class attribute types, every call line; 6: module-level variable types
 _SCHEMA = "CREATE TABLE IF NOT EXISTS parsed (key TEXT PRIMARY KEY, value BLOB NOT NULL)"

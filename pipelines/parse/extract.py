@@ -15,9 +15,17 @@ from typing import Any
 from pipelines.discover import SourceFile
 from pipelines.parse import python, python_locals
 from pipelines.parse.chunking import ChunkBuilder
-from pipelines.parse.facts import OTHER_RECEIVER, SUPER_RECEIVER, UNRESOLVED_PREFIX, ParsedFile, RawBase, RawCall
+from pipelines.parse.facts import (
+    OTHER_RECEIVER,
+    SUPER_RECEIVER,
+    UNRESOLVED_PREFIX,
+    ParsedFile,
+    RawBase,
+    RawCall,
+    RawRef,
+)
 from pipelines.parse.families import family_of_language, grammar_of, spec_of
-from pipelines.parse.languages import COMMENT_TYPES, parser_and_query
+from pipelines.parse.languages import COMMENT_TYPES, parser_and_query, type_refs_query
 from pipelines.parse.nodes import IDENT, dotted, node_text, receiver_name
 from pipelines.parse.python_calls import VALUE_CALL, PythonCallTyping
 from semantica.config import ChunkConfig
@@ -27,6 +35,26 @@ from semantica.schema import Chunk, ChunkKind, Edge, EdgeType, Symbol, SymbolKin
 _DEFINITION_LINE = re.compile(r"^\s*(?:(?:export|pub|public|private|protected|static|async|abstract|default)\s+)*"
                               r"(?:def|class|function|func|fn|interface|struct|enum|trait|impl)\b")
 _MAX_ERROR_SPANS = 5
+
+
+def _is_doc_block(node: Any) -> bool:
+    """A `/** ... */` block: JSDoc and Javadoc document the definition after them across blank lines too."""
+    return node.text.startswith(b"/**")
+
+
+def _names_a_type(impl: Any, type_node: Any) -> bool:
+    """Whether an impl's type is a named type (`Circle`, `Labeled<T>`, `shapes::Circle`), not one of the
+    impl's own type parameters (a blanket `impl<T> Trait for T`), a tuple, a reference or a slice."""
+    if type_node is None or type_node.type not in ("type_identifier", "generic_type", "scoped_type_identifier"):
+        return False
+    params = impl.child_by_field_name("type_parameters")
+    own = {node_text(p.child_by_field_name("name") or p) for p in params.named_children} if params is not None else set()
+    return node_text(type_node).split("<", 1)[0] not in own
+
+
+def _is_inner_doc(node: Any) -> bool:
+    """`//!` and `/*!`: the enclosing module's docs (rustdoc) or a kept license header, not the next item's."""
+    return node.text.startswith((b"//!", b"/*!"))
 
 
 @dataclass
@@ -55,6 +83,7 @@ class CodeExtraction:
         self.helper = ChunkBuilder(config)
         self.defs: list[_Def] = []
         self.top: list[_Def] = []
+        self._attached = COMMENT_TYPES | spec.attached
 
     def run(self) -> None:
         parser, query = parser_and_query(self.grammar, self.spec)
@@ -67,18 +96,32 @@ class CodeExtraction:
         self._def_by_qual = {d.qualname: d for d in self.defs}
         self._imports(root)
         self._calls(root, query)
+        self._type_refs(root)
+        if self.family.facts is not None:
+            self.family.facts(root, self.out)
         self._edges()
 
     # -- definitions --
 
     def _start_row(self, node: Any) -> int:
-        """Start row including decorators and the doc comments right above the definition."""
+        """Start row including decorators and the doc comments (JSDoc, Javadoc, Go doc, rustdoc) right above
+        the definition (a `/** */` block also across blank lines). A definition opening a wrapper on its own line (`export function f`, Go's
+        `type T struct`) takes the wrapper's comments: they sit above the wrapper, not inside it."""
+        while node.prev_named_sibling is None and node.parent is not None \
+                and node.parent.type in self.spec.descend and node.parent.start_point[0] == node.start_point[0]:
+            node = node.parent
         row = node.start_point[0]
         prev = node.prev_named_sibling
-        while prev is not None and prev.type in COMMENT_TYPES and prev.end_point[0] >= row - 1:
+        while prev is not None and prev.type in self._attached and self._opens_line(prev) and not _is_inner_doc(prev) \
+                and (prev.end_point[0] >= row - 1 or (row == node.start_point[0] and _is_doc_block(prev))):
             row = prev.start_point[0]
             prev = prev.prev_named_sibling
         return row
+
+    def _opens_line(self, node: Any) -> bool:
+        """Whether nothing but indentation precedes `node` on its line (not a trailing comment of code above)."""
+        row, column = node.start_point
+        return not self.lines[row].encode("utf-8")[:column].strip()
 
     def _add(self, qual: str, kind: SymbolKind, span: Any, parent: str, node: Any, siblings: list[_Def]) -> _Def:
         d = _Def(qual, kind, self._start_row(span), span.end_point[0], parent, node)
@@ -137,6 +180,11 @@ class CodeExtraction:
             return
         qual = prefix + match.group(0)
         parent = symbol_node_id(self.path, qual) if is_impl else ""
+        trait = node.child_by_field_name("trait") if is_impl else None
+        if trait is not None and _names_a_type(node, name_node):  # `impl Trait for Type`: `impls Trait` is Type
+            base = dotted(node_text(trait).split("<", 1)[0])
+            if base not in (OTHER_RECEIVER, SUPER_RECEIVER):
+                self.out.bases.append(RawBase(parent, base, node.start_point[0] + 1))
         self._walk(body, qual + ".", parent, "impl" if is_impl else "namespace", siblings)
 
     def _js_variables(self, node: Any, prefix: str, parent: str, container: str, siblings: list[_Def]) -> None:
@@ -154,7 +202,7 @@ class CodeExtraction:
 
     def _bases(self, node: Any, class_id: str) -> None:
         holders = []
-        for name in ("superclasses", "superclass", "interfaces"):
+        for name in ("superclasses", "superclass", "interfaces", "bounds"):  # bounds: Rust supertraits
             holder = node.child_by_field_name(name)
             if holder is not None:
                 holders.append(holder)
@@ -309,6 +357,27 @@ class CodeExtraction:
         if fields is None:
             return "", ""
         return node_text(fn.child_by_field_name(fields[1])), receiver_name(fn.child_by_field_name(fields[0]))
+
+    def _type_refs(self, root: Any) -> None:
+        """Type names used in type positions (the spec's `type_refs` query), as references from their owner:
+        `Name` or `pkg.Name` (a qualified type); a type's own declared name is not a use."""
+        from tree_sitter import QueryCursor
+
+        query = type_refs_query(self.grammar, self.spec)
+        if query is None:
+            return
+        starts, ordered = self._enclosing()
+        file_id = file_node_id(self.path)
+        for node in sorted(QueryCursor(query).captures(root).get("type", []), key=lambda n: n.start_byte):
+            parent = node.parent
+            if parent is not None and parent.type == "type_spec" and parent.child_by_field_name("name") == node:
+                continue
+            name = node_text(parent) if parent is not None and parent.type == "qualified_type" else node_text(node)
+            if name in self.spec.builtin_types:
+                continue
+            owner = self._owner(starts, ordered, node.start_byte)
+            src = symbol_node_id(self.path, owner.qualname) if owner else file_id
+            self.out.refs.append(RawRef(src, name, node.start_point[0] + 1))
 
     def _python_refs(self, root: Any, starts: list[int], ordered: list[_Def]) -> None:
         """Identifiers that name a file-level definition or import, used other than as a call."""

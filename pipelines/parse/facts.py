@@ -58,6 +58,16 @@ class RawRef:
     kind: str = ""  # Python: the type of an attribute passed as an argument (`self.on_exit`), see python_types
 
 
+@dataclass(frozen=True)
+class RawInterface:
+    """An interface's method set as written (Go): `methods` are (name, parameters, results) counts;
+    `embeds` the interfaces it embeds, as written (`Other`, `fmt.Stringer`)."""
+
+    qualname: str
+    methods: tuple[tuple[str, int, int], ...]
+    embeds: tuple[str, ...] = ()
+
+
 @dataclass
 class ParsedFile:
     """Everything one file yields; `edges` are parse-time edges (only CONTAINS resolved)."""
@@ -77,6 +87,9 @@ class ParsedFile:
     globals: dict[str, str] = field(default_factory=dict)  # Python: module-level `NAME: Foo = ...` / `NAME = Foo()`
     attributes: dict[str, dict[str, str]] = field(default_factory=dict)  # Python: class qualname -> attr -> type
     properties: list[str] = field(default_factory=list)  # Python: qualnames of `@property` methods
+    interfaces: list[RawInterface] = field(default_factory=list)  # Go: interface method sets
+    receivers: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # Go: method qualname -> (name, params,
+    # results) of methods declared with a receiver (`T.m`: T's method set, wherever in the package it is declared)
     error: str = ""
     lost: str = ""  # what the parse could not extract (syntax errors, parser nesting limit), for errors.parquet
 

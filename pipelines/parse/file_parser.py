@@ -35,5 +35,6 @@ class FileParser(ChunkBuilder):
             out.error = f"parse failed, indexed as windows: {type(exc).__name__}: {exc}"
             out.symbols, out.edges, out.imports, out.calls, out.bases, out.refs = [], [], [], [], [], []
             out.returns, out.globals, out.attributes, out.properties = {}, {}, {}, []
+            out.interfaces, out.receivers = [], {}
         out.chunks = self.windows(out, file, lines, tokens, 0, len(lines) - 1, ChunkKind.WINDOW)
         return out

@@ -26,6 +26,9 @@ class LanguageSpec:
     function_values: frozenset[str] = frozenset()  # `const f = <value>` defines a function (JavaScript)
     receiver_methods: bool = False  # methods name their type in a receiver, outside it (Go)
     typed_calls: bool = False  # calls, references and types resolved precisely (Python's own resolver)
+    type_refs: str = ""  # a query whose `@type` captures are type names used (Go: parameter, field, result types)
+    builtin_types: frozenset[str] = frozenset()  # type names no repository defines (Go: `string`, `error`)
+    attached: frozenset[str] = frozenset()  # non-comment nodes above a definition that belong to it (`#[attr]`)
 
 
 DOC_LANGUAGES = frozenset({"markdown", "rst"})
@@ -44,6 +47,19 @@ def parser_and_query(grammar: str, spec: LanguageSpec) -> tuple[Any, Any]:
         _QUERIES[grammar] = Query(get_language(grammar), spec.call_query)
     return _PARSERS[grammar], _QUERIES[grammar]
 
+
+
+def type_refs_query(grammar: str, spec: LanguageSpec) -> Any:
+    """The family's type-position query for `grammar` (cached per process); None when it has none."""
+    if not spec.type_refs:
+        return None
+    key = f"{grammar}:types"
+    if key not in _QUERIES:
+        from tree_sitter import Query
+        from tree_sitter_language_pack import get_language
+
+        _QUERIES[key] = Query(get_language(grammar), spec.type_refs)
+    return _QUERIES[key]
 
 
 def python_refs_query() -> Any:

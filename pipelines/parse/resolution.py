@@ -18,7 +18,9 @@ from pipelines.parse.facts import (
     RawImport,
 )
 from pipelines.parse.families import FAMILIES, spec_of
+from pipelines.parse.families import go as go_family
 from pipelines.parse.families import python as python_family
+from pipelines.parse.go_methods import MethodSets
 from pipelines.parse.python_calls import VALUE_CALL
 from pipelines.parse.python_values import ValueResolver
 from semantica.schema import Edge, EdgeType, Resolution, Symbol, SymbolKind, file_node_id, symbol_node_id
@@ -103,7 +105,8 @@ class _Resolution:
             for b in pf.bases:
                 dst = self.class_bases_one(pf.path, b)
                 how = self._binding_kind(pf.path, b.base) if python else Resolution.NAME
-                add(self._edge(b.class_id, dst, UNRESOLVED_PREFIX + b.base, EdgeType.INHERITS, pf, b.line, how))
+                add(self._edge(self._implementer(pf.path, b.class_id), dst, UNRESOLVED_PREFIX + b.base,
+                               EdgeType.INHERITS, pf, b.line, how))
             for i in pf.imports:
                 for dst in self._import_targets(pf.path, i) or [None]:
                     add(self._edge(file_node_id(pf.path), dst, UNRESOLVED_PREFIX + i.module, EdgeType.IMPORTS, pf,
@@ -117,6 +120,12 @@ class _Resolution:
                     dispatch.extend(Edge(c.src, o, EdgeType.CALLS.value, pf.repo, pf.path, c.line,
                                          resolution=Resolution.OVERRIDE.value) for o in self.overrides(dst))
             for r in pf.refs:
+                if not python:  # type names in type positions (Go), by the language's scoping
+                    dst, how = self._named_ref(pf.path, r.name)
+                    if dst and how is not None:
+                        add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line,
+                                 resolution=how.value))
+                    continue
                 if r.kind:  # a method or function passed as an argument (`self.on_exit`, `mod.func`)
                     dst = self.values.function(pf.path, r.kind)
                     how = Resolution.SELF if r.name.startswith("self.") else Resolution.TYPE
@@ -127,9 +136,19 @@ class _Resolution:
                     add(Edge(r.src, dst, EdgeType.REFERENCES.value, pf.repo, pf.path, r.line, resolution=how.value))
         for edge in dispatch:
             add(edge)
+        for edge in MethodSets(self.parsed, self.symbols).edges():  # Go: implicit interfaces
+            add(edge)
         for edge in edges:
             edge.lines.sort()
         return edges
+
+    def _implementer(self, path: str, class_id: str) -> str:
+        """The type a base belongs to: `class_id` when defined there, else (Rust: `impl Trait for Type` in
+        another file than `struct Type`) the one type of that name by the usual name resolution."""
+        if class_id in self.symbols or path in self.typed:
+            return class_id
+        name = class_id.split("::", 1)[1].rsplit(".", 1)[-1]
+        return self._unique(path, name, kinds={SymbolKind.CLASS.value}) or class_id
 
     @staticmethod
     def _edge(src: str, dst: str | None, fallback: str, etype: EdgeType, pf: ParsedFile, line: int,
@@ -343,7 +362,49 @@ class _Resolution:
                 return None, None
         return None, None
 
+    def _named_ref(self, path: str, name: str) -> tuple[str | None, Resolution | None]:
+        """A type name: `pkg.Name` through the file's import of `pkg`; a bare name in its own package
+        (Go has no other unqualified scope), else the unique definition by name."""
+        kinds = {SymbolKind.CLASS.value}
+        if "." in name:
+            package, member = name.split(".", 1)
+            found = self._package_member(path, package, member, kinds)
+            return (found, Resolution.IMPORT) if found else (None, None)
+        if self.family.get(path) == go_family.NAME:
+            directory = posixpath.dirname(path)
+            local = [c for c in self.by_name.get((go_family.NAME, name), [])
+                     if self.symbols[c].kind in kinds and posixpath.dirname(self.symbols[c].path) == directory]
+            return (local[0], Resolution.LOCAL) if len(local) == 1 else (None, None)
+        return self._unique_how(path, name, kinds)
+
+    def _package_bindings(self, path: str) -> dict[str, list[str]]:
+        """Go: the name each import binds in `path` (alias or package name) -> the package's files."""
+        key = f"go:bindings:{path}"
+        if key not in self.memo:
+            table: dict[str, list[str]] = {}
+            for imp in self._texts[path].imports:
+                if imp.alias in ("_", "."):
+                    continue
+                files = go_family.resolve_import(self, path, imp)
+                if files:
+                    table[go_family.package_name(self, imp, files)] = files
+            self.memo[key] = table
+        return self.memo[key]  # type: ignore[return-value]
+
+    def _package_member(self, path: str, package: str, member: str, kinds: set[str] | None = None) -> str | None:
+        """The top-level `member` of the package `path` imports as `package` (Go), or None."""
+        if self.family.get(path) != go_family.NAME:
+            return None
+        files = set(self._package_bindings(path).get(package, []))
+        found = [c for c in self.by_name.get((go_family.NAME, member), []) if self.symbols[c].path in files
+                 and "." not in self.symbols[c].qualname and (kinds is None or self.symbols[c].kind in kinds)]
+        return found[0] if len(found) == 1 else None
+
     def _named_call(self, path: str, call: RawCall) -> tuple[str | None, Resolution | None]:
+        if call.receiver and "." not in call.receiver:  # Go: `pkg.F()` through the file's import of pkg
+            found = self._package_member(path, call.receiver, call.name)
+            if found:
+                return found, Resolution.IMPORT
         if call.receiver in SELF_RECEIVERS and call.scope:
             own = symbol_node_id(path, f"{call.scope}.{call.name}")
             if own in self.symbols:

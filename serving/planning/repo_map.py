@@ -34,6 +34,58 @@ _PATHLIKE = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.[A-Za-z]{1,5}\b")
 _CODE_LOOKING = re.compile(r".*(?:_|\.|[a-z][A-Z]|^[A-Z][a-z0-9]+[A-Z]).*")
 _SIGNATURE_ENDS = (":", "{", ")", "=>")
 _SIGNATURE_MAX_LINES = 4
+# Line comments by language, and Rust's attributes (`#[inline]`); `#` opens a JavaScript private method
+_LINE_COMMENTS = {"": ("//",), "python": ("#",), "rust": ("//", "#[", "#![")}
+_DECORATOR = re.compile(r"@[\w.]+")  # a decorator or annotation's name (`@Override`, `@app.route`)
+
+
+def signature_start(lines: list[str], language: str = "") -> int:
+    """The first line of a definition that is neither its doc comment (JSDoc, Javadoc, Go doc, rustdoc,
+    Python `#` comments) nor a decorator, annotation or attribute (`@Override`, `@app.route(...)` over
+    several lines, `#[derive(...)]`): the chunk holds those, the map shows the signature."""
+    comments = _LINE_COMMENTS.get(language, _LINE_COMMENTS[""])
+    in_block, depth = False, 0
+    for row, line in enumerate(lines):
+        text = line.strip()
+        if in_block:
+            in_block = "*/" not in text
+            continue
+        if depth > 0:  # a decorator's arguments, continued: the line may end them and start the signature
+            depth, rest = _balance(text, depth)
+            if depth == 0 and rest.strip():
+                return row
+            continue
+        if text.startswith("/*"):
+            in_block = "*/" not in text[2:]
+            continue
+        if not text or text.startswith(comments):
+            continue
+        decorator = _DECORATOR.match(text)
+        if decorator is not None:
+            rest = text[decorator.end():]
+            if rest.startswith("("):
+                depth, rest = _balance(rest, 0)
+            if depth > 0 or not rest.strip():
+                continue
+        return row
+    return 0
+
+
+def _balance(text: str, depth: int) -> tuple[int, str]:
+    """Parenthesis depth after `text` (quoted strings skipped), and what follows where it returns to 0."""
+    quote = ""
+    for i, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return 0, text[i + 1:]
+    return depth, ""
 
 
 class ScopeMode(ParsableEnum):
@@ -227,11 +279,10 @@ class RepoMapper:
         return sorted(ordered[: self.config.symbols_per_file], key=lambda s: s.start_line)
 
     def _signature(self, snapshot: Snapshot, sym: Symbol) -> str:
-        lines = snapshot.file_lines(sym.path)[sym.start_line - 1: sym.start_line - 1 + _SIGNATURE_MAX_LINES]
+        lines = snapshot.file_lines(sym.path)[sym.start_line - 1: sym.end_line]
+        start = signature_start(lines, sym.language)
         parts: list[str] = []
-        for text in lines:
-            if text.lstrip().startswith("@") and not parts:
-                continue  # decorators: the signature is the def/class line they sit on
+        for text in lines[start: start + _SIGNATURE_MAX_LINES]:
             parts.append(text.strip())
             if text.rstrip().endswith(_SIGNATURE_ENDS):
                 break

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pipelines.parse.facts import RawImport
+from pipelines.parse.facts import ParsedFile, RawImport
 from pipelines.parse.languages import LanguageSpec
 
 
@@ -30,6 +30,7 @@ class RepoFiles(Protocol):
 
 ImportExtractor = Callable[[Any, int], list[RawImport]]
 ImportResolver = Callable[[RepoFiles, str, RawImport], list[str]]
+FactExtractor = Callable[[Any, ParsedFile], None]  # (tree root, the file's facts so far): adds family facts
 
 
 def no_resolution(repo: RepoFiles, path: str, imp: RawImport) -> list[str]:
@@ -47,6 +48,7 @@ class Family:
     resolve_import: ImportResolver = no_resolution
     grammar_specs: Mapping[str, LanguageSpec] = field(default_factory=dict)  # a grammar that differs
     version: str = "1"  # part of the parse cache key: bump when this family's output changes
+    facts: FactExtractor | None = None  # family-only facts read from the tree (Go: method sets)
 
     def spec_for(self, grammar: str) -> LanguageSpec:
         return self.grammar_specs.get(grammar, self.spec)

@@ -34,6 +34,7 @@ SPEC = LanguageSpec(
     namespaces=frozenset({"impl_item", "mod_item"}),
     imports=frozenset({"use_declaration", "mod_item"}),
     call_query="(call_expression) @call",
+    attached=frozenset({"attribute_item"}),  # `#[derive(...)]` between a rustdoc comment and its item
 )
 
 
@@ -141,4 +142,4 @@ def resolve_import(repo: RepoFiles, path: str, imp: RawImport) -> list[str]:
     return [found] if found and found != path else []
 
 
-FAMILY = Family(NAME, SPEC, imports, resolve_import)
+FAMILY = Family(NAME, SPEC, imports, resolve_import, version="2")

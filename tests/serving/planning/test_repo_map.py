@@ -12,6 +12,8 @@ from semantica.layout_errors import UnknownRepoError
 from serving.api.mcp.server import SemanticaTools
 from serving.pipeline import SearchPipeline
 from serving.planning.repo_map import RepoMapService, ScopeMode
+from tests.conftest import WITHOUT_TOKEN_VECTORS, make_config
+from tests.dated_git import one_commit_repo
 
 
 def _variant(config, section: str, **values):
@@ -108,3 +110,52 @@ def test_http_map_route_answers_and_errors_are_json(planning_repo):
         answer = run(post(body))
         assert answer.status_code == status, (body, answer.text)
         assert answer.headers["content-type"].startswith("application/json") and answer.json()["message"]
+
+
+# Definitions under their doc comments, decorators and attributes, one file per parsed language.
+DOCUMENTED = {
+    "ledger/Ledger.java": "package ledger;\n\nimport java.util.ArrayList;\nimport java.util.List;\n\n"
+                         "/**\n * An append-only ledger of amounts in cents.\n */\n@SuppressWarnings(\"unused\")\n"
+                         "public class Ledger {\n    private final List<Long> entries = new ArrayList<>();\n\n"
+                         "    /**\n     * Records one amount.\n     * @param cents the amount\n     */\n"
+                         "    @Deprecated\n    public void record(long cents) {\n        entries.add(cents);\n    }\n\n"
+                         "    @Override public String toString() {\n        return entries.toString();\n    }\n\n"
+                         "    @SuppressWarnings(value = {\"unchecked\",\n        \"rawtypes\"})\n"
+                         "    public long total() {\n        return entries.size();\n    }\n\n"
+                         "    @Test(expected = IllegalStateException.class) public void rejectsNegative() {\n"
+                         "        record(-1);\n    }\n}\n",
+    "cart/cart.go": "package cart\n\n// Cart holds the items of one checkout.\n// It is not safe for concurrent use.\n"
+                    "type Cart struct {\n\tItems []int\n}\n\n// Total sums the items' prices.\n"
+                    "func (c *Cart) Total() int {\n\tsum := 0\n\tfor _, x := range c.Items {\n\t\tsum += x\n\t}\n"
+                    "\treturn sum\n}\n",
+    "src/money.rs": "//! Money in cents.\n\n/// An amount in cents.\n///\n/// Never negative.\n#[derive(Debug, Clone, Copy)]\n"
+                    "pub struct Money(pub u64);\n\nimpl Money {\n    /// Adds two amounts.\n    #[inline]\n"
+                    "    pub fn add(self, other: Money) -> Money {\n        Money(self.0 + other.0)\n    }\n}\n",
+    "web/format.ts": "/**\nFormats cents as a price.\n\n@param cents - the amount\n*/\n"
+                     "export function formatPrice(cents: number): string {\n\treturn `$${(cents / 100).toFixed(2)}`;\n}\n\n"
+                     "/** Options of the checkout form. */\nexport interface CheckoutOptions {\n\tcurrency: string;\n}\n\n"
+                     "export class Checkout {\n\t/** Rounds to whole cents. */\n\t#round(cents: number): number {\n"
+                     "\t\treturn Math.round(cents);\n\t}\n}\n",
+    "tools/report.py": "import functools\n\n\n# Totals per day, cached: the ledger never changes once written.\n"
+                       "@functools.lru_cache(maxsize=None)\ndef daily_total(day):\n    return day * 2\n",
+}
+SIGNATURES = {
+    "Ledger": "public class Ledger {", "Ledger.record": "public void record(long cents) {",
+    "Ledger.toString": "@Override public String toString() {", "Ledger.total": "public long total() {",
+    "Ledger.rejectsNegative": "@Test(expected = IllegalStateException.class) public void rejectsNegative() {",
+    "Checkout.#round": "#round(cents: number): number {",
+    "Cart": "type Cart struct {", "Cart.Total": "func (c *Cart) Total() int {",
+    "Money": "pub struct Money(pub u64);", "Money.add": "pub fn add(self, other: Money) -> Money {",
+    "formatPrice": "export function formatPrice(cents: number): string {",
+    "CheckoutOptions": "export interface CheckoutOptions {", "daily_total": "def daily_total(day):",
+}
+
+
+def test_the_map_shows_signatures_not_doc_comments_in_every_language(tmp_path):
+    from pipelines.indexer import Indexer
+
+    config = make_config(tmp_path, "granular.index=false", *WITHOUT_TOKEN_VECTORS)
+    Indexer(config, progress=False).index(str(one_commit_repo(tmp_path / "repo", DOCUMENTED)), "acme/documented")
+    answer = RepoMapService(config).run("acme/documented", "", config.repo_map.max_tokens)
+    shown = {s["name"]: s["signature"] for f in answer["files"] for s in f["symbols"]}
+    assert {name: shown.get(name) for name in SIGNATURES} == SIGNATURES
