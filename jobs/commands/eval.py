@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Iterable
 
 from jobs.cli import CliError, add_common, config_from_args, print_json
+from jobs.eval.instances import DEFAULT_LANGUAGE, source_globs
 from semantica.config import Config
 
-# The eval keeps its own index and caches (so a benchmark never replaces a user's snapshot) and only
-# indexes Python, as the benchmark's gold is Python. A value set explicitly (YAML, env, --set) wins.
+# The eval keeps its own index and caches (so a benchmark never replaces a user's snapshot) and indexes only the
+# source of the instances' languages (`discover.include_globs` from jobs.eval.instances.source_globs: `*.py` and
+# `*.pyi` for SWE-bench). A value set explicitly (YAML, env, --set) wins.
 EVAL_DEFAULTS: dict[str, object] = {
     "paths.index_root": ".semantica/eval/index",
     "paths.cache_dir": ".semantica/eval/cache",
-    "discover.include_globs": ["*.py"],
     "index.keep_snapshots": 1,
 }
+SOURCE_GLOBS_KEY = "discover.include_globs"
 
 SWEBENCH_EPILOG = """\
 Writes, for --out runs/pred.jsonl: runs/pred.<ablation>.jsonl (one {"instance_id", "files",
@@ -24,7 +27,8 @@ Writes, for --out runs/pred.jsonl: runs/pred.<ablation>.jsonl (one {"instance_id
 and .functions.trec (TREC runs), runs/pred.files.qrels and .functions.qrels (gold),
 runs/pred.timings.jsonl (index/query seconds per instance) and runs/pred.metrics.json (LocAgent
 metrics per ablation, overall and per repository). Re-running skips instances already written to every
-ablation's file. Eval defaults unless set explicitly: """ + ", ".join(f"{k}={v}" for k, v in EVAL_DEFAULTS.items())
+ablation's file. Eval defaults unless set explicitly: """ + ", ".join(f"{k}={v}" for k, v in EVAL_DEFAULTS.items()) + \
+    f", {SOURCE_GLOBS_KEY}=the source suffixes of the instances' languages"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -116,12 +120,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     report.set_defaults(handler=run_report)
 
 
-def apply_eval_defaults(config: Config, explicit: set[str] | None = None) -> Config:
-    """Eval defaults for every listed key still at its dataclass default and not set explicitly."""
+def apply_eval_defaults(config: Config, explicit: set[str] | None = None,
+                        languages: Iterable[str] = (DEFAULT_LANGUAGE,)) -> Config:
+    """Eval defaults for every listed key still at its dataclass default and not set explicitly; the index reads
+    the source files of the instances' `languages`."""
     explicit = explicit or set()
     baseline = Config()
     overrides = []
-    for dotted, value in EVAL_DEFAULTS.items():
+    for dotted, value in {**EVAL_DEFAULTS, SOURCE_GLOBS_KEY: source_globs(languages)}.items():
         section, name = dotted.split(".")
         current = getattr(getattr(config, section), name)
         if dotted not in explicit and current == getattr(getattr(baseline, section), name):
@@ -156,9 +162,9 @@ def run_swebench(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit <= 0:
         raise CliError(f"--limit must be a positive integer, got {args.limit}")
-    config = apply_eval_defaults(config_from_args(args), _explicit_keys(args))
     everything = _load_instances(args.instances, [])
     instances = _load_instances(args.instances, args.repo_filter)
+    config = apply_eval_defaults(config_from_args(args), _explicit_keys(args), {i.language for i in everything})
     if args.limit:
         instances = instances[: args.limit]
     from jobs.ltr.mine import HitMiner

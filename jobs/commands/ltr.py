@@ -108,8 +108,8 @@ def run_mine_swebench(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit <= 0:
         raise CliError(f"--limit must be a positive integer, got {args.limit}")
-    config = apply_eval_defaults(config_from_args(args), _explicit_keys(args))
     instances = _load_instances(args.instances, args.repo_filter)[: args.limit or None]
+    config = apply_eval_defaults(config_from_args(args), _explicit_keys(args), {i.language for i in instances})
     miner = HitMiner(config.ltr_train, args.out)
     runner = SwebenchEval(config, args.repos_dir, Path(args.out) / "mine.jsonl", ablations=[], miner=miner,
                           progress=not args.quiet, log=(lambda _msg: None) if args.quiet else None)
@@ -124,10 +124,10 @@ def run_mine_swebench(args: argparse.Namespace) -> int:
 
 def run_mine_granular(args: argparse.Namespace) -> int:
     from jobs.eval.granular_lists import GranularListMiner
-    from jobs.eval_cmd import _explicit_keys, _load_instances, apply_eval_defaults
+    from jobs.commands.eval import _explicit_keys, _load_instances, apply_eval_defaults
 
-    config = apply_eval_defaults(config_from_args(args), _explicit_keys(args))
     instances = _load_instances(args.instances, args.repo_filter)
+    config = apply_eval_defaults(config_from_args(args), _explicit_keys(args), {i.language for i in instances})
     failed = GranularListMiner(config, args.repos_dir, args.out).run(instances)
     print(f"{len(instances) - len(failed)} of {len(instances)} instances have granular lists under {args.out}")
     if failed:

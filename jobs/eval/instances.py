@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -17,11 +18,12 @@ class EvalError(RuntimeError):
     """The benchmark input or a repository cannot be used; the message says what to fix."""
 
 
+DEFAULT_LANGUAGE = "python"  # SWE-bench's instances carry no language: they are all Python
 
 
 @dataclass
 class Instance:
-    """One benchmark instance (the fields of swebench_lite_dev.jsonl that the eval uses)."""
+    """One benchmark instance (the fields of a SWE-bench or Multi-SWE-bench JSONL line that the eval uses)."""
 
     instance_id: str
     repo: str
@@ -29,12 +31,52 @@ class Instance:
     problem_statement: str
     gold_files: list[str] = field(default_factory=list)
     gold_functions: list[str] = field(default_factory=list)
+    language: str = DEFAULT_LANGUAGE
 
     def gold(self) -> Gold:
         return Gold(self.repo, list(self.gold_files), list(self.gold_functions))
 
 
 REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement")
+# a benchmark language -> the language-table rows its repositories' source is written in (a JavaScript instance's
+# gold may be a `.d.ts`; a Go module's import paths need go.mod; C++ projects keep C headers)
+BENCH_LANGUAGE_ROWS: dict[str, tuple[str, ...]] = {
+    "javascript": ("javascript", "typescript", "tsx"), "typescript": ("javascript", "typescript", "tsx"),
+    "go": ("go", "gomod"), "cpp": ("c", "cpp"), "c": ("c", "cpp"),
+}
+BENCH_LANGUAGE_GLOBS: dict[str, tuple[str, ...]] = {"python": ("*.py",)}  # SWE-bench's gold is `.py`; no stubs
+
+
+def gold_list(value: object, where: str) -> list[str]:
+    """A gold list as the benchmarks write it: a JSON list, or (Multi-SWE-bench) a string holding a list literal."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value)  # a literal only: never evaluates code
+        except (ValueError, SyntaxError):
+            raise EvalError(f"{where}: not a list literal: {value[:80]!r}") from None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise EvalError(f"{where}: expected a list of strings, got {type(value).__name__}")
+    return list(value)
+
+
+def source_globs(languages: Iterable[str]) -> list[str]:
+    """`discover.include_globs` for a benchmark's languages: the suffixes and file names of their table rows."""
+    from semantica.languages import language_row
+
+    globs: list[str] = []
+    for language in sorted(set(languages)):
+        if language in BENCH_LANGUAGE_GLOBS:
+            globs.extend(BENCH_LANGUAGE_GLOBS[language])
+            continue
+        for row in BENCH_LANGUAGE_ROWS.get(language, (language,)):
+            entry = language_row(row)
+            if entry is None:
+                raise EvalError(f"benchmark language {language!r}: no language-table row {row!r}")
+            globs.extend(f"*{suffix}" for suffix in entry.suffixes)
+            globs.extend(entry.filenames)
+    return list(dict.fromkeys(globs))
 
 
 def load_instances(path: str | os.PathLike[str]) -> list[Instance]:
@@ -59,8 +101,10 @@ def load_instances(path: str | os.PathLike[str]) -> list[Instance]:
         seen.add(raw["instance_id"])
         instances.append(Instance(
             instance_id=raw["instance_id"], repo=raw["repo"], base_commit=raw["base_commit"],
-            problem_statement=raw["problem_statement"], gold_files=list(raw.get("gold_files") or []),
-            gold_functions=list(raw.get("gold_functions") or []),
+            problem_statement=raw["problem_statement"],
+            gold_files=gold_list(raw.get("gold_files"), f"{file}:{lineno}: gold_files"),
+            gold_functions=gold_list(raw.get("gold_functions"), f"{file}:{lineno}: gold_functions"),
+            language=str(raw.get("language") or DEFAULT_LANGUAGE),
         ))
     return instances
 

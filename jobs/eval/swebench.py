@@ -274,6 +274,7 @@ class SwebenchEval:
                 write_trec_run(self.paths.trec(ablation.name, level), rows, level, f"semantica-{ablation.name}")
             preds = {r["instance_id"]: Prediction(r.get("files") or [], r.get("functions") or []) for r in rows}
             result = evaluate(preds, gold)
+            result["by_language"] = by_language(preds, gold, instances)
             result["description"] = ablation.description
             result["predictions"] = str(pred_path)
             report["ablations"][ablation.name] = result
@@ -282,6 +283,16 @@ class SwebenchEval:
         report["timings"] = summarize_timings(read_jsonl(self.paths.timings), {i.instance_id for i in instances})
         self.paths.metrics.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return report
+
+
+def by_language(preds: dict[str, Prediction], gold: dict[str, Any], instances: Sequence[Instance]) -> dict[str, Any]:
+    """Overall file/function means per instance language (Multi-SWE-bench reports by language)."""
+    groups: dict[str, list[str]] = {}
+    for inst in instances:
+        if inst.instance_id in preds:
+            groups.setdefault(inst.language, []).append(inst.instance_id)
+    return {language: {"instances": len(ids), **evaluate({i: preds[i] for i in ids}, {i: gold[i] for i in ids})["overall"]}
+            for language, ids in sorted(groups.items())}
 
 
 def _release(snapshot: Any) -> None:

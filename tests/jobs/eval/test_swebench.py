@@ -11,9 +11,18 @@ import pytest
 
 from jobs.commands.eval import EVAL_DEFAULTS, apply_eval_defaults
 from jobs.eval.golden import GoldenQuery, GoldenSetError, load_golden_set, score_hits
-from jobs.eval.instances import EvalError, Instance, commit_times, find_repo, load_instances, order_instances
+from jobs.eval.instances import (
+    EvalError,
+    Instance,
+    commit_times,
+    find_repo,
+    load_instances,
+    order_instances,
+    source_globs,
+)
 from jobs.eval.outputs import OutputPaths, load_predictions, repair_jsonl, write_qrels, write_trec_run
-from jobs.eval.swebench import ABLATIONS, parse_ablations
+from jobs.eval.metrics import Prediction
+from jobs.eval.swebench import ABLATIONS, by_language, parse_ablations
 from jobs.eval.tables import ablation_table, score_predictions
 from semantica.config import load_config
 
@@ -55,6 +64,42 @@ def _git_repo(path: Path, commits: int = 2) -> list[str]:
         shas.append(subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
                                    check=True).stdout.strip())
     return shas
+
+
+def test_multi_swe_bench_lines_load_with_their_language_and_literal_gold_lists(tmp_path):
+    """Multi-SWE-bench writes gold lists as a string holding a list literal and names each instance's language:
+    read as a plain list, "['lib/utils.js']" would be 15 one-character 'paths' and no file could ever match."""
+    path = tmp_path / "mswe.jsonl"
+    path.write_text(json.dumps(_instance("axios", gold_files="['index.d.ts', 'lib/utils.js']", gold_functions="[]",
+                                         language="javascript")) + "\n"
+                    + json.dumps(_instance("swe", gold_files=["x.py"])) + "\n")
+    axios, swe = load_instances(path)
+    assert axios.gold_files == ["index.d.ts", "lib/utils.js"] and axios.gold_functions == []
+    assert axios.language == "javascript" and swe.language == "python"
+    path.write_text(json.dumps(_instance("bad", gold_files="__import__('os').system('true')")) + "\n")
+    with pytest.raises(EvalError, match="gold_files: not a list literal"):
+        load_instances(path)
+
+
+def test_source_globs_index_each_benchmark_language_from_the_language_table():
+    assert source_globs(["python"]) == ["*.py"]  # SWE-bench as before: no stubs
+    mixed = source_globs(["go", "javascript", "rust", "java", "cpp"])
+    for glob in ("*.go", "go.mod", "*.js", "*.ts", "*.tsx", "*.rs", "*.java", "*.cpp", "*.h"):
+        assert glob in mixed
+    assert "*.py" not in mixed and "*.md" not in mixed
+    with pytest.raises(EvalError, match="no language-table row"):
+        source_globs(["cobol"])
+
+
+def test_metrics_by_language():
+    instances = [Instance("g", "o/g", "c", "q", ["a.go"], language="go"),
+                 Instance("r", "o/r", "c", "q", ["b.rs"], language="rust"),
+                 Instance("r2", "o/r", "c", "q", ["c.rs"], language="rust")]
+    preds = {"g": Prediction(["a.go"], []), "r": Prediction(["x.rs", "b.rs"], []), "r2": Prediction([], [])}
+    table = by_language(preds, {i.instance_id: i.gold() for i in instances}, instances)
+    assert table["go"]["instances"] == 1 and table["go"]["file"]["Acc@1"] == 1.0
+    assert table["rust"]["instances"] == 2 and table["rust"]["file"]["Acc@1"] == 0.0
+    assert table["rust"]["file"]["Acc@3"] == 0.5
 
 
 def test_find_repo_layouts_and_clear_error(tmp_path):
@@ -140,6 +185,8 @@ def test_eval_defaults_respect_explicit_values():
     config = apply_eval_defaults(load_config(None, environ={}))
     assert config.paths.index_root == EVAL_DEFAULTS["paths.index_root"]
     assert config.discover.include_globs == ["*.py"] and config.index.keep_snapshots == 1
+    go = apply_eval_defaults(load_config(None, environ={}), languages={"go"})
+    assert go.discover.include_globs == ["*.go", "go.mod"]
     explicit = load_config(None, ["paths.cache_dir=/x", "discover.include_globs=['*.md']"], environ={})
     config = apply_eval_defaults(explicit, {"paths.cache_dir", "discover.include_globs"})
     assert config.paths.cache_dir == "/x" and config.discover.include_globs == ["*.md"]
