@@ -123,8 +123,8 @@ def run_mine_swebench(args: argparse.Namespace) -> int:
 
 
 def run_mine_granular(args: argparse.Namespace) -> int:
-    from jobs.eval.granular_lists import GranularListMiner
     from jobs.commands.eval import _explicit_keys, _load_instances, apply_eval_defaults
+    from jobs.eval.granular_lists import GranularListMiner
 
     instances = _load_instances(args.instances, args.repo_filter)
     config = apply_eval_defaults(config_from_args(args), _explicit_keys(args), {i.language for i in instances})

@@ -20,8 +20,8 @@ from jobs.eval.instances import (
     order_instances,
     source_globs,
 )
-from jobs.eval.outputs import OutputPaths, load_predictions, repair_jsonl, write_qrels, write_trec_run
 from jobs.eval.metrics import Prediction
+from jobs.eval.outputs import OutputPaths, load_predictions, repair_jsonl, write_qrels, write_trec_run
 from jobs.eval.swebench import ABLATIONS, by_language, parse_ablations
 from jobs.eval.tables import ablation_table, score_predictions
 from semantica.config import load_config
