@@ -2,8 +2,9 @@
 packed in rank order, and an opaque cursor fetches the rest.
 
 Tokens are counted with the encoder's own tokenizer (the WordPiece tokenizer of the configured
-bi-encoder, all-MiniLM-L6-v2 by default) over the answer exactly as the SDK serialises it (the JSON of
-the structured result, which is also its text content). A cursor names the tool, a digest of the
+bi-encoder, all-MiniLM-L6-v2 by default) with its padding and truncation turned off (its
+`tokenizer.json` pads and cuts every text to 128), over the answer exactly as it is sent: the compact
+JSON of the structured result, which is also its text content (`render`). A cursor names the tool, a digest of the
 arguments it continues and the offset of the next item; a cursor that does not decode, or belongs to
 another tool or other arguments, is refused (`InvalidCursor`), never silently restarted.
 """
@@ -19,9 +20,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from pydantic import BaseModel
+from pydantic_core import to_json
+from tokenizers import Tokenizer
+
 CURSOR_VERSION = 1
 OFFSET_DIGITS = 9  # fixed width: a cursor's length (so its tokens) does not depend on the offset
 KEY_CHARS = 16
+TOKENIZER_FILE = "tokenizer.json"
 Render = Callable[[list[dict[str, Any]], str | None], str]  # (kept items, next cursor) -> the answer's JSON
 
 
@@ -33,8 +39,13 @@ class BudgetTooSmall(Exception):
     """Not even the answer's envelope (or one trimmed item) fits in the budget."""
 
 
+def render(answer: BaseModel) -> str:
+    """The answer's text content: the compact JSON of its structured content (what the budget counts)."""
+    return to_json(answer.model_dump(mode="json")).decode()
+
+
 class TokenCounter:
-    """Counts tokens with the encoder's tokenizer (no special tokens, no truncation)."""
+    """Counts tokens with the encoder's tokenizer: no special tokens, no padding, no truncation."""
 
     def __init__(self, model_path: str) -> None:
         self.model_path = model_path
@@ -48,13 +59,14 @@ class TokenCounter:
 
 
 @lru_cache(maxsize=4)
-def _tokenizer(model_path: str) -> tuple[Any, str]:
-    from transformers import AutoTokenizer
-
+def _tokenizer(model_path: str) -> tuple[Tokenizer, str]:
     from semantica.encoder import resolve_model_path
 
     path = resolve_model_path(model_path)
-    return AutoTokenizer.from_pretrained(str(path)).backend_tokenizer, path.name
+    tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
+    tokenizer.no_padding()  # the encoder's file pads to its 128-token window: every text would count 128
+    tokenizer.no_truncation()
+    return tokenizer, path.name
 
 
 class CursorCodec:
@@ -116,7 +128,7 @@ class BudgetPacker:
         kept: list[dict[str, Any]] = []
         used = envelope
         for item in rest:
-            cost = self.counter.count(json.dumps(item, ensure_ascii=False)) + 1
+            cost = self.counter.count(json.dumps(item, ensure_ascii=False, separators=(",", ":"))) + 1
             if used + cost > budget:
                 break
             kept.append(item)
