@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 from tokenizers import Tokenizer
 
-CURSOR_VERSION = 1
+CURSOR_VERSION = 2
 OFFSET_DIGITS = 9  # fixed width: a cursor's length (so its tokens) does not depend on the offset
 KEY_CHARS = 16
 TOKENIZER_FILE = "tokenizer.json"
@@ -70,24 +70,40 @@ def _tokenizer(model_path: str) -> tuple[Tokenizer, str]:
 
 
 class CursorCodec:
-    """Opaque continuation cursors: base64url of {version, tool, arguments digest, offset}."""
+    """Opaque continuation cursors: base64url of {version, tool, arguments digest, snapshots digest, offset}.
+    The snapshots digest binds a cursor to the index it paged: after a re-index the offsets mean other
+    items, so `check_snapshots` refuses it rather than silently skipping what the new snapshot added."""
 
     @staticmethod
     def key(arguments: dict[str, Any]) -> str:
         canonical = json.dumps(arguments, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:KEY_CHARS]
 
-    def encode(self, tool: str, key: str, offset: int) -> str:
-        body = json.dumps({"v": CURSOR_VERSION, "t": tool, "k": key, "o": f"{offset:0{OFFSET_DIGITS}d}"},
-                          separators=(",", ":"))
+    @staticmethod
+    def snapshots_key(snapshots: dict[str, str]) -> str:
+        return CursorCodec.key({"snapshots": snapshots})
+
+    def encode(self, tool: str, key: str, offset: int, snapshots: str = "") -> str:
+        body = json.dumps({"v": CURSOR_VERSION, "t": tool, "k": key, "s": snapshots or "0" * KEY_CHARS,
+                           "o": f"{offset:0{OFFSET_DIGITS}d}"}, separators=(",", ":"))
         return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
+
+    def snapshots_of(self, cursor: str) -> str:
+        """The snapshots digest a cursor `decode` accepted was issued for."""
+        return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["s"]
+
+    @staticmethod
+    def check_snapshots(issued: str, current: dict[str, str]) -> None:
+        if issued != CursorCodec.snapshots_key(current):
+            raise InvalidCursor("this cursor was issued for an earlier index of these repositories (re-indexed "
+                                "since): repeat the call without `cursor` to page the current one")
 
     def decode(self, cursor: str, tool: str, key: str) -> int:
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             body = json.loads(raw)
-            version, owner, digest, offset = body["v"], body["t"], body["k"], int(body["o"])
-        except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError):
+            version, owner, digest, offset, _ = body["v"], body["t"], body["k"], int(body["o"]), str(body["s"])
+        except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError, AttributeError):
             raise InvalidCursor(f"cursor {cursor[:40]!r} is not a cursor this server issued") from None
         if version != CURSOR_VERSION or owner != tool:
             raise InvalidCursor(f"this cursor continues `{owner}`, not `{tool}`")

@@ -140,8 +140,9 @@ class SemanticaTools:
                      "check a rule before changing code it is about."),
             ToolSpec("knowledge_propose", self.knowledge_propose,
                      "Propose a knowledge entry you learned (an agent's answer that proved right, a rule the code "
-                     "implies). It starts as a candidate: checked against the code, scored, and used only once "
-                     "trusted. Scope it with the paths and symbols it is about.", read_only=False),
+                     "implies). It starts as a candidate: checked against the code and scored, and used only after a "
+                     "person approves it in review. Scope it with the paths and symbols it is about; evidence "
+                     "counts only when it exists in the repository (a commit, a path, a symbol, a test id).", read_only=False),
         ]
         if self.syncer is not None:
             specs.append(ToolSpec(
@@ -164,6 +165,7 @@ class SemanticaTools:
                                               k=k or self.config.query.default_k,
                                               path_globs=list(paths), languages=list(languages),
                                               mode=mode, primary_repo=primary_repo))
+        snapshots = self._bound(cursor, response.snapshots)
         lines = self.config.mcp.snippet_lines
         full = SearchOut(
             query=response.query, intent=response.intent["dominant"],
@@ -183,7 +185,8 @@ class SemanticaTools:
                 "hits": [HitOut(**h) for h in hits], "files": [f for f in full.files if (f.repo, f.path) in shown],
                 "next_cursor": next_cursor, "budget_tokens": budget_tokens})
 
-        return self._pack("search", key, offset, budget_tokens, [h.model_dump() for h in full.hits], answer, "content")
+        return self._pack("search", key, offset, budget_tokens, [h.model_dump() for h in full.hits], answer, "content",
+                          snapshots)
 
     def get_context(self, query: Query, repos: Repos = [], k: K = None,  # noqa: B006
                     paths: Paths = [], languages: Languages = [], branch: Branch = None,  # noqa: B006
@@ -198,6 +201,7 @@ class SemanticaTools:
         response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
                                               k=k or self.config.query.default_k, path_globs=list(paths),
                                               languages=list(languages), context_budget=budget), "get_context")
+        snapshots = self._bound(cursor, response.snapshots)
         context = response.context
         code = "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in context["blocks"])
         lead = context["text"].removesuffix(code).rstrip("\n")  # the knowledge entries before the code
@@ -217,7 +221,8 @@ class SemanticaTools:
                 "tokens_used": sum(b["tokens"] for b in blocks), "next_cursor": next_cursor,
                 "truncated": full.truncated or next_cursor is not None, "budget_tokens": budget})
 
-        return self._pack("get_context", key, offset, budget, [dict(b) for b in context["blocks"]], answer, "text")
+        return self._pack("get_context", key, offset, budget, [dict(b) for b in context["blocks"]], answer, "text",
+                          snapshots)
 
     def repo_map(self, repo: Annotated[str, Field(min_length=1, description="a repository name from list_repos")],
                  query: Annotated[str, Field(description="what you are looking for (seeds the ranking)")] = "",
@@ -231,6 +236,7 @@ class SemanticaTools:
         service = RepoMapService(self.config, self.pipeline.snapshots, self.pipeline.ranking_hooks.mapper)
         result = self._guard(lambda: service.run(repo, query, budget))
         full = MapOut(**{k: result[k] for k in MapOut.model_fields if k in result})
+        snapshots = self._bound(cursor, {full.repo: full.snapshot})
         sections = _map_sections(full.text)
 
         def answer(files: list[dict[str, Any]], next_cursor: str | None) -> MapOut:
@@ -238,7 +244,7 @@ class SemanticaTools:
                 "files": files, "text": "\n".join(_map_section(sections, f) for f in files),
                 "next_cursor": next_cursor, "budget_tokens": budget})
 
-        return self._pack("repo_map", key, offset, budget, list(full.files), answer, "symbols")
+        return self._pack("repo_map", key, offset, budget, list(full.files), answer, "symbols", snapshots)
 
     def list_repos(self) -> ReposOut:
         out = []
@@ -325,18 +331,31 @@ class SemanticaTools:
         except InvalidCursor as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
 
+    def _bound(self, cursor: str | None, snapshots: dict[str, str]) -> str:
+        """The digest of the snapshots this answer read; a cursor issued for other snapshots (the index was
+        rebuilt since) is a JSON-RPC invalid-params error: its offsets would skip what the new one added."""
+        if cursor is not None:
+            try:
+                self.cursors.check_snapshots(self.cursors.snapshots_of(cursor), snapshots)
+            except InvalidCursor as exc:
+                raise MCPError(INVALID_PARAMS, str(exc)) from None
+        return self.cursors.snapshots_key(snapshots)
+
     def _pack(self, tool: str, key: str, offset: int, budget: int | None, items: list[dict[str, Any]],
-              answer: Callable[[list[dict[str, Any]], str | None], BaseModel], trim_field: str) -> Any:
-        """`answer` over the rank-order prefix of `items[offset:]` that fits `budget` tokens, with a cursor."""
+              answer: Callable[[list[dict[str, Any]], str | None], BaseModel], trim_field: str,
+              snapshots: str = "") -> Any:
+        """`answer` over the rank-order prefix of `items[offset:]` that fits `budget` tokens, with a cursor
+        bound to the arguments and to the `snapshots` read."""
         try:
             packed = self.packer.pack(items, offset, budget, lambda kept, c: render(answer(kept, c)),
-                                      lambda at: self.cursors.encode(tool, key, at), trim_field)
+                                      lambda at: self.cursors.encode(tool, key, at, snapshots), trim_field)
         except InvalidCursor as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
         except BudgetTooSmall as exc:
             raise ToolError(str(exc)) from None
         following = packed.next_offset
-        return answer(packed.items, self.cursors.encode(tool, key, following) if following is not None else None)
+        return answer(packed.items,
+                      self.cursors.encode(tool, key, following, snapshots) if following is not None else None)
 
     def _graph(self, op: str, name: str, repos: list[str], depth: int | None) -> GraphOut:
         service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)

@@ -22,8 +22,8 @@ from tests.conftest import REPO_ROOT, make_config
 
 pytestmark = pytest.mark.timeout(900)
 CALLS_PER_TOOL = 100
-# per tool, from just above its envelope (the answer with no items: ~750 / ~400 / ~160-350 tokens here) upwards
-BUDGETS = {"search": (1000, 1100, 1200, 1400, 1600, 2000, 3000, 4000),
+# per tool, from just above its envelope plus one item (search: ~710 + a hit ~120 + its file with history ~360)
+BUDGETS = {"search": (1300, 1400, 1600, 1800, 2000, 2500, 3000, 4000),
            "get_context": (550, 600, 700, 800, 1000, 1500, 2500, 4000),
            "repo_map": (400, 450, 500, 600, 700, 1000, 1500, 2000)}
 SMALL_CORPUS = ("serving/api/mcp/*.py", "semantica/knowledge/*.py", "serving/core/context.py", "docs/mcp.md")
@@ -151,7 +151,7 @@ def test_cursors_return_the_rest_in_rank_order(tools: SemanticaTools, count: Ind
 
 
 def test_bad_cursors_are_jsonrpc_errors(tools: SemanticaTools) -> None:
-    [page] = call_all(tools, [("search", {"query": "CursorCodec.decode", "budget_tokens": 1000})])
+    [page] = call_all(tools, [("search", {"query": "CursorCodec.decode", "budget_tokens": 1500})])
     cursor = page.structured_content["next_cursor"]
     assert cursor
     results = call_all(tools, [
@@ -219,3 +219,35 @@ def test_sync_reports_progress(tmp_path) -> None:  # noqa: ANN001
     anyio.run(main)
     assert out[0].structured_content["reindexed"] is True
     assert [p[:2] for p in progress] == [(0, 1), (1, 1)] and progress[-1][2] == "first index"
+
+
+def test_a_cursor_from_before_a_reindex_is_refused(tmp_path) -> None:  # noqa: ANN001
+    """Its offsets index the old snapshot's ranking: the new one may have added hits in front of them."""
+    import subprocess
+
+    from pipelines.indexer import Indexer
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    for n in range(6):
+        (repo / f"m{n}.py").write_text(f'def cursor_page_{n}(x):\n    """Cursor page {n} of the results."""\n'
+                                       f"    return x + {n}\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    config = make_config(tmp_path)
+    Indexer(config, progress=False).index(str(repo), "acme/pages")
+    tools = SemanticaTools(config, SearchPipeline(config), syncer=not_a_syncer)
+    arguments = {"query": "cursor page of the results", "repos": ["acme/pages"], "budget_tokens": 1000}
+    [first] = call_all(tools, [("search", arguments)])
+    cursor = first.structured_content["next_cursor"]
+    assert cursor
+    [same] = call_all(tools, [("search", {**arguments, "cursor": cursor})])
+    assert not isinstance(same, Exception) and not same.is_error  # the same index: the cursor continues
+    (repo / "m9.py").write_text('def cursor_page_new(x):\n    """The newest cursor page of the results."""\n    return x\n')
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "two"], check=True)
+    Indexer(config, progress=False).index(str(repo), "acme/pages")
+    [stale] = call_all(tools, [("search", {**arguments, "cursor": cursor})])
+    assert isinstance(stale, MCPError) and stale.code == INVALID_PARAMS and "re-indexed" in stale.message
