@@ -233,6 +233,8 @@ class SemanticaTools:
         key = self.cursors.key({"repo": repo, "query": query})
         offset = self._offset("repo_map", key, cursor)
         budget = budget_tokens or self.config.repo_map.default_tokens
+        if budget > self.config.repo_map.max_tokens:
+            raise ToolError(f"budget_tokens={budget} is above the maximum {self.config.repo_map.max_tokens}")
         service = RepoMapService(self.config, self.pipeline.snapshots, self.pipeline.ranking_hooks.mapper)
         result = self._guard(lambda: service.run(repo, query, budget))
         full = MapOut(**{k: result[k] for k in MapOut.model_fields if k in result})

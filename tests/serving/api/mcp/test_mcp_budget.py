@@ -251,3 +251,10 @@ def test_a_cursor_from_before_a_reindex_is_refused(tmp_path) -> None:  # noqa: A
     Indexer(config, progress=False).index(str(repo), "acme/pages")
     [stale] = call_all(tools, [("search", {**arguments, "cursor": cursor})])
     assert isinstance(stale, MCPError) and stale.code == INVALID_PARAMS and "re-indexed" in stale.message
+
+
+def test_a_budget_above_a_tools_maximum_is_a_tool_error(tools: SemanticaTools) -> None:
+    results = call_all(tools, [("get_context", {"query": "x", "budget_tokens": 10**9}),
+                               ("repo_map", {"repo": "budget/small", "budget_tokens": 10**9})])
+    for result in results:
+        assert result.is_error and "budget_tokens=1000000000 is above the maximum" in result.content[0].text
