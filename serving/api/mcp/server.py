@@ -29,6 +29,7 @@ from semantica import observability
 from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.errors import ErrorKind, local_kind_of
+from semantica.repo_names import normalize_repo_name
 from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
 from serving.api.mcp.models import (
     ContextBlockOut,
@@ -317,6 +318,9 @@ class SemanticaTools:
                           source_ref: Annotated[str, Field(description="who you are / the question you answered")] = "",
                           ) -> ProposedOut:
         service = self.pipeline.knowledge.service
+        if repo and service.snapshot_index(self._guard(lambda: normalize_repo_name(repo))) is None:
+            raise ToolError(f"repository {repo!r} has no published snapshot: propose knowledge about an indexed "
+                            "repository (list_repos), or '' for the global store")
         result = self._guard(lambda: service.add(repo, {
             "title": title, "text": text, "kind": kind, "paths": list(paths), "symbols": list(symbols),
             "evidence": list(evidence), "source_kind": "agent", "source_ref": source_ref}, actor="mcp"))

@@ -56,3 +56,17 @@ def test_bad_proposals_are_tool_errors(tools, kwargs, words):
         tools.knowledge_propose(**{"title": "t", "text": "some text", "repo": REPO_NAME, **kwargs})
     with pytest.raises(ToolError, match="unknown status"):
         tools.knowledge_search(query="x", status=["maybe"])
+
+
+def test_a_proposal_about_an_unpublished_repository_opens_no_store(tools):
+    directory = tools.pipeline.knowledge.service.base.directory
+    before = set(directory.glob("*"))
+    for n in range(20):
+        with pytest.raises(ToolError, match="no published snapshot"):
+            tools.knowledge_propose(title="t", text="some text", repo=f"tiny/ghost-{n}")
+    assert set(directory.glob("*")) == before
+
+
+def test_a_proposal_about_a_malformed_repository_name_is_a_tool_error(tools):
+    with pytest.raises(ToolError):
+        tools.knowledge_propose(title="t", text="some text", repo="../etc")
