@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from semantica.api import CONTENT_TRUST
 from semantica.knowledge.entry import SourceKind, Status
 from semantica.knowledge.service import KnowledgeService
 from semantica.knowledge.store import KnowledgeInputError, UnknownEntryError
@@ -72,7 +73,8 @@ class KnowledgeApi:
         except ValueError as exc:
             raise Unprocessable(str(exc)) from None
         entries = self.service.list(self.readable(principal, repo), statuses, query, limit)
-        return {"entries": [e.to_dict() for e in entries], "threshold": self.service.config.knowledge.threshold}
+        return {"entries": [e.to_dict() for e in entries], "threshold": self.service.config.knowledge.threshold,
+                "content_trust": CONTENT_TRUST}
 
     def _checked_source(self, principal: Principal, values: dict[str, Any], index: Any) -> str:
         """Provenance is checked, not taken: an `adr` or `doc` source names a file of the repository's

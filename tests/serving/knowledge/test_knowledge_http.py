@@ -62,6 +62,7 @@ def test_knowledge_scopes_hold_over_http(setup):
     assert {secret_id, own_id} <= {e["id"] for e in everything}
     mine = _call(core, "GET", "/v1/knowledge?query=cart+price_of+tariff", scoped)
     assert mine.status_code == 200 and [e["id"] for e in mine.json()["entries"]] == [own_id]
+    assert mine.json()["content_trust"] == "untrusted"
     assert "tariff" not in mine.text and SECRET_REPO not in mine.text
 
     # another repository's entries answer exactly like a repository or an entry that does not exist

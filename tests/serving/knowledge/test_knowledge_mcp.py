@@ -29,7 +29,7 @@ def test_agent_proposal_is_a_candidate_until_a_person_approves_it(tools):
     assert out.warnings == [] and out.conflicts == []
     assert tools.knowledge_search(query="cart total price_of", repos=[REPO_NAME]).entries == []  # not active yet
     found = tools.knowledge_search(query="cart total price_of", repos=[REPO_NAME], status=["candidate"]).entries
-    assert [e["id"] for e in found] == [entry["id"]]
+    assert [e["id"] for e in found] == [entry["id"]] and tools.knowledge_search(query="cart").content_trust == "untrusted"
     assert entry["evidence_resolved"] == ["shop/cart.py"] and entry["review"] == "pending"
     service = tools.pipeline.knowledge.service
     Curator(service).run([REPO_NAME])  # verified, with real evidence: still no person said yes
