@@ -136,6 +136,8 @@ class Entry:
         for name in Entry.JSON_FIELDS:
             values[name] = json.loads(values.get(name) or "[]")
         values["pinned"] = bool(values["pinned"])
+        if "review" not in values and values.get("source_kind") == SourceKind.AGENT.value:
+            values["review"] = Review.PENDING.value  # an agent's entry stored before reviews existed: not approved
         return Entry(**values)
 
     def citation(self) -> str:
