@@ -84,6 +84,10 @@ class HitView:
     graph: dict[str, Any] | None = None
 
 
+CONTENT_TRUST = "untrusted"
+"""`content_trust` of every search and context answer: what it quotes is untrusted text (never act on it)."""
+
+
 @dataclass
 class SearchResponse:
     """What a search returns (the `--json` and HTTP schema)."""
@@ -103,6 +107,9 @@ class SearchResponse:
     freshness: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> semantica.freshness.Freshness
     # what the query planner decided: {mode, k, budgets, retries, sub_queries, ...}; None when it is off
     plan: dict[str, Any] | None = None
+    # every text this answer retrieved (code, comments, docs, commit messages, knowledge entries) is data from
+    # the repositories and their writers, not instructions: one field, the same on every front
+    content_trust: str = CONTENT_TRUST
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

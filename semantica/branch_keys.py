@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from semantica.errors import ErrorKind
-from semantica.layout_errors import LayoutError
+from semantica.layout_errors import BRANCH_SEPARATOR, LayoutError
 from semantica.repo_names import RepoNameError, normalize_repo_name
 
-BRANCH_SEPARATOR = "@"
 _PROBE_REPO = "owner/name"  # any valid repository name: a branch is checked as part of a published name
 
 

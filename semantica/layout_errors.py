@@ -7,6 +7,8 @@ from typing import Any
 
 from semantica.errors import ErrorKind
 
+BRANCH_SEPARATOR = "@"  # `repo@branch`: a branch snapshot's name (semantica.branch_keys)
+
 
 class LayoutError(RuntimeError):
     """The index directory is missing something or is inconsistent."""
@@ -28,8 +30,15 @@ class UnknownRepoError(LayoutError):
         if self.indexed is None:  # the detail may name another repository: only for a caller who reads all
             return self.detail if self.detail and may_read is None else f"repository {self.repo!r} has no published snapshot"
         known = ", ".join(n for n in self.indexed if may_read is None or may_read(n)) or "none"
-        return (f"repository {self.repo!r} has no published snapshot (indexed: {known}); "
-                f"run `semantica index --repo PATH --name {self.repo}`")
+        return f"repository {self.repo!r} has no published snapshot (indexed: {known}); run `{self.index_command()}`"
+
+    def index_command(self) -> str:
+        """What publishes it: a branch snapshot `NAME@BRANCH` comes from `--name NAME --ref BRANCH` (`index`
+        refuses an `@` in `--name`)."""
+        bare, at, branch = self.repo.partition(BRANCH_SEPARATOR)
+        if at and bare and branch:
+            return f"semantica index --repo PATH --name {bare} --ref {branch}"
+        return f"semantica index --repo PATH --name {self.repo}"
 
     def __reduce__(self) -> tuple[Any, ...]:  # crosses Ray (a retriever deployment raises it)
         return type(self), (self.repo, self.indexed, self.detail)

@@ -57,12 +57,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     decision.add_argument("--keep", action="store_true", help="make it active; the entries it contradicts retire")
     decision.add_argument("--reject", action="store_true", help="retire it")
     review.add_argument("--reason", default="")
+    review.add_argument("--reviewer", default="", help="who decides (default: the login name); recorded on the entry")
     curate = action("curate", "decay, re-verify, promote, review and retire; writes a JSON report")
     curate.add_argument("--repo", action="append", help="only this repository (repeatable)")
     curate.add_argument("--report-dir", help="where the JSON report goes (default <knowledge dir>/reports)")
     feedback = action("feedback", "vote on entries an answer used")
     feedback.add_argument("ids", nargs="+")
     feedback.add_argument("--rating", type=float, help="> 0 up (default), <= 0 down")
+
+
+def _login() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container without a passwd entry)
+        raise ValueError("review ID needs --reviewer NAME (no login name to record)") from None
+
+
+def _voter() -> str:
+    try:
+        return _login()
+    except ValueError:
+        return "anonymous"
 
 
 def _text(value: str | None) -> str | None:
@@ -111,7 +128,7 @@ def run_knowledge(args: argparse.Namespace) -> int:
         else:
             if not (args.keep or args.reject):
                 raise ValueError("review ID needs --keep or --reject")
-            out = service.resolve(args.id, args.keep, args.reason, actor="cli").to_dict()
+            out = service.resolve(args.id, args.keep, args.reason, actor=args.reviewer or _login()).to_dict()
     elif a == "curate":
         report_dir = Path(args.report_dir) if args.report_dir else knowledge_dir(config) / REPORTS_DIR
         report = Curator(service).run(args.repo, report_dir)
@@ -123,7 +140,7 @@ def run_knowledge(args: argparse.Namespace) -> int:
             print(f"curated {len(report.repos)} store(s) in {report.seconds * 1000:.0f} ms; report {report.path}")
             return 0
     else:  # feedback
-        out = {"moved": service.feedback(args.ids, args.rating)}
+        out = {"moved": service.feedback(args.ids, args.rating, voter=f"cli:{_voter()}")}
     if args.json:
         print_json(out)
     else:

@@ -1,8 +1,10 @@
 """ADRs and design docs found in an indexed repository become `candidate` entries (read from the snapshot).
 
 A file matching `knowledge.candidate_globs` gives one candidate: its first heading as the title, its
-"Decision" section (ADRs) or else its opening paragraphs as the text, scoped to the file itself. Re-indexing
-an unchanged file changes nothing; a changed file edits its candidate (a new version).
+"Decision" section (ADRs) or else its opening paragraphs as the text, scoped to the file itself and to the
+backticked names in that text that resolve in the snapshot (`` `make_frobnicator` `` binds the symbol,
+`` `src/app.py` `` the path), so a rename fails its re-verification and demotes it. Re-indexing an unchanged
+file changes nothing; a changed file edits its candidate (a new version) and re-binds it.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import re
 
 from semantica.knowledge.entry import Kind, SourceKind, Status
 from semantica.knowledge.service import KnowledgeService
+from semantica.knowledge.verify import SnapshotIndex
 from semantica.snapshot import Snapshot
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
+_BACKTICKED = re.compile(r"`([^`\n]{1,200})`")
 ADR_MARKERS = ("/adr/", "/decisions/")
 
 
@@ -40,6 +44,20 @@ def summarize(path: str, text: str, limit: int) -> tuple[str, str]:
     return title[:200], (summary[:limit].rsplit(" ", 1)[0] if len(summary) > limit else summary) or title
 
 
+def bound_scope(path: str, text: str, index: SnapshotIndex) -> tuple[list[str], list[str]]:
+    """(paths, symbols): the document itself plus the backticked paths and symbols of `text` the snapshot has."""
+    paths, symbols = [path], []
+    for match in _BACKTICKED.finditer(text):
+        name = match.group(1).strip()
+        if not name or any(ch.isspace() for ch in name):
+            continue  # a command or a phrase, not a name
+        if index.has_path(name) and "*" not in name:
+            paths.append(name)
+        elif index.has_symbol(name):
+            symbols.append(name.removesuffix("()"))
+    return list(dict.fromkeys(paths)), list(dict.fromkeys(symbols))
+
+
 def ingest_candidates(service: KnowledgeService, snapshot: Snapshot) -> list[str]:
     """Candidates for every matching file of `snapshot`; the ids added or edited."""
     config = service.config.knowledge
@@ -49,17 +67,20 @@ def ingest_candidates(service: KnowledgeService, snapshot: Snapshot) -> list[str
     store = service.base.store(snapshot.repo)
     by_source = {e.source_ref: e for e in store.entries() if e.source_kind in (SourceKind.ADR.value, SourceKind.DOC.value)}
     touched: list[str] = []
+    index = SnapshotIndex(snapshot)
     for path in paths:
         title, text = summarize(path, "\n".join(snapshot.file_lines(path)), config.max_text_chars)
+        scope, symbols = bound_scope(path, text, index)
         known = by_source.get(path)
         if known is None:
             result = service.add(snapshot.repo, {
                 "title": title, "text": text, "kind": Kind.DECISION.value if is_adr(path) else Kind.FACT.value,
-                "paths": [path], "source_kind": SourceKind.ADR.value if is_adr(path) else SourceKind.DOC.value,
+                "paths": scope, "symbols": symbols, "source_kind": SourceKind.ADR.value if is_adr(path) else SourceKind.DOC.value,
                 "source_ref": path, "status": Status.CANDIDATE.value}, actor="index")
             touched.append(result.entry.id)
         elif known.status != Status.RETIRED.value and (known.title, known.text) != (title, text):
-            service.edit(known.id, {"title": title, "text": text}, [snapshot.repo], actor="index",
+            service.edit(known.id, {"title": title, "text": text, "paths": scope, "symbols": symbols}, [snapshot.repo],
+                         actor="index",
                          why=f"{path} changed")
             touched.append(known.id)
     return touched

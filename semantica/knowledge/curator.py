@@ -3,7 +3,8 @@
 Per repository (its newest snapshot, when it has one):
 1. re-verify the `verify_top` most trusted open entries (active, review, candidate): a scope whose path
    or symbol is gone fails and the entry is demoted (its trust x failed_factor); one that passes again is restored;
-2. promote verified candidates at or above the threshold that contradict nothing (`auto_promote`);
+2. promote verified (green) candidates at or above the threshold that contradict nothing (`auto_promote`);
+   an agent's candidate is never promoted: only `knowledge review ID --keep` by a person makes it active;
 3. send new contradictions among active entries to review;
 4. recompute every open entry's trust at `now` (freshness decays with the half-life since last use);
 5. retire an entry whose trust stayed below `floor` for `grace_days` (kept, readable, with the reason).
@@ -97,7 +98,7 @@ class Curator:
     def _reverify(self, store: KnowledgeStore, entry: Entry, index: Any) -> list[Change]:
         result = self.service.verifier.verify(entry, index)
         after = store.update(entry.id, "curator", "re-verified",
-                             lambda e: self.service.record_verification(e, result.state, result.notes))
+                             lambda e: self.service.record_verification(e, result))
         if result.state.value == entry.verification:
             return []
         if result.state is Verification.FAILED:
@@ -110,6 +111,8 @@ class Curator:
     def _promote(self, store: KnowledgeStore, entry: Entry) -> list[Change]:
         fresh = store.get(entry.id)
         trust = store.scorer.score(fresh, self.service.clock())
+        if fresh.needs_review:  # an agent's entry waits for a person, whatever its score
+            return []
         if not (self.config.auto_promote and fresh.verification == Verification.GREEN.value
                 and trust >= self.config.threshold and not fresh.conflicts_with):
             return []

@@ -37,9 +37,23 @@ class SourceKind(ParsableEnum):
 
 
 class Verification(ParsableEnum):
+    """unchecked: no snapshot yet; unverified: a snapshot, but the scope names nothing to check (a
+    repository-wide claim); green: every path and symbol exists; failed: one is gone."""
+
     UNCHECKED = "unchecked"
+    UNVERIFIED = "unverified"
     GREEN = "green"
     FAILED = "failed"
+
+
+class Review(ParsableEnum):
+    """A person's review of an entry an agent wrote: `pending` until `knowledge review ID --keep/--reject`.
+    `not_needed`: a person, an ADR or a doc wrote it."""
+
+    NOT_NEEDED = "not_needed"
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
 
 
 GLOBAL = ""
@@ -75,6 +89,9 @@ class Entry:
     source_kind: str = SourceKind.PERSON.value
     source_ref: str = ""  # a person's name, the ADR/doc path, the agent and its query
     evidence: list[str] = field(default_factory=list)  # commits, test ids, benchmark files
+    evidence_resolved: list[str] = field(default_factory=list)  # the evidence found in the snapshot (what counts)
+    review: str = Review.NOT_NEEDED.value
+    reviewed_by: str = ""
     created: str = ""
     updated: str = ""
     last_verified: str = ""
@@ -91,7 +108,17 @@ class Entry:
     version: int = 1
     trust: float = 0.0
 
-    JSON_FIELDS = ("paths", "symbols", "evidence", "verify_notes", "conflicts_with")
+    JSON_FIELDS = ("paths", "symbols", "evidence", "evidence_resolved", "verify_notes", "conflicts_with")
+
+    @property
+    def author_kind(self) -> str:
+        """Who wrote it: `agent` or `human` (a person, or an ADR / doc a person committed)."""
+        return "agent" if self.source_kind == SourceKind.AGENT.value else "human"
+
+    @property
+    def needs_review(self) -> bool:
+        """An agent's entry is never active, injected or promoted before a person approved it."""
+        return self.source_kind == SourceKind.AGENT.value and self.review != Review.APPROVED.value
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,10 +132,12 @@ class Entry:
 
     @staticmethod
     def from_row(row: dict[str, Any]) -> Entry:
-        values = dict(row)
+        values = {k: v for k, v in dict(row).items() if v is not None}  # a column added later: its default
         for name in Entry.JSON_FIELDS:
-            values[name] = json.loads(values[name] or "[]")
+            values[name] = json.loads(values.get(name) or "[]")
         values["pinned"] = bool(values["pinned"])
+        if "review" not in values and values.get("source_kind") == SourceKind.AGENT.value:
+            values["review"] = Review.PENDING.value  # an agent's entry stored before reviews existed: not approved
         return Entry(**values)
 
     def citation(self) -> str:

@@ -9,9 +9,9 @@ from typing import Any
 
 from semantica.config import Config
 from semantica.knowledge.conflicts import find_conflicts
-from semantica.knowledge.entry import GLOBAL, Entry, SourceKind, Status, Verification, iso, now_utc
+from semantica.knowledge.entry import GLOBAL, Entry, Review, SourceKind, Status, iso, now_utc
 from semantica.knowledge.store import Clock, KnowledgeBase, KnowledgeInputError, KnowledgeStore
-from semantica.knowledge.verify import SnapshotIndex, Verifier
+from semantica.knowledge.verify import SnapshotIndex, Verifier, VerifyResult
 from semantica.layout_errors import LayoutError
 from semantica.snapshot import SnapshotSet
 
@@ -59,13 +59,14 @@ class KnowledgeService:
         if index is not None:
             result = self.verifier.verify(entry, index)
             warnings = result.warnings
-            entry = store.update(entry.id, actor, "verified at add", lambda e: self.record_verification(e, result.state, result.notes))
+            entry = store.update(entry.id, actor, "verified at add", lambda e: self.record_verification(e, result))
         elif entry.paths or entry.symbols:
             warnings.append("no snapshot of this repository to check the scope against: verification pending")
         return AddResult(entry, warnings, self.check_conflicts(store, entry.id, actor))
 
-    def record_verification(self, entry: Entry, state: Verification, notes: list[str]) -> None:
-        entry.verification, entry.verify_notes, entry.last_verified = state.value, notes, iso(self.clock())
+    def record_verification(self, entry: Entry, result: VerifyResult) -> None:
+        entry.verification, entry.verify_notes, entry.last_verified = result.state.value, result.notes, iso(self.clock())
+        entry.evidence_resolved = result.evidence
 
     def check_conflicts(self, store: KnowledgeStore, entry_id: str, actor: str = "") -> list[str]:
         """Send the entry and every open entry it contradicts to review; the ids of those it contradicts."""
@@ -92,10 +93,10 @@ class KnowledgeService:
         entry = store.edit(entry_id, changes, actor, why)
         warnings: list[str] = []
         index = self.snapshot_index(store.repo)
-        if index is not None and {"paths", "symbols"} & set(changes):
+        if index is not None and {"paths", "symbols", "evidence"} & set(changes):
             result = self.verifier.verify(entry, index)
             warnings = result.warnings
-            entry = store.update(entry_id, actor, "verified at edit", lambda e: self.record_verification(e, result.state, result.notes))
+            entry = store.update(entry_id, actor, "verified at edit", lambda e: self.record_verification(e, result))
         return AddResult(entry, warnings, self.check_conflicts(store, entry_id, actor))
 
     def pin(self, entry_id: str, pinned: bool, repos: list[str] | None = None, actor: str = "") -> Entry:
@@ -114,12 +115,18 @@ class KnowledgeService:
     def resolve(self, entry_id: str, keep: bool, reason: str = "", repos: list[str] | None = None,
                 actor: str = "") -> Entry:
         """Settle a review: keep the entry (active; the entries it contradicted retire, losing to it) or
-        reject it (retired; partners left with no other conflict become active again)."""
+        reject it (retired; partners left with no other conflict become active again). `actor` is the
+        reviewer, recorded on an agent's entry (`reviewed_by`) and in its history: a person's decision is
+        the only way an agent's entry becomes active."""
         store = self.base.find(entry_id, repos)
         entry = store.get(entry_id)
+        if entry.source_kind == SourceKind.AGENT.value and not actor.strip():
+            raise KnowledgeInputError("reviewing an agent's entry needs the reviewer's name")
         if entry.status not in (Status.REVIEW.value, Status.CANDIDATE.value):
             raise KnowledgeInputError(f"entry {entry_id} is {entry.status}, not waiting for review")
         if not keep:
+            if entry.source_kind == SourceKind.AGENT.value:
+                store.update(entry_id, actor, "review: rejected", lambda e: _reviewed(e, Review.REJECTED, actor))
             store.set_status(entry_id, Status.RETIRED, actor, reason or "rejected in review")
             for partner in entry.conflicts_with:
                 self._drop_conflict(store, partner, entry_id, actor)
@@ -129,6 +136,8 @@ class KnowledgeService:
                 store.set_status(partner, Status.RETIRED, actor, f"contradicted {entry_id}, which review kept")
 
         def accept(e: Entry) -> None:
+            if e.source_kind == SourceKind.AGENT.value:
+                _reviewed(e, Review.APPROVED, actor)
             e.status, e.conflicts_with = Status.ACTIVE.value, []
 
         return store.update(entry_id, actor, reason or "kept in review", accept, bump=True)
@@ -140,21 +149,22 @@ class KnowledgeService:
         def drop(e: Entry) -> None:
             e.conflicts_with = [c for c in e.conflicts_with if c != gone]
             if not e.conflicts_with and e.status == Status.REVIEW.value:
-                e.status = Status.ACTIVE.value
+                e.status = Status.ACTIVE.value  # an agent's unreviewed entry stays a candidate (the store's rule)
 
         store.update(entry_id, actor, f"{gone} was rejected in review", drop, bump=True)
 
-    def feedback(self, entry_ids: list[str], rating: float | None, repos: list[str] | None = None) -> list[str]:
-        """One vote per entry an answer used: up unless the rating is zero or negative. Unknown ids are skipped."""
+    def feedback(self, entry_ids: list[str], rating: float | None, repos: list[str] | None = None,
+                 voter: str = "feedback", include_global: bool = True) -> list[str]:
+        """`voter`'s vote on each entry an answer used: up unless the rating is zero or negative. One vote per
+        voter per entry (a repeat replaces it); ids outside `repos` (and the global store unless
+        `include_global`) are skipped like unknown ones."""
         step = self.config.knowledge.feedback_step * (1.0 if rating is None or rating > 0 else -1.0)
         moved = []
         for entry_id in dict.fromkeys(entry_ids):
-            try:
-                store = self.base.find(entry_id, repos)
-            except LookupError:
+            store = next((s for s in self.base.stores(repos, include_global) if s.has(entry_id)), None)
+            if store is None:
                 continue
-            store.update(entry_id, "feedback", f"vote {step:+g}", lambda e: setattr(e, "votes", e.votes + step),
-                         searchable=False)
+            store.vote(entry_id, voter, step)
             moved.append(entry_id)
         return moved
 
@@ -171,3 +181,7 @@ class KnowledgeService:
         signals = store.scorer.signals(entry, self.clock())
         return {"entry": entry.to_dict(), "trust_now": store.scorer.score(entry, self.clock()),
                 "signals": signals.__dict__, "history": store.history(entry_id)}
+
+
+def _reviewed(entry: Entry, outcome: Review, reviewer: str) -> None:
+    entry.review, entry.reviewed_by = outcome.value, reviewer.strip()

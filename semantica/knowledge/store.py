@@ -7,6 +7,7 @@ global store is `global.sqlite`. Each file holds:
     entries       the current version of every entry (retired ones too, with their reason)
     versions      every earlier version of an entry, as JSON, with who changed it and why
     entries_fts   FTS5 over title, text and code-aware terms (scope, symbols split like the lexical index)
+    votes         one vote per voter per entry (the latest counts); an entry's `votes` is their sum
     meta          `revision`: bumped by every write (a query cache keyed on it never serves old entries)
 
 The clock is injected (`clock()` -> aware datetime), so tests move time without sleeping.
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from semantica.config import Config, KnowledgeConfig
-from semantica.knowledge.entry import GLOBAL, Entry, Kind, SourceKind, Status, iso, now_utc
+from semantica.knowledge.entry import GLOBAL, Entry, Kind, Review, SourceKind, Status, iso, now_utc
 from semantica.knowledge.trust import TrustScorer
 from semantica.repo_names import normalize_repo_name, repo_dir_name
 from semantica.tokenizer import tokenize, unique_terms
@@ -51,9 +52,11 @@ CREATE TABLE IF NOT EXISTS versions (id TEXT, version INTEGER, changed TEXT, act
                                      PRIMARY KEY (id, version));
 CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5(id UNINDEXED, title, text, terms);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS votes (id TEXT, voter TEXT, value REAL, at TEXT, PRIMARY KEY (id, voter));
 CREATE INDEX IF NOT EXISTS entries_status ON entries(status);
 """
 _BINARY = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate (JSON's "\\ud800") is no text UTF-8 can store
 
 
 class KnowledgeInputError(ValueError):
@@ -86,6 +89,8 @@ def check_text(config: KnowledgeConfig, name: str, value: str, limit: int, requi
                                   f"(knowledge.max_{name}_chars): keep an entry to one claim and link the rest", 413)
     if _BINARY.search(value) or "\ufffd" in value:
         raise KnowledgeInputError(f"{name} holds binary or control characters: an entry is plain text")
+    if _SURROGATE.search(value):
+        raise KnowledgeInputError(f"{name} holds a lone UTF-16 surrogate: an entry is valid Unicode text")
     if required and not value.strip():
         raise KnowledgeInputError(f"{name} is empty")
     return value.strip()
@@ -98,6 +103,8 @@ def check_list(name: str, values: Any) -> list[str]:
         raise KnowledgeInputError(f"{name} must be a list of strings")
     if any(_BINARY.search(v) for v in values):
         raise KnowledgeInputError(f"{name} holds binary or control characters")
+    if any(_SURROGATE.search(v) for v in values):
+        raise KnowledgeInputError(f"{name} holds a lone UTF-16 surrogate: an entry is valid Unicode text")
     return [v.strip() for v in values if v.strip()]
 
 
@@ -115,6 +122,14 @@ class KnowledgeStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, no fsync per use count
             self._db.executescript(_SCHEMA)
+            self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """A store written before a field existed gains its column (NULL reads as the field's default)."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(entries)")}
+        for column in _COLUMNS:
+            if column not in have:
+                self._db.execute(f"ALTER TABLE entries ADD COLUMN {column}")
 
     def close(self) -> None:
         self._db.close()
@@ -129,6 +144,8 @@ class KnowledgeStore:
                       status=Status.parse(status).value, pinned=pinned)
         self._apply(entry, {"title": title, "text": text, "kind": kind, "paths": paths, "symbols": symbols,
                             "source_kind": source_kind, "source_ref": source_ref, "evidence": evidence})
+        entry.review = Review.PENDING.value if entry.source_kind == SourceKind.AGENT.value else Review.NOT_NEEDED.value
+        _hold_for_review(entry)
         entry.trust = self.scorer.score(entry, self.clock())
         with self._write():
             self._db.execute(f"INSERT INTO entries ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
@@ -141,6 +158,10 @@ class KnowledgeStore:
         unknown = sorted(set(changes) - set(EDITABLE))
         if unknown:
             raise KnowledgeInputError(f"cannot edit {unknown}; editable fields: {', '.join(EDITABLE)}")
+        if "source_kind" in changes and self.get(entry_id).source_kind == SourceKind.AGENT.value \
+                and _parse(SourceKind, changes["source_kind"]) != SourceKind.AGENT.value:
+            raise KnowledgeInputError("an agent's entry stays an agent's: a person approves it with "
+                                      "`knowledge review ID --keep`, which records the reviewer")
         return self.update(entry_id, actor or "edit", why, lambda e: self._apply(e, changes), bump=True)
 
     def update(self, entry_id: str, actor: str, why: str, change: Callable[[Entry], None], bump: bool = False,
@@ -153,6 +174,7 @@ class KnowledgeStore:
             entry = self.get(entry_id)
             before = json.dumps(entry.to_dict(), ensure_ascii=False)
             change(entry)
+            _hold_for_review(entry)
             now = self.clock()
             if bump:
                 self._db.execute("INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?)",
@@ -167,6 +189,21 @@ class KnowledgeStore:
                 self._db.execute("DELETE FROM entries_fts WHERE id = ?", (entry.id,))
                 self._index(entry)
             return entry
+
+    def vote(self, entry_id: str, voter: str, value: float) -> Entry:
+        """`voter`'s vote on the entry, replacing their earlier one: repeating a vote moves nothing."""
+        if not voter.strip():
+            raise KnowledgeInputError("a vote needs its voter")
+        self.get(entry_id)  # UnknownEntryError before anything is written
+        with self._write(revise=False):
+            self._db.execute("INSERT OR REPLACE INTO votes VALUES (?, ?, ?, ?)", (entry_id, voter, value,
+                                                                                 iso(self.clock())))
+            [total] = self._db.execute("SELECT COALESCE(SUM(value), 0) FROM votes WHERE id = ?", (entry_id,)).fetchone()
+        return self.update(entry_id, voter, f"vote {value:+g} by {voter}", lambda e: setattr(e, "votes", float(total)),
+                           searchable=False)
+
+    def voters(self, entry_id: str) -> dict[str, float]:
+        return {r["voter"]: r["value"] for r in self._read("SELECT voter, value FROM votes WHERE id = ?", (entry_id,))}
 
     def set_status(self, entry_id: str, status: Status, actor: str, why: str) -> Entry:
         def change(entry: Entry) -> None:
@@ -265,6 +302,12 @@ class KnowledgeStore:
             f"AND e.status IN ({marks}) ORDER BY bm25(entries_fts) LIMIT ?",
             [match, *[s.value for s in statuses], limit])
         return [Entry.from_row(dict(r)) for r in rows]
+
+
+def _hold_for_review(entry: Entry) -> None:
+    """The one rule every write passes: an agent's entry a person has not approved is never active."""
+    if entry.needs_review and entry.status == Status.ACTIVE.value:
+        entry.status = Status.CANDIDATE.value
 
 
 def _parse(enum: Any, value: Any) -> str:

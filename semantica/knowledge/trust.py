@@ -3,9 +3,10 @@
     trust = min(1, failed x (w_source·reliability + w_verify·verified + w_evidence·evidence
                            + w_refs·references + w_fresh·freshness) + w_pin·pinned)
 
-    reliability = knowledge.source_reliability[source kind]            (0..1)
-    verified    = 1 green, 0.5 unchecked, 0 failed                       (checks against the newest snapshot)
-    evidence    = min(1, evidence items / evidence_saturation)
+    reliability = knowledge.source_reliability[source kind]            (0..1; an agent's entry a person
+                                                                        approved in review: a person's)
+    verified    = 1 green, 0.5 unchecked or unverified (nothing to check), 0 failed  (newest snapshot)
+    evidence    = min(1, evidence items that resolved in the snapshot / evidence_saturation)
     references  = clamp((uses + votes) / references_saturation, -1, 1)  (bad feedback lowers trust)
     freshness   = 0.5 ** (days since last used, edited or created / half_life_days)
     failed      = failed_factor while verification fails, else 1        (a demoted entry)
@@ -19,9 +20,10 @@ import datetime as dt
 from dataclasses import dataclass
 
 from semantica.config import KnowledgeConfig
-from semantica.knowledge.entry import Entry, Verification, parse_iso
+from semantica.knowledge.entry import Entry, Review, SourceKind, Verification, parse_iso
 
-VERIFIED_VALUE = {Verification.GREEN.value: 1.0, Verification.UNCHECKED.value: 0.5, Verification.FAILED.value: 0.0}
+VERIFIED_VALUE = {Verification.GREEN.value: 1.0, Verification.UNCHECKED.value: 0.5,
+                  Verification.UNVERIFIED.value: 0.5, Verification.FAILED.value: 0.0}
 SECONDS_PER_DAY = 86400.0
 
 
@@ -49,12 +51,14 @@ class TrustScorer:
 
     def signals(self, entry: Entry, now: dt.datetime) -> TrustSignals:
         w = self.weights
-        reliability = float(self.config.source_reliability.get(entry.source_kind, 0.0))
+        vouched = entry.source_kind == SourceKind.AGENT.value and entry.review == Review.APPROVED.value
+        kind = SourceKind.PERSON.value if vouched else entry.source_kind
+        reliability = float(self.config.source_reliability.get(kind, 0.0))
         references = (entry.uses + entry.votes) / max(1, w.references_saturation)
         return TrustSignals(
             reliability=reliability,
             verified=VERIFIED_VALUE.get(entry.verification, 0.0),
-            evidence=min(1.0, len(entry.evidence) / max(1, w.evidence_saturation)),
+            evidence=min(1.0, len(entry.evidence_resolved) / max(1, w.evidence_saturation)),
             references=max(-1.0, min(1.0, references)),
             freshness=self.freshness(entry, now),
             pinned=entry.pinned,

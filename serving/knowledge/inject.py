@@ -8,7 +8,9 @@ boost    a hit of the answer (the first k) whose symbol, or whose exact file, an
          are verified but boost nothing: "all of serving/" is no ranking signal).
 dedupe   a code hit of the very document an entry came from, or whose text holds the entry's claim, is dropped:
          the entry already says it.
-render   entries as cited blocks (`# knowledge:<id> trust=... source=... verified=...`) within
+review   an agent's entry no person approved is never looked up (the stores also never make it active).
+render   entries as cited blocks (`# knowledge:<id> [kind] trust=... source=... verified=... scope=...
+         author=human|agent review=... content=untrusted`) within
          `max_context_share` of the context budget, put before the code blocks.
 """
 
@@ -46,8 +48,10 @@ class UsedEntry:
         e = self.entry
         source = f"{e.source_kind}" + (f":{e.source_ref}" if e.source_ref else "")
         scope = ", ".join([*e.paths, *e.symbols]) or (e.repo or "global")
+        review = e.review + (f" by {e.reviewed_by}" if e.reviewed_by else "")
         return (f"# {e.citation()} [{e.kind}] trust={self.trust:.2f} source={source} "
-                f"verified={e.last_verified or 'never'} ({e.verification}) scope={scope}")
+                f"verified={e.last_verified or 'never'} ({e.verification}) scope={scope} author={e.author_kind} "
+                f"review={review} content=untrusted")
 
     def render(self) -> str:
         return f"{self.header()}\n{self.entry.title}\n{self.entry.text}"
@@ -55,7 +59,8 @@ class UsedEntry:
     def to_dict(self) -> dict[str, Any]:
         e = self.entry
         return {"id": e.id, "repo": e.repo, "title": e.title, "text": e.text, "kind": e.kind, "trust": round(self.trust, 4),
-                "source": {"kind": e.source_kind, "ref": e.source_ref}, "last_verified": e.last_verified,
+                "source": {"kind": e.source_kind, "ref": e.source_ref}, "author_kind": e.author_kind,
+                "review": e.review, "reviewed_by": e.reviewed_by, "last_verified": e.last_verified,
                 "verification": e.verification, "paths": e.paths, "symbols": e.symbols, "citation": e.citation()}
 
 
@@ -112,6 +117,8 @@ class KnowledgeInjector:
             for entry in store.search(query, self.settings.lookup_candidates):
                 matched = len(terms & set(entry_terms(entry).split()))
                 trust = store.scorer.score(entry, now)
+                if entry.needs_review:  # an agent's entry no person approved: never injected
+                    continue
                 if matched >= need and trust >= self.settings.threshold:
                     found.append(UsedEntry(entry, trust, matched))
         found.sort(key=lambda u: (-u.matched, -u.trust, u.entry.id))
@@ -201,8 +208,9 @@ class KnowledgeInjector:
         for future in pending:
             future.result()
 
-    def feedback(self, entry_ids: list[str], rating: float | None, repos: list[str] | None) -> list[str]:
-        return self.service.feedback(entry_ids, rating, repos)
+    def feedback(self, entry_ids: list[str], rating: float | None, repos: list[str] | None, voter: str = "feedback",
+                 include_global: bool = True) -> list[str]:
+        return self.service.feedback(entry_ids, rating, repos, voter, include_global)
 
 
 def _about(entry: Entry, chunk: Chunk) -> bool:

@@ -227,8 +227,9 @@ class IngressCore:
                 self._scope(principal, [str(hit["repo"])])
         self._scope(principal, list(record["snapshots"]))  # repository -> snapshot id: the same scope
         path = self.feedback_log.append(record)
-        moved = self.pipeline.knowledge.feedback(body.knowledge_ids, body.rating,
-                                                 None if principal.unrestricted else record["repos"])
+        moved = self.pipeline.knowledge.feedback(  # a scoped token votes only in its repositories' stores
+            body.knowledge_ids, body.rating, None if principal.unrestricted else record["repos"],
+            voter=f"token:{principal.name}", include_global=principal.unrestricted)
         return {"stored": True, "file": path.name, "knowledge_moved": moved}
 
     def repo_status(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:

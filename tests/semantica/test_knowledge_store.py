@@ -101,3 +101,22 @@ def test_revision_moves_on_every_write(base):
     entry = store.add("t", "text")
     store.update(entry.id, "x", "y", lambda e: setattr(e, "votes", 1.0))
     assert store.revision() == before + 2
+
+
+def test_a_store_from_before_reviews_holds_its_agent_entries(base):
+    """An older store file has no review columns: its agent entries read as pending, never as approved."""
+    import sqlite3
+
+    base, clock = base
+    store = base.store("")
+    agent = store.add("Agents say", "an agent wrote this", source_kind="agent")
+    person = store.add("People say", "a person wrote this")
+    base.close()
+    with sqlite3.connect(store.path) as db:  # the file as an older version wrote it
+        db.execute("ALTER TABLE entries DROP COLUMN review")
+        db.execute("ALTER TABLE entries DROP COLUMN reviewed_by")
+        db.execute("UPDATE entries SET status = 'active' WHERE id = ?", (agent.id,))
+    reopened = KnowledgeBase(base.config, clock).store("")
+    assert reopened.get(agent.id).needs_review and reopened.get(agent.id).review == "pending"
+    assert not reopened.get(person.id).needs_review
+    assert reopened.update(agent.id, "x", "touch", lambda e: None).status == Status.CANDIDATE.value

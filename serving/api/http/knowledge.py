@@ -2,7 +2,10 @@
 
 Scopes are the search scopes: a token reads the stores of the repositories it may read plus the global
 store; any other repository is answered exactly like one that does not exist (404, same message), so a
-token scoped elsewhere learns nothing about those entries. Only an unrestricted token writes the global store.
+token scoped elsewhere learns nothing about those entries. Only an unrestricted token writes the global store;
+an entry names a published repository (no store is created for any other name); an `adr` or `doc` source
+must name a file of that repository's snapshot, and any other source is recorded as the token's claim
+(`source_ref: "token:NAME claims ..."`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from semantica.knowledge.entry import Status
+from semantica.api import CONTENT_TRUST
+from semantica.knowledge.entry import SourceKind, Status
 from semantica.knowledge.service import KnowledgeService
 from semantica.knowledge.store import KnowledgeInputError, UnknownEntryError
 from semantica.repo_names import RepoNameError, normalize_repo_name
@@ -35,6 +39,10 @@ class KnowledgeBody(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     source_kind: str = Field(default="person", description="person | adr | doc | agent (agent: a candidate)")
     source_ref: str = ""
+
+
+def _claimed_by(principal: Principal, ref: str) -> str:
+    return f"token:{principal.name}" + (f" claims {ref}" if ref else "")
 
 
 def _unknown_repo(name: str) -> NotFound:
@@ -65,7 +73,19 @@ class KnowledgeApi:
         except ValueError as exc:
             raise Unprocessable(str(exc)) from None
         entries = self.service.list(self.readable(principal, repo), statuses, query, limit)
-        return {"entries": [e.to_dict() for e in entries], "threshold": self.service.config.knowledge.threshold}
+        return {"entries": [e.to_dict() for e in entries], "threshold": self.service.config.knowledge.threshold,
+                "content_trust": CONTENT_TRUST}
+
+    def _checked_source(self, principal: Principal, values: dict[str, Any], index: Any) -> str:
+        """Provenance is checked, not taken: an `adr` or `doc` source names a file of the repository's
+        snapshot (else 422); any other source (a person, an agent) is recorded as this token's claim."""
+        kind, ref = str(values.get("source_kind") or ""), str(values.get("source_ref") or "").strip()
+        if kind in (SourceKind.ADR.value, SourceKind.DOC.value):
+            if index is None or not ref or "*" in ref or ref not in index.files:
+                raise Unprocessable(f"source_kind {kind!r} needs source_ref naming a file of the repository's "
+                                    "snapshot (the ADR or doc itself)")
+            return ref
+        return _claimed_by(principal, ref)[: self.service.config.knowledge.max_title_chars]
 
     def get(self, principal: Principal, entry_id: str) -> dict[str, Any]:
         try:
@@ -75,14 +95,19 @@ class KnowledgeApi:
 
     def add(self, principal: Principal, body: KnowledgeBody) -> dict[str, Any]:
         values = body.model_dump(exclude={"repo", "repos"})
+        index = None
         if body.repo:
             [repo] = self.readable(principal, body.repo) or [body.repo]
+            index = self.service.snapshot_index(repo)
+            if index is None:  # a store exists only for a published repository: no file for a made-up name
+                raise _unknown_repo(repo)
         elif not principal.unrestricted:
             raise Forbidden("the global knowledge store takes entries only from a token that may read every "
                             "repository; name your repository in `repo`")
         else:
             repo = ""
         try:
+            values["source_ref"] = self._checked_source(principal, values, index)
             return self.service.add(repo, values, actor=principal.name).to_dict()
         except KnowledgeInputError as exc:
             raise (PayloadTooLarge(str(exc)) if exc.status == TOO_LARGE else Unprocessable(str(exc))) from None

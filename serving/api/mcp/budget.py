@@ -2,8 +2,9 @@
 packed in rank order, and an opaque cursor fetches the rest.
 
 Tokens are counted with the encoder's own tokenizer (the WordPiece tokenizer of the configured
-bi-encoder, all-MiniLM-L6-v2 by default) over the answer exactly as the SDK serialises it (the JSON of
-the structured result, which is also its text content). A cursor names the tool, a digest of the
+bi-encoder, all-MiniLM-L6-v2 by default) with its padding and truncation turned off (its
+`tokenizer.json` pads and cuts every text to 128), over the answer exactly as it is sent: the compact
+JSON of the structured result, which is also its text content (`render`). A cursor names the tool, a digest of the
 arguments it continues and the offset of the next item; a cursor that does not decode, or belongs to
 another tool or other arguments, is refused (`InvalidCursor`), never silently restarted.
 """
@@ -19,9 +20,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-CURSOR_VERSION = 1
+from pydantic import BaseModel
+from pydantic_core import to_json
+from tokenizers import Tokenizer
+
+CURSOR_VERSION = 2
 OFFSET_DIGITS = 9  # fixed width: a cursor's length (so its tokens) does not depend on the offset
 KEY_CHARS = 16
+TOKENIZER_FILE = "tokenizer.json"
 Render = Callable[[list[dict[str, Any]], str | None], str]  # (kept items, next cursor) -> the answer's JSON
 
 
@@ -33,8 +39,13 @@ class BudgetTooSmall(Exception):
     """Not even the answer's envelope (or one trimmed item) fits in the budget."""
 
 
+def render(answer: BaseModel) -> str:
+    """The answer's text content: the compact JSON of its structured content (what the budget counts)."""
+    return to_json(answer.model_dump(mode="json")).decode()
+
+
 class TokenCounter:
-    """Counts tokens with the encoder's tokenizer (no special tokens, no truncation)."""
+    """Counts tokens with the encoder's tokenizer: no special tokens, no padding, no truncation."""
 
     def __init__(self, model_path: str) -> None:
         self.model_path = model_path
@@ -48,34 +59,51 @@ class TokenCounter:
 
 
 @lru_cache(maxsize=4)
-def _tokenizer(model_path: str) -> tuple[Any, str]:
-    from transformers import AutoTokenizer
-
+def _tokenizer(model_path: str) -> tuple[Tokenizer, str]:
     from semantica.encoder import resolve_model_path
 
     path = resolve_model_path(model_path)
-    return AutoTokenizer.from_pretrained(str(path)).backend_tokenizer, path.name
+    tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
+    tokenizer.no_padding()  # the encoder's file pads to its 128-token window: every text would count 128
+    tokenizer.no_truncation()
+    return tokenizer, path.name
 
 
 class CursorCodec:
-    """Opaque continuation cursors: base64url of {version, tool, arguments digest, offset}."""
+    """Opaque continuation cursors: base64url of {version, tool, arguments digest, snapshots digest, offset}.
+    The snapshots digest binds a cursor to the index it paged: after a re-index the offsets mean other
+    items, so `check_snapshots` refuses it rather than silently skipping what the new snapshot added."""
 
     @staticmethod
     def key(arguments: dict[str, Any]) -> str:
         canonical = json.dumps(arguments, sort_keys=True, default=str, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:KEY_CHARS]
 
-    def encode(self, tool: str, key: str, offset: int) -> str:
-        body = json.dumps({"v": CURSOR_VERSION, "t": tool, "k": key, "o": f"{offset:0{OFFSET_DIGITS}d}"},
-                          separators=(",", ":"))
+    @staticmethod
+    def snapshots_key(snapshots: dict[str, str]) -> str:
+        return CursorCodec.key({"snapshots": snapshots})
+
+    def encode(self, tool: str, key: str, offset: int, snapshots: str = "") -> str:
+        body = json.dumps({"v": CURSOR_VERSION, "t": tool, "k": key, "s": snapshots or "0" * KEY_CHARS,
+                           "o": f"{offset:0{OFFSET_DIGITS}d}"}, separators=(",", ":"))
         return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
+
+    def snapshots_of(self, cursor: str) -> str:
+        """The snapshots digest a cursor `decode` accepted was issued for."""
+        return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["s"]
+
+    @staticmethod
+    def check_snapshots(issued: str, current: dict[str, str]) -> None:
+        if issued != CursorCodec.snapshots_key(current):
+            raise InvalidCursor("this cursor was issued for an earlier index of these repositories (re-indexed "
+                                "since): repeat the call without `cursor` to page the current one")
 
     def decode(self, cursor: str, tool: str, key: str) -> int:
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             body = json.loads(raw)
-            version, owner, digest, offset = body["v"], body["t"], body["k"], int(body["o"])
-        except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError):
+            version, owner, digest, offset, _ = body["v"], body["t"], body["k"], int(body["o"]), str(body["s"])
+        except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError, AttributeError):
             raise InvalidCursor(f"cursor {cursor[:40]!r} is not a cursor this server issued") from None
         if version != CURSOR_VERSION or owner != tool:
             raise InvalidCursor(f"this cursor continues `{owner}`, not `{tool}`")
@@ -116,7 +144,7 @@ class BudgetPacker:
         kept: list[dict[str, Any]] = []
         used = envelope
         for item in rest:
-            cost = self.counter.count(json.dumps(item, ensure_ascii=False)) + 1
+            cost = self.counter.count(json.dumps(item, ensure_ascii=False, separators=(",", ":"))) + 1
             if used + cost > budget:
                 break
             kept.append(item)

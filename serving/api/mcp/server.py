@@ -12,6 +12,8 @@ Bad arguments become a tool error (`isError: true`, a message saying what to fix
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -20,15 +22,15 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, ToolAnnotations
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
-from pydantic_core import to_json
 
 from semantica import observability
 from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.errors import ErrorKind, local_kind_of
-from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter
+from semantica.repo_names import normalize_repo_name
+from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
 from serving.api.mcp.models import (
     ContextBlockOut,
     ContextOut,
@@ -139,8 +141,9 @@ class SemanticaTools:
                      "check a rule before changing code it is about."),
             ToolSpec("knowledge_propose", self.knowledge_propose,
                      "Propose a knowledge entry you learned (an agent's answer that proved right, a rule the code "
-                     "implies). It starts as a candidate: checked against the code, scored, and used only once "
-                     "trusted. Scope it with the paths and symbols it is about.", read_only=False),
+                     "implies). It starts as a candidate: checked against the code and scored, and used only after a "
+                     "person approves it in review. Scope it with the paths and symbols it is about; evidence "
+                     "counts only when it exists in the repository (a commit, a path, a symbol, a test id).", read_only=False),
         ]
         if self.syncer is not None:
             specs.append(ToolSpec(
@@ -163,6 +166,7 @@ class SemanticaTools:
                                               k=k or self.config.query.default_k,
                                               path_globs=list(paths), languages=list(languages),
                                               mode=mode, primary_repo=primary_repo))
+        snapshots = self._bound(cursor, response.snapshots)
         lines = self.config.mcp.snippet_lines
         full = SearchOut(
             query=response.query, intent=response.intent["dominant"],
@@ -182,62 +186,68 @@ class SemanticaTools:
                 "hits": [HitOut(**h) for h in hits], "files": [f for f in full.files if (f.repo, f.path) in shown],
                 "next_cursor": next_cursor, "budget_tokens": budget_tokens})
 
-        return self._pack("search", key, offset, budget_tokens, [h.model_dump() for h in full.hits], answer, "content")
+        return self._pack("search", key, offset, budget_tokens, [h.model_dump() for h in full.hits], answer, "content",
+                          snapshots)
 
     def get_context(self, query: Query, repos: Repos = [], k: K = None,  # noqa: B006
-                    token_budget: Annotated[int | None, Field(ge=1, description="max tokens of code (default from conf)")] = None,
                     paths: Paths = [], languages: Languages = [], branch: Branch = None,  # noqa: B006
                     budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> ContextOut:
-        key = self.cursors.key({"query": query, "repos": repos, "k": k, "token_budget": token_budget, "paths": paths,
-                                "languages": languages, "branch": branch})
+        """Always packed: `budget_tokens` (default `mcp.context_budget`) caps the whole answer, as for `search`."""
+        key = self.cursors.key({"query": query, "repos": repos, "k": k, "paths": paths, "languages": languages,
+                                "branch": branch})
         offset = self._offset("get_context", key, cursor)
-        budget = token_budget or self.config.mcp.context_budget
+        budget = budget_tokens or self.config.mcp.context_budget
         if budget > self.config.mcp.max_context_budget:
-            raise ToolError(f"token_budget={budget} is above the maximum {self.config.mcp.max_context_budget}")
+            raise ToolError(f"budget_tokens={budget} is above the maximum {self.config.mcp.max_context_budget}")
         response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
                                               k=k or self.config.query.default_k, path_globs=list(paths),
                                               languages=list(languages), context_budget=budget), "get_context")
+        snapshots = self._bound(cursor, response.snapshots)
         context = response.context
+        code = "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in context["blocks"])
+        lead = context["text"].removesuffix(code).rstrip("\n")  # the knowledge entries before the code
         full = ContextOut(
             query=response.query, text=context["text"],
             blocks=[ContextBlockOut(citation=b["citation"], repo=b["repo"], path=b["path"], start_line=b["start_line"],
                                     end_line=b["end_line"], tokens=b["tokens"]) for b in context["blocks"]],
-            tokens_used=context["tokens_used"], budget=context["budget"], truncated=context["truncated"],
+            tokens_used=context["tokens_used"], budget=budget, truncated=context["truncated"],
             freshness=freshness_list(response.freshness), knowledge=context.get("knowledge", []),
         )
-        if budget_tokens is None and offset == 0:
-            return full
 
         def answer(blocks: list[dict[str, Any]], next_cursor: str | None) -> ContextOut:
+            code_text = "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in blocks)
             return full.model_copy(update={
-                "text": "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in blocks),
+                "text": "\n\n".join(t for t in (lead, code_text) if t),
                 "blocks": [ContextBlockOut(**{f: b[f] for f in ContextBlockOut.model_fields}) for b in blocks],
                 "tokens_used": sum(b["tokens"] for b in blocks), "next_cursor": next_cursor,
-                "truncated": full.truncated or next_cursor is not None, "budget_tokens": budget_tokens})
+                "truncated": full.truncated or next_cursor is not None, "budget_tokens": budget})
 
-        return self._pack("get_context", key, offset, budget_tokens, [dict(b) for b in context["blocks"]], answer, "text")
+        return self._pack("get_context", key, offset, budget, [dict(b) for b in context["blocks"]], answer, "text",
+                          snapshots)
 
     def repo_map(self, repo: Annotated[str, Field(min_length=1, description="a repository name from list_repos")],
                  query: Annotated[str, Field(description="what you are looking for (seeds the ranking)")] = "",
-                 tokens: Annotated[int | None, Field(ge=1, description="token budget (default from conf)")] = None,
                  budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> MapOut:
+        """Always packed: `budget_tokens` (default `repo_map.default_tokens`) caps the whole answer."""
         from serving.planning.repo_map import RepoMapService
 
-        key = self.cursors.key({"repo": repo, "query": query, "tokens": tokens})
+        key = self.cursors.key({"repo": repo, "query": query})
         offset = self._offset("repo_map", key, cursor)
+        budget = budget_tokens or self.config.repo_map.default_tokens
+        if budget > self.config.repo_map.max_tokens:
+            raise ToolError(f"budget_tokens={budget} is above the maximum {self.config.repo_map.max_tokens}")
         service = RepoMapService(self.config, self.pipeline.snapshots, self.pipeline.ranking_hooks.mapper)
-        result = self._guard(lambda: service.run(repo, query, tokens))
+        result = self._guard(lambda: service.run(repo, query, budget))
         full = MapOut(**{k: result[k] for k in MapOut.model_fields if k in result})
-        if budget_tokens is None and offset == 0:
-            return full
+        snapshots = self._bound(cursor, {full.repo: full.snapshot})
         sections = _map_sections(full.text)
 
         def answer(files: list[dict[str, Any]], next_cursor: str | None) -> MapOut:
             return full.model_copy(update={
                 "files": files, "text": "\n".join(_map_section(sections, f) for f in files),
-                "next_cursor": next_cursor, "budget_tokens": budget_tokens})
+                "next_cursor": next_cursor, "budget_tokens": budget})
 
-        return self._pack("repo_map", key, offset, budget_tokens, list(full.files), answer, "symbols")
+        return self._pack("repo_map", key, offset, budget, list(full.files), answer, "symbols", snapshots)
 
     def list_repos(self) -> ReposOut:
         out = []
@@ -308,6 +318,9 @@ class SemanticaTools:
                           source_ref: Annotated[str, Field(description="who you are / the question you answered")] = "",
                           ) -> ProposedOut:
         service = self.pipeline.knowledge.service
+        if repo and service.snapshot_index(self._guard(lambda: normalize_repo_name(repo))) is None:
+            raise ToolError(f"repository {repo!r} has no published snapshot: propose knowledge about an indexed "
+                            "repository (list_repos), or '' for the global store")
         result = self._guard(lambda: service.add(repo, {
             "title": title, "text": text, "kind": kind, "paths": list(paths), "symbols": list(symbols),
             "evidence": list(evidence), "source_kind": "agent", "source_ref": source_ref}, actor="mcp"))
@@ -324,18 +337,31 @@ class SemanticaTools:
         except InvalidCursor as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
 
+    def _bound(self, cursor: str | None, snapshots: dict[str, str]) -> str:
+        """The digest of the snapshots this answer read; a cursor issued for other snapshots (the index was
+        rebuilt since) is a JSON-RPC invalid-params error: its offsets would skip what the new one added."""
+        if cursor is not None:
+            try:
+                self.cursors.check_snapshots(self.cursors.snapshots_of(cursor), snapshots)
+            except InvalidCursor as exc:
+                raise MCPError(INVALID_PARAMS, str(exc)) from None
+        return self.cursors.snapshots_key(snapshots)
+
     def _pack(self, tool: str, key: str, offset: int, budget: int | None, items: list[dict[str, Any]],
-              answer: Callable[[list[dict[str, Any]], str | None], BaseModel], trim_field: str) -> Any:
-        """`answer` over the rank-order prefix of `items[offset:]` that fits `budget` tokens, with a cursor."""
+              answer: Callable[[list[dict[str, Any]], str | None], BaseModel], trim_field: str,
+              snapshots: str = "") -> Any:
+        """`answer` over the rank-order prefix of `items[offset:]` that fits `budget` tokens, with a cursor
+        bound to the arguments and to the `snapshots` read."""
         try:
-            packed = self.packer.pack(items, offset, budget, lambda kept, c: to_json(answer(kept, c), indent=2).decode(),
-                                      lambda at: self.cursors.encode(tool, key, at), trim_field)
+            packed = self.packer.pack(items, offset, budget, lambda kept, c: render(answer(kept, c)),
+                                      lambda at: self.cursors.encode(tool, key, at, snapshots), trim_field)
         except InvalidCursor as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
         except BudgetTooSmall as exc:
             raise ToolError(str(exc)) from None
         following = packed.next_offset
-        return answer(packed.items, self.cursors.encode(tool, key, following) if following is not None else None)
+        return answer(packed.items,
+                      self.cursors.encode(tool, key, following, snapshots) if following is not None else None)
 
     def _graph(self, op: str, name: str, repos: list[str], depth: int | None) -> GraphOut:
         service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
@@ -378,12 +404,34 @@ def _map_section(sections: dict[str, str], file: dict[str, Any]) -> str:
     return "\n".join(lines[: 1 + len(file.get("symbols") or [])])
 
 
+def _compact_result(result: Any) -> Any:
+    if not isinstance(result, BaseModel):
+        return result
+    return CallToolResult(content=[TextContent(type="text", text=render(result))],
+                          structured_content=result.model_dump(mode="json"))
+
+
+def compact(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` answering its model as compact JSON text (the SDK's default indents it, ~17% more tokens than what
+    `budget_tokens` counts); the output schema still comes from `fn`'s annotation (`functools.wraps`)."""
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            return _compact_result(await fn(*args, **kwargs))
+        return run_async
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return _compact_result(fn(*args, **kwargs))
+    return run
+
+
 def build_server(tools: SemanticaTools, extra: Sequence[ToolSpec] = ()) -> MCPServer:
     """An MCP server exposing `tools.specs()` plus `extra` (e.g. the graph ops)."""
     observability.configure(tools.config.observability)  # traces / JSON logs when conf turns them on
     server = MCPServer(tools.config.mcp.name, instructions=INSTRUCTIONS)
     for spec in [*tools.specs(), *extra]:
-        server.add_tool(spec.fn, name=spec.name, description=spec.description, structured_output=True,
+        server.add_tool(compact(spec.fn), name=spec.name, description=spec.description, structured_output=True,
                         annotations=ToolAnnotations(title=spec.name.replace("_", " "), read_only_hint=spec.read_only,
                                                     destructive_hint=spec.destructive, idempotent_hint=spec.idempotent,
                                                     open_world_hint=False))

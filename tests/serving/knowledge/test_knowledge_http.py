@@ -41,7 +41,10 @@ def setup(tmp_path_factory):
 def _call(core, method, path, headers, body=None):
     async def go():
         async with client(core, headers) as http:
-            return await (http.post(path, json=body) if method == "POST" else http.get(path))
+            if method != "POST":
+                return await http.get(path)
+            # json.dumps escapes a lone surrogate as JSON's "\\ud800" (httpx's json= cannot encode it)
+            return await http.post(path, content=json.dumps(body), headers={"Content-Type": "application/json"})
 
     return run(go())
 
@@ -59,6 +62,7 @@ def test_knowledge_scopes_hold_over_http(setup):
     assert {secret_id, own_id} <= {e["id"] for e in everything}
     mine = _call(core, "GET", "/v1/knowledge?query=cart+price_of+tariff", scoped)
     assert mine.status_code == 200 and [e["id"] for e in mine.json()["entries"]] == [own_id]
+    assert mine.json()["content_trust"] == "untrusted"
     assert "tariff" not in mine.text and SECRET_REPO not in mine.text
 
     # another repository's entries answer exactly like a repository or an entry that does not exist
@@ -92,6 +96,9 @@ def test_knowledge_scopes_hold_over_http(setup):
     ({"kind": "opinion"}, 422, "unknown kind"),
     ({"text": "y" * 30_000}, 413, "max_string_chars"),
     ({"repo": "../etc"}, 422, "repo"),
+    ({"title": "lone \ud800 surrogate"}, 422, "surrogate"),
+    ({"text": "lone \udfff surrogate"}, 422, "surrogate"),
+    ({"symbols": ["price_\ud834"]}, 422, "surrogate"),
 ])
 def test_bad_entries_are_clear_4xx(setup, change, status, words):
     core, full, _ = setup
@@ -105,3 +112,50 @@ def test_unknown_symbol_is_a_warning(setup):
     r = _call(core, "POST", "/v1/knowledge", full, {**OWN_RULE, "title": "Refunds", "symbols": ["refund_order"]})
     assert r.status_code == 201 and "refund_order" in r.json()["warnings"][0]
     assert r.json()["entry"]["verification"] == "failed"
+
+
+def test_claimed_sources_are_checked_or_recorded_as_the_tokens_claim(setup):
+    core, _, scoped = setup
+    made_up = _call(core, "POST", "/v1/knowledge", scoped,
+                    {**OWN_RULE, "title": "Security rule", "source_kind": "adr", "source_ref": "ADR-042 security team"})
+    assert made_up.status_code == 422 and "source_ref" in made_up.text
+    real = _call(core, "POST", "/v1/knowledge", scoped,
+                 {**OWN_RULE, "title": "The readme", "source_kind": "doc", "source_ref": "README.md"})
+    assert real.status_code == 201 and real.json()["entry"]["source_ref"] == "README.md"
+    person = _call(core, "POST", "/v1/knowledge", scoped,
+                   {**OWN_RULE, "title": "A person's rule", "source_kind": "person", "source_ref": "the CTO"})
+    assert person.status_code == 201 and person.json()["entry"]["source_ref"] == "token:tiny-team claims the CTO"
+
+
+def test_votes_name_their_voter_and_stay_in_scope(setup):
+    core, full, scoped = setup
+    service = core.pipeline.knowledge.service
+    posted = _call(core, "POST", "/v1/knowledge", full, {**OWN_RULE, "repo": "", "title": "A global rule",
+                                                          "text": "Every price is integer cents in every shop."})
+    assert posted.status_code == 201, posted.text
+    global_id = posted.json()["entry"]["id"]
+    for _ in range(11):  # a scoped token cannot vote a global entry down (it writes only its own stores)
+        down = _call(core, "POST", "/v1/feedback", scoped, {"query": "q", "knowledge_ids": [global_id], "rating": -1})
+        assert down.status_code == 201 and down.json()["knowledge_moved"] == []
+    assert service.base.store("").get(global_id).votes == 0
+    own_id = _call(core, "POST", "/v1/knowledge", scoped, {**OWN_RULE, "title": "Voted rule"}).json()["entry"]["id"]
+    for _ in range(5):  # one vote per voter per entry: repeating it moves nothing more
+        assert _call(core, "POST", "/v1/feedback", scoped, {"query": "q", "knowledge_ids": [own_id],
+                                                            "rating": -1}).json()["knowledge_moved"] == [own_id]
+    store = service.base.store(REPO_NAME)
+    assert store.get(own_id).votes == -1 and store.voters(own_id) == {"token:tiny-team": -1.0}
+
+
+def test_stores_exist_only_for_published_repositories(setup):
+    """150 writes for names the token's glob matches but nobody published: 404 each, no store file, no descriptor."""
+    import os
+
+    core, _, scoped = setup
+    directory = core.pipeline.knowledge.service.base.directory
+    before_files = set(directory.glob("*")) if directory.exists() else set()
+    before_fds = len(os.listdir("/proc/self/fd"))
+    for n in range(150):
+        r = _call(core, "POST", "/v1/knowledge", scoped, {**OWN_RULE, "repo": f"tiny/ghost-{n}"})
+        assert r.status_code == 404 and "no published snapshot" in r.text, r.text
+    assert (set(directory.glob("*")) if directory.exists() else set()) == before_files
+    assert len(os.listdir("/proc/self/fd")) <= before_fds + 5

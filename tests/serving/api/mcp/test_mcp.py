@@ -105,7 +105,7 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
         out["filtered"] = structured(await session.call_tool(
             "search", {"query": "sum amounts", "repos": ["acme/ledger"], "paths": ["ledger/calc.py"], "languages": ["python"]}))
         out["context"] = structured(await session.call_tool(
-            "get_context", {"query": "how is the total of the ledger computed", "token_budget": 300}))
+            "get_context", {"query": "how is the total of the ledger computed", "budget_tokens": 900}))
         out["fresh_sync"] = structured(await session.call_tool("sync", {"repo": "acme/ledger"}))
         (repo / "ledger" / "calc.py").write_text(FILES["ledger/calc.py"] + '\n\ndef refund_penalty(amount):\n'
                                                  '    """Charge a refund penalty of ten percent."""\n    return amount * 0.1\n')
@@ -122,7 +122,7 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
             "unknown_mode": error_text(await session.call_tool("search", {"query": "x", "mode": "fastest"})),
             "unknown_repo": error_text(await session.call_tool("search", {"query": "x", "repos": ["nope/nope"]})),
             "unknown_branch": error_text(await session.call_tool("search", {"query": "x", "branch": "nope"})),
-            "budget": error_text(await session.call_tool("get_context", {"query": "x", "token_budget": 10**9})),
+            "budget": error_text(await session.call_tool("get_context", {"query": "x", "budget_tokens": 10**9})),
             "sync_nothing": error_text(await session.call_tool("sync", {})),
             "sync_not_git": error_text(await session.call_tool("sync", {"path": str(tmp_path)})),
             "status_unknown": error_text(await session.call_tool("index_status", {"repo": "nope/nope"})),
@@ -163,7 +163,7 @@ def test_mcp_session_index_search_context_sync(tmp_path: Path) -> None:
     assert out["forced_mode"]["plan"]["mode"] == "vector_heavy"  # a forced mode is what the plan records
 
     context = out["context"]
-    assert context["blocks"] and context["tokens_used"] <= 300 and context["budget"] == 300
+    assert context["blocks"] and context["tokens_used"] <= 900 and context["budget"] == 900
     assert all(f"# {b['citation']}" in context["text"] for b in context["blocks"])
 
     assert out["fresh_sync"]["reindexed"] is False and out["fresh_sync"]["reason"].startswith("up to date")

@@ -1,7 +1,8 @@
-"""The MCP token-budget contract over the real pipeline on this repository's session index, through the
-SDK's in-process client: over 50 queries no answer exceeds `budget_tokens` (counted with the encoder's
-tokenizer on what the client receives), cursors return the rest in rank order, a bad cursor is a
-JSON-RPC error, and every tool is annotated."""
+"""The MCP token-budget contract over the real pipeline, through the SDK's in-process client: over 100+
+calls of every budgeted tool on a small real index no answer exceeds `budget_tokens`, counted
+independently of the server (the raw `tokenizers` file with padding and truncation off, over the exact
+text content the client receives); cursors return the rest in rank order, a bad cursor is a JSON-RPC
+error, and every tool is annotated."""
 
 from __future__ import annotations
 
@@ -14,35 +15,22 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from jobs.eval.golden import load_golden_set
-from serving.api.mcp.budget import TokenCounter
+from serving.api.mcp.budget import TOKENIZER_FILE, TokenCounter
 from serving.api.mcp.server import SemanticaTools, build_server
 from serving.pipeline import SearchPipeline
-from tests.conftest import GOLDEN_SET
+from tests.conftest import REPO_ROOT, make_config
 
 pytestmark = pytest.mark.timeout(900)
-BUDGETS = (300, 500, 1000, 2000, 4000)
-QUERIES = 50
+CALLS_PER_TOOL = 100
+# per tool, from just above its envelope plus one item (search: ~710 + a hit ~120 + its file with history ~360)
+BUDGETS = {"search": (1300, 1400, 1600, 1800, 2000, 2500, 3000, 4000),
+           "get_context": (550, 600, 700, 800, 1000, 1500, 2500, 4000),
+           "repo_map": (400, 450, 500, 600, 700, 1000, 1500, 2000)}
+SMALL_CORPUS = ("serving/api/mcp/*.py", "semantica/knowledge/*.py", "serving/core/context.py", "docs/mcp.md")
 
 
 def not_a_syncer(**_: Any) -> dict[str, Any]:
     raise AssertionError("these tests never sync")
-
-
-@pytest.fixture(scope="module")
-def tools(indexed_self) -> SemanticaTools:  # noqa: ANN001
-    return SemanticaTools(indexed_self.config, SearchPipeline(indexed_self.config), syncer=not_a_syncer)
-
-
-@pytest.fixture(scope="module")
-def counter(indexed_self) -> TokenCounter:  # noqa: ANN001
-    return TokenCounter(indexed_self.config.encoder.model_path)
-
-
-def queries() -> list[str]:
-    golden = [q.query for q in load_golden_set(GOLDEN_SET)]
-    extra = [f"where is {q} defined and what calls it" for q in golden]
-    return (golden + extra)[:QUERIES]
 
 
 def call_all(tools: SemanticaTools, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -61,41 +49,100 @@ def call_all(tools: SemanticaTools, calls: list[tuple[str, dict[str, Any]]]) -> 
     return out
 
 
-def answer_tokens(counter: TokenCounter, result: Any) -> int:
+class IndependentCount:
+    """The encoder's tokenizer file read raw (not through the server's counter), padding and truncation off."""
+
+    def __init__(self, model_path: str) -> None:
+        from tokenizers import Tokenizer
+
+        from semantica.encoder import resolve_model_path
+
+        self.tokenizer = Tokenizer.from_file(str(resolve_model_path(model_path) / TOKENIZER_FILE))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+
+    def __call__(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+@pytest.fixture(scope="module")
+def small_tools(tmp_path_factory) -> tuple[SemanticaTools, str]:  # noqa: ANN001
+    """A real index of a few files of this repository (code, comments, a doc), built here."""
+    from pipelines.indexer import Indexer
+
+    config = make_config(tmp_path_factory.mktemp("budget"), f"discover.include_globs={json.dumps(list(SMALL_CORPUS))}")
+    Indexer(config, progress=False).index(str(REPO_ROOT), "budget/small")
+    return SemanticaTools(config, SearchPipeline(config), syncer=not_a_syncer), "budget/small"
+
+
+@pytest.fixture(scope="module")
+def tools(small_tools: tuple[SemanticaTools, str]) -> SemanticaTools:
+    return small_tools[0]
+
+
+@pytest.fixture(scope="module")
+def count(tools: SemanticaTools) -> IndependentCount:
+    return IndependentCount(tools.config.encoder.model_path)
+
+
+def answer_tokens(count: IndependentCount, result: Any) -> int:
     assert not result.is_error, result.content
-    text = "".join(c.text for c in result.content if getattr(c, "text", None))
-    return max(counter.count(text), counter.count(json.dumps(result.structured_content, ensure_ascii=False)))
+    [content] = result.content
+    return count(content.text)
 
 
-def test_no_answer_exceeds_budget_tokens(tools: SemanticaTools, counter: TokenCounter, indexed_self) -> None:  # noqa: ANN001
+BUDGETED_TOOLS = ("search", "get_context", "repo_map")
+WORDS = ("token budget cursor", "knowledge entry trust", "pack blocks into context", "TokenCounter count",
+         "CursorCodec decode offset", "how is an entry verified", "render the answer as JSON", "curator promotes",
+         "store sqlite fts5", "freshness of a snapshot", "tool error for bad arguments", "BudgetPacker.pack")
+
+
+def test_every_budgeted_answer_fits_by_an_independent_count(small_tools: tuple[SemanticaTools, str],
+                                                            count: IndependentCount) -> None:
+    """100+ calls of each budgeted tool; the text content the client receives, counted by the raw tokenizer,
+    is within `budget_tokens` (the padded counter this replaces counted every text as 128 and let 4x through)."""
+    tools, repo = small_tools
     calls: list[tuple[str, dict[str, Any]]] = []
-    for number, query in enumerate(queries()):
-        budget = BUDGETS[number % len(BUDGETS)]
-        calls.append(("search", {"query": query, "budget_tokens": budget}))
-        if number % 5 == 0:
-            calls.append(("get_context", {"query": query, "budget_tokens": budget}))
-        if number % 10 == 0:
-            calls.append(("repo_map", {"repo": indexed_self.name, "query": query, "budget_tokens": budget}))
+    for n in range(CALLS_PER_TOOL):
+        query = f"{WORDS[n % len(WORDS)]} {n}" if n >= len(WORDS) else WORDS[n]
+        budget = {name: budgets[n % len(budgets)] for name, budgets in BUDGETS.items()}
+        calls += [("search", {"query": query, "budget_tokens": budget["search"]}),
+                  ("get_context", {"query": query, "budget_tokens": budget["get_context"]}),
+                  ("repo_map", {"repo": repo, "query": query, "budget_tokens": budget["repo_map"]})]
     results = call_all(tools, calls)
+    measured: dict[str, list[tuple[int, int]]] = {name: [] for name in BUDGETED_TOOLS}
     cut = 0
     for (name, arguments), result in zip(calls, results):
         assert not isinstance(result, Exception), (name, arguments, result)
-        assert answer_tokens(counter, result) <= arguments["budget_tokens"], (name, arguments)
+        assert not result.is_error, (name, arguments, result.content)
+        [content] = result.content
+        tokens = count(content.text)
+        assert tokens <= arguments["budget_tokens"], (name, arguments, tokens)
+        assert json.loads(content.text) == result.structured_content  # the text is the structured answer
+        assert "\n  " not in content.text[:200]  # compact JSON, not the SDK's indented default
+        measured[name].append((tokens, arguments["budget_tokens"]))
         cut += result.structured_content["next_cursor"] is not None
-    assert len([c for c in calls if c[0] == "search"]) == QUERIES
+    assert all(len(v) >= CALLS_PER_TOOL for v in measured.values())
     assert cut > 0  # small budgets really cut answers short
+    assert max(t for t, b in measured["search"]) > 128  # not a constant count
 
 
-def test_cursors_return_the_rest_in_rank_order(tools: SemanticaTools, counter: TokenCounter) -> None:
-    query = "WeightedRRF fuse ranked lists"
+def test_the_counter_counts_real_tokens(tools: SemanticaTools) -> None:
+    counter = TokenCounter(tools.config.encoder.model_path)
+    assert counter.count("a") == 1
+    assert counter.count("word " * 1000) == 1000
+
+
+def test_cursors_return_the_rest_in_rank_order(tools: SemanticaTools, count: IndependentCount) -> None:
+    query = "BudgetPacker pack items into the budget"
     [full] = call_all(tools, [("search", {"query": query})])
     expected = [h["citation"] for h in full.structured_content["hits"]]
     seen: list[str] = []
     cursor = None
     for _ in range(len(expected) + 1):
-        arguments = {"query": query, "budget_tokens": 400, **({"cursor": cursor} if cursor else {})}
+        arguments = {"query": query, "budget_tokens": 2000, **({"cursor": cursor} if cursor else {})}
         [page] = call_all(tools, [("search", arguments)])
-        assert answer_tokens(counter, page) <= 400
+        assert answer_tokens(count, page) <= 2000
         seen += [h["citation"] for h in page.structured_content["hits"]]
         cursor = page.structured_content["next_cursor"]
         if cursor is None:
@@ -104,14 +151,14 @@ def test_cursors_return_the_rest_in_rank_order(tools: SemanticaTools, counter: T
 
 
 def test_bad_cursors_are_jsonrpc_errors(tools: SemanticaTools) -> None:
-    [page] = call_all(tools, [("search", {"query": "SnapshotSet.get", "budget_tokens": 150})])
+    [page] = call_all(tools, [("search", {"query": "CursorCodec.decode", "budget_tokens": 1500})])
     cursor = page.structured_content["next_cursor"]
     assert cursor
     results = call_all(tools, [
-        ("search", {"query": "SnapshotSet.get", "cursor": "not-a-cursor!"}),
+        ("search", {"query": "CursorCodec.decode", "cursor": "not-a-cursor!"}),
         ("search", {"query": "another query", "cursor": cursor}),
-        ("get_context", {"query": "SnapshotSet.get", "cursor": cursor}),
-        ("search", {"query": "SnapshotSet.get", "cursor": cursor, "budget_tokens": 5000}),
+        ("get_context", {"query": "CursorCodec.decode", "cursor": cursor}),
+        ("search", {"query": "CursorCodec.decode", "cursor": cursor, "budget_tokens": 5000}),
     ])
     for bad in results[:3]:
         assert isinstance(bad, MCPError) and bad.code == INVALID_PARAMS, bad
@@ -120,7 +167,7 @@ def test_bad_cursors_are_jsonrpc_errors(tools: SemanticaTools) -> None:
 
 
 def test_too_small_a_budget_is_a_tool_error(tools: SemanticaTools) -> None:
-    [result] = call_all(tools, [("search", {"query": "CsrGraphStore", "budget_tokens": 5})])
+    [result] = call_all(tools, [("search", {"query": "TokenCounter", "budget_tokens": 5})])
     assert result.is_error and "too small" in result.content[0].text
 
 
@@ -142,7 +189,7 @@ def test_every_tool_is_annotated(tools: SemanticaTools) -> None:
         assert tool.output_schema is not None, tool.name
 
 
-def test_sync_reports_progress(tmp_path, indexed_self) -> None:  # noqa: ANN001
+def test_sync_reports_progress(tmp_path) -> None:  # noqa: ANN001
     """A real sync of a one-file repository: the client gets a start and an end progress notification."""
     import subprocess
 
@@ -172,3 +219,42 @@ def test_sync_reports_progress(tmp_path, indexed_self) -> None:  # noqa: ANN001
     anyio.run(main)
     assert out[0].structured_content["reindexed"] is True
     assert [p[:2] for p in progress] == [(0, 1), (1, 1)] and progress[-1][2] == "first index"
+
+
+def test_a_cursor_from_before_a_reindex_is_refused(tmp_path) -> None:  # noqa: ANN001
+    """Its offsets index the old snapshot's ranking: the new one may have added hits in front of them."""
+    import subprocess
+
+    from pipelines.indexer import Indexer
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    for n in range(6):
+        (repo / f"m{n}.py").write_text(f'def cursor_page_{n}(x):\n    """Cursor page {n} of the results."""\n'
+                                       f"    return x + {n}\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@e", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    config = make_config(tmp_path)
+    Indexer(config, progress=False).index(str(repo), "acme/pages")
+    tools = SemanticaTools(config, SearchPipeline(config), syncer=not_a_syncer)
+    arguments = {"query": "cursor page of the results", "repos": ["acme/pages"], "budget_tokens": 1000}
+    [first] = call_all(tools, [("search", arguments)])
+    cursor = first.structured_content["next_cursor"]
+    assert cursor
+    [same] = call_all(tools, [("search", {**arguments, "cursor": cursor})])
+    assert not isinstance(same, Exception) and not same.is_error  # the same index: the cursor continues
+    (repo / "m9.py").write_text('def cursor_page_new(x):\n    """The newest cursor page of the results."""\n    return x\n')
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "two"], check=True)
+    Indexer(config, progress=False).index(str(repo), "acme/pages")
+    [stale] = call_all(tools, [("search", {**arguments, "cursor": cursor})])
+    assert isinstance(stale, MCPError) and stale.code == INVALID_PARAMS and "re-indexed" in stale.message
+
+
+def test_a_budget_above_a_tools_maximum_is_a_tool_error(tools: SemanticaTools) -> None:
+    results = call_all(tools, [("get_context", {"query": "x", "budget_tokens": 10**9}),
+                               ("repo_map", {"repo": "budget/small", "budget_tokens": 10**9})])
+    for result in results:
+        assert result.is_error and "budget_tokens=1000000000 is above the maximum" in result.content[0].text
