@@ -215,3 +215,82 @@ class ExactSearcher:
         freshness = {s.repo: s.freshness().to_dict() for s in used} if self.config.freshness.enabled else {}
         return GrepResponse(matches, truncated, freshness, {s.repo: s.snapshot_id for s in used}, degraded, scanned,
                             candidates, round((time.perf_counter() - start) * 1000, 3), warnings)
+
+
+# -- the `exact` chunk retriever: quoted strings and code fragments of a hybrid query ---------------------------
+
+_QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|'([^'\n]+)'")
+_CODE_MARKS = re.compile(r"[()\[\]{}=;:<>]|\w\.\w|->|::")
+
+
+def query_fragments(text: str, min_chars: int) -> list[str]:
+    """What a hybrid query asks to find verbatim: its quoted strings (`...`, "...", '...'), else the query itself
+    when it reads as code or a pasted line (punctuation such as `foo(bar)`, `x.y = `, `a::b`), else nothing."""
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    found = [q.strip() for q in quoted if len(q.strip()) >= min_chars]
+    if found:
+        return list(dict.fromkeys(found))
+    line = next((t.strip() for t in text.splitlines() if t.strip()), "")
+    return [line] if len(line) >= min_chars and _CODE_MARKS.search(line) else []
+
+
+class ExactRetriever:
+    """Chunks holding a hybrid query's quoted strings or code fragment verbatim (fixed-string, case-sensitive
+    first, then case-insensitive), best first: more fragments matched, then earlier in path order. A query
+    with neither, or a snapshot without the exact kind, answers nothing."""
+
+    strategy = "exact"
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.chunk_by_id = snapshot.chunk_by_id
+
+    def search_scored(self, query: Any, k: int, filters: Any = None) -> list[tuple[str, float]]:
+        from serving.retrievers.base import RetrievalQuery
+
+        text = RetrievalQuery.of(query).text
+        limits = self.snapshot.config.exact
+        fragments = query_fragments(text, limits.fragment_min_chars)
+        if k <= 0 or not fragments:
+            return []
+        shards: list[ExactShard] = self.snapshot.index(EXACT_KIND)
+        votes: dict[str, float] = {}
+        for fragment in fragments:
+            for ignore_case in (False, True):
+                lines = self._lines(shards, PatternSpec(fragment, ignore_case=ignore_case), limits)
+                for rank, (path, line) in enumerate(lines):
+                    chunk = self._chunk_at(path, line)
+                    if chunk is not None and (filters is None or filters.allows(chunk)):
+                        weight = (1.0 if not ignore_case else 0.5) + 1.0 / (1 + rank)
+                        votes[chunk.chunk_id] = votes.get(chunk.chunk_id, 0.0) + weight
+                if lines:
+                    break  # the exact case found it: the folded search adds nothing new
+        return sorted(votes.items(), key=lambda item: (-item[1], item[0]))[:k]
+
+    def search(self, query: Any, k: int, filters: Any = None) -> Any:
+        from serving.retrievers.base import to_ranked
+
+        return to_ranked(self.search_scored(query, k, filters))
+
+    def batch_search(self, queries: list[Any], k: int, filters: Any = None) -> list[Any]:
+        return [self.search(q, k, filters) for q in queries]
+
+    def _lines(self, shards: list[ExactShard], spec: PatternSpec, limits: Any) -> list[tuple[str, int]]:
+        try:
+            compiled = compile_pattern(spec, limits.max_pattern_chars, limits.max_mem_bytes)
+        except QueryError:  # a fragment the guardrails refuse (too long): nothing to match
+            return []
+        query = fts_query(compiled.prefilter, limits.max_query_trigrams) if compiled.prefilter else None
+        found = sorted((path, number, row) for number, shard in enumerate(shards) for row, path in shard.candidates(query))
+        out: list[tuple[str, int]] = []
+        for path, number, row in found:
+            out += [(path, m.line) for m in match_file(shards[number].content(row), compiled,
+                                                       limits.max_matches_per_file).lines]
+            if len(out) >= limits.retriever_max_lines:
+                break
+        return out[:limits.retriever_max_lines]
+
+    def _chunk_at(self, path: str, line: int) -> Any:
+        """The smallest chunk of `path` that covers `line`."""
+        covering = [c for c in self.snapshot.chunks_by_path.get(path, ()) if c.start_line <= line <= c.end_line]
+        return min(covering, key=lambda c: (c.end_line - c.start_line, c.start_line)) if covering else None
