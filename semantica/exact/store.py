@@ -31,15 +31,6 @@ class StoredFile:
     text: str
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A file the index cannot rule out; `shard` and `row` find its content."""
-
-    path: str
-    shard: int
-    row: int
-
-
 def write_shard(path: Path, files: Iterable[StoredFile], compress_level: int) -> int:
     """Write one shard file at `path` (built beside it, then renamed); returns the number of files."""
     path.parent.mkdir(parents=True, exist_ok=True)
