@@ -71,10 +71,10 @@ from semantica.config.planning import (
 from semantica.config.query import (
     ContextConfig,
     CrossEncoderConfig,
+    ExactConfig,
     FusionConfig,
     GranularConfig,
     GraphConfig,
-    ExactConfig,
     GraphOpsConfig,
     IntentConfig,
     LateInteractionConfig,

@@ -1,6 +1,7 @@
 """Index kinds: what a snapshot stores besides its tables, one module per kind (`vectors` FAISS, `lucene`
 chunk BM25, `granular` file/function BM25, `tokens` late-interaction vectors, `history` past commits,
-`localizer` the learned localizer's BM25 fields, `function_vectors` the dense function channel's, `exact` trigram postings and file contents for grep), each
+`localizer` the learned localizer's BM25 fields, `function_vectors` the dense function channel's,
+`exact` trigram postings and file contents for grep), each
 registered here in the order they are written. A new kind is one module plus one `register_index_kind` line
 (or a call from the code that adds it); `Snapshot.index(name)` opens it."""
 
