@@ -1,5 +1,5 @@
-"""One exact-search shard: an SQLite file holding every file's content (zlib) and an FTS5 `trigram` table
-of it without positions (`detail=none`: about 0.7x the text, against 3.7x with positions).
+"""One exact-search shard: an SQLite file holding every file's content (raw, or zlib at `exact.compress_level`
+above 0) and an FTS5 `trigram` table of it without positions (`detail=none`: about 0.7x the text, against 3.7x with positions).
 
 A query's required literals become an AND of trigrams (`pattern.fts_query`), so the index returns a superset
 of the files that can match; RE2 then reads only those. The index folds case; the verifier does not, so one
@@ -19,6 +19,7 @@ SCHEMA = (
     "CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT NOT NULL, blob_sha TEXT NOT NULL, data BLOB NOT NULL)",
     "CREATE VIRTUAL TABLE grams USING fts5(body, content='', tokenize='trigram', detail='none')",
 )
+ZLIB_MARK = b"\x00"  # a compressed row starts with it (UTF-8 text the discovery keeps never holds a NUL)
 EXACT_FORMAT = "1"  # bump when the schema or what a row holds changes (it is part of every shard's key)
 
 
@@ -46,7 +47,8 @@ def write_shard(path: Path, files: Iterable[StoredFile], compress_level: int) ->
         for row, file in enumerate(files):
             data = file.text.encode("utf-8", "surrogatepass")
             connection.execute("INSERT INTO files(id, path, blob_sha, data) VALUES (?, ?, ?, ?)",
-                               (row, file.path, file.blob_sha, zlib.compress(data, compress_level)))
+                               (row, file.path, file.blob_sha,
+                                ZLIB_MARK + zlib.compress(data, compress_level) if compress_level > 0 else data))
             connection.execute("INSERT INTO grams(rowid, body) VALUES (?, ?)", (row, file.text))
             count += 1
         connection.execute("INSERT INTO grams(grams) VALUES ('optimize')")
@@ -79,7 +81,8 @@ class ExactShard:
             found = self._connection.execute("SELECT data FROM files WHERE id = ?", (row,)).fetchone()
         if found is None:
             raise LookupError(f"no row {row} in exact shard {self.path.name}")
-        return zlib.decompress(found[0])
+        data = found[0]
+        return data if data[:1] != ZLIB_MARK else zlib.decompress(data[1:])
 
     def files(self) -> int:
         with self._lock:
