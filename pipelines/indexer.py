@@ -44,7 +44,9 @@ from semantica.branch_keys import keep_for
 from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
+from semantica.exact.store import StoredFile
 from semantica.graph import GRAPH_STORE_MEMGRAPH
+from semantica.index_kinds.exact import stored
 from semantica.layout import IndexLayout
 from semantica.repo_names import normalize_repo_name
 from semantica.schema import FileError
@@ -72,6 +74,19 @@ class _RepoWork:
     include: list[str] = field(default_factory=list)  # the manifest entry's globs, else discover.include_globs
     source_record: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord (freshness)
     excluded: list[str] = field(default_factory=list)  # paths the manifest's `exclude` dropped
+
+
+class SourceTexts:
+    """The indexed files' text for the exact index kind, read again from the source only for the shards
+    that changed (an unchanged shard is linked and its files are not read)."""
+
+    def __init__(self, source: RepoSource, entries: list[FileEntry]) -> None:
+        self.source = source
+        self.files = [(e.path, e.blob_sha) for e in entries]
+        self._entries = {e.path: e for e in entries}
+
+    def read(self, wanted: list[tuple[str, str]]) -> Iterator[StoredFile]:
+        return stored(self.source.read([self._entries[path] for path, _ in wanted]))
 
 
 @contextmanager
@@ -328,7 +343,8 @@ class Indexer:
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
                                   skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
-                                  history=history, history_model=history_model)
+                                  history=history, history_model=history_model,
+                                  texts=SourceTexts(work.source, [e for e in work.entries if e.path in work.parsed]))
         with _timed(result, "write"), self.layout.pin_current(spec.name) as previous:  # pruned only after linking
             written = self.writer.write(work.paths, dataclasses.replace(content, previous=previous))
         result.shards_linked = sum(written.reuse.linked.values())

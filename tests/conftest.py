@@ -207,6 +207,25 @@ def indexed_requests(requests_clone, tmp_path_factory) -> IndexedRepo:
     return IndexedRepo(config, REQUESTS_NAME, summary)
 
 
+EXACT_COMMIT = "62d4d5ebd4e7b428be2c04dcbf14420067377850"  # this repository, read from git objects (no checkout)
+EXACT_NAME = "semantica/exact"
+# Code and text files (Markdown, YAML, TOML, a Makefile): the exact index holds every kept file, not only chunked code
+EXACT_CORPUS = ("semantica/errors.py", "semantica/api.py", "semantica/languages/table.py", "pipelines/discover.py",
+                "docs/errors.md", "docs/http.md", "README.md", "conf/default.yaml", "pyproject.toml", "Makefile")
+
+
+@pytest.fixture(scope="session")
+def indexed_exact(tmp_path_factory) -> IndexedRepo:
+    """EXACT_CORPUS of this repository at EXACT_COMMIT, indexed for real with short embeddings and no token
+    vectors or history: the exact-search tests read its `exact` shards (and rg reads the same files)."""
+    from pipelines.indexer import Indexer
+
+    config = make_config(tmp_path_factory.mktemp("exact"), *WITHOUT_TOKEN_VECTORS, *SHORT_EMBEDDINGS,
+                         "history.index=false", f"discover.include_globs={json.dumps(list(EXACT_CORPUS))}")
+    summary = Indexer(config, progress=False).index(str(REPO_ROOT), EXACT_NAME, EXACT_COMMIT)
+    return IndexedRepo(config, EXACT_NAME, summary)
+
+
 @dataclass
 class MinedGolden:
     directory: Path

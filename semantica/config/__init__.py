@@ -71,6 +71,7 @@ from semantica.config.planning import (
 from semantica.config.query import (
     ContextConfig,
     CrossEncoderConfig,
+    ExactConfig,
     FusionConfig,
     GranularConfig,
     GraphConfig,
@@ -117,6 +118,7 @@ __all__ = [
     "FusionConfig",
     "GranularConfig",
     "GraphConfig",
+    "ExactConfig",
     "GraphOpsConfig",
     "HistoryAdaptConfig",
     "HistoryConfig",

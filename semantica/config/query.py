@@ -211,6 +211,26 @@ class GraphOpsConfig:
 
 
 @dataclass
+class ExactConfig:
+    """Exact and regex search (semantica/exact, serving/retrievers/exact.py, docs/grep.md): a trigram index of
+    every indexed file's content (`index`), RE2 as the verifier, and the guardrails of one request."""
+
+    index: bool = True  # write the `exact` index kind (trigram postings + file contents) into each snapshot
+    compress_level: int = 0  # zlib level of the stored contents; 0 stores them raw (inflating was half a query's time)
+    max_pattern_chars: int = 1000  # a longer pattern is a 400
+    max_mem_bytes: int = 8 << 20  # RE2's budget for one compiled pattern (its `max_mem`); larger is a 400
+    deadline_s: float = 5.0  # a request stops scanning after this and answers what it has, `truncated`
+    max_matches_per_file: int = 500  # matching lines kept per file (rg's --max-count is per file; ours is not)
+    default_max_count: int = 200  # matching lines per answer when the request names none
+    max_matches: int = 5000  # the most a request may ask for (`max_count` above it is capped)
+    max_context_lines: int = 10  # `-C N` above it is capped
+    max_query_trigrams: int = 32  # trigrams per required literal sent to the index (a superset either way)
+    max_line_chars: int = 2000  # a reported line is cut to this many characters
+    fragment_min_chars: int = 4  # the `exact` retriever: shortest quoted string or code fragment it looks for
+    retriever_max_lines: int = 200  # the `exact` retriever: matching lines it turns into chunk hits
+
+
+@dataclass
 class QuerySettings:
     """The query sections of `Config`: what a search runs, how it fuses and reranks, what it returns."""
 
@@ -227,3 +247,4 @@ class QuerySettings:
     query: QueryConfig = field(default_factory=QueryConfig)
     granular: GranularConfig = field(default_factory=GranularConfig)
     graph_ops: GraphOpsConfig = field(default_factory=GraphOpsConfig)
+    exact: ExactConfig = field(default_factory=ExactConfig)

@@ -1,10 +1,12 @@
 """Index kinds: what a snapshot stores besides its tables, one module per kind (`vectors` FAISS, `lucene`
 chunk BM25, `granular` file/function BM25, `tokens` late-interaction vectors, `history` past commits,
-`localizer` the learned localizer's BM25 fields, `function_vectors` the dense function channel's), each
+`localizer` the learned localizer's BM25 fields, `function_vectors` the dense function channel's,
+`exact` trigram postings and file contents for grep), each
 registered here in the order they are written. A new kind is one module plus one `register_index_kind` line
 (or a call from the code that adds it); `Snapshot.index(name)` opens it."""
 
 from semantica.index_kinds.base import IndexKind, KindWritten, WriteContext
+from semantica.index_kinds.exact import ExactKind
 from semantica.index_kinds.function_vectors import FunctionVectorsKind
 from semantica.index_kinds.granular import GranularKind
 from semantica.index_kinds.history import HistoryKind
@@ -16,7 +18,7 @@ from semantica.index_kinds.tokens import TokensKind
 from semantica.index_kinds.vectors import VectorsKind
 
 for _kind in (VectorsKind(), LuceneKind(), GranularKind(), TokensKind(), HistoryKind(), LocalizerKind(),
-              FunctionVectorsKind()):
+              FunctionVectorsKind(), ExactKind()):
     register_index_kind(_kind)
 
 __all__ = ["IndexKind", "KindWritten", "ShardInputs", "ShardLinker", "WriteContext", "index_kind", "index_kinds",

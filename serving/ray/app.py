@@ -43,7 +43,7 @@ from serving.api.http.admission import AdmissionController
 from serving.api.http.errors import NotFound
 from serving.api.http.feedback import FeedbackLog
 from serving.api.http.metrics import HttpMetrics
-from serving.api.http.models import FeedbackBody, GraphBody, SearchBody
+from serving.api.http.models import FeedbackBody, GraphBody, GrepBody, SearchBody
 from serving.api.http.routes import ROUTES, build_http_app
 from serving.api.http.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, auth_required
 from serving.graph.service import GraphRequest, GraphService
@@ -206,6 +206,17 @@ class IngressCore:
         values["repos"] = self._scope(principal, repos)
         values["k"] = self.config.query.default_k if body.k is None else body.k
         return self.pipeline.search(SearchRequest(**values)).to_dict()
+
+    def grep(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """`POST /v1/grep`: exact or regex search, read in the ingress from the snapshots' exact shards; the same
+        branch resolution and repository scope as a search."""
+        from serving.retrievers.exact import ExactSearcher, GrepRequest
+
+        values = GrepBody.model_validate(payload).model_dump()
+        branch = values.pop("branch")
+        repos = self.pipeline.snapshots.names_for(values["repos"], branch) if branch else values["repos"]
+        values["repos"] = self._scope(principal, repos)
+        return ExactSearcher(self.config, self.pipeline.snapshots).search(GrepRequest(**values)).to_dict()
 
     def graph(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """`POST /v1/graph`: the exact structural answer, read in the ingress from the snapshot's graph tables."""

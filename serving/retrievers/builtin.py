@@ -1,11 +1,13 @@
 """The built-in retrievers, registered by name (vector, lexical, symbol, graph, and `history`: past commits'
-votes, serving/retrievers/history.py; add it to `retrieval.retrievers` to fuse it into the chunk hits)."""
+votes, serving/retrievers/history.py, and `exact`: the chunks holding a query's quoted strings or code fragment,
+serving/retrievers/exact.py; add either to `retrieval.retrievers` to fuse it into the chunk hits)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from semantica.encoder import snapshot_encoder
+from serving.retrievers.exact import ExactRetriever
 from serving.retrievers.graph import GraphRetriever
 from serving.retrievers.history import HistoryRetriever
 from serving.retrievers.lexical import LexicalRetriever
@@ -42,3 +44,4 @@ register_retriever("lexical", _lexical)
 register_retriever("symbol", _symbol)
 register_retriever("graph", _graph, seeded_by=("symbol", "lexical"))
 register_retriever("history", lambda repo: HistoryRetriever(repo.snapshot))
+register_retriever("exact", lambda repo: ExactRetriever(repo.snapshot))

@@ -118,6 +118,32 @@ class GraphBody(BaseModel):
         return _repo_names(names)
 
 
+class GrepBody(BaseModel):
+    """`POST /v1/grep`: exact or regex search (serving.retrievers.exact), ripgrep's switches as fields."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    pattern: str = Field(description="a fixed string, or with regex=true an RE2 regular expression")
+    regex: bool = Field(default=False, description="pattern is a regular expression (RE2 syntax)")
+    ignore_case: bool = Field(default=False, description="Unicode simple case folding (rg -i)")
+    word: bool = Field(default=False, description="a non-word character or a line edge on each side (rg -w)")
+    path_globs: list[str] = Field(default_factory=list, description="rg --glob on the repository-relative path")
+    context: StrictInt = Field(default=0, description="lines before and after each match (rg -C)")
+    repos: list[str] = Field(default_factory=list, description="empty = every repository the caller may read")
+    branch: str | None = Field(default=None, description="this branch's snapshots; default: the default branch")
+    max_count: StrictInt | None = Field(default=None, description="matching lines in the whole answer "
+                                                                   "(default exact.default_max_count)")
+
+    @field_validator("repos")
+    @classmethod
+    def _valid_repos(cls, names: list[str]) -> list[str]:
+        return _repo_names(names)
+
+    @field_validator("branch")
+    @classmethod
+    def _valid_branch(cls, name: str | None) -> str | None:
+        return check_branch(name) if name is not None else None
+
+
 class FeedbackBody(BaseModel):
     """`POST /v1/feedback`: which hits of a query were useful. Strings are cleaned before they are stored."""
 

@@ -36,10 +36,10 @@ from serving.api.http.errors import Forbidden, NotFound, install_error_handlers,
 from serving.api.http.guards import AccessGuard, BodyGuard, principal_of
 from serving.api.http.knowledge import KnowledgeApi, KnowledgeBody
 from serving.api.http.metrics import CONTENT_TYPE, MetricsMiddleware
-from serving.api.http.models import FeedbackBody, GraphBody, MapBody, SearchBody
+from serving.api.http.models import FeedbackBody, GraphBody, GrepBody, MapBody, SearchBody
 from serving.api.http.plan import HttpPlanner, PlanAnswer, PlanBody
 
-ROUTES = ("/v1/search", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map", "/v1/knowledge",
+ROUTES = ("/v1/search", "/v1/grep", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map", "/v1/knowledge",
           "/v1/plan")
 UNHEALTHY = ("unavailable", "draining")
 
@@ -77,6 +77,10 @@ def build_http_app(core: Any, behind_proxy: bool = False) -> FastAPI:
         answer = core.search(body.model_dump(exclude_unset=True), principal(request))
         core.metrics.observe_search(answer)
         return JSONResponse(answer)
+
+    @api.post("/v1/grep", responses=error_responses(BODY_ROUTE_ERRORS))
+    def http_grep(body: GrepBody, request: Request) -> JSONResponse:
+        return JSONResponse(core.grep(body.model_dump(exclude_unset=True), principal(request)))
 
     @api.post("/v1/graph", responses=error_responses(BODY_ROUTE_ERRORS))
     def http_graph(body: GraphBody, request: Request) -> JSONResponse:

@@ -37,6 +37,8 @@ from serving.api.mcp.models import (
     FileOut,
     FreshnessOut,
     GraphOut,
+    GrepMatchOut,
+    GrepOut,
     HitOut,
     KnowledgeOut,
     MapOut,
@@ -118,6 +120,10 @@ class SemanticaTools:
                      "Get the best-matching code for a question packed into one cited text block within a token "
                      "budget (deduplicated, each block under its `# path:start-end` citation). Use it when you need "
                      "code to read or quote in an answer rather than a ranked list."),
+            ToolSpec("grep", self.grep,
+                     "Exact or regex search like ripgrep: every line holding `pattern` (a fixed string, or RE2 with "
+                     "regex=true), ordered by path and line, with 1-based line and byte column. Use it for a known "
+                     "string, identifier, error message or pasted line; `search` for questions."),
             ToolSpec("list_repos", self.list_repos,
                      "List the indexed repositories with their snapshot, commit, build time and source path. Use it "
                      "to learn which repository names `search` accepts."),
@@ -224,6 +230,38 @@ class SemanticaTools:
 
         return self._pack("get_context", key, offset, budget, [dict(b) for b in context["blocks"]], answer, "text",
                           snapshots)
+
+    def grep(self, pattern: Annotated[str, Field(description="a fixed string, or with regex=true an RE2 regex")],
+             regex: Annotated[bool, Field(description="pattern is a regular expression (RE2 syntax)")] = False,
+             ignore_case: Annotated[bool, Field(description="case-insensitive (rg -i)")] = False,
+             word: Annotated[bool, Field(description="whole words only (rg -w)")] = False,
+             paths: Paths = [], repos: Repos = [], branch: Branch = None,  # noqa: B006
+             context: Annotated[int, Field(ge=0, description="lines before and after each match (rg -C)")] = 0,
+             max_count: Annotated[int | None, Field(ge=1, description="matching lines in the whole answer")] = None,
+             budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> GrepOut:
+        from serving.retrievers.exact import ExactSearcher, GrepRequest
+
+        key = self.cursors.key({"pattern": pattern, "regex": regex, "ignore_case": ignore_case, "word": word,
+                                "paths": paths, "repos": repos, "branch": branch, "context": context,
+                                "max_count": max_count})
+        offset = self._offset("grep", key, cursor)
+        searcher = ExactSearcher(self.config, self.pipeline.snapshots)
+        request = GrepRequest(pattern, regex, ignore_case, word, list(paths), context, self._names(repos, branch),
+                              max_count)
+        with observability.span("mcp grep"):
+            response = self._guard(lambda: searcher.search(request))
+        full = GrepOut(matches=[GrepMatchOut(**vars(m)) for m in response.matches], truncated=response.truncated,
+                       freshness=freshness_list(response.freshness), snapshots=response.snapshots,
+                       degraded=response.degraded, warnings=response.warnings, took_ms=response.took_ms,
+                       note=response.note)
+        if budget_tokens is None and offset == 0:
+            return full
+
+        def answer(matches: list[dict[str, Any]], next_cursor: str | None) -> GrepOut:
+            return full.model_copy(update={"matches": [GrepMatchOut(**m) for m in matches], "next_cursor": next_cursor,
+                                           "budget_tokens": budget_tokens})
+
+        return self._pack("grep", key, offset, budget_tokens, [m.model_dump() for m in full.matches], answer, "text")
 
     def repo_map(self, repo: Annotated[str, Field(min_length=1, description="a repository name from list_repos")],
                  query: Annotated[str, Field(description="what you are looking for (seeds the ranking)")] = "",

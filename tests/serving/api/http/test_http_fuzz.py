@@ -29,7 +29,7 @@ FUZZ_EXAMPLES = 20
 FUZZ_SEED = 20261125
 CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance, content_type_conformance]
 FUZZ_HOST = "testserver"  # the Host schemathesis' in-process client sends; served like a configured name
-BODY_OPERATIONS = [("POST", "/v1/search"), ("POST", "/v1/graph"), ("POST", "/v1/map"), ("POST", "/v1/feedback"),
+BODY_OPERATIONS = [("POST", "/v1/search"), ("POST", "/v1/grep"), ("POST", "/v1/graph"), ("POST", "/v1/map"), ("POST", "/v1/feedback"),
                    ("POST", "/v1/knowledge"), ("GET", "/v1/knowledge"), ("POST", "/v1/plan")]
 READ_OPERATIONS = [("GET", "/v1/repos"), ("GET", "/healthz"), ("GET", "/metrics"),  # nothing to make invalid
                    ("GET", "/v1/knowledge/{entry_id}")]  # any string is a well-formed id

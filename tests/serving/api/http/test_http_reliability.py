@@ -135,7 +135,7 @@ def _valid(document, component: str, instance) -> bool:
 
 
 def test_every_route_documents_its_error_statuses_with_the_real_error_body(document):
-    body_routes = {"/v1/search": "post", "/v1/graph": "post", "/v1/map": "post", "/v1/feedback": "post",
+    body_routes = {"/v1/search": "post", "/v1/grep": "post", "/v1/graph": "post", "/v1/map": "post", "/v1/feedback": "post",
                    "/v1/plan": "post"}
     for path, method in body_routes.items():
         responses = document["paths"][path][method]["responses"]

@@ -1,0 +1,93 @@
+"""One exact-search shard: an SQLite file holding every file's content (raw, or zlib at `exact.compress_level`
+above 0) and an FTS5 `trigram` table of it without positions (`detail=none`: about 0.7x the text, against 3.7x with positions).
+
+A query's required literals become an AND of trigrams (`pattern.fts_query`), so the index returns a superset
+of the files that can match; RE2 then reads only those. The index folds case; the verifier does not, so one
+index serves case-sensitive and case-insensitive patterns.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA = (
+    "CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT NOT NULL, blob_sha TEXT NOT NULL, data BLOB NOT NULL)",
+    "CREATE VIRTUAL TABLE grams USING fts5(body, content='', tokenize='trigram', detail='none')",
+)
+ZLIB_MARK = b"\x00"  # a compressed row starts with it (UTF-8 text the discovery keeps never holds a NUL)
+EXACT_FORMAT = "1"  # bump when the schema or what a row holds changes (it is part of every shard's key)
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """One file of a shard: its repository-relative path, blob sha and UTF-8 content."""
+
+    path: str
+    blob_sha: str
+    text: str
+
+
+def write_shard(path: Path, files: Iterable[StoredFile], compress_level: int) -> int:
+    """Write one shard file at `path` (built beside it, then renamed); returns the number of files."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    building = path.with_name(path.name + ".building")
+    building.unlink(missing_ok=True)
+    connection = sqlite3.connect(building)
+    count = 0
+    try:
+        connection.execute("PRAGMA journal_mode=OFF")
+        connection.execute("PRAGMA synchronous=OFF")
+        for statement in SCHEMA:
+            connection.execute(statement)
+        for row, file in enumerate(files):
+            data = file.text.encode("utf-8", "surrogatepass")
+            connection.execute("INSERT INTO files(id, path, blob_sha, data) VALUES (?, ?, ?, ?)",
+                               (row, file.path, file.blob_sha,
+                                ZLIB_MARK + zlib.compress(data, compress_level) if compress_level > 0 else data))
+            connection.execute("INSERT INTO grams(rowid, body) VALUES (?, ?)", (row, file.text))
+            count += 1
+        connection.execute("INSERT INTO grams(grams) VALUES ('optimize')")
+        connection.commit()
+    finally:
+        connection.close()
+    building.replace(path)
+    return count
+
+
+class ExactShard:
+    """A published shard, read-only. One connection, used under a lock (a server's threads share it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._connection = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+
+    def candidates(self, query: str | None) -> list[tuple[int, str]]:
+        """(row, path) of every file that may match `query` (an FTS5 expression); every file when None."""
+        with self._lock:
+            if query is None:
+                return list(self._connection.execute("SELECT id, path FROM files"))
+            return list(self._connection.execute(
+                "SELECT f.id, f.path FROM grams JOIN files f ON f.id = grams.rowid WHERE grams MATCH ?", (query,)))
+
+    def content(self, row: int) -> bytes:
+        """The UTF-8 bytes of one row."""
+        with self._lock:
+            found = self._connection.execute("SELECT data FROM files WHERE id = ?", (row,)).fetchone()
+        if found is None:
+            raise LookupError(f"no row {row} in exact shard {self.path.name}")
+        data = found[0]
+        return data if data[:1] != ZLIB_MARK else zlib.decompress(data[1:])
+
+    def files(self) -> int:
+        with self._lock:
+            return int(self._connection.execute("SELECT count(*) FROM files").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()

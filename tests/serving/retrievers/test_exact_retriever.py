@@ -1,0 +1,65 @@
+"""The `exact` retriever fused into the hybrid query: a quoted string or a pasted code line finds the file that
+holds it in the top 3, through the real pipeline on this repository's exact index."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from semantica.api import SearchRequest
+from serving.pipeline import SearchPipeline
+from serving.retrievers.exact import query_fragments
+
+pytestmark = pytest.mark.timeout(900)
+# (query, the file holding it): pasted lines, error messages and quoted strings from the indexed files
+HELD_IN = [
+    ("class ErrorKind(Enum):", "semantica/errors.py"),
+    ("tree-sitter-language-pack==0.13.0", "pyproject.toml"),
+    ('"not valid UTF-8 (byte"', "pipelines/discover.py"),
+    ("generated or minified (a line of", "pipelines/discover.py"),
+    ('Language("markdown", (".md", ".markdown")),', "semantica/languages/table.py"),
+]
+
+
+def test_fragments_are_quoted_strings_or_the_query_when_it_reads_as_code():
+    assert query_fragments('find "has been deprecated" in flag.go', 4) == ["has been deprecated"]
+    assert query_fragments("JSON.stringify(this.#options.json)", 4) == ["JSON.stringify(this.#options.json)"]
+    assert query_fragments("how are vectors cached by content sha", 4) == []
+    assert query_fragments("say 'ab' please", 4) == []  # too short to look for
+
+
+@pytest.fixture(scope="module")
+def pipelines(indexed_exact):
+    config = indexed_exact.config
+    fused = dataclasses.replace(  # as docs/grep.md says to turn it on
+        config, retrieval=dataclasses.replace(config.retrieval, retrievers=[*config.retrieval.retrievers, "exact"]),
+        fusion=dataclasses.replace(config.fusion, extra_weights={"exact": 1.5},
+                                   rrf_k={**config.fusion.rrf_k, "exact": 20.0}))
+    return SearchPipeline(config), SearchPipeline(fused)
+
+
+def top_paths(pipeline: SearchPipeline, query: str, name: str) -> list[str]:
+    response = pipeline.search(SearchRequest(query=query, repos=[name], k=10, late_interaction=False))
+    paths: list[str] = []
+    for hit in response.hits:
+        if hit.path not in paths:
+            paths.append(hit.path)
+    return paths[:3]
+
+
+def test_a_pasted_line_or_quoted_string_finds_its_file_in_the_top_3(pipelines, indexed_exact):
+    base, fused = pipelines
+    missed = {q: top_paths(fused, q, indexed_exact.name) for q, path in HELD_IN
+              if path not in top_paths(fused, q, indexed_exact.name)[:1]}
+    assert missed == {}  # first, not only in the top 3
+    without = [q for q, path in HELD_IN if path not in top_paths(base, q, indexed_exact.name)]
+    assert without  # the four built-in retrievers alone miss some of them (BM25 ranks, it does not match)
+
+
+def test_the_exact_list_alone_ranks_the_holding_chunk_first(pipelines, indexed_exact):
+    _, fused = pipelines
+    response = fused.search(SearchRequest(query="class ErrorKind(Enum):", repos=[indexed_exact.name], k=5,
+                                          strategies=["exact"], late_interaction=False))
+    first = response.hits[0]
+    assert first.path == "semantica/errors.py" and first.start_line <= 65 <= first.end_line
