@@ -254,6 +254,7 @@ class SemanticaTools:
                        freshness=freshness_list(response.freshness), snapshots=response.snapshots,
                        degraded=response.degraded, warnings=response.warnings, took_ms=response.took_ms,
                        note=response.note)
+        snapshots = self._bound(cursor, response.snapshots)
         if budget_tokens is None and offset == 0:
             return full
 
@@ -261,7 +262,8 @@ class SemanticaTools:
             return full.model_copy(update={"matches": [GrepMatchOut(**m) for m in matches], "next_cursor": next_cursor,
                                            "budget_tokens": budget_tokens})
 
-        return self._pack("grep", key, offset, budget_tokens, [m.model_dump() for m in full.matches], answer, "text")
+        return self._pack("grep", key, offset, budget_tokens, [m.model_dump() for m in full.matches], answer, "text",
+                          snapshots)
 
     def repo_map(self, repo: Annotated[str, Field(min_length=1, description="a repository name from list_repos")],
                  query: Annotated[str, Field(description="what you are looking for (seeds the ranking)")] = "",

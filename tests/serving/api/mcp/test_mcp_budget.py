@@ -25,7 +25,8 @@ CALLS_PER_TOOL = 100
 # per tool, from just above its envelope plus one item (search: ~710 + a hit ~120 + its file with history ~360)
 BUDGETS = {"search": (1300, 1400, 1600, 1800, 2000, 2500, 3000, 4000),
            "get_context": (550, 600, 700, 800, 1000, 1500, 2500, 4000),
-           "repo_map": (400, 450, 500, 600, 700, 1000, 1500, 2000)}
+           "repo_map": (400, 450, 500, 600, 700, 1000, 1500, 2000),
+           "grep": (700, 800, 900, 1000, 1200, 1500, 2500, 4000)}
 SMALL_CORPUS = ("serving/api/mcp/*.py", "semantica/knowledge/*.py", "serving/core/context.py", "docs/mcp.md")
 
 
@@ -91,7 +92,7 @@ def answer_tokens(count: IndependentCount, result: Any) -> int:
     return count(content.text)
 
 
-BUDGETED_TOOLS = ("search", "get_context", "repo_map")
+BUDGETED_TOOLS = ("search", "get_context", "repo_map", "grep")
 WORDS = ("token budget cursor", "knowledge entry trust", "pack blocks into context", "TokenCounter count",
          "CursorCodec decode offset", "how is an entry verified", "render the answer as JSON", "curator promotes",
          "store sqlite fts5", "freshness of a snapshot", "tool error for bad arguments", "BudgetPacker.pack")
@@ -108,7 +109,9 @@ def test_every_budgeted_answer_fits_by_an_independent_count(small_tools: tuple[S
         budget = {name: budgets[n % len(budgets)] for name, budgets in BUDGETS.items()}
         calls += [("search", {"query": query, "budget_tokens": budget["search"]}),
                   ("get_context", {"query": query, "budget_tokens": budget["get_context"]}),
-                  ("repo_map", {"repo": repo, "query": query, "budget_tokens": budget["repo_map"]})]
+                  ("repo_map", {"repo": repo, "query": query, "budget_tokens": budget["repo_map"]}),
+                  ("grep", {"pattern": WORDS[n % len(WORDS)].split()[n % 2 - 1], "ignore_case": True,
+                            "budget_tokens": budget["grep"]})]
     results = call_all(tools, calls)
     measured: dict[str, list[tuple[int, int]]] = {name: [] for name in BUDGETED_TOOLS}
     cut = 0
