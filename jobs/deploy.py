@@ -100,6 +100,7 @@ class Values:
     upgrade_strategy: str = "NewCluster"  # RayService spec.upgradeStrategy.type: one of UPGRADE_STRATEGIES
     index_batch_manifest: str = "/data/repos.yaml"  # on the index volume
     extra_overrides: list[str] = field(default_factory=list)  # more `section.field=value` config overrides
+    env: dict[str, str] = field(default_factory=dict)  # more container environment, e.g. OTEL_EXPORTER_OTLP_ENDPOINT
 
 
 def load_values(path: str | Path) -> Values:
@@ -177,7 +178,8 @@ def _container(values: Values, name: str, resources: Resources, ports: bool) -> 
         limits["nvidia.com/gpu"] = resources.gpu
     container: dict[str, Any] = {
         "name": name, "image": values.image, "imagePullPolicy": values.image_pull_policy,
-        "workingDir": WORKDIR, "env": [{"name": "SEMANTICA_CONFIG", "value": CONFIG_IN_IMAGE}],
+        "workingDir": WORKDIR, "env": [{"name": "SEMANTICA_CONFIG", "value": CONFIG_IN_IMAGE},
+                                        *({"name": k, "value": str(v)} for k, v in sorted(values.env.items()))],
         "resources": {"limits": limits, "requests": dict(limits)},
         "volumeMounts": [{"name": "index", "mountPath": values.index_mount},
                          {"name": "token", "mountPath": TOKEN_MOUNT, "readOnly": True}],

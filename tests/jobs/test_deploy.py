@@ -99,7 +99,7 @@ def test_gcs_fault_tolerance_upgrade_strategy_and_auth_secret_values(tmp_path: P
     values = tmp_path / "values.yaml"
     values.write_text("gcs_redis_address: redis.semantica:6379\ngcs_redis_password_secret: redis-auth\n"
                       "upgrade_strategy: NewClusterWithIncrementalUpgrade\nray_auth_secret: ray-token\n"
-                      "index_batch_suspend: true\n")
+                      "index_batch_suspend: true\nenv: {OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel:4318'}\n")
     files = render(yaml.safe_load(SERVE_YAML.read_text()), load_values(values))
     [service], [cron] = files["rayservice.yaml"], files["raycronjob-index-batch.yaml"]
     cluster = service["spec"]["rayClusterConfig"]
@@ -108,6 +108,9 @@ def test_gcs_fault_tolerance_upgrade_strategy_and_auth_secret_values(tmp_path: P
     assert cluster["authOptions"] == {"mode": "token", "secretName": "ray-token"}
     assert service["spec"]["upgradeStrategy"] == {"type": "NewClusterWithIncrementalUpgrade"}
     assert cron["spec"]["suspend"] is True
+    for cluster_spec in (cluster, cron["spec"]["jobTemplate"]["rayClusterSpec"]):  # telemetry by environment, every pod
+        for group in (cluster_spec["headGroupSpec"], *cluster_spec["workerGroupSpecs"]):
+            assert {"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": "http://otel:4318"} in group["template"]["spec"]["containers"][0]["env"]
     jsonschema.validate(service, crd_schema("RayService"))
     jsonschema.validate(cron, crd_schema("RayCronJob"))
     values.write_text("upgrade_strategy: Rolling\n")
