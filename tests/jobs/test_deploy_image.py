@@ -192,8 +192,11 @@ def test_install_script_in_a_clean_directory_serves_a_real_query(tmp_path: Path)
     indexed = subprocess.run(["semantica", "index", "--repo", str(repo), "--name", "tiny/repo"], cwd=app, env=env,
                              capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
     assert indexed.returncode == 0, indexed.stderr[-4000:]
-    asked = subprocess.run(["semantica", "query", "split a repository name into owner and name", "--json"], cwd=app,
-                           env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
+    try:  # the default path: the warm query daemon, started by this first query
+        asked = subprocess.run(["semantica", "query", "split a repository name into owner and name", "--json"], cwd=app,
+                               env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
+    finally:
+        subprocess.run(["semantica", "daemon", "stop"], cwd=app, env=env, capture_output=True, timeout=CLI_TIMEOUT_S)
     assert asked.returncode == 0, asked.stderr[-4000:]
     answer = json.loads(asked.stdout)
     assert answer["degraded"] == [], answer["degraded"]
