@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -41,7 +42,11 @@ def config_from_args(args: argparse.Namespace) -> Config:
     overrides = list(args.set or [])
     if getattr(args, "index_root", None):
         overrides.append(f"paths.index_root={args.index_root}")
-    return load_config(args.config, overrides)
+    config = load_config(args.config, overrides)
+    from semantica import observability  # JSON logs and traces (conf or OTEL_* variables) for every command
+
+    observability.configure(config.observability)
+    return config
 
 
 def print_json(value: Any) -> None:
@@ -75,10 +80,20 @@ def main(argv: list[str] | None = None) -> int:
         return CLI_INTERRUPTED_EXIT
     except Exception as exc:
         kind = local_kind_of(exc)  # the one table (semantica.errors); None: a bug, shown with its traceback
-        if kind is None:
+        json_logs = _json_logs_on()
+        if kind is None and not json_logs:
             raise
+        if json_logs:  # observability.json_logs: the error is one JSON log line too (a bug's with its traceback)
+            logging.getLogger("semantica.cli").error("semantica %s: error: %s", args.command, exc, exc_info=kind is None)
+            return EXIT_FAILED if kind is None else kind.cli_exit
         print(f"semantica {args.command}: error: {exc}", file=sys.stderr)
         return kind.cli_exit
+
+
+def _json_logs_on() -> bool:
+    from semantica.observability import JsonLogFormatter
+
+    return any(isinstance(h.formatter, JsonLogFormatter) for h in logging.getLogger().handlers)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,17 @@
 - `rayservice.yaml`: a KubeRay RayService running `serving.ray.app:build_app`; its `serveConfigV2` IS
   conf/serve.yaml (same applications and deployments) with the values applied (bind address, config
   overrides, replicas), so the Serve config a cluster runs never drifts from the one `semantica serve` runs;
-- `rayjob-index-batch.yaml`: a RayJob running `semantica index-batch` on a manifest;
-- `cronjob-index-batch.yaml` (+ its ServiceAccount, Role, RoleBinding): a CronJob that submits that RayJob
-  nightly (KubeRay has no schedule of its own);
+- `raycronjob-index-batch.yaml`: a KubeRay RayCronJob running `semantica index-batch` on a manifest on the
+  schedule (the operator creates each RayJob: no kubectl image, no RBAC);
 - `pvc.yaml`: the index volume every pod mounts (index root, embedding cache, feedback);
-- `kustomization.yaml` listing them, with the namespace.
+- `kustomization.yaml` listing them, with the namespace. Applying it starts no build;
+- `first-index/`: a kustomization of one RayJob of the same build, for the first index when asked
+  (`kubectl apply -k DIR/first-index`).
+
+Every Ray cluster has Ray token authentication on (`authOptions`) and its dashboard on loopback; the
+RayService's cluster takes GCS fault tolerance (an external Redis) when `gcs_redis_address` is set. Serve
+replicas ask for the CPUs of the cluster config (`serve.replica_num_cpus` of conf/cluster.yaml), not the
+laptop's fractions in conf/serve.yaml.
 
 The token Secret is referenced by name, never rendered: create it with kubectl (docs/deploy.md).
 """
@@ -29,6 +35,9 @@ APP_IMPORT_PATH = "serving.ray.app:build_app"
 TOKEN_MOUNT = "/var/run/semantica"
 TOKEN_FILE_NAME = "serve-token"
 CONFIG_IN_IMAGE = "conf/cluster.yaml"
+DASHBOARD_HOST = "127.0.0.1"  # reach it with kubectl port-forward; Ray token auth guards the rest
+UPGRADE_STRATEGIES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")  # KubeRay's RayService types
+FIRST_INDEX_DIR = "first-index"
 SERVE_PORT = 8000
 WORKDIR = "/app"
 
@@ -83,8 +92,15 @@ class Values:
     worker_replicas: int = 2
     worker_max_replicas: int = 4
     index_batch_schedule: str = "0 2 * * *"
+    index_batch_time_zone: str = "Etc/UTC"
+    index_batch_suspend: bool = False  # true: the RayCronJob is applied but schedules nothing until resumed
+    ray_auth_secret: str = ""  # "" = KubeRay generates the Ray auth token Secret; else an existing Secret's name
+    gcs_redis_address: str = ""  # e.g. redis.semantica:6379: GCS fault tolerance for the RayService; "" = off
+    gcs_redis_password_secret: str = ""  # a Secret with key `password` for that Redis; "" = no password
+    upgrade_strategy: str = "NewCluster"  # RayService spec.upgradeStrategy.type: one of UPGRADE_STRATEGIES
     index_batch_manifest: str = "/data/repos.yaml"  # on the index volume
     extra_overrides: list[str] = field(default_factory=list)  # more `section.field=value` config overrides
+    env: dict[str, str] = field(default_factory=dict)  # more container environment, e.g. OTEL_EXPORTER_OTLP_ENDPOINT
 
 
 def load_values(path: str | Path) -> Values:
@@ -106,6 +122,8 @@ def load_values(path: str | Path) -> Values:
             if bad:
                 raise DeployError(f"{path}: {group}: unknown key(s) {bad}; known: cpu, memory, gpu")
             setattr(values, group, Resources(**{k: (str(v) if k != "gpu" else int(v)) for k, v in given.items()}))
+    if values.upgrade_strategy not in UPGRADE_STRATEGIES:
+        raise DeployError(f"{path}: upgrade_strategy {values.upgrade_strategy!r}: use one of {list(UPGRADE_STRATEGIES)}")
     return values
 
 
@@ -126,8 +144,9 @@ def config_overrides(values: Values) -> list[str]:
     return overrides + list(values.extra_overrides)
 
 
-def serve_config(serve_yaml: dict[str, Any], values: Values) -> dict[str, Any]:
-    """conf/serve.yaml for the cluster: bound on every interface, the cluster config and overrides, replicas."""
+def serve_config(serve_yaml: dict[str, Any], values: Values, replica_num_cpus: float = 0.0) -> dict[str, Any]:
+    """conf/serve.yaml for the cluster: bound on every interface, the cluster config and overrides, replicas, and
+    each replica's CPUs from the cluster config (`replica_num_cpus`; 0 keeps serve.yaml's)."""
     config = copy.deepcopy(serve_yaml)
     apps = config.get("applications") or []
     semantica = [a for a in apps if a.get("import_path") == APP_IMPORT_PATH]
@@ -145,6 +164,8 @@ def serve_config(serve_yaml: dict[str, Any], values: Values) -> dict[str, Any]:
     if unknown:
         raise DeployError(f"values.replicas names no deployment of serve.yaml: {unknown} (known: {sorted(names)})")
     for deployment in app.get("deployments") or []:
+        if replica_num_cpus > 0:
+            deployment["ray_actor_options"] = {**(deployment.get("ray_actor_options") or {}), "num_cpus": replica_num_cpus}
         if deployment["name"] in wanted:
             deployment.pop("autoscaling_config", None)
             deployment["num_replicas"] = int(wanted[deployment["name"]])
@@ -157,7 +178,8 @@ def _container(values: Values, name: str, resources: Resources, ports: bool) -> 
         limits["nvidia.com/gpu"] = resources.gpu
     container: dict[str, Any] = {
         "name": name, "image": values.image, "imagePullPolicy": values.image_pull_policy,
-        "workingDir": WORKDIR, "env": [{"name": "SEMANTICA_CONFIG", "value": CONFIG_IN_IMAGE}],
+        "workingDir": WORKDIR, "env": [{"name": "SEMANTICA_CONFIG", "value": CONFIG_IN_IMAGE},
+                                        *({"name": k, "value": str(v)} for k, v in sorted(values.env.items()))],
         "resources": {"limits": limits, "requests": dict(limits)},
         "volumeMounts": [{"name": "index", "mountPath": values.index_mount},
                          {"name": "token", "mountPath": TOKEN_MOUNT, "readOnly": True}],
@@ -177,69 +199,71 @@ def _volumes(values: Values) -> list[dict[str, Any]]:
 
 
 def ray_cluster_spec(values: Values, serve: bool) -> dict[str, Any]:
-    head = {"rayStartParams": {"dashboard-host": "0.0.0.0", "num-cpus": "0"},
+    head = {"rayStartParams": {"dashboard-host": DASHBOARD_HOST, "num-cpus": "0"},
             "template": {"spec": {"containers": [_container(values, "ray-head", values.head, True)],
                                   "volumes": _volumes(values)}}}
     worker = {"groupName": "workers", "replicas": values.worker_replicas, "minReplicas": 1,
               "maxReplicas": max(values.worker_max_replicas, values.worker_replicas), "rayStartParams": {},
               "template": {"spec": {"containers": [_container(values, "ray-worker", values.workers, False)],
                                     "volumes": _volumes(values)}}}
-    spec: dict[str, Any] = {"rayVersion": values.ray_version, "headGroupSpec": head, "workerGroupSpecs": [worker]}
+    auth: dict[str, Any] = {"mode": "token"}
+    if values.ray_auth_secret:
+        auth["secretName"] = values.ray_auth_secret
+    spec: dict[str, Any] = {"rayVersion": values.ray_version, "authOptions": auth, "headGroupSpec": head,
+                            "workerGroupSpecs": [worker]}
     if serve:
         spec["enableInTreeAutoscaling"] = True
+        if values.gcs_redis_address:
+            spec["gcsFaultToleranceOptions"] = gcs_fault_tolerance(values)
     return spec
 
 
-def render(serve_yaml: dict[str, Any], values: Values) -> dict[str, list[dict[str, Any]]]:
-    """File name -> the Kubernetes objects it holds."""
+def gcs_fault_tolerance(values: Values) -> dict[str, Any]:
+    """GCS state in an external Redis, so the head pod can restart without losing the Serve applications."""
+    options: dict[str, Any] = {"redisAddress": values.gcs_redis_address}
+    if values.gcs_redis_password_secret:
+        options["redisPassword"] = {"valueFrom": {"secretKeyRef": {"name": values.gcs_redis_password_secret,
+                                                                   "key": "password"}}}
+    return options
+
+
+def render(serve_yaml: dict[str, Any], values: Values, replica_num_cpus: float = 0.0) -> dict[str, list[dict[str, Any]]]:
+    """File name (a path under the output directory) -> the Kubernetes objects it holds."""
     labels = {"app.kubernetes.io/name": "semantica", "app.kubernetes.io/instance": values.name}
     service = {
         "apiVersion": RAY_API, "kind": "RayService", "metadata": {"name": values.name, "labels": labels},
-        "spec": {"serveConfigV2": dump(serve_config(serve_yaml, values)),
+        "spec": {"serveConfigV2": dump(serve_config(serve_yaml, values, replica_num_cpus)),
+                 "upgradeStrategy": {"type": values.upgrade_strategy},
                  "rayClusterConfig": ray_cluster_spec(values, serve=True)},
     }
     entrypoint = (f"semantica index-batch --manifest {values.index_batch_manifest} --ray-address auto --json "
                   + " ".join(f"--set {shlex.quote(o)}" for o in config_overrides(values)))
     job_name = f"{values.name}-index-batch"
-    job = {
-        "apiVersion": RAY_API, "kind": "RayJob", "metadata": {"name": job_name, "labels": labels},
-        "spec": {"entrypoint": entrypoint, "shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": 3600,
-                 "rayClusterSpec": ray_cluster_spec(values, serve=False)},
-    }
-    account = f"{values.name}-index-batch-submitter"
-    rbac = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "labels": labels}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": account, "labels": labels},
-         "rules": [{"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["create", "delete", "get", "list"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": account, "labels": labels},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
-         "subjects": [{"kind": "ServiceAccount", "name": account}]},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": job_name, "labels": labels},
-         "data": {"rayjob.yaml": dump(job)}},
-    ]
+    job_spec = {"entrypoint": entrypoint, "shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": 3600,
+                "rayClusterSpec": ray_cluster_spec(values, serve=False)}
     cron = {
-        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": job_name, "labels": labels},
-        "spec": {"schedule": values.index_batch_schedule, "concurrencyPolicy": "Forbid",
-                 "jobTemplate": {"spec": {"backoffLimit": 1, "template": {"spec": {
-                     "serviceAccountName": account, "restartPolicy": "Never",
-                     "containers": [{"name": "submit", "image": "bitnami/kubectl:1.32",
-                                     "command": ["sh", "-c", f"kubectl delete rayjob {job_name} --ignore-not-found && "
-                                                             "kubectl create -f /rayjob/rayjob.yaml"],
-                                     "volumeMounts": [{"name": "rayjob", "mountPath": "/rayjob"}]}],
-                     "volumes": [{"name": "rayjob", "configMap": {"name": job_name}}]}}}}},
+        "apiVersion": RAY_API, "kind": "RayCronJob", "metadata": {"name": job_name, "labels": labels},
+        "spec": {"schedule": values.index_batch_schedule, "timeZone": values.index_batch_time_zone,
+                 "suspend": values.index_batch_suspend, "jobTemplate": job_spec},
     }
+    first = {"apiVersion": RAY_API, "kind": "RayJob", "metadata": {"name": f"{job_name}-first", "labels": labels},
+             "spec": copy.deepcopy(job_spec)}
     claim: dict[str, Any] = {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": values.index_volume_claim, "labels": labels},
         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": values.index_volume_size}}},
     }
     if values.index_volume_storage_class:
         claim["spec"]["storageClassName"] = values.index_volume_storage_class
-    files = {"rayservice.yaml": [service], "rayjob-index-batch.yaml": [job],
-             "cronjob-index-batch.yaml": [*rbac, cron], "pvc.yaml": [claim]}
-    files["kustomization.yaml"] = [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                                    "namespace": values.namespace,
-                                    "resources": sorted(n for n in files if n != "kustomization.yaml")}]
+    files = {"rayservice.yaml": [service], "raycronjob-index-batch.yaml": [cron], "pvc.yaml": [claim]}
+    files["kustomization.yaml"] = [_kustomization(values, sorted(files))]
+    files[f"{FIRST_INDEX_DIR}/rayjob-index-batch.yaml"] = [first]
+    files[f"{FIRST_INDEX_DIR}/kustomization.yaml"] = [_kustomization(values, ["rayjob-index-batch.yaml"])]
     return files
+
+
+def _kustomization(values: Values, resources: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": values.namespace,
+            "resources": resources}
 
 
 def write(files: dict[str, list[dict[str, Any]]], out: str | Path) -> list[Path]:
@@ -248,6 +272,7 @@ def write(files: dict[str, list[dict[str, Any]]], out: str | Path) -> list[Path]
     written = []
     for name, objects in files.items():
         path = target / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("# generated by `semantica deploy render`: edit deploy/values.yaml or conf/serve.yaml instead\n"
                         + yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False))
         written.append(path)

@@ -35,6 +35,7 @@ from pipelines.embed import TokenSink
 from pipelines.indexer import BatchSummary, Indexer
 from pipelines.manifest import load_manifest
 from pipelines.parse import FileParser
+from pipelines.progress import StageProgress
 from pipelines.runner import FileOutcome, FileTask, embed_outcomes, embedding_cache, parse_tasks
 from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from semantica.config import Config, config_from_dict, config_to_dict
@@ -228,8 +229,11 @@ class RayRunner:
             row["include"] = json.dumps(row["include"])
         timeout = self.config.ray.job_timeout_s + self.config.ray.startup_timeout_s
         make_tokens = builder is not None and builder.codec is not None
+        stage = StageProgress("ray", "files", len(rows))  # the job's rows come back at once: its count and rate at the end
         out = run_in_fresh_process(ray_driver, config_to_dict(self.config), self.address or "", rows, make_tokens,
                                    timeout_s=timeout)
+        stage.update(len(out))
+        stage.close()
         if builder is not None:
             builder.refresh()
         return [_outcome(row) for row in out]

@@ -9,7 +9,6 @@ two publish identical snapshots.
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -18,12 +17,12 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from tqdm import tqdm
 
 from pipelines.discover import FileEntry, RepoSource
 from pipelines.embed import ChunkEmbedder, EmbeddingCache, TokenSink, embed_files
 from pipelines.overlap import Prefetcher, partitions
 from pipelines.parse import FileParser, ParsedFile
+from pipelines.progress import StageProgress
 from semantica.config import Config
 from semantica.encoder import Encoder, shared_encoder
 from semantica.schema import FileError
@@ -156,16 +155,15 @@ class LocalRunner:
                  progress: bool = True) -> None:
         self.config = config
         self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
-        self.progress = progress and sys.stderr.isatty()
+        self.progress = progress  # a bar on a terminal, else one line per stage (pipelines/progress.py)
         self.parser = FileParser(config.chunk)
 
     def identity(self) -> tuple[str, int]:
         encoder = self._encoder_factory()
         return encoder.model_id, encoder.dim
 
-    def _bar(self, total: int, desc: str) -> tqdm:
-        return tqdm(total=total, desc=f"{desc:<8}", unit="it", disable=not self.progress, file=sys.stderr,
-                    leave=False, dynamic_ncols=True)
+    def _bar(self, total: int, desc: str, unit: str) -> StageProgress:
+        return StageProgress(desc, unit, total, enabled=self.progress)
 
     def run(self, tasks: list[FileTask], tokens: TokenSink | None = None) -> list[FileOutcome]:
         """Parse and embed the tasks; with `index.overlap_files` > 0 the next partition of files is parsed on
@@ -178,7 +176,7 @@ class LocalRunner:
                                  self.config.encoder.group_texts, self.config.encoder.cache_segment_vectors,
                                  encode_with_tokens=encoder.encode_with_tokens if shared_pass else None,
                                  token_sink=tokens if shared_pass else None)
-        parse_bar, embed_bar = self._bar(len(tasks), "parse"), self._bar(0, "embed")
+        parse_bar, embed_bar = self._bar(len(tasks), "parse", "files"), self._bar(0, "embed", "chunks")
 
         def parse(part: list[FileTask]) -> list[FileOutcome]:
             parsed = parse_tasks(part, self.config, self.parser, parse_bar.update)

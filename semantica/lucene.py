@@ -19,6 +19,7 @@ from semantica.tokenizer import tokenize, unique_terms
 
 _INCUBATOR_MODULE = "jdk.incubator.vector"
 LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2.xml"
+JUL_CONFIG = Path(__file__).resolve().parent / "resources" / "jul.properties"
 DOC_IDS_FILE = "doc_ids.json"
 """Next to a shard's Lucene files: each document's id in Lucene's doc-number order. Reading the id of every
 hit back through JNI costs ~25 us a hit (most of a short query's BM25 time); a list lookup costs nothing."""
@@ -60,6 +61,7 @@ def start_jvm(config: LuceneConfig) -> None:
             jnius_config.add_options(
                 f"-Xmx{config.java_heap}",
                 f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",  # Anserini's INFO lines would hit stdout
+                f"-Djava.util.logging.config.file={JUL_CONFIG}",  # Lucene's own warnings would hit stderr as plain text
                 "--sun-misc-unsafe-memory-access=allow",  # silences Lucene's Unsafe warning on Java 25
             )
         import pyserini.pyclass  # noqa: F401  (puts the Anserini jar on the classpath, starts the JVM)

@@ -6,8 +6,13 @@ nested under the request's span (HTTP or MCP). Nothing of OpenTelemetry is impor
 turned on (`observability.tracing: true`, or an `otlp_endpoint`), so the CLI query path stays light.
 Spans go to OTLP over HTTP when `otlp_endpoint` is set (needs `opentelemetry-exporter-otlp-proto-http`),
 else nowhere but the in-process provider (tests read it with the SDK's InMemorySpanExporter).
+OpenTelemetry's standard environment variables do the same on every front (CLI, HTTP, MCP, each Serve
+replica), with no config change: `OTEL_TRACES_EXPORTER` (`otlp`, `console`, both comma-separated, or
+`none`), `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` (either alone turns OTLP
+on) and `OTEL_SERVICE_NAME` (over `service_name`).
 
-Logs: `json_logs: true` formats every log record as one JSON object carrying the request id of the
+Logs: one root handler at `log_level`, so a library that sets its own logger to DEBUG (bm25s does) stays
+quiet below it; `json_logs: true` formats every log record as one JSON object carrying the request id of the
 request being served (`X-Request-ID`, taken from the client or made here), and the trace id when
 tracing is on. `access_log: true` adds one line per HTTP request (method, path, status, duration).
 
@@ -19,14 +24,16 @@ request id. An HTTP request that arrives with a `traceparent` joins the caller's
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import json
 import logging
+import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from semantica.config import ObservabilityConfig
@@ -36,6 +43,13 @@ TRACEPARENT_HEADER = "traceparent"
 ACCESS_LOGGER = "semantica.access"
 MAX_REQUEST_ID_CHARS = 128
 TRACER_NAME = "semantica"
+ENV_EXPORTERS = "OTEL_TRACES_EXPORTER"
+ENV_OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+ENV_OTLP_PROTOCOLS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+ENV_SERVICE_NAME = "OTEL_SERVICE_NAME"
+OTLP, CONSOLE, NONE = "otlp", "console", "none"
+OTLP_HTTP_PROTOCOL = "http/protobuf"
+TEXT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("semantica_request_id", default="")
 _state: dict[str, Any] = {"tracer": None, "provider": None}
 
@@ -44,25 +58,55 @@ class ObservabilityError(RuntimeError):
     """Tracing was configured but cannot start (e.g. the OTLP exporter is not installed)."""
 
 
-def configure(config: ObservabilityConfig) -> None:
-    """Turn tracing and JSON logs on as `config` says (idempotent; a no-op when both are off)."""
+def configure(config: ObservabilityConfig, environ: Mapping[str, str] | None = None) -> None:
+    """Turn tracing and JSON logs on as `config` and the OTEL_* environment say (idempotent; a no-op when all
+    are off). ObservabilityError when an exporter is asked for that cannot run."""
+    env = os.environ if environ is None else environ
     if config.json_logs:
         install_json_logs(config.log_level)
-    if not (config.tracing or config.otlp_endpoint) or _state["tracer"] is not None:
+    exporters = trace_exporters(config, env)
+    if not (config.tracing or exporters) or _state["tracer"] is not None:
         return
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-    provider = TracerProvider(resource=Resource.create({"service.name": config.service_name}))
-    if config.otlp_endpoint:
-        try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        except ImportError:
-            raise ObservabilityError("observability.otlp_endpoint is set but opentelemetry-exporter-otlp-proto-http "
-                                     "is not installed (pip install opentelemetry-exporter-otlp-proto-http)") from None
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=config.otlp_endpoint)))
+    # Resource.create reads OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES itself; the config names the service otherwise
+    named = {} if env.get(ENV_SERVICE_NAME) else {"service.name": config.service_name}
+    provider = TracerProvider(resource=Resource.create(named))
+    for name in exporters:
+        exporter = _otlp_exporter(config, env) if name == OTLP else ConsoleSpanExporter(out=sys.stderr)
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    atexit.register(provider.shutdown)  # a CLI run ends before the batch interval: flush its spans on exit
     enable(provider)
+
+
+def trace_exporters(config: ObservabilityConfig, env: Mapping[str, str]) -> list[str]:
+    """The exporters to run: OTEL_TRACES_EXPORTER when set (`none` = none), else OTLP when an endpoint is
+    configured or in the environment."""
+    given = [n.strip().lower() for n in env.get(ENV_EXPORTERS, "").split(",") if n.strip()]
+    unknown = sorted(set(given) - {OTLP, CONSOLE, NONE})
+    if unknown:
+        raise ObservabilityError(f"{ENV_EXPORTERS}={env[ENV_EXPORTERS]!r}: unknown exporter(s) {unknown}; "
+                                 f"use {OTLP}, {CONSOLE} or {NONE}")
+    if given:
+        return [] if NONE in given else list(dict.fromkeys(given))
+    return [OTLP] if config.otlp_endpoint or any(env.get(k) for k in ENV_OTLP_ENDPOINTS) else []
+
+
+def _otlp_exporter(config: ObservabilityConfig, env: Mapping[str, str]) -> Any:
+    protocol = next((env[k] for k in ENV_OTLP_PROTOCOLS if env.get(k)), OTLP_HTTP_PROTOCOL)
+    if protocol != OTLP_HTTP_PROTOCOL:
+        raise ObservabilityError(f"OTLP protocol {protocol!r}: only {OTLP_HTTP_PROTOCOL} is supported")
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        raise ObservabilityError("OTLP export is configured but opentelemetry-exporter-otlp-proto-http "
+                                 "is not installed (pip install opentelemetry-exporter-otlp-proto-http)") from None
+    traces = env.get(ENV_OTLP_ENDPOINTS[0])
+    base = env.get(ENV_OTLP_ENDPOINTS[1])
+    endpoint = config.otlp_endpoint or traces or (f"{base.rstrip('/')}/v1/traces" if base else None)
+    return OTLPSpanExporter(endpoint=endpoint)
 
 
 def enable(provider: Any) -> None:
@@ -253,8 +297,15 @@ def _trace_id() -> str:
 
 def install_json_logs(level: str = "INFO") -> logging.Handler:
     """Route the root logger to stderr as JSON lines (replacing its handlers)."""
+    return install_logs(level, JsonLogFormatter())
+
+
+def install_logs(level: str = "INFO", formatter: logging.Formatter | None = None) -> logging.Handler:
+    """One root handler on stderr at `level` (replacing the root's handlers): the handler's level holds every
+    logger's records, so a library that set its own logger to DEBUG prints nothing below `level`."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonLogFormatter())
+    handler.setFormatter(formatter or logging.Formatter(TEXT_LOG_FORMAT))
+    handler.setLevel(level.upper())
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(level.upper())

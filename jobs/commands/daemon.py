@@ -66,17 +66,18 @@ def run_daemon_command(args: argparse.Namespace) -> int:
 
 
 def _run_foreground(args: argparse.Namespace) -> int:
-    import logging
-
+    from semantica import observability
     from semantica.config import config_from_dict
     from semantica.daemon_protocol import DaemonPaths, fingerprint
     from serving.api.daemon import run_daemon
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.from_json:
         with open(args.from_json) as source:
             config = config_from_dict(json.load(source))
     else:
         config = config_from_args(args)
+    if not config.observability.json_logs:  # one handler at the configured level (bm25s' DEBUG stays out)
+        observability.install_logs(config.observability.log_level)
+    observability.configure(config.observability)
     run_daemon(config, DaemonPaths.of(config).socket, fingerprint(config))
     return 0

@@ -11,10 +11,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    deploy = sub.add_parser("deploy", help="render Kubernetes manifests (KubeRay RayService + nightly RayJob)",
+    deploy = sub.add_parser("deploy", help="render Kubernetes manifests (KubeRay RayService + nightly RayCronJob)",
                             description="Render a kustomize base for a Kubernetes cluster with KubeRay: a RayService "
                                         "whose Serve config is generated from conf/serve.yaml, a nightly index-batch "
-                                        "RayJob (CronJob), the index volume. See docs/deploy.md.")
+                                        "RayCronJob, the index volume. See docs/deploy.md.")
     actions = deploy.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     render = actions.add_parser("render", help="write the manifests for one values file")
@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "default deploy/values.yaml")
     render.add_argument("--serve-config", default=str(REPO_ROOT / "conf" / "serve.yaml"), metavar="FILE",
                         help="the Ray Serve config the RayService runs (default conf/serve.yaml)")
+    render.add_argument("--cluster-config", default=str(REPO_ROOT / "conf" / "cluster.yaml"), metavar="FILE",
+                        help="the Semantica cluster config: each Serve replica's CPUs (serve.replica_num_cpus); "
+                             "default conf/cluster.yaml")
     render.add_argument("--out", required=True, metavar="DIR", help="directory for the kustomize base")
     render.add_argument("--json", action="store_true", help="print the written files as JSON")
     render.set_defaults(handler=run_render)
@@ -32,11 +35,14 @@ def run_render(args: argparse.Namespace) -> int:
     import yaml
 
     from jobs.deploy import DeployError, load_values, render, write
+    from semantica.config import load_config
 
     serve_file = Path(args.serve_config)
     if not serve_file.is_file():
         raise DeployError(f"serve config {serve_file} does not exist")
-    written = write(render(yaml.safe_load(serve_file.read_text()) or {}, load_values(args.values)), args.out)
+    cluster = load_config(args.cluster_config, environ={})
+    written = write(render(yaml.safe_load(serve_file.read_text()) or {}, load_values(args.values),
+                           cluster.serve.replica_num_cpus), args.out)
     if args.json:
         print_json([str(p) for p in written])
     else:

@@ -13,6 +13,8 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     feedback_dir: str = ".semantica/feedback"
+    replica_num_cpus: float = 0.0  # CPUs per Serve replica on a cluster (`semantica deploy`); 0 = conf/serve.yaml's
+    snapshot_max_age_s: float = 0.0  # a replica whose newest snapshot is older fails its health check; 0 = no limit
 
 
 @dataclass

@@ -48,6 +48,7 @@ from serving.api.http.routes import ROUTES, build_http_app
 from serving.api.http.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, auth_required
 from serving.graph.service import GraphRequest, GraphService
 from serving.pipeline import SearchPipeline
+from serving.ray.health import SnapshotHealthCheck
 from serving.ray.remote import (  # noqa: F401 (StageUnavailable: re-exported, callers import it from here)
     CORE_DEPLOYMENTS,
     MANDATORY,
@@ -99,7 +100,12 @@ class StageDeployment:
         if not self.retriever and not self.reranker and stage not in self.TARGETS:
             raise ValueError(f"unknown stage {stage!r}; known: {sorted(self.TARGETS)}, {RETRIEVER_STAGE}<name> "
                              f"or {RERANKER_STAGE}<name>")
+        self.health_check = SnapshotHealthCheck(self.stages.snapshots, self.stages.config.serve.snapshot_max_age_s)
         self.warm_up()
+
+    def check_health(self) -> None:
+        """Serve's periodic replica check: raises (the replica is replaced) when a snapshot is unreadable or too old."""
+        self.health_check.check()
 
     def warm_up(self) -> None:
         """Load what the first request needs before the replica takes traffic: the model, the JVM and the
@@ -169,6 +175,11 @@ class IngressCore:
         self.admission = AdmissionController(self.config.admission)
         self.metrics = HttpMetrics(self.config.metrics, ROUTES, self.repo_status,
                                    lambda: read_build_stats(build_stats_path(self.config)))
+        self.health_check = SnapshotHealthCheck(self.pipeline.snapshots, self.config.serve.snapshot_max_age_s)
+
+    def check_health(self) -> None:
+        """Serve's periodic replica check (see `StageDeployment.check_health`)."""
+        self.health_check.check()
 
     def _tokens(self) -> TokenStore | None:
         """None when auth is off (loopback, mode auto); a deploy without any token fails closed."""
