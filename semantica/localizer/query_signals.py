@@ -3,18 +3,19 @@ candidate generator (semantica/localizer/features.py) matches it against, built 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from semantica.languages import DEFAULT_TEST_PATH as TEST_PATH
+from semantica import languages, linear_regex
 from semantica.localizer.snapshot import Snapshot
 from semantica.tokenizer import tokenize
 
-FRAME = re.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
-PY_PATH = re.compile(r"(?<![\w/.])((?:[\w.-]+/)*[\w-]+\.py)\b")
-DOTTED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b")
-IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
-CODE_LIKE = re.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
+TEST_PATH = linear_regex.compile(languages.DEFAULT_TEST_PATH.pattern)
+FRAME = linear_regex.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
+# A path starts after a character that cannot be in one (the one consumed before the group, not a look-behind).
+PY_PATH = linear_regex.compile(r"(?:^|[^\w/.])((?:[\w.-]+/)*[\w-]+\.py)\b")
+DOTTED = linear_regex.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b")
+IDENT = linear_regex.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
+CODE_LIKE = linear_regex.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
 
 
 @dataclass
