@@ -53,6 +53,10 @@ class AccessGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        hosts = [value for key, value in scope.get("headers", []) if key.lower() == b"host"]
+        if len(hosts) > 1:  # RFC 9112 3.2: a request with more than one Host header is invalid
+            await _refuse(BadRequest("more than one Host header", reason="duplicate_host"), scope, receive, send)
+            return
         host = _header(scope, b"host")
         if not self.hosts.allows(host):
             await _refuse(BadRequest(f"Host {host!r} is not served here; add it to auth.allowed_hosts if it is yours",

@@ -11,7 +11,7 @@ import yaml
 
 from semantica.config import ConfigError
 from serving.api.http.security import ensure_token_file
-from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
+from tests.serving.local_ingress import call_asgi, client, ingress_app, local_stage_handles, make_core, run, variant
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
 
 pytestmark = pytest.mark.timeout(300)
@@ -99,6 +99,16 @@ def test_unknown_host_header_is_refused(setup, host):
     core = make_core(config, handles)
     r = run(_post(core, "/v1/search", {"query": "cart"}, {**_bearer(token), "Host": host}))
     assert r.status_code == 400 and r.json()["reason"] == "host_not_allowed", r.text
+
+
+@pytest.mark.parametrize("second", ["evil.example", "localhost"])
+def test_two_host_headers_are_a_400_even_when_the_first_is_allowed(setup, second):
+    """RFC 9112 3.2: a request with more than one Host header is invalid; the first used to decide."""
+    config, handles, token = setup
+    app = ingress_app(make_core(config, handles))
+    status, body = run(call_asgi(app, "GET", "/v1/repos", [b""], [(b"host", second.encode()),
+                                                                   (b"authorization", f"Bearer {token}".encode())]))
+    assert status == 400 and json.loads(body)["reason"] == "duplicate_host", body
 
 
 @pytest.mark.parametrize("host", ["localhost:8000", "127.0.0.1", "[::1]:8000", "search.example.com"])
