@@ -25,7 +25,8 @@ from serving.api.http.security import ANONYMOUS, HostAllowlist, Principal, Token
 
 PRINCIPAL = "principal"
 """Key of the authenticated `Principal` in the ASGI scope's `state` (routes read `request.state.principal`)."""
-BODY_METHODS = ("POST", "PUT", "PATCH")
+BODY_METHODS = ("POST",)
+"""The one method with a body that a route takes: any other goes to the router, which answers 405 with `Allow`."""
 
 
 def principal_of(scope: dict[str, Any]) -> Principal:

@@ -206,3 +206,31 @@ def test_feedback_snapshots_outside_the_scope_are_refused_and_not_stored(setup):
 
 def _stored_feedback(config) -> list[str]:
     return [line for f in sorted(Path(config.serve.feedback_dir).glob("*.jsonl")) for line in f.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/plan", "/v1/graph"])
+def test_another_method_on_a_post_route_is_405_naming_post(setup, path):
+    """A scoped token's PUT used to meet the body guard's repository check first (404)."""
+    config, handles, _ = setup
+    core = make_core(config, handles)
+
+    async def put():
+        async with client(core, _bearer(SCOPED_TOKEN)) as http:
+            return await http.put(path, json={"query": "cart", "repos": [SECRET_REPO]})
+
+    r = run(put())
+    assert r.status_code == 405 and r.json()["error"] == "HTTPError", r.text
+    assert "POST" in r.headers["allow"].split(", ")
+
+
+def test_options_lists_every_method_of_the_path(setup):
+    config, handles, token = setup
+    core = make_core(config, handles)
+
+    async def options():
+        async with client(core, _bearer(token)) as http:
+            return await http.options("/v1/knowledge")
+
+    r = run(options())
+    assert r.status_code == 405
+    assert {"GET", "POST"} <= set(r.headers["allow"].split(", "))
