@@ -161,9 +161,9 @@ class BodyGuard:
 
     def _scope_repos(self, principal: Principal, body: dict[str, Any]) -> list[str] | None:
         """The `repos` to put in the body for this caller, or None to leave the body as it is."""
+        if "repos" in body and not isinstance(body["repos"], list):
+            return None  # the model answers 422 (`null` too: it is not a list, and not a missing field)
         requested = body.get("repos")
-        if requested is not None and not isinstance(requested, list):
-            return None  # the model answers 422
         requested = [_entry_name(item) for item in requested or []]  # a plan's manifest entries: their names
         if not all(isinstance(name, str) for name in requested):
             return None  # the model answers 422

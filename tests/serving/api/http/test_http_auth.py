@@ -234,3 +234,12 @@ def test_options_lists_every_method_of_the_path(setup):
     r = run(options())
     assert r.status_code == 405
     assert {"GET", "POST"} <= set(r.headers["allow"].split(", "))
+
+
+@pytest.mark.parametrize("path", ["/v1/map", "/v1/search"])
+def test_a_null_repos_is_422_for_a_scoped_token_too(setup, path):
+    """The body guard filled a `null` repos with the token's repositories, so the model never saw it."""
+    config, handles, _ = setup
+    core = make_core(config, handles)
+    r = run(_post(core, path, {"query": "cart", "repos": None}, _bearer(SCOPED_TOKEN)))
+    assert r.status_code == 422, r.text
