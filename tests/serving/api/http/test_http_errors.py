@@ -56,6 +56,16 @@ def test_k_must_be_a_real_integer(core):
         assert body["detail"][0]["field"] == "k"
 
 
+def test_integral_floats_are_the_integers_the_schema_admits(core):
+    """JSON Schema's `integer` admits 3.0; schemathesis sent it for k, depth and tokens and got 422."""
+    search = run(_post(core, "/v1/search", json={"query": "cart", "k": 3.0}))
+    assert search.status_code == 200 and len(search.json()["hits"]) <= 3, search.text
+    graph = run(_post(core, "/v1/graph", json={"op": "callers", "name": "total", "depth": 1.0}))
+    assert graph.status_code == 200, graph.text
+    mapped = run(_post(core, "/v1/map", json={"repos": [REPO_NAME], "tokens": 400.0}))
+    assert mapped.status_code == 200, mapped.text
+
+
 def test_unknown_strategy_is_422_listing_the_valid_ones(core):
     body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "strategies": ["bogus"]})), 422)
     assert "bogus" in body["message"] and all(s in body["message"] for s in ("vector", "lexical", "symbol", "graph"))
