@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import hashlib
 import os
 import re
 import subprocess
@@ -31,6 +32,9 @@ from semantica.repo_names import RepoNameError, normalize_repo_name
 CLONES_DIR = "clones"
 LIST_KEYS = ("include", "exclude", "refs")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+CLONE_KEY_CHARS = 16
+"""Hex digits of sha256(name, url) in a clone's directory name: `q/r` and `q_r`, or one name moved to another
+url, never share a clone (the readable prefix alone maps both to `q_r`)."""
 
 
 class ManifestError(ValueError):
@@ -56,7 +60,13 @@ def load_manifest(path: str | Path) -> list[RepoSpec]:
     file = Path(path)
     if not file.exists():
         raise ManifestError(f"manifest {path} does not exist")
-    raw = yaml.safe_load(file.read_text()) or []
+    try:
+        raw = yaml.safe_load(file.read_text(encoding="utf-8")) or []
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        reason = getattr(exc, "problem", None) or type(exc).__name__
+        raise ManifestError(f"manifest {path} is not YAML{where}: {reason}") from None
     if isinstance(raw, dict):
         raw = raw.get("repos", [])
     if not isinstance(raw, list) or not raw:
@@ -113,12 +123,18 @@ def _default_name(values: dict[str, Any]) -> str:
     return "/".join(tail)
 
 
+def clone_dir_name(repo: str, url: str) -> str:
+    """`<readable name>-<sha256(name, url) prefix>.git`: one directory per (name, url), never shared."""
+    key = hashlib.sha256(f"{repo}\0{url}".encode()).hexdigest()[:CLONE_KEY_CHARS]
+    return f"{_SAFE.sub('_', repo)}-{key}.git"
+
+
 def resolve_repo_path(spec: RepoSpec, cache_dir: Path, timeout_s: float) -> str:
     """The local git directory of a spec: its path, or a bare clone of its url (fetched if present)."""
     if spec.path:
         return spec.path
     repo = split_branch_key(spec.name)[0]  # one clone per repository, whichever branches it publishes
-    target = cache_dir / CLONES_DIR / f"{_SAFE.sub('_', repo)}.git"
+    target = cache_dir / CLONES_DIR / clone_dir_name(repo, spec.url)
     target.parent.mkdir(parents=True, exist_ok=True)
     if (target / "HEAD").exists():
         cmd = ["git", "-C", str(target), "fetch", "--prune", "origin", "+refs/heads/*:refs/heads/*"]

@@ -58,6 +58,29 @@ def build(config, allow_sync: bool = True):  # noqa: ANN001, ANN201 (imports sta
     return build_server(SemanticaTools(config, SearchPipeline(config), syncer), [plan_tool(config)])
 
 
+def serve_http(config, server, host: str, port: int) -> None:  # noqa: ANN001 (imports stay lazy)
+    """Streamable HTTP behind `serve`'s rules: a token off loopback, Host/Origin allow-list, one Host header."""
+    import anyio
+    import uvicorn
+
+    from serving.api.http.security import TokenStore, auth_required, ensure_token_file
+    from serving.api.mcp.http_guard import McpHttpGuard, transport_security
+
+    tokens = None
+    if auth_required(config.auth, host):
+        path, created = ensure_token_file(config.auth.token_file)
+        config.auth.token_file = str(path)
+        tokens = TokenStore.load(config.auth)
+        print(f"auth: bearer token {'created in' if created else 'read from'} {path} (mode 0600); clients send "
+              f"`Authorization: Bearer $(cat {path})`", file=sys.stderr)
+    else:
+        print(f"auth: off (bound to loopback {host}, auth.mode={config.auth.mode})", file=sys.stderr)
+    app = server.streamable_http_app(streamable_http_path=config.mcp.path, stateless_http=config.mcp.stateless_http,
+                                     transport_security=transport_security(config.auth, host), host=host)
+    uvicorn_config = uvicorn.Config(McpHttpGuard(app, tokens), host=host, port=port, log_level="warning")
+    anyio.run(uvicorn.Server(uvicorn_config).serve)
+
+
 def run_mcp(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     transport = Transport.parse(args.transport or config.mcp.transport)
@@ -69,8 +92,7 @@ def run_mcp(args: argparse.Namespace) -> int:
 
         anyio.run(run_stdio, server)  # the SDK's stdio, answering every frame it cannot read
     else:
-        server.run("streamable-http", host=args.host or config.mcp.host, port=args.port or config.mcp.port,
-                   streamable_http_path=config.mcp.path, stateless_http=config.mcp.stateless_http)
+        serve_http(config, server, args.host or config.mcp.host, args.port or config.mcp.port)
     # The session is over and every snapshot is immutable: leave without interpreter teardown, where the
     # JVM (Lucene) and torch's thread pools have aborted the process ("corrupted double-linked list").
     sys.stdout.flush()

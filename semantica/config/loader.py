@@ -5,6 +5,7 @@ coerced to its field's annotated type, so a wrong key or value fails here with a
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import typing
 from pathlib import Path
@@ -18,6 +19,12 @@ from semantica.errors import ErrorKind
 ENV_PREFIX = "SEMANTICA__"
 PACKAGE_CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 DEFAULT_CONFIG_FILE = PACKAGE_CONF_DIR / "default.yaml"
+CONFIG_ENV = "SEMANTICA_CONFIG"
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file past this is refused before it is parsed (`--config /dev/zero` ran out of memory)."""
+MAX_CONFIG_NODES = 100_000
+"""Values (scalars, list items, mapping entries) a loaded config may expand to: a YAML alias bomb is a few
+bytes of text and billions of values once its aliases are followed."""
 
 
 class ConfigError(ValueError):
@@ -40,11 +47,20 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
             return value.lower() in {"1", "true", "yes", "on"}
         raise ConfigError(f"{where}: expected true/false, got {value!r}")
     if annotation in (int, float):
+        if isinstance(value, (bool, list, dict)) or (annotation is int and isinstance(value, float)
+                                                      and not value.is_integer()):
+            raise ConfigError(f"{where}: expected {annotation.__name__}, got {value!r}")
         try:
-            return annotation(value)
-        except (TypeError, ValueError):
+            number = annotation(value)
+        except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{where}: expected {annotation.__name__}, got {value!r}") from None
+        if isinstance(number, float) and not math.isfinite(number):
+            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+        return number
     if annotation is str:  # a null (`key:` in YAML, `--set section.key=`) is the empty string, never 'None'
+        if isinstance(value, (list, dict)):
+            raise ConfigError(f"{where}: expected a string, got a {type(value).__name__} {str(value)[:80]}; "
+                              "quote it to mean the text")
         return "" if value is None else str(value)
     if origin in (list, dict):
         if isinstance(value, str):
@@ -95,18 +111,20 @@ def load_config(
     environ: dict[str, str] | None = None,
 ) -> Config:
     """Load defaults < YAML file < SEMANTICA__SECTION__FIELD env < `section.field=value` overrides."""
-    config_path = Path(path) if path else Path(os.environ.get("SEMANTICA_CONFIG", DEFAULT_CONFIG_FILE))
+    named = path or os.environ.get(CONFIG_ENV)
+    config_path = Path(named) if named else DEFAULT_CONFIG_FILE
     raw: dict[str, Any] = dataclasses.asdict(Config())  # so a partial mapping override keeps the other keys
     if config_path.exists():
         try:
-            loaded = yaml.safe_load(config_path.read_text()) or {}
+            loaded = _bounded(yaml.safe_load(_read_bounded(config_path)) or {}, str(config_path))
         except yaml.YAMLError as exc:
             raise ConfigError(f"{config_path}: not valid YAML ({' '.join(str(exc).split())})") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{config_path}: the top level must be a mapping of sections")
         raw = _merge(raw, loaded)
-    elif path:
-        raise ConfigError(f"config file {config_path} does not exist")
+    elif named:
+        source = "" if path else f" (from {CONFIG_ENV})"
+        raise ConfigError(f"config file {config_path}{source} does not exist")
     env = os.environ if environ is None else environ
     for key, value in env.items():
         if key.startswith(ENV_PREFIX):
@@ -122,12 +140,44 @@ def load_config(
 
 def _yaml_value(text: str, source: str) -> Any:
     """One override's value parsed as YAML; a ConfigError (one line, no traceback) when it is not YAML."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{source}: the value is over {MAX_CONFIG_BYTES} characters")
     try:
-        return yaml.safe_load(text)
+        return _bounded(yaml.safe_load(text), source)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise ConfigError(f"{source}: {text[:80]!r} is not a valid YAML value ({problem}); "
                           "quote strings, e.g. key='[text'") from None
+
+
+def _read_bounded(path: Path) -> str:
+    """The file's text, refused past MAX_CONFIG_BYTES without reading the rest (a device never ends)."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is over {MAX_CONFIG_BYTES} bytes; a config is a short YAML file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+
+
+def _bounded(value: Any, source: str) -> Any:
+    """`value`, refused when it expands past MAX_CONFIG_NODES values (aliases followed; one pass, no recursion)."""
+    pending, seen = [value], 0
+    while pending:
+        item = pending.pop()
+        seen += 1
+        if seen > MAX_CONFIG_NODES:
+            raise ConfigError(f"{source}: expands to over {MAX_CONFIG_NODES} values (YAML aliases?); refused")
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return value
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:

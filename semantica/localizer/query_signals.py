@@ -3,31 +3,32 @@ candidate generator (semantica/localizer/features.py) matches it against, built 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from semantica.languages import DEFAULT_TEST_PATH as TEST_PATH
+from semantica import languages, linear_regex
 from semantica.languages.spans import span_suffixes, strip_suffix
 from semantica.localizer.snapshot import Snapshot
 from semantica.tokenizer import tokenize
 
-# every regex here is linear: no quantified group whose body can match what the next iteration starts with
+# every pattern is RE2 (linear_regex): no look-behind; a path starts after a character that cannot be in one (the one
+# consumed before the group)
+TEST_PATH = linear_regex.compile(languages.DEFAULT_TEST_PATH.pattern)
 _SUFFIXES = "|".join(sorted((s.lstrip(".") for s in span_suffixes()), key=lambda s: (-len(s), s)))
-FRAME = re.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
-SOURCE_PATH = re.compile(rf"(?<![\w/.])((?:[\w.-]+/)*[\w-]+\.(?:{_SUFFIXES}))\b")
+FRAME = linear_regex.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
+SOURCE_PATH = linear_regex.compile(rf"(?:^|[^\w/.])((?:[\w.-]+/)*[\w-]+\.(?:{_SUFFIXES}))\b")
 PY_PATH = SOURCE_PATH  # the name the corpus tools read
 _OTHER = "|".join(sorted((s.lstrip(".") for s in span_suffixes() if s != ".py"), key=lambda s: (-len(s), s)))
 # `/src/x.go:123 +0x1d`, `src/x.rs:10:5` (Go panics, Rust and compiler messages): a frame's file, no function; not
 # Python's `x.py:12` (pytest's report lines never were frames: a Python traceback says `File "x.py", line 12`)
-LINE_FRAME = re.compile(rf"(?<![\w/.])/?((?:[\w.-]+/)*[\w-]+\.(?:{_OTHER})):\d+\b")
+LINE_FRAME = linear_regex.compile(rf"(?:^|[^\w/.])/?((?:[\w.-]+/)*[\w-]+\.(?:{_OTHER})):\d+\b")
 # `at fn (src/x.ts:10:5)`, `at async Obj.fn (file:///app/x.js:3:1)`, `at src/x.js:1:2` (V8 stack frames)
-JS_FRAME = re.compile(r"\bat (?:(?:async |new )?([\w$.<>]+) \()?([^\s()]+):\d+:\d+")
-JS_FILE = re.compile(r"(?:[\w.@-]+/)*[\w.-]+\.[cm]?[jt]sx?")
+JS_FRAME = linear_regex.compile(r"\bat (?:(?:async |new )?([\w$.<>]+) \()?([^\s()]+):\d+:\d+")
+JS_FILE = linear_regex.compile(r"(?:[\w.@-]+/)*[\w.-]+\.[cm]?[jt]sx?")
 # `at com.acme.Cls.method(Cls.java:42)`, `at com.acme.Outer$Inner.run(Outer.java:7)` (JVM stack frames)
-JAVA_FRAME = re.compile(r"\bat ([\w$.<>]+)\(([\w$]+\.java):\d+\)")
-DOTTED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b")
-IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
-CODE_LIKE = re.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
+JAVA_FRAME = linear_regex.compile(r"\bat ([\w$.<>]+)\(([\w$]+\.java):\d+\)")
+DOTTED = linear_regex.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b")
+IDENT = linear_regex.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
+CODE_LIKE = linear_regex.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
 
 
 @dataclass

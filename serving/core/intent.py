@@ -10,9 +10,9 @@ the same as a 4,000-character one. No regular expression here can backtrack supe
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
+from semantica import linear_regex
 from semantica.config import IntentConfig
 from semantica.schema import ParsableEnum
 
@@ -104,42 +104,42 @@ FILE_EXTENSIONS = frozenset(
     "dart zig nim tf ipynb".split()
 )
 
-_TOKEN = re.compile(r"[\w./\\-]+")
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_SNAKE = re.compile(r"_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*|__\w+__|_+[A-Za-z][A-Za-z0-9]*")  # last: private names
-_WORDS = re.compile(r"[A-Za-z']+")
-_PATH_SEGMENT = re.compile(r"[\w.-]+")
+_TOKEN = linear_regex.compile(r"[\w./\\-]+")
+_IDENT = linear_regex.compile(r"[A-Za-z_]\w*")
+_DOTTED = linear_regex.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_SNAKE = linear_regex.compile(r"_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*|__\w+__|_+[A-Za-z][A-Za-z0-9]*")  # last: private names
+_WORDS = linear_regex.compile(r"[A-Za-z']+")
+_PATH_SEGMENT = linear_regex.compile(r"[\w.-]+")
 
-_DEFINITION = re.compile(
+_DEFINITION = linear_regex.compile(
     r"\b(def|class|function|func|fn|struct|interface|trait|enum)\s+([A-Za-z_]\w*)"
 )
 _CODE_DEFINERS = frozenset({"def", "fn", "func"})
-_DEFINED_PHRASE = re.compile(
+_DEFINED_PHRASE = linear_regex.compile(
     r"\b(?:where\s+is\s+\S{1,200}\s+defined|definition\s+of|defined\s+in|signature\s+of|declaration\s+of"
     r"|find\s+(?:the\s+)?(?:class|function|method|symbol))\b"
 )
-_FLOW_PHRASES = re.compile(
+_FLOW_PHRASES = linear_regex.compile(
     r"\b(?:who\s+calls|what\s+calls|callers?\s+of|calls?\s+to|called\s+(?:by|from)|invoked\s+by"
     r"|invokes?|call\s+(?:chain|graph|stack|path|hierarchy|tree|site)s?|trace[sd]?|tracing"
     r"|flows?|data\s*flow|control\s*flow|path\s+from\b.{0,200}?\bto|reach(?:es|able)?|depends\s+on"
     r"|dependenc(?:y|ies)|usages?\s+of|uses\s+of|triggers?|propagat\w*|end\s+to\s+end"
     r"|downstream|upstream)\b"
 )
-_CONCEPT_OPENING = re.compile(
+_CONCEPT_OPENING = linear_regex.compile(
     r"^\s*(?:how|why|what\s+(?:is|are|does|do|happens)|explain|describe|when\s+(?:is|does|do)"
     r"|where\s+does|overview|architecture|purpose|difference\s+between|can\s+i|should\s+i"
     r"|is\s+there|tell\s+me)\b"
 )
-_CALL_SYNTAX = re.compile(r"(?<=\w)\s?\(")
-_OPERATOR = re.compile(r"==|!=|<=|>=|->|=>|:=|\+=|-=|[=;{}]|\[\]|::")
-_CODE_KEYWORDS = re.compile(
+_CALL_SYNTAX = linear_regex.compile(r"\w\s?\(")  # only searched: a call is a word then `(`
+_OPERATOR = linear_regex.compile(r"==|!=|<=|>=|->|=>|:=|\+=|-=|[=;{}]|\[\]|::")
+_CODE_KEYWORDS = linear_regex.compile(
     r"\b(?:return|import|lambda|await|async|yield|elif|except|raise|self|const|let|var|null|None"
     r"|nullptr|public|private|static|void|impl|pub|println|printf|console\.log)\b"
 )
-_TRACEBACK = re.compile(
+_TRACEBACK = linear_regex.compile(
     r"Traceback \(most recent call last\)|File \"[^\"\n]{1,300}\", line \d+"
-    r"|\b[A-Z]\w{0,60}(?:Error|Exception)\b:|\bat [\w.$]{1,200}\([\w.]{0,200}:\d+\)|panicked at"
+    r"|\b[A-Z]\w*(?:Error|Exception)\b:|\bat [\w.$]+\([\w.]*:\d+\)|panicked at"
 )
 
 

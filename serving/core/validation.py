@@ -26,6 +26,9 @@ def validate_request(request: SearchRequest, config: Config, planner: Any, looku
         raise QueryError(f"k must be a positive integer, got {request.k!r}")
     if request.k > config.query.max_k:
         raise QueryError(f"k={request.k} is above the maximum {config.query.max_k}")
+    if request.cross_encoder is True and not config.cross_encoder.model_path.strip():
+        raise QueryError("cross_encoder: this server has no cross-encoder configured (cross_encoder.model_path is "
+                         "empty); leave cross_encoder out or false")
     request.strategies = [_strategy_name(name, lookup, enabled) for name in request.strategies]
     if isinstance(request.repos, str):
         raise QueryError(f"repos must be a list of repository names, got the string {request.repos!r}")

@@ -8,9 +8,10 @@ is kept (names are matched as the code spells them).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import Enum
+
+from semantica import linear_regex
 
 
 class GraphOp(str, Enum):
@@ -56,7 +57,7 @@ _PATTERNS: list[tuple[GraphOp, str]] = [
     (GraphOp.IMPLS, rf"(?:who|what|which\s+\w+)\s+(?:overrides?|implements?|extends?|subclasses?|inherits\s+from)\s+{_KIND}{_NAME}"),
     (GraphOp.IMPLS, rf"(?:subclasses|implementations|overrides|implementers)\s+of\s+{_KIND}{_NAME}"),
 ]
-_COMPILED = [(op, re.compile(rf"^\s*(?i:{pattern.split(_NAME)[0]}){_NAME}(?i:{pattern.split(_NAME)[1]}){_END}"))
+_COMPILED = [(op, linear_regex.compile(rf"^\s*(?i:{pattern.split(_NAME)[0]}){_NAME}(?i:{pattern.split(_NAME)[1]}){_END}"))
              for op, pattern in _PATTERNS]
 
 

@@ -1,33 +1,33 @@
 """Query analysis without an LLM: cheap features, then a rule-based choice of search mode and dynamic K.
 
-Bounded work: only `planning.analyzer.max_chars` leading characters are read and every pattern is
-linear (no nested quantifiers), so an issue-length query costs well under a millisecond.
+Bounded work: only `planning.analyzer.max_chars` leading characters are read and every pattern runs on
+RE2 (`semantica.linear_regex`), linear in the text whatever it holds.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from semantica import linear_regex
 from semantica.config import PlanningConfig
 from serving.core.intent import FILE_EXTENSIONS
 from serving.planning.modes import SearchMode
 
-_WORD = re.compile(r"\S+")
-_ALPHA_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
-_TOKEN = re.compile(r"[A-Za-z_][\w.:/-]{0,255}")
-_SNAKE = re.compile(r"^_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*$|^__\w+__$|^_+[A-Za-z][A-Za-z0-9]*$")
-_CAMEL = re.compile(r"^_?[A-Za-z][a-z0-9]*(?:[A-Z]+[a-z0-9]*)+$")
-_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+$")
-_BACKTICKS = re.compile(r"`{1,3}([^`]{1,2000})`{1,3}")
+_WORD = linear_regex.compile(r"\S+")
+_ALPHA_WORD = linear_regex.compile(r"[A-Za-z][A-Za-z']*")
+_TOKEN = linear_regex.compile(r"[A-Za-z_][\w.:/-]*")
+_SNAKE = linear_regex.compile(r"^_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*$|^__\w+__$|^_+[A-Za-z][A-Za-z0-9]*$")
+_CAMEL = linear_regex.compile(r"^_?[A-Za-z][a-z0-9]*(?:[A-Z]+[a-z0-9]*)+$")
+_DOTTED = linear_regex.compile(r"^[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+$")
+_BACKTICKS = linear_regex.compile(r"`{1,3}([^`]+)`{1,3}")
 _TRACE_FRAMES = (
-    re.compile(r'File "[^"\n]{1,300}", line \d+'),  # Python
-    re.compile(r"\bat [\w.$<>]{1,300}\([\w.]{1,200}:\d+\)"),  # Java
-    re.compile(r"\bat [^\s()]{1,300} \([^()\n]{1,300}:\d+:\d+\)"),  # JavaScript
-    re.compile(r"^\s*\S{1,300}\.go:\d+", re.MULTILINE),  # Go
+    linear_regex.compile(r'File "[^"\n]+", line \d+'),  # Python
+    linear_regex.compile(r"\bat [\w.$<>]+\([\w.]+:\d+\)"),  # Java
+    linear_regex.compile(r"\bat [^\s()]+ \([^()\n]+:\d+:\d+\)"),  # JavaScript
+    linear_regex.compile(r"(?m)^\s*\S+\.go:\d+"),  # Go
 )
-_PATH = re.compile(r"[\w.-]{0,200}(?:/[\w.-]{1,200})+|[\w-]{1,200}\.[A-Za-z0-9]{1,8}\b")
+_PATH = linear_regex.compile(r"[\w.-]*(?:/[\w.-]+)+|[\w-]+\.[A-Za-z0-9]{1,8}\b")
 _PUNCT = ".,;:!?()[]{}'\"<>"
 FORCED = "forced by the request"
 MIN_BARE_PATH_PARTS = 3

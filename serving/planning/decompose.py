@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import builtins
 import keyword
-import re
 from dataclasses import dataclass, field
 
+from semantica import linear_regex
 from semantica.config import DecomposeConfig
 from semantica.schema import ParsableEnum
 from serving.core.intent import MAX_INTENT_CHARS, IntentResult
@@ -48,21 +48,22 @@ DIRECT_KINDS = frozenset({SubQueryKind.FRAME, SubQueryKind.PATH})
 MAX_SCAN_CHARS = 4 * MAX_INTENT_CHARS
 """Only this many leading characters are scanned for frames and errors (caps the work on huge queries)."""
 
-_PY_FRAME = re.compile(r'File "(?P<path>[^"\n]{1,300})", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]{1,200}))?')
-_PYTEST_FRAME = re.compile(r"^\s*(?P<path>[\w./\\-]{1,300}\.py):(?P<line>\d{1,7}):(?: in (?P<func>[\w<>.]{1,200}))?",
-                           re.MULTILINE)
-_AT_FRAME = re.compile(r"\bat (?:(?P<func>[\w.$<>]{1,200}) \(|(?P<jfunc>[\w.$<>]{1,200})\()"
-                       r"(?P<path>[\w./\\-]{1,300}\.\w{1,5}):(?P<line>\d{1,7})(?::\d{1,7})?\)")
-_ERROR_LINE = re.compile(
-    r"^(?:E\s+|\s*)(?P<exc>(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception|Warning|Exit|Failure|Interrupt))"
-    r"(?::[ \t]*(?P<msg>[^\n]{0,1000}))?[ \t]*$", re.MULTILINE)
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
-_CODE_LINE = re.compile(r"^\s*(>>>|\.\.\.\s|\$ |#|@|def |class |import |from \S+ import |return |raise |E\s{2})"
-                        r"|[{};]\s*$|^\s+\S")
-_PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.(?=\s)|In \[\d{1,5}\]:)\s?")
-_CALL = re.compile(r"(?<![\w])(?P<name>[A-Za-z_]\w{1,60})\s*\(")  # also `.method(`: a dot is not \w
-_DEFINED = re.compile(r"^\s*(?:def|class)\s+(?P<name>[A-Za-z_]\w*)|^\s*(?P<var>[A-Za-z_]\w*)\s*=(?!=)", re.MULTILINE)
+_PY_FRAME = linear_regex.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]+))?')
+_PYTEST_FRAME = linear_regex.compile(r"(?m)^\s*(?P<path>[\w./\\-]+\.py):(?P<line>\d{1,7}):(?: in (?P<func>[\w<>.]+))?")
+_AT_FRAME = linear_regex.compile(r"\bat (?:(?P<func>[\w.$<>]+) \(|(?P<jfunc>[\w.$<>]+)\()"
+                                 r"(?P<path>[\w./\\-]+\.\w{1,5}):(?P<line>\d{1,7})(?::\d{1,7})?\)")
+_ERROR_LINE = linear_regex.compile(
+    r"(?m)^(?:E\s+|\s*)(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Failure|Interrupt))"
+    r"(?::[ \t]*(?P<msg>[^\n]*))?[ \t]*$")
+_FENCE = linear_regex.compile(r"^\s*(```|~~~)")
+_WORD = linear_regex.compile(r"[A-Za-z][A-Za-z'-]*")
+_CODE_LINE = linear_regex.compile(r"^\s*(>>>|\.\.\.\s|\$ |#|@|def |class |import |from \S+ import |return |raise |E\s{2})"
+                                  r"|[{};]\s*$|^\s+\S")
+_PROMPT = linear_regex.compile(r"^\s*(?:>>>\s?|\.\.\.\s|In \[\d{1,5}\]:\s?)")
+_CALL = linear_regex.compile(r"(?P<name>\w+)\s*\(")  # a whole word then `(`; also `.method(`: a dot is not \w
+_CALL_NAME = linear_regex.compile(r"[A-Za-z_]\w+")
+MAX_CALL_NAME_CHARS = 61
+_DEFINED = linear_regex.compile(r"(?m)^\s*(?:def|class)\s+(?P<name>[A-Za-z_]\w*)|^\s*(?P<var>[A-Za-z_]\w*)\s*=(?:[^=]|$)")
 _NOT_CALLS = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls", "super", "main"}
 _GENERIC_FUNCS = frozenset({"<module>", "<lambda>", "<listcomp>", "<dictcomp>", "<genexpr>", "main"})
 
@@ -195,7 +196,8 @@ class QueryDecomposer:
         snippet defines or assigns itself are dropped (they are the reporter's, not the library's)."""
         code = "\n".join(QueryDecomposer.code_lines(text))
         own = {m.group("name") or m.group("var") for m in _DEFINED.finditer(code)}
-        names = [m.group("name") for m in _CALL.finditer(code)]
+        names = [m.group("name") for m in _CALL.finditer(code) 
+                 if len(m.group("name")) <= MAX_CALL_NAME_CHARS and _CALL_NAME.fullmatch(m.group("name"))]
         return list(dict.fromkeys(n for n in names if n not in _NOT_CALLS and n not in own))
 
     def gist(self, text: str) -> str:

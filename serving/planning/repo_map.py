@@ -13,13 +13,13 @@ query over a large repository, hits in the map's top files are boosted, or the h
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from semantica import linear_regex
 from semantica.api import QueryError
 from semantica.config import Config, RepoMapConfig
 from semantica.hits import Hit
@@ -29,9 +29,9 @@ from semantica.tokenizer import count_tokens
 from serving.rerankers.base import RerankInput
 from serving.rerankers.registry import register_reranker
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_PATHLIKE = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.[A-Za-z]{1,5}\b")
-_CODE_LOOKING = re.compile(r".*(?:_|\.|[a-z][A-Z]|^[A-Z][a-z0-9]+[A-Z]).*")
+_IDENTIFIER = linear_regex.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_PATHLIKE = linear_regex.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.[A-Za-z]{1,5}\b")
+_CODE_LOOKING = linear_regex.compile(r".*(?:_|\.|[a-z][A-Z]|^[A-Z][a-z0-9]+[A-Z]).*")
 _SIGNATURE_ENDS = (":", "{", ")", "=>")
 _SIGNATURE_MAX_LINES = 4
 # Line comments by language, and Rust's attributes (`#[inline]`); `#` opens a JavaScript private method

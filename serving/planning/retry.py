@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from semantica import linear_regex
 from semantica.config import ConfigError, PlanningRetryConfig
 from semantica.hits import Hit, RankedList
 from semantica.schema import Chunk, EdgeType
@@ -20,9 +21,10 @@ from semantica.snapshot import Snapshot
 from serving.planning.analyzer import QueryFeatures, is_identifier
 
 FILE_NODE_PREFIX = "file:"
+# Stays on `re`: RE2 has no look-around, and these are fixed-width with no quantifier (constant work a step).
 _SPLIT_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SEPARATORS = re.compile(r"[_.:]+")
-_WORDS = re.compile(r"[A-Za-z0-9_]+")
+_SEPARATORS = linear_regex.compile(r"[_.:]+")
+_WORDS = linear_regex.compile(r"[A-Za-z0-9_]+")
 
 
 @dataclass

@@ -9,9 +9,9 @@ with cheaper edges and a larger budget; test/mock paths cost more. A reached nod
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 
+from semantica import linear_regex
 from semantica.config import GraphConfig
 from semantica.graph import GraphStore
 from semantica.languages import is_test_path
@@ -19,9 +19,8 @@ from semantica.schema import Chunk, Symbol, file_node_id
 from serving.core.intent import Intent
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 
-CALLERS_PHRASE = re.compile(r"\b(who|what|which)\s+(calls|uses|invokes)\b|\bcallers?\s+of\b|\b(called|used|invoked)\s+by\b",
-                            re.IGNORECASE)
-CALLEES_PHRASE = re.compile(r"\bwhat\s+does\s+\S+\s+call\b|\bcallees?\s+of\b", re.IGNORECASE)
+CALLERS_PHRASE = linear_regex.compile(r"(?i)\b(who|what|which)\s+(calls|uses|invokes)\b|\bcallers?\s+of\b|\b(called|used|invoked)\s+by\b")
+CALLEES_PHRASE = linear_regex.compile(r"(?i)\bwhat\s+does\s+\S+\s+call\b|\bcallees?\s+of\b")
 
 
 class GraphRetriever(BaseRetriever):

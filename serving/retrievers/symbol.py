@@ -8,9 +8,9 @@ than `retrieval.symbol_fuzzy_max_names` identifiers (a long bug report).
 from __future__ import annotations
 
 import bisect
-import re
 from collections import defaultdict
 
+from semantica import linear_regex
 from semantica.schema import Chunk, Symbol
 from semantica.tokenizer import tokenize
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
@@ -23,7 +23,7 @@ TIER_PARTS = 1.0
 MIN_PREFIX_CHARS = 3
 MIN_WORD_CHARS = 3
 MAX_QUERY_NAMES = 32
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_WORD = linear_regex.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 class SymbolRetriever(BaseRetriever):

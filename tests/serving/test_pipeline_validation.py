@@ -68,3 +68,10 @@ def test_http_body_does_not_turn_true_into_one():
     with pytest.raises(ValidationError):
         SearchBody.model_validate({"query": "x", "k": True})
     assert SearchBody.model_validate({"query": "x", "k": 3}).k == 3
+
+
+def test_cross_encoder_asked_for_without_one_configured_is_a_query_error(pipeline):
+    """Before, any client asking for it got a 503 StageUnavailable, as if the server were broken."""
+    with pytest.raises(QueryError, match="no cross-encoder configured"):
+        pipeline.validate(SearchRequest("why does the cart total change", cross_encoder=True))
+    pipeline.validate(SearchRequest("why does the cart total change", cross_encoder=False))

@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from semantica.errors import ErrorKind, RepoFilter, declared_error_types, describe, scrub
 from semantica.observability import request_id_var
@@ -116,6 +117,18 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str
     return summary, details
 
 
+HTTP_METHOD_NOT_ALLOWED = 405
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (GET and POST /v1/knowledge are two routes)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if getattr(route, "methods", None) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= set(route.methods)
+    return sorted(methods)
+
+
 def install_error_handlers(api: FastAPI, readable: Callable[[Request], RepoFilter | None]) -> None:
     """Validation errors -> 422 with the fields, every other exception -> the status its kind maps to
     (`error_response`); an unknown repository's message lists only what `readable(request)` accepts."""
@@ -124,8 +137,11 @@ def install_error_handlers(api: FastAPI, readable: Callable[[Request], RepoFilte
         message, details = _validation_message(exc)
         return json_error(ErrorKind.INVALID.http_status, "ValidationError", message, detail=details)
 
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return json_error(exc.status_code, "HTTPError", str(exc.detail), dict(exc.headers or {}))
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == HTTP_METHOD_NOT_ALLOWED:  # Starlette's Allow names the first route's methods only
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        return json_error(exc.status_code, "HTTPError", str(exc.detail), headers)
 
     async def declared(request: Request, exc: Exception) -> JSONResponse:
         return error_response(exc, readable(request))

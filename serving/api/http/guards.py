@@ -25,7 +25,8 @@ from serving.api.http.security import ANONYMOUS, HostAllowlist, Principal, Token
 
 PRINCIPAL = "principal"
 """Key of the authenticated `Principal` in the ASGI scope's `state` (routes read `request.state.principal`)."""
-BODY_METHODS = ("POST", "PUT", "PATCH")
+BODY_METHODS = ("POST",)
+"""The one method with a body that a route takes: any other goes to the router, which answers 405 with `Allow`."""
 
 
 def principal_of(scope: dict[str, Any]) -> Principal:
@@ -52,6 +53,10 @@ class AccessGuard:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        hosts = [value for key, value in scope.get("headers", []) if key.lower() == b"host"]
+        if len(hosts) > 1:  # RFC 9112 3.2: a request with more than one Host header is invalid
+            await _refuse(BadRequest("more than one Host header", reason="duplicate_host"), scope, receive, send)
             return
         host = _header(scope, b"host")
         if not self.hosts.allows(host):
@@ -156,9 +161,9 @@ class BodyGuard:
 
     def _scope_repos(self, principal: Principal, body: dict[str, Any]) -> list[str] | None:
         """The `repos` to put in the body for this caller, or None to leave the body as it is."""
+        if "repos" in body and not isinstance(body["repos"], list):
+            return None  # the model answers 422 (`null` too: it is not a list, and not a missing field)
         requested = body.get("repos")
-        if requested is not None and not isinstance(requested, list):
-            return None  # the model answers 422
         requested = [_entry_name(item) for item in requested or []]  # a plan's manifest entries: their names
         if not all(isinstance(name, str) for name in requested):
             return None  # the model answers 422

@@ -38,6 +38,12 @@ def clean_json(value: Any, where: str = "value") -> Any:
     return value
 
 
+def whole_number(value: Any) -> Any:
+    """An integral float (`5.0`) as the integer it is: JSON Schema's `integer` admits it, so the API does;
+    `5.5`, `true` and strings still fail the strict integer check after this."""
+    return int(value) if isinstance(value, float) and math.isfinite(value) and value.is_integer() else value
+
+
 def _repo_names(names: list[str]) -> list[str]:
     return [check_repo_name(n) for n in names]
 
@@ -76,6 +82,11 @@ class _SearchChecks(BaseModel):
     def _valid_primary(cls, name: str | None) -> str | None:
         return check_repo_name(name) if name is not None else None
 
+    @field_validator("k", "context_budget", mode="before", check_fields=False)
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        return whole_number(value)
+
     @field_validator("context_budget", check_fields=False)
     @classmethod
     def _budget(cls, value: int | None) -> int | None:
@@ -111,6 +122,11 @@ class GraphBody(BaseModel):
     name: str = Field(description="bare, dotted (Class.method, module.func) or path::Qual.name")
     repos: list[str] = Field(default_factory=list, description="empty = every repository the caller may read")
     depth: StrictInt | None = Field(default=None, description="transitive hops (default graph_ops.default_depth)")
+
+    @field_validator("depth", mode="before")
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        return whole_number(value)
 
     @field_validator("repos")
     @classmethod
@@ -181,6 +197,11 @@ class MapBody(BaseModel):
     repos: list[str] = Field(default_factory=list, description="the one repository to map")
     query: str = Field(default="", description="what the map is for: its identifiers and paths seed the ranking")
     tokens: StrictInt | None = Field(default=None, description="token budget (default repo_map.default_tokens)")
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        return whole_number(value)
 
     @field_validator("repos")
     @classmethod

@@ -67,3 +67,42 @@ def test_the_history_localizer_defaults_turn_back_with_set():
 def test_an_empty_string_setting_stays_empty():
     """`--set localizer.dense_model=` (YAML null) turns the channel off; it must not name a model called 'None'."""
     assert load_config(None, ["localizer.dense_model="], environ={}).localizer.dense_model == ""
+
+
+def test_a_missing_semantica_config_file_is_refused_like_config(tmp_path, monkeypatch):
+    from semantica.config import ConfigError, load_config
+
+    monkeypatch.setenv("SEMANTICA_CONFIG", str(tmp_path / "nonexistent.yaml"))
+    with pytest.raises(ConfigError, match=r"nonexistent\.yaml \(from SEMANTICA_CONFIG\) does not exist"):
+        load_config()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("paths.index_root=[a, b]", "expected a string, got a list"),
+    ("paths.index_root={a: b}", "expected a string, got a dict"),
+    ("retrieval.timeout_s=nan", "expected a finite number"),
+    ("retrieval.timeout_s=.inf", "expected a finite number"),
+    ("retrieval.timeout_s=-inf", "expected a finite number"),
+    ("lucene.threads=1.5", "expected int"),
+    ("lucene.threads=true", "expected int"),
+])
+def test_overrides_of_the_wrong_shape_are_refused(override, message):
+    from semantica.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=message):
+        load_config(overrides=[override])
+
+
+def test_an_alias_bomb_and_an_endless_file_are_refused_by_size(tmp_path):
+    import time
+
+    from semantica.config import ConfigError, load_config
+
+    bomb = "[" + ", ".join(f"&a{i} [" + ", ".join([f"*a{i - 1}" if i else "x"] * 9) + "]" for i in range(9)) + "]"
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="expands to over"):
+        load_config(overrides=[f"discover.include_globs={bomb}"])
+    with pytest.raises(ConfigError, match="is over"):
+        load_config("/dev/zero")
+    assert time.monotonic() - started < 30
+    assert load_config(overrides=["lucene.threads=2.0"]).lucene.threads == 2

@@ -159,3 +159,25 @@ def test_mode_is_in_the_http_body_and_the_cache_key():
 def test_llm_rewrites_without_url_is_a_config_error(config):
     with pytest.raises(ConfigError, match="llm_url"):
         SearchPipeline(_with(config, retry=dataclasses.replace(config.planning.retry, llm_rewrites=True)))
+
+
+DNA_QUERY = ("fix the primer search: CCAGCTACTCGGGAGGCTGAGGCTGGAGGATCGCTTGAGTCCAGGAG[ATCG]{2}C never matches "
+             "in price_of")
+PATHOLOGICAL_MAX_S = 10.0
+"""Generous for a loaded machine: the backtracking analyzer held this query for over 17 minutes."""
+
+
+@pytest.mark.parametrize("query", [
+    DNA_QUERY,
+    "A" * 19_000 + "[",
+    ("DEADBEEF0123_ABC.d::E:" * 900)[:19_999] + "!",
+])
+def test_a_pathological_query_answers_within_the_bound(pipeline, query):
+    """Runs of capitals, hex digits, dots and colons ending in punctuation, up to the string limit, in one query
+    through every planning stage; the old identifier pattern backtracked exponentially on them."""
+    import time
+
+    started = time.perf_counter()
+    response = pipeline.search(SearchRequest(query, k=5))
+    assert response.plan is not None
+    assert time.perf_counter() - started < PATHOLOGICAL_MAX_S

@@ -11,7 +11,7 @@ import yaml
 
 from semantica.config import ConfigError
 from serving.api.http.security import ensure_token_file
-from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
+from tests.serving.local_ingress import call_asgi, client, ingress_app, local_stage_handles, make_core, run, variant
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
 
 pytestmark = pytest.mark.timeout(300)
@@ -99,6 +99,16 @@ def test_unknown_host_header_is_refused(setup, host):
     core = make_core(config, handles)
     r = run(_post(core, "/v1/search", {"query": "cart"}, {**_bearer(token), "Host": host}))
     assert r.status_code == 400 and r.json()["reason"] == "host_not_allowed", r.text
+
+
+@pytest.mark.parametrize("second", ["evil.example", "localhost"])
+def test_two_host_headers_are_a_400_even_when_the_first_is_allowed(setup, second):
+    """RFC 9112 3.2: a request with more than one Host header is invalid; the first used to decide."""
+    config, handles, token = setup
+    app = ingress_app(make_core(config, handles))
+    status, body = run(call_asgi(app, "GET", "/v1/repos", [b""], [(b"host", second.encode()),
+                                                                   (b"authorization", f"Bearer {token}".encode())]))
+    assert status == 400 and json.loads(body)["reason"] == "duplicate_host", body
 
 
 @pytest.mark.parametrize("host", ["localhost:8000", "127.0.0.1", "[::1]:8000", "search.example.com"])
@@ -196,3 +206,40 @@ def test_feedback_snapshots_outside_the_scope_are_refused_and_not_stored(setup):
 
 def _stored_feedback(config) -> list[str]:
     return [line for f in sorted(Path(config.serve.feedback_dir).glob("*.jsonl")) for line in f.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/plan", "/v1/graph"])
+def test_another_method_on_a_post_route_is_405_naming_post(setup, path):
+    """A scoped token's PUT used to meet the body guard's repository check first (404)."""
+    config, handles, _ = setup
+    core = make_core(config, handles)
+
+    async def put():
+        async with client(core, _bearer(SCOPED_TOKEN)) as http:
+            return await http.put(path, json={"query": "cart", "repos": [SECRET_REPO]})
+
+    r = run(put())
+    assert r.status_code == 405 and r.json()["error"] == "HTTPError", r.text
+    assert "POST" in r.headers["allow"].split(", ")
+
+
+def test_options_lists_every_method_of_the_path(setup):
+    config, handles, token = setup
+    core = make_core(config, handles)
+
+    async def options():
+        async with client(core, _bearer(token)) as http:
+            return await http.options("/v1/knowledge")
+
+    r = run(options())
+    assert r.status_code == 405
+    assert {"GET", "POST"} <= set(r.headers["allow"].split(", "))
+
+
+@pytest.mark.parametrize("path", ["/v1/map", "/v1/search"])
+def test_a_null_repos_is_422_for_a_scoped_token_too(setup, path):
+    """The body guard filled a `null` repos with the token's repositories, so the model never saw it."""
+    config, handles, _ = setup
+    core = make_core(config, handles)
+    r = run(_post(core, path, {"query": "cart", "repos": None}, _bearer(SCOPED_TOKEN)))
+    assert r.status_code == 422, r.text

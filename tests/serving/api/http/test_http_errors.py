@@ -56,6 +56,16 @@ def test_k_must_be_a_real_integer(core):
         assert body["detail"][0]["field"] == "k"
 
 
+def test_integral_floats_are_the_integers_the_schema_admits(core):
+    """JSON Schema's `integer` admits 3.0; schemathesis sent it for k, depth and tokens and got 422."""
+    search = run(_post(core, "/v1/search", json={"query": "cart", "k": 3.0}))
+    assert search.status_code == 200 and len(search.json()["hits"]) <= 3, search.text
+    graph = run(_post(core, "/v1/graph", json={"op": "callers", "name": "total", "depth": 1.0}))
+    assert graph.status_code == 200, graph.text
+    mapped = run(_post(core, "/v1/map", json={"repos": [REPO_NAME], "tokens": 400.0}))
+    assert mapped.status_code == 200, mapped.text
+
+
 def test_unknown_strategy_is_422_listing_the_valid_ones(core):
     body = _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "strategies": ["bogus"]})), 422)
     assert "bogus" in body["message"] and all(s in body["message"] for s in ("vector", "lexical", "symbol", "graph"))
@@ -131,3 +141,34 @@ def test_unknown_search_mode_is_422_listing_the_modes(core):
     assert all(m in body["message"] for m in ("hybrid", "vector_heavy", "lexical_heavy", "mmr_diverse", "exact_vector"))
     ok = run(_post(core, "/v1/search", json={"query": "price_of", "k": 2, "mode": "exact_vector"}))
     assert ok.status_code == 200 and ok.json()["plan"]["mode"] == "exact_vector"
+
+
+def test_feedback_on_a_full_disk_is_503_and_the_next_one_is_stored(setup, tmp_path):
+    """A real ENOSPC: the feedback directory on a tiny tmpfs, filled (needs root and mount rights; skipped
+    loudly otherwise). It was a 500 for every feedback, as if the server had a bug."""
+    import subprocess
+
+    config, handles = setup
+    mount_point = tmp_path / "full"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"SKIPPED LOUDLY: cannot mount a tmpfs here ({mounted.stderr.strip() or 'not root'})")
+    try:
+        core = make_core(variant(config, f"serve.feedback_dir={mount_point / 'feedback'}"), handles)
+        body = {"query": "cart", "chunk_ids": ["c1"], "comment": "x" * 2000}
+        assert run(_post(core, "/v1/feedback", json=body)).status_code == 201
+        filler = mount_point / "filler"
+        with open(filler, "wb", buffering=0) as file, pytest.raises(OSError):
+            while True:
+                file.write(b"\0" * 4096)
+        larger = {**body, "comment": "x" * 6000}  # past the free end of the file's last page
+        refused = _is_json_error(run(_post(core, "/v1/feedback", json=larger)), 503)
+        assert "try again later" in refused["message"] and "/tmp" not in refused["message"]
+        stored = [json.loads(line) for f in (mount_point / "feedback").glob("*.jsonl") for line in f.read_text().splitlines()]
+        assert len(stored) == 1  # the refused record left no torn line behind
+        filler.unlink()
+        assert run(_post(core, "/v1/feedback", json=body)).status_code == 201
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)

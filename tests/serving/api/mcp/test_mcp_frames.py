@@ -89,6 +89,39 @@ def test_every_bad_stdio_frame_gets_a_json_rpc_error_and_the_session_goes_on(tmp
         peer.close()
 
 
+def deep_call(request_id: int, depth: int) -> str:
+    repos = "[" * depth + "]" * depth
+    return (f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", "params": {{"name": "search", '
+            f'"arguments": {{"query": "x", "repos": {repos}}}}}}}')
+
+
+def test_deep_frames_odd_ids_and_early_requests_are_answered_and_the_server_lives(tmp_path):
+    """A 500-level `repos` ended `semantica mcp` (Python's parser recursed in the error path); a request with
+    an object, float, bool, null or list `id`, or one before `initialize`, got no answer at all."""
+    peer = StdioPeer(tmp_path / "index", tmp_path / "mcp-stderr.log")
+    try:
+        peer.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        early = peer.receive(180)
+        assert early["id"] == 1 and early["error"]["code"] in (INVALID_REQUEST, INVALID_PARAMS)
+        peer.send(INITIALIZE)
+        assert peer.receive(60)["id"] == 0
+        peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for request_id, depth in ((21, 500), (22, 5000), (23, 300)):
+            peer.send(deep_call(request_id, depth))
+            reply = peer.receive(30)
+            assert reply["id"] == request_id and reply["error"]["code"] == INVALID_PARAMS, reply
+        for odd in ({"a": 1}, 1.5, True, None, [1]):
+            peer.send({"jsonrpc": "2.0", "id": odd, "method": "tools/list"})
+            reply = peer.receive(30)
+            assert reply["id"] is None and reply["error"]["code"] == INVALID_REQUEST, (odd, reply)
+        peer.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": SEARCH})
+        answer = peer.receive(120)
+        assert answer["id"] == 99 and "result" in answer
+        assert peer.proc.poll() is None
+    finally:
+        peer.close()
+
+
 def test_every_bad_http_frame_gets_a_json_rpc_error(tmp_path):
     import httpx
 
