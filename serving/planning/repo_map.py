@@ -36,7 +36,7 @@ _SIGNATURE_ENDS = (":", "{", ")", "=>")
 _SIGNATURE_MAX_LINES = 4
 # Line comments by language, and Rust's attributes (`#[inline]`); `#` opens a JavaScript private method
 _LINE_COMMENTS = {"": ("//",), "python": ("#",), "rust": ("//", "#[", "#![")}
-_DECORATOR = re.compile(r"@[\w.]+")  # a decorator or annotation's name (`@Override`, `@app.route`)
+_DECORATOR = linear_regex.compile(r"@[\w.]+")  # a decorator or annotation's name (`@Override`, `@app.route`)
 
 
 def signature_start(lines: list[str], language: str = "") -> int:
