@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from jobs.cli import CliError, add_common, config_from_args
+from jobs.cli import CliError, add_common, add_training, config_from_args, train_config_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--report", metavar="FILE", help="write the metrics as JSON here too (default: OUT/report.json)")
     train.add_argument("--corpus", default="bench/corpus", metavar="DIR", help="the corpus (its counts go in the card)")
     add_common(train)
+    add_training(train)
     train.set_defaults(handler=run_train)
 
     ablation = sub.add_parser("localizer-ablation", help="replay the localizer's ablation rows over mined lists")
@@ -90,10 +91,10 @@ def run_train(args: argparse.Namespace) -> int:
     from jobs.localizer.card import write_card
     from jobs.localizer.train import LocalizerTrainer, TrainError
 
-    config = config_from_args(args)
+    train = train_config_from_args(args)
     report = args.report or str(Path(args.out) / "report.json")
     try:
-        LocalizerTrainer(config.localizer_train, args.features, args.out, folds=args.folds, seed=args.seed,
+        LocalizerTrainer(train.localizer_train, args.features, args.out, folds=args.folds, seed=args.seed,
                          report=report).run()
     except TrainError as exc:
         raise CliError(str(exc)) from None
