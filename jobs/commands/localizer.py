@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     mine.add_argument("--out", required=True, metavar="DIR", help="feature tables (Parquet per repository)")
     mine.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", help="only these (repeatable)")
     add_common(mine)
+    add_training(mine)
     mine.set_defaults(handler=run_mine)
 
     train = sub.add_parser("train-localizer", help="train the file and function rankers; leave-repositories-out metrics",
@@ -70,6 +71,7 @@ def run_mine(args: argparse.Namespace) -> int:
 
         history = CorpusHistory.for_localizer(config)
     miner = FeatureMiner(config.localizer, args.repos_dir, args.out, history=history,
+                         mine=train_config_from_args(args).localizer_mine,
                          blob_cache=open_blob_cache(config.localizer.blob_cache_file, config.paths.cache_dir))
     total = 0
     for repo in sorted(by_repo):

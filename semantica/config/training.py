@@ -1,5 +1,6 @@
 """The training jobs' own configuration, apart from the `Config` every build and query loads: mining pairs
-(`semantica mine-pairs`), the learned localizer's corpus and rankers (`mine-pairs --labels`, `train-localizer`),
+(`semantica mine-pairs`), the learned localizer's corpus, features and rankers (`mine-pairs --labels`,
+`mine-localizer`, `train-localizer`),
 learning-to-rank (`mine`, `eval swebench --mine`, `train-ltr`) and fine-tuning the encoder (`train-encoder`).
 
 `load_train_config` reads `conf/train.yaml` with the loader `Config` uses: defaults < that file (or
@@ -53,6 +54,15 @@ class LocalizerCorpusConfig:
     bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
     skip_subject_prefixes: list[str] = field(default_factory=lambda: [
         "revert", "bump", "release", "merge branch", "prepare", "changelog", "update changelog", "version "])
+
+
+@dataclass
+class LocalizerMineConfig:
+    """`semantica mine-localizer` (jobs/localizer/dataset.py): which labelled commits are answered on which snapshot."""
+
+    snapshot_every: int = 10  # at most this many labelled commits answered on one snapshot,
+    max_staleness: int = 60  # ... none more than this many first-parent commits after it
+    max_queries_per_repo: int = 120  # the newest labelled commits of each repository
 
 
 @dataclass
@@ -121,6 +131,7 @@ class TrainConfig:
 
     pairs: PairsConfig = field(default_factory=PairsConfig)
     localizer_corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)  # was localizer.corpus
+    localizer_mine: LocalizerMineConfig = field(default_factory=LocalizerMineConfig)  # were localizer.snapshot_every ...
     localizer_train: LocalizerTrainConfig = field(default_factory=LocalizerTrainConfig)
     ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
     train_encoder: TrainEncoderConfig = field(default_factory=TrainEncoderConfig)

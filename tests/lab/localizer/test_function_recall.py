@@ -28,7 +28,7 @@ def wide(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wide")
     mirrors, corpus = labelled_mirrors(root)
     assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(root / "wide"),
-                 "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=100",
+                 "--set", "localizer_mine.snapshot_every=4", "--set", "localizer.top_files=100",
                  "--set", "localizer.max_function_candidates=100000"]) == 0
     return root / "wide"
 
