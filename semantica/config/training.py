@@ -130,8 +130,8 @@ class TrainConfig:
     """Every training job's sections; none of them is in `Config` (tests/semantica/config/test_sections.py)."""
 
     pairs: PairsConfig = field(default_factory=PairsConfig)
-    localizer_corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)  # was localizer.corpus
-    localizer_mine: LocalizerMineConfig = field(default_factory=LocalizerMineConfig)  # were localizer.snapshot_every ...
+    localizer_corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
+    localizer_mine: LocalizerMineConfig = field(default_factory=LocalizerMineConfig)
     localizer_train: LocalizerTrainConfig = field(default_factory=LocalizerTrainConfig)
     ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
     train_encoder: TrainEncoderConfig = field(default_factory=TrainEncoderConfig)
