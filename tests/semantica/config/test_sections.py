@@ -61,7 +61,7 @@ SECTIONS = {
     "history": 23,
     "history.adapt": 6,
 }
-FIELD_BUDGET = 431  # leaf fields in all; 496 before the training jobs got their own config (target: 300)
+FIELD_BUDGET = 431  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
