@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from semantica.config import Config, load_config
+from semantica.config import Config, TrainConfig, is_train_override, load_config, load_train_config
 from semantica.errors import CLI_INTERRUPTED_EXIT, CLI_USAGE_EXIT, ErrorKind, local_kind_of
 
 COMMAND_MODULES = ("index", "query", "grep", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
@@ -38,8 +38,15 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="override any config value, e.g. --set fusion.rrf_k.vector=60 (repeatable)")
 
 
+def add_training(parser: argparse.ArgumentParser) -> None:
+    """A training command's own config (conf/train.yaml); its `--set` takes the training sections too."""
+    parser.add_argument("--train-config", metavar="FILE", help="training YAML (default: conf/train.yaml)")
+
+
 def config_from_args(args: argparse.Namespace) -> Config:
-    overrides = list(args.set or [])
+    """The product `Config`; a training command's `--set` of a training section goes to `train_config_from_args`."""
+    training = hasattr(args, "train_config")
+    overrides = [o for o in args.set or [] if not (training and is_train_override(o))]
     if getattr(args, "index_root", None):
         overrides.append(f"paths.index_root={args.index_root}")
     config = load_config(args.config, overrides)
@@ -47,6 +54,11 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
     observability.configure(config.observability)
     return config
+
+
+def train_config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The training jobs' `TrainConfig`: `--train-config` (or conf/train.yaml) and the training sections' `--set`."""
+    return load_train_config(getattr(args, "train_config", None), [o for o in args.set or [] if is_train_override(o)])
 
 
 def print_json(value: Any) -> None:

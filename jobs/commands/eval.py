@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from collections.abc import Iterable
 
-from jobs.cli import CliError, add_common, config_from_args, print_json
+from jobs.cli import CliError, add_common, add_training, config_from_args, print_json, train_config_from_args
 from jobs.eval.instances import DEFAULT_LANGUAGE, source_globs
 from semantica.config import Config
 
@@ -58,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     swe.add_argument("--mine", metavar="DIR", help="also log each instance's labelled fused hits for learning-to-rank "
                                                    "into DIR (as `semantica mine swebench`; the index is shared)")
     add_common(swe)
+    add_training(swe)
     swe.set_defaults(handler=run_swebench)
 
     score = commands.add_parser("score", help="score an existing prediction file",
@@ -169,7 +170,7 @@ def run_swebench(args: argparse.Namespace) -> int:
         instances = instances[: args.limit]
     from jobs.ltr.mine import HitMiner
 
-    miner = HitMiner(config.ltr_train, args.mine) if args.mine else None
+    miner = HitMiner(train_config_from_args(args).ltr_train, args.mine) if args.mine else None
     runner = SwebenchEval(config, args.repos_dir, args.out, parse_ablations(args.ablation),
                           progress=not args.quiet, log=(lambda _msg: None) if args.quiet else None, miner=miner)
     result = runner.run(instances, score_over=everything)  # metrics cover every instance predicted so far

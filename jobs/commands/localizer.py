@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from jobs.cli import CliError, add_common, config_from_args
+from jobs.cli import CliError, add_common, add_training, config_from_args, train_config_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     mine.add_argument("--out", required=True, metavar="DIR", help="feature tables (Parquet per repository)")
     mine.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME", help="only these (repeatable)")
     add_common(mine)
+    add_training(mine)
     mine.set_defaults(handler=run_mine)
 
     train = sub.add_parser("train-localizer", help="train the file and function rankers; leave-repositories-out metrics",
@@ -29,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--report", metavar="FILE", help="write the metrics as JSON here too (default: OUT/report.json)")
     train.add_argument("--corpus", default="bench/corpus", metavar="DIR", help="the corpus (its counts go in the card)")
     add_common(train)
+    add_training(train)
     train.set_defaults(handler=run_train)
 
     ablation = sub.add_parser("localizer-ablation", help="replay the localizer's ablation rows over mined lists")
@@ -69,6 +71,7 @@ def run_mine(args: argparse.Namespace) -> int:
 
         history = CorpusHistory.for_localizer(config)
     miner = FeatureMiner(config.localizer, args.repos_dir, args.out, history=history,
+                         mine=train_config_from_args(args).localizer_mine,
                          blob_cache=open_blob_cache(config.localizer.blob_cache_file, config.paths.cache_dir))
     total = 0
     for repo in sorted(by_repo):
@@ -90,10 +93,10 @@ def run_train(args: argparse.Namespace) -> int:
     from jobs.localizer.card import write_card
     from jobs.localizer.train import LocalizerTrainer, TrainError
 
-    config = config_from_args(args)
+    train = train_config_from_args(args)
     report = args.report or str(Path(args.out) / "report.json")
     try:
-        LocalizerTrainer(config.localizer_train, args.features, args.out, folds=args.folds, seed=args.seed,
+        LocalizerTrainer(train.localizer_train, args.features, args.out, folds=args.folds, seed=args.seed,
                          report=report).run()
     except TrainError as exc:
         raise CliError(str(exc)) from None

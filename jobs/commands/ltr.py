@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import sys
 
-from jobs.cli import CliError, add_common, config_from_args, print_json
+from jobs.cli import CliError, add_common, add_training, config_from_args, print_json, train_config_from_args
 
 MINE_EPILOG = """\
 Writes OUT/parts/<query>.parquet: one row per fused hit (first ltr_train.mine_depth, fused order, no
@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     swe.add_argument("--limit", type=int, metavar="N", help="only the first N instances (after --repo-filter)")
     swe.add_argument("--quiet", action="store_true", help="no progress bar or per-instance lines")
     add_common(swe)
+    add_training(swe)
     swe.set_defaults(handler=run_mine_swebench)
 
     granular = sources.add_parser(
@@ -82,6 +83,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     golden.add_argument("--repo", required=True, metavar="R", help="the indexed repository name to query")
     golden.add_argument("--out", required=True, metavar="DIR", help="output directory (parts/ goes inside)")
     add_common(golden)
+    add_training(golden)
     golden.set_defaults(handler=run_mine_golden)
 
     train = sub.add_parser("train-ltr", help="train the LightGBM ranker on mined hits and measure it",
@@ -96,6 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--cv", action="store_true", help="also leave-one-repository-out cross-validation")
     train.add_argument("--json", action="store_true", help="print the report as JSON")
     add_common(train)
+    add_training(train)
     train.set_defaults(handler=run_train)
 
 
@@ -110,7 +113,7 @@ def run_mine_swebench(args: argparse.Namespace) -> int:
         raise CliError(f"--limit must be a positive integer, got {args.limit}")
     instances = _load_instances(args.instances, args.repo_filter)[: args.limit or None]
     config = apply_eval_defaults(config_from_args(args), _explicit_keys(args), {i.language for i in instances})
-    miner = HitMiner(config.ltr_train, args.out)
+    miner = HitMiner(train_config_from_args(args).ltr_train, args.out)
     runner = SwebenchEval(config, args.repos_dir, Path(args.out) / "mine.jsonl", ablations=[], miner=miner,
                           progress=not args.quiet, log=(lambda _msg: None) if args.quiet else None)
     result = runner.run(instances)
@@ -164,7 +167,7 @@ def run_mine_golden(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     queries = load_golden_set(args.golden)
     pipeline = SearchPipeline(config)
-    miner = HitMiner(config.ltr_train, args.out)
+    miner = HitMiner(train_config_from_args(args).ltr_train, args.out)
     rows = positives = skipped = 0
     for number, query in enumerate(queries, 1):
         query_id = f"{args.repo}#{number}:{query.query}"
@@ -183,10 +186,10 @@ def run_train(args: argparse.Namespace) -> int:
     from jobs.ltr.mine import MineError, load_mined
     from jobs.ltr.train import LtrTrainer, TrainError
 
-    config = config_from_args(args)
+    config, ltr_train = config_from_args(args), train_config_from_args(args).ltr_train
     try:
         frame = load_mined(args.data)
-        trainer = LtrTrainer(config.ltr_train, config.intent)
+        trainer = LtrTrainer(ltr_train, config.intent)
         model, report = trainer.train(frame, list(args.holdout), args.cv)
     except (MineError, TrainError) as exc:
         raise CliError(str(exc)) from None
@@ -196,7 +199,7 @@ def run_train(args: argparse.Namespace) -> int:
         return 0
     print(f"trained on {report.train_queries} queries ({report.train_rows} rows; {report.dropped_queries} "
           f"queries without a relevant candidate left out) in {report.seconds:.1f} s")
-    print(report.table(config.ltr_train.eval_at))
+    print(report.table(ltr_train.eval_at))
     top = ", ".join(f"{name} {share:.2f}" for name, share in list(report.importance.items())[:5])
     print(f"feature importance (gain share): {top}")
     print(f"model: {out}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from jobs.cli import CliError, add_common, config_from_args
+from jobs.cli import CliError, add_common, add_training, config_from_args, train_config_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="mine these repositories instead of pairs.corpus (repeatable)")
     mine.add_argument("--quiet", action="store_true", help="no progress bars")
     add_common(mine)
+    add_training(mine)
     mine.set_defaults(handler=run_mine_pairs)
 
 
@@ -29,13 +30,14 @@ def run_mine_pairs(args: argparse.Namespace) -> int:
     from jobs.eval.instances import EvalError
     from jobs.train.pairs import PairMiner, PairsError
 
-    config = config_from_args(args)
+    config, train = config_from_args(args), train_config_from_args(args)
     if args.labels:
-        return run_mine_labels(args, config)
+        return run_mine_labels(args, train)
     if not args.out:
         raise CliError("give --out DIR (pairs) or --labels DIR (the localizer corpus)")
     try:
-        result = PairMiner(config, args.out, progress=not args.quiet).run(args.repos_dir, args.repo or config.pairs.corpus)
+        result = PairMiner(config, train.pairs, args.out, progress=not args.quiet).run(
+            args.repos_dir, args.repo or train.pairs.corpus)
     except (PairsError, EvalError) as exc:
         raise CliError(str(exc)) from None
     total = {kind: sum(r[kind] for r in result.values()) for kind in ("docstring", "commit")}
@@ -44,13 +46,13 @@ def run_mine_pairs(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_mine_labels(args: argparse.Namespace, config) -> int:  # noqa: ANN001 - Config
+def run_mine_labels(args: argparse.Namespace, train) -> int:  # noqa: ANN001 - TrainConfig
     from jobs.localizer.corpus import CorpusError, CorpusMiner
 
     if not args.repo:
         raise CliError("--labels needs the corpus as --repo OWNER/NAME (repeatable)")
     try:
-        result = CorpusMiner(config.localizer.corpus, args.labels).run(args.repos_dir, args.repo)
+        result = CorpusMiner(train.localizer_corpus, args.labels).run(args.repos_dir, args.repo)
     except CorpusError as exc:
         raise CliError(str(exc)) from None
     print(f"{len(result)} repositories labelled into {args.labels}: {sum(result.values())} commits")

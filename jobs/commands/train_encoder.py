@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from jobs.cli import CliError, add_common, config_from_args
+from jobs.cli import CliError, add_common, add_training, config_from_args, train_config_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--out", required=True, metavar="DIR",
                        help="the trained model directory (a re-run continues from its last checkpoint)")
     add_common(train)
+    add_training(train)
     train.set_defaults(handler=run_train_encoder)
 
 
@@ -25,10 +26,12 @@ def run_train_encoder(args: argparse.Namespace) -> int:
     from jobs.train.encoder import EncoderTrainer, TrainEncoderError
 
     config = config_from_args(args)
-    words = ["train-encoder", "--pairs", args.pairs, "--out", args.out] + (["--config", args.config] if args.config else [])
+    settings = train_config_from_args(args).train_encoder
+    words = ["train-encoder", "--pairs", args.pairs, "--out", args.out] + (["--config", args.config] if args.config else []) \
+        + (["--train-config", args.train_config] if args.train_config else [])
     command = "semantica " + shlex.join(words + [word for value in args.set for word in ("--set", value)])
     try:
-        card = EncoderTrainer(config, args.pairs, args.out, command=command).run()
+        card = EncoderTrainer(config, settings, args.pairs, args.out, command=command).run()
     except TrainEncoderError as exc:
         raise CliError(str(exc)) from None
     print(f"trained {card['steps']} steps on {card['pairs']} pairs: loss {card['start_loss']:.4f} -> "

@@ -220,7 +220,7 @@ class SwebenchEval:
         """Log the instance's fused hits with gold labels for learning-to-rank (`jobs/ltr/mine.py`)."""
         assert self.miner is not None
         started = time.perf_counter()
-        labeler = swebench_labeler(inst.gold_files, inst.gold_functions, self.config.ltr_train)
+        labeler = swebench_labeler(inst.gold_files, inst.gold_functions, self.miner.config)
         self.miner.mine(self.pipeline, inst.instance_id, inst.problem_statement, inst.repo, "swebench", labeler)
         timing.query_s["mine"] = round(time.perf_counter() - started, 3)
 

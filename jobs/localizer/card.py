@@ -51,8 +51,8 @@ def model_card(report: dict, command: str, corpus_counts: dict[str, int]) -> str
     s = corpus["staleness"]
     lines += ["", "## Snapshots and staleness", "",
               f"Features come from sampled snapshots: each labelled commit is answered on the parent of the oldest "
-              f"commit of its group (at most `localizer.snapshot_every` commits, none more than "
-              f"`localizer.max_staleness` first-parent commits later), so a snapshot is never later than a commit's "
+              f"commit of its group (at most `localizer_mine.snapshot_every` commits, none more than "
+              f"`localizer_mine.max_staleness` first-parent commits later), so a snapshot is never later than a commit's "
               f"parent. Staleness in first-parent commits: mean {s['mean']:.1f}, median {s['p50']:.0f}, "
               f"p90 {s['p90']:.0f}, max {s['max']}. {corpus['queries_without_findable_gold_file']} of "
               f"{corpus['queries']} queries had no gold file in their snapshot (a file added after it).", "",

@@ -22,7 +22,7 @@ import polars as pl
 from jobs.localizer.corpus import LabelledCommit, check_corpus
 from jobs.localizer.gitread import TreeReader
 from jobs.localizer.history import CorpusHistory
-from semantica.config import LocalizerConfig
+from semantica.config import LocalizerConfig, LocalizerMineConfig
 from semantica.localizer.blobcache import BlobCache
 from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
 from semantica.localizer.models import candidate_config
@@ -51,9 +51,11 @@ class FeatureMiner:
 
     def __init__(self, config: LocalizerConfig, repos_dir: str | Path, out: str | Path,
                  log: Callable[[str], None] = print, blob_cache: BlobCache | None = None,
-                 history: CorpusHistory | None = None) -> None:
-        """`history`: votes and priors as of each snapshot commit (None: the history features stay NaN)."""
+                 history: CorpusHistory | None = None, mine: LocalizerMineConfig | None = None) -> None:
+        """`history`: votes and priors as of each snapshot commit (None: the history features stay NaN);
+        `mine`: the training config's `localizer_mine` (its defaults when None)."""
         self.config = config
+        self.mine = mine or LocalizerMineConfig()
         self.blob_cache = blob_cache
         self.history = history
         self.repos_dir = Path(repos_dir)
@@ -66,8 +68,8 @@ class FeatureMiner:
         at most `snapshot_every` commits, none more than `max_staleness` first-parent commits after it."""
         groups: list[list[LabelledCommit]] = []
         for commit in todo:
-            if groups and len(groups[-1]) < self.config.snapshot_every and \
-                    position[groups[-1][0].sha] - position[commit.sha] <= self.config.max_staleness:
+            if groups and len(groups[-1]) < self.mine.snapshot_every and \
+                    position[groups[-1][0].sha] - position[commit.sha] <= self.mine.max_staleness:
                 groups[-1].append(commit)
             else:
                 groups.append([commit])
@@ -83,7 +85,7 @@ class FeatureMiner:
         builder = SnapshotBuilder(self.blob_cache)
         position = reader.first_parent_positions()
         newest = sorted((c for c in commits if c.sha in position), key=lambda c: position[c.sha])
-        todo = newest[: self.config.max_queries_per_repo][::-1]  # oldest first
+        todo = newest[: self.mine.max_queries_per_repo][::-1]  # oldest first
         file_rows: list[tuple] = []
         func_rows: list[tuple] = []
         file_block: list[np.ndarray] = []

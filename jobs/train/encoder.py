@@ -100,9 +100,9 @@ def embed_batch(model: Any, tokenizer: Any, device: str, texts: Sequence[str], m
 class EncoderTrainer:
     """Trains one base checkpoint on one pairs directory into one output directory."""
 
-    def __init__(self, config: Config, pairs_dir: str | Path, out: str | Path, command: str = "",
-                 log: Callable[[str], None] = print) -> None:
-        self.settings: TrainEncoderConfig = config.train_encoder
+    def __init__(self, config: Config, settings: TrainEncoderConfig, pairs_dir: str | Path, out: str | Path,
+                 command: str = "", log: Callable[[str], None] = print) -> None:
+        self.settings = settings
         self.pairs_dir = Path(pairs_dir)
         self.out = Path(out)
         if self.out.exists() and not self.out.is_dir():

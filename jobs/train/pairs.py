@@ -7,7 +7,7 @@ Two kinds, each row with provenance (repo, commit, parent, path, symbol):
   the files and outer functions it changed, taken at its parent commit, with in-file hard negatives: the
   unchanged functions of the changed files most like the message (BM25 among them), the neighbours the
   localizer's head holds beside a gold function. Bot, revert, trivial and huge commits are dropped
-  (thresholds: `pairs.*` in conf).
+  (thresholds: `pairs.*` in conf/train.yaml).
 
 Rows are de-duplicated by (query, positives) across the whole output. Output is Parquet under
 `OUT/<owner+name>/`: `docstring.parquet` and `commits-NNNN.parquet` (one per `pairs.commit_batch`
@@ -90,10 +90,10 @@ PAIR_SCHEMA = {"kind": pl.Utf8, "repo": pl.Utf8, "commit": pl.Utf8, "parent": pl
 class PairMiner:
     """Mines one repository at a time into `out/<owner+name>/`."""
 
-    def __init__(self, config: Config, out: str | Path, progress: bool = True,
+    def __init__(self, config: Config, pairs: PairsConfig, out: str | Path, progress: bool = True,
                  log: Callable[[str], None] = print) -> None:
         self.config = config
-        self.pairs: PairsConfig = config.pairs
+        self.pairs = pairs
         self.discover = DiscoverConfig(**{**asdict(config.discover), "include_globs": PYTHON_ONLY})
         self.out = Path(out)
         self.progress = progress

@@ -31,7 +31,7 @@ from jobs.eval.tables import level_table
 from jobs.localizer.gitread import TreeReader
 from lab.eval.history_report import replay_predictions, with_history
 from lab.eval.history_tune import score
-from semantica.config import Config, load_config
+from semantica.config import Config, TrainConfig, is_train_override, load_config, load_train_config
 from semantica.history import HistoryReader
 from semantica.history.reader import commit_time
 from semantica.localizer.adapt import RepositoryAdapter
@@ -55,11 +55,11 @@ def with_localizer(config: Config, **fields: Any) -> Config:
 class AdaptedModelsByInstance:
     """Trains (or loads) each instance's adapted models; the shared function model where none was trained."""
 
-    def __init__(self, config: Config, work: Path, shared: LocalizerModels, log: Any = print) -> None:
+    def __init__(self, config: Config, train: TrainConfig, work: Path, shared: LocalizerModels, log: Any = print) -> None:
         self.config = config
         self.work = work
         self.shared = shared
-        self.adapter = RepositoryAdapter(config.history.adapt, config.localizer, config.localizer_train)
+        self.adapter = RepositoryAdapter(config.history.adapt, config.localizer, train)
         self.reader = HistoryReader(config.history, work / "history.sqlite")
         self.clone = mirror_clone
         self.log = log
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args(argv)
-    base = load_config(None, args.set)
+    base = load_config(None, [o for o in args.set if not is_train_override(o)])
     base = with_history(base, functions=False)  # the dev histories are read files-only (docs/history.md: cost)
     instances = sorted(load_instances(args.instances), key=lambda i: (i.repo, i.instance_id))
     replay = LocalizationReplay(base, args.mined, history_dir=args.history)
@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     shared_config = rows["+ shared localizer"]
     replay.reconfigure(shared_config)
     shared = replay.learned.localizer.models
-    adapted = AdaptedModelsByInstance(shared_config, Path(args.work), shared)
+    adapted = AdaptedModelsByInstance(shared_config, load_train_config(None, [o for o in args.set if is_train_override(o)]),
+                                      Path(args.work), shared)
     anchors = adapted.anchors(instances, args.group)
     print(f"{len(set(a.instance_id for a in anchors.values()))} adapted models for {len(instances)} instances",
           flush=True)

@@ -38,7 +38,7 @@ from lab.localizer import dense_ranker
 from lab.localizer.function_order import REPORTED, criterion, weighted
 from lab.localizer.function_recall import candidate_mask, function_parts, learned_file_ranks
 from lab.train.text_vectors import StoredTextVectors, TextRecorder
-from semantica.config import EncoderConfig, load_config
+from semantica.config import EncoderConfig, is_train_override, load_config, load_train_config
 from semantica.encoder import Encoder
 from semantica.localizer.dense import (
     DenseFusion,
@@ -188,13 +188,14 @@ def main(argv: list[str]) -> int:
                         help="with --vectors: a head function whose text was never encoded is an error, or gets no "
                              "cosine (as test code; counted in the report), for a head that moved since recording")
     args = parser.parse_args(argv)
-    config = load_config(None, args.overrides)
-    loc, seed = config.localizer, config.localizer_train.seed
+    config = load_config(None, [o for o in args.overrides if not is_train_override(o)])
+    train = load_train_config(None, [o for o in args.overrides if is_train_override(o)]).localizer_train
+    loc, seed = config.localizer, train.seed
     if loc.dense_query_windows > 1:
         raise SystemExit("function_dense: commit messages are read as one window; measure localizer.dense_query_windows "
                          "through the query path (jobs.cli localizer-ablation)")
     data, query_frame = load_features(args.wide)
-    file_ranks, _ = learned_file_ranks(data["files"], seed, config.localizer_train)
+    file_ranks, _ = learned_file_ranks(data["files"], seed, train)
     frame, parts = function_parts(data["functions"].frame, file_ranks, loc.function_ties)
     level = data["functions"]
     queries = query_frame.select("qid", "repo", "sha", "snapshot")
@@ -296,7 +297,7 @@ def main(argv: list[str]) -> int:
     file_grid = file_channel_grid(data["files"], file_ranks, order, heads, cosine_of, repos,
                                   {q: info[q]["repo"] for q in chosen}, args)
     ranker = dense_ranker.study(sample.filter(pl.col("qid").is_in(chosen)), heads, cosine_of, level, repos,
-                                config.localizer_train, seed, args.save_ranker) if args.ranker_study else {}
+                                train, seed, args.save_ranker) if args.ranker_study else {}
     file_off = f"{NO_CHANNEL}/0/0/0.0/0.0"
     file_picks, file_loro = leave_one_repository_out(file_grid, repos, file_off, file_criterion)
     report = {"wide": args.wide, "model": args.model, "vectors": args.vectors,

@@ -29,7 +29,7 @@ import polars as pl
 
 from jobs.localizer.train import LevelData, load_features, ranking_metrics, repo_folds
 from lab.localizer.function_order import REPORTED, leave_one_repository_out, weighted
-from semantica.config import LocalizerTrainConfig, load_config
+from semantica.config import LocalizerTrainConfig, load_config, load_train_config
 from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, RRF_K, FunctionScore
 from semantica.localizer.fit import fit_ranker
 
@@ -88,7 +88,7 @@ def study_inputs(wide: str, seed: int, train: LocalizerTrainConfig | None = None
     """The wide function rows (with their file's fusion and out-of-fold learned ranks), `FunctionScore`'s columns,
     the function level (gold counts) and the repository folds the file ranker was trained on."""
     data, _ = load_features(wide)
-    train = train or load_config(None, []).localizer_train
+    train = train or load_train_config(None, []).localizer_train
     ranks, folds = learned_file_ranks(data["files"], seed, train)
     frame, parts = function_parts(data["functions"].frame, ranks)
     return frame, parts, data["functions"], folds
@@ -142,7 +142,7 @@ def search(wide: str, top_files: list[int], file_ks: list[float], name_boosts: l
            shipped: tuple[float, float, float, int], train: LocalizerTrainConfig | None = None,
            ranker_cut: int = 0, save_ranker: str = "") -> dict:
     """The grid search; with `ranker_cut`, also `ranker_study` on the setting most folds chose."""
-    train = train or load_config(None, []).localizer_train
+    train = train or load_train_config(None, []).localizer_train
     frame, parts, level, folds = study_inputs(wide, seed, train)
     repos = sorted(frame["repo"].unique().to_list())
     masks = {r: (frame["repo"] == r).to_numpy() for r in repos}
@@ -189,11 +189,11 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     config = load_config(None, [])
     loc = config.localizer
-    seed = config.localizer_train.seed if args.seed is None else args.seed
+    seed = load_train_config(None, []).localizer_train.seed if args.seed is None else args.seed
     result = search(args.wide, [int(x) for x in args.top_files.split(",")],
                     [float(x) for x in args.file_ks.split(",")], [float(x) for x in args.name_boosts.split(",")], seed,
                     (loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.top_files),
-                    config.localizer_train, args.ranker_cut, args.save_ranker)
+                    load_train_config(None, []).localizer_train, args.ranker_cut, args.save_ranker)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["loro"], indent=1))

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from jobs.eval.instances import find_repo
 from jobs.train.pairs import COMMIT, PairMiner, check_corpus, write_part
 from pipelines.discover import RepoSource
-from semantica.config import load_config
+from semantica.config import is_train_override, load_config, load_train_config
 
 
 def add_negatives(miner: PairMiner, part: Path, repo_path: str, target: Path) -> int:
@@ -46,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repo", action="append", default=[], help="only these repositories (owner/name)")
     parser.add_argument("--set", action="append", default=[], dest="overrides")
     args = parser.parse_args(argv)
-    miner = PairMiner(load_config(None, args.overrides), args.out, progress=True)
+    pairs = load_train_config(None, [o for o in args.overrides if is_train_override(o)]).pairs
+    miner = PairMiner(load_config(None, [o for o in args.overrides if not is_train_override(o)]), pairs, args.out,
+                      progress=True)
     directories = sorted(d for d in args.pairs.iterdir() if d.is_dir())
     for directory in directories:
         repo = directory.name.replace("+", "/", 1)

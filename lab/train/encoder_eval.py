@@ -23,7 +23,7 @@ from typing import Any
 
 from jobs.train.encoder import embed_batch
 from jobs.train.pair_parts import read_pair_rows
-from semantica.config import TrainEncoderConfig, load_config
+from semantica.config import TrainEncoderConfig, load_train_config
 from semantica.config.localizer import QUERY_POOLINGS
 from semantica.encoder import FastTokenizer, choose_device, resolve_model_path
 
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="only queries longer than this many tokens (the pool stays whole)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     args = parser.parse_args(argv)
-    settings = load_config(None, args.set).train_encoder
+    settings = load_train_config(None, args.set).train_encoder
     try:
         readings = [QueryReading.parse(text) for text in args.query_reading] or [QueryReading()]
     except ValueError as exc:

@@ -142,9 +142,9 @@ def encode_file(texts_path: str | Path, out: str | Path, models: dict[str, str],
     import pyarrow.parquet as pq
 
     from lab.train.encoder_eval import PooledEncoder
-    from semantica.config import load_config
+    from semantica.config import load_train_config
 
-    settings = load_config(None, []).train_encoder
+    settings = load_train_config(None, []).train_encoder
     rows = pq.read_table(str(texts_path)).to_pylist()
     groups = sorted({r["group"] for r in rows})
     model_of = {g: models.get(g, models.get(ANY_GROUP, "")) for g in groups}

@@ -3,6 +3,7 @@
 Each area module (index, query, serve, ops, planning, localizer, history) holds its sections and one
 `*Settings` class listing them; `semantica.config.composed.Config` inherits every area's settings and
 `semantica.config.loader` loads it (defaults < YAML < `SEMANTICA__SECTION__FIELD` env < `section.field=value`).
+The training jobs' settings are a separate tree, `semantica.config.training.TrainConfig` (conf/train.yaml).
 Import every name from here: `from semantica.config import Config, ConfigError, load_config, FaissConfig`.
 """
 
@@ -23,7 +24,6 @@ from semantica.config.index import (
     IndexConfig,
     IndexSettings,
     LuceneConfig,
-    PairsConfig,
     PathsConfig,
     ShardsConfig,
     TokenVectorsConfig,
@@ -35,14 +35,12 @@ from semantica.config.loader import (
     ConfigError,
     config_from_dict,
     config_to_dict,
+    field_count,
     load_config,
 )
 from semantica.config.localizer import (
     LocalizerConfig,
-    LocalizerCorpusConfig,
     LocalizerSettings,
-    LocalizerTrainConfig,
-    TrainEncoderConfig,
 )
 from semantica.config.ops import (
     FreshnessConfig,
@@ -79,7 +77,6 @@ from semantica.config.query import (
     IntentConfig,
     LateInteractionConfig,
     LtrConfig,
-    LtrTrainConfig,
     QueryConfig,
     QuerySettings,
     RerankConfig,
@@ -93,6 +90,19 @@ from semantica.config.serve import (
     McpConfig,
     ServeConfig,
     ServeSettings,
+)
+from semantica.config.training import (
+    TRAIN_CONFIG_FILE,
+    TRAIN_SECTIONS,
+    LocalizerCorpusConfig,
+    LocalizerMineConfig,
+    LocalizerTrainConfig,
+    LtrTrainConfig,
+    PairsConfig,
+    TrainConfig,
+    TrainEncoderConfig,
+    is_train_override,
+    load_train_config,
 )
 
 __all__ = [
@@ -132,6 +142,7 @@ __all__ = [
     "LimitsConfig",
     "LocalizerConfig",
     "LocalizerCorpusConfig",
+    "LocalizerMineConfig",
     "LocalizerSettings",
     "LocalizerTrainConfig",
     "LtrConfig",
@@ -160,11 +171,17 @@ __all__ = [
     "RetrievalConfig",
     "ServeConfig",
     "ServeSettings",
+    "TRAIN_CONFIG_FILE",
+    "TRAIN_SECTIONS",
+    "TrainConfig",
     "ShardsConfig",
     "TokenVectorsConfig",
     "TrainEncoderConfig",
     "WatchConfig",
     "config_from_dict",
     "config_to_dict",
+    "field_count",
+    "is_train_override",
     "load_config",
+    "load_train_config",
 ]

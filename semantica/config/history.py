@@ -12,7 +12,8 @@ class HistoryAdaptConfig:
     """Per-repository adaptation (semantica/localizer/adapt.py, docs/history.md): at index time a small LightGBM
     ranker learns from the repository's own past commits (message -> changed files, and functions when the
     history reads them), all at or before the snapshot's commit; the localizer stage uses it in place of the
-    shared model. Training settings not named here come from `localizer_train`."""
+    shared model. Training settings not named here come from the training config's `localizer_train`
+    (conf/train.yaml, `semantica.config.training`)."""
 
     enabled: bool = False
     max_commits: int = 200  # the newest kept commits before the snapshot become training queries
@@ -25,7 +26,7 @@ class HistoryAdaptConfig:
 @dataclass
 class HistoryConfig:
     """Reading: the first-parent history of the snapshot's commit, at most `max_commits` commits, never a
-    later one. Filters (the pair miner's `pairs.*` filters are the start): bot authors, subjects that start
+    later one. Filters (the pair miner's `pairs.*` filters in conf/train.yaml are the start): bot authors, subjects that start
     with a skipped prefix, messages shorter than `min_message_chars`, and commits changing more than
     `max_commit_files` Python files or `max_commit_lines` lines. Voting: the `top_commits` most similar
     messages (BM25) vote for the files and outer functions they changed with weight

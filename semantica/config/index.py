@@ -140,26 +140,6 @@ class BranchesConfig:
 
 
 @dataclass
-class PairsConfig:
-    """`semantica mine-pairs`: training pairs from git history (jobs/train/pairs.py). `corpus` never holds
-    a benchmark repository (the miner refuses them; tests/jobs/test_pairs.py guards the list)."""
-
-    corpus: list[str] = field(default_factory=lambda: ["pallets/click", "python-attrs/attrs", "Textualize/rich"])
-    min_docstring_chars: int = 20
-    min_body_lines: int = 2
-    max_document_chars: int = 4000
-    max_commits: int = 2000
-    min_message_chars: int = 15
-    max_commit_files: int = 10
-    max_commit_lines: int = 400
-    bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
-    skip_subject_prefixes: list[str] = field(default_factory=lambda: ["revert", "bump", "release", "merge branch"])
-    hard_negatives: int = 5
-    commit_negatives: int = 5
-    commit_batch: int = 250
-
-
-@dataclass
 class IndexSettings:
     """The indexing sections of `Config`: discovery, chunking, the encoder and the snapshot's shards."""
 
@@ -173,4 +153,3 @@ class IndexSettings:
     token_vectors: TokenVectorsConfig = field(default_factory=TokenVectorsConfig)
     shards: ShardsConfig = field(default_factory=ShardsConfig)
     branches: BranchesConfig = field(default_factory=BranchesConfig)
-    pairs: PairsConfig = field(default_factory=PairsConfig)

@@ -113,7 +113,16 @@ def load_config(
     """Load defaults < YAML file < SEMANTICA__SECTION__FIELD env < `section.field=value` overrides."""
     named = path or os.environ.get(CONFIG_ENV)
     config_path = Path(named) if named else DEFAULT_CONFIG_FILE
-    raw: dict[str, Any] = dataclasses.asdict(Config())  # so a partial mapping override keeps the other keys
+    return load_sections(Config, config_path, bool(named), overrides, environ, ENV_PREFIX,
+                         "" if path else f" (from {CONFIG_ENV})")
+
+
+def load_sections(cls: type, config_path: Path, required: bool, overrides: list[str] | None,
+                  environ: dict[str, str] | None, env_prefix: str, source: str = "") -> Any:
+    """One dataclass tree `cls` from its defaults < `config_path` < `env_prefix`SECTION__FIELD < overrides
+    (`Config` and the training jobs' `TrainConfig` load alike); `required`: a missing file is an error (`source`
+    says where its name came from)."""
+    raw: dict[str, Any] = dataclasses.asdict(cls())  # so a partial mapping override keeps the other keys
     if config_path.exists():
         try:
             loaded = _bounded(yaml.safe_load(_read_bounded(config_path)) or {}, str(config_path))
@@ -122,20 +131,19 @@ def load_config(
         if not isinstance(loaded, dict):
             raise ConfigError(f"{config_path}: the top level must be a mapping of sections")
         raw = _merge(raw, loaded)
-    elif named:
-        source = "" if path else f" (from {CONFIG_ENV})"
+    elif required:
         raise ConfigError(f"config file {config_path}{source} does not exist")
     env = os.environ if environ is None else environ
     for key, value in env.items():
-        if key.startswith(ENV_PREFIX):
-            dotted = key[len(ENV_PREFIX):].lower().replace("__", ".")
+        if key.startswith(env_prefix):
+            dotted = key[len(env_prefix):].lower().replace("__", ".")
             raw = _merge(raw, _dotted_to_nested(dotted, _yaml_value(value, f"environment variable {key}")))
     for override in overrides or []:
         if "=" not in override:
             raise ConfigError(f"override {override!r}: expected section.field=value")
         dotted, value = override.split("=", 1)
         raw = _merge(raw, _dotted_to_nested(dotted.strip(), _yaml_value(value, f"override {override!r}")))
-    return _build(Config, raw, "")
+    return _build(cls, raw, "")
 
 
 def _yaml_value(text: str, source: str) -> Any:
@@ -188,3 +196,20 @@ def config_to_dict(config: Config) -> dict[str, Any]:
 def config_from_dict(values: dict[str, Any]) -> Config:
     """Inverse of `config_to_dict`."""
     return _build(Config, values, "")
+
+
+def field_count(cls: type = Config) -> dict[str, int]:
+    """Leaf fields per section of a config tree (`Config` unless another), in declaration order: a nested
+    dataclass is a section of its own (`planning.retry` apart from `planning`). The budget test reads it."""
+    counts: dict[str, int] = {}
+
+    def walk(node: type, section: str) -> None:
+        hints = typing.get_type_hints(node)
+        for item in dataclasses.fields(node):
+            if dataclasses.is_dataclass(hints[item.name]):
+                walk(hints[item.name], f"{section}.{item.name}" if section else item.name)
+            else:
+                counts[section] = counts.get(section, 0) + 1
+
+    walk(cls, "")
+    return counts

@@ -1,28 +1,11 @@
-"""The learned localizer's sections of `Config` (docs/localizer.md): corpus mining, serving, training."""
+"""The learned localizer's section of `Config` (docs/localizer.md): the query-time stage. Its corpus and training
+settings are the training jobs' (`semantica.config.training`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from semantica.encoder_identity import Int8Scales
-
-
-@dataclass
-class LocalizerCorpusConfig:
-    """The learned localizer's training corpus (jobs/localizer/corpus.py): issue-like commits of public
-    repositories, never a SWE-bench repository (tests/jobs/localizer/test_corpus_guard.py)."""
-
-    max_history: int = 20000
-    max_per_repo: int = 500
-    min_message_chars: int = 25
-    min_message_words: int = 4
-    max_query_chars: int = 1500
-    max_commit_files: int = 10
-    max_commit_lines: int = 600
-    bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
-    skip_subject_prefixes: list[str] = field(default_factory=lambda: [
-        "revert", "bump", "release", "merge branch", "prepare", "changelog", "update changelog", "version "])
-
 
 FUNCTION_FILE_ORDERS = ("fusion", "learned")  # which file order draws and ranks the function candidates
 FUNCTION_TIES = ("name", "body")  # what orders function candidates of equal score
@@ -63,9 +46,6 @@ class LocalizerConfig:
                                    # without stored history falls back to candidates-first (stage.py)
     history_max_commits: int = 3000  # ... from at most this many newest commits at or before each snapshot
     history_functions: bool = False  # ... and function-level ones (parses every changed file: CPU)
-    snapshot_every: int = 10  # corpus features: at most this many labelled commits answered on one snapshot,
-    max_staleness: int = 60  # ... none more than this many first-parent commits after it
-    max_queries_per_repo: int = 120  # corpus features: the newest labelled commits of each repository
     dense_model: str = "models/encoder-commits-v3"  # the dense function channel's encoder ('' = off; docs/localizer.md)
     dense_depth: int = 200  # ... re-ranks the top this many functions of the blended order
     dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
@@ -87,7 +67,6 @@ class LocalizerConfig:
     dense_cache_items: int = 50000  # ... function vectors kept in memory by source text (the oldest go first)
     dense_at_index: bool = True  # ... and every function encoded at index time (`function_vectors` index kind)
     dense_tests: bool = False  # ... test code's functions (`TEST_PATH`) take part too (off: no cosine, never encoded)
-    corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
 
     def __post_init__(self) -> None:
         if self.function_file_order not in FUNCTION_FILE_ORDERS:
@@ -120,51 +99,7 @@ class LocalizerConfig:
 
 
 @dataclass
-class LocalizerTrainConfig:
-    """`semantica train-localizer` (jobs/localizer/train.py): LightGBM LambdaRank, files then functions."""
-
-    folds: int = 3  # repositories split into this many folds; each repository is held out exactly once
-    seed: int = 13
-    num_rounds: int = 60
-    learning_rate: float = 0.15
-    num_leaves: int = 31
-    min_data_in_leaf: int = 50
-    feature_fraction: float = 0.8
-    bagging_fraction: float = 0.8
-    bagging_freq: int = 1
-    num_threads: int = 2
-    eval_at: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
-    train_file_depth: int = 30  # training rows per query: the top this many candidates by fixed fusion + positives
-    train_function_depth: int = 50
-    tail_every: int = 5  # ... and every this-many-th candidate below them (an unbiased sample of the tail)
-
-
-@dataclass
-class TrainEncoderConfig:
-    """`semantica train-encoder` (jobs/train/encoder.py): contrastive fine-tuning of the bi-encoder on mined pairs."""
-
-    base_model: str = ""  # a local checkpoint directory; '' = the configured encoder (encoder.model_path)
-    batch_size: int = 32  # queries per step: each one's positive is every other query's in-batch negative
-    learning_rate: float = 2e-5
-    epochs: int = 1
-    max_steps: int = 0  # optimizer steps in all, overriding epochs (0 = epochs x pairs // batch_size)
-    temperature: float = 0.05  # InfoNCE: cosine similarities are divided by this before the softmax
-    hard_negatives: int = 1  # mined BM25 negatives per query added to the batch's documents
-    query_max_length: int = 64
-    max_length: int = 256  # document tokens
-    seed: int = 13
-    checkpoint_every: int = 200  # steps between resumable checkpoints (one is also written when the run stops)
-    log_every: int = 10  # steps between progress lines
-    eval_pairs: int = 256  # the first this many pairs measure the start and final loss (no dropout)
-    kinds: list[str] = field(default_factory=lambda: ["docstring", "commit"])  # which mined pair kinds to train on
-    device: str = "auto"  # auto: cuda when torch sees a GPU (bf16 autocast there), else cpu
-    holdout_repos: list[str] = field(default_factory=list)  # left out of training, measured on (lab.train.encoder_eval)
-
-
-@dataclass
 class LocalizerSettings:
     """The learned localizer's sections of `Config`."""
 
     localizer: LocalizerConfig = field(default_factory=LocalizerConfig)
-    localizer_train: LocalizerTrainConfig = field(default_factory=LocalizerTrainConfig)
-    train_encoder: TrainEncoderConfig = field(default_factory=TrainEncoderConfig)

@@ -134,24 +134,6 @@ class RerankConfig:
 
 
 @dataclass
-class LtrTrainConfig:
-    """Mining labelled feature vectors and training the LightGBM ranker (`semantica mine`, `train-ltr`)."""
-
-    mine_depth: int = 50  # fused hits mined per query (the candidates the model will reorder)
-    function_gain: int = 2  # label of a hit inside a gold function (SWE-bench)
-    file_gain: int = 1  # label of a hit in a gold file but outside the gold functions
-    objective: str = "lambdarank"
-    # small, heavily regularised trees: ~100 labelled queries overfit anything larger (leave-one-repo-out
-    # CV on the first 94 mined queries: 200 trees of 15 leaves lost 0.03 NDCG@10, these gained 0.11)
-    n_estimators: int = 100
-    learning_rate: float = 0.03
-    num_leaves: int = 3
-    min_child_samples: int = 200
-    eval_at: int = 10  # NDCG@eval_at is the training and report metric
-    seed: int = 13
-
-
-@dataclass
 class ContextConfig:
     """Cited context packing."""
 
@@ -242,7 +224,6 @@ class QuerySettings:
     cross_encoder: CrossEncoderConfig = field(default_factory=CrossEncoderConfig)
     ltr: LtrConfig = field(default_factory=LtrConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
-    ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
     granular: GranularConfig = field(default_factory=GranularConfig)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from semantica.config import Config, HistoryAdaptConfig, LocalizerConfig, LocalizerTrainConfig
+from semantica.config import Config, HistoryAdaptConfig, LocalizerConfig, TrainConfig, load_train_config
 from semantica.history.gitread import source_tree_texts
 from semantica.history.records import CommitRecord
 from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
@@ -77,11 +77,11 @@ def _frame(qid: int, keys: Sequence[str], labels: Sequence[int], fusion: np.ndar
 class RepositoryAdapter:
     """Trains `AdaptedModels` on a snapshot and the kept commit records of its history."""
 
-    def __init__(self, adapt: HistoryAdaptConfig, localizer: LocalizerConfig, train: LocalizerTrainConfig) -> None:
+    def __init__(self, adapt: HistoryAdaptConfig, localizer: LocalizerConfig, train: TrainConfig) -> None:
         self.adapt = adapt
         self.generator = CandidateGenerator(candidate_config(localizer))
-        self.max_query_chars = localizer.corpus.max_query_chars
-        self.train_config = dataclasses.replace(train, num_rounds=adapt.num_rounds,
+        self.max_query_chars = train.localizer_corpus.max_query_chars  # as the shared model's corpus queries
+        self.train_config = dataclasses.replace(train.localizer_train, num_rounds=adapt.num_rounds,
                                                 min_data_in_leaf=adapt.min_data_in_leaf)
 
     def examples(self, snapshot: Snapshot, records: Sequence[CommitRecord]) -> _Examples:
@@ -131,5 +131,5 @@ def adapt_to_history(config: Config, repo_path: str, history: Any) -> AdaptedMod
     commits of `history` (a `semantica.history` read, all at or before its commit) over the source files of that
     commit's tree; None below `history.adapt.min_queries`."""
     texts = source_tree_texts(repo_path, history.commit, config.localizer.max_file_bytes)
-    adapter = RepositoryAdapter(config.history.adapt, config.localizer, config.localizer_train)
+    adapter = RepositoryAdapter(config.history.adapt, config.localizer, load_train_config())  # conf/train.yaml
     return adapter.train(SnapshotBuilder().build(texts), history.records, history.commit)

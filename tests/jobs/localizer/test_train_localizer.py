@@ -65,7 +65,7 @@ def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
     features, models = tmp_path / "features", tmp_path / "models"
     rows = [json.loads(line) for line in (corpus / "acme+shop.jsonl").read_text().splitlines()]
     assert len(rows) >= 20 and all(r["functions"][0].startswith(r["files"][0] + "::compute_") for r in rows)
-    small = ["--set", "localizer.snapshot_every=4"]
+    small = ["--set", "localizer_mine.snapshot_every=4"]
     assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(features),
                  *small]) == 0
     queries = pl.read_parquet(features / "acme+shop.queries.parquet")

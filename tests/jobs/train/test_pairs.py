@@ -10,7 +10,7 @@ import pytest
 
 from jobs.train.pairs import BENCHMARK_REPOS, PairMiner, PairsError, check_corpus, load_pairs
 from jobs.train.pairs_source import function_spans
-from semantica.config import load_config
+from semantica.config import PairsConfig, load_config, load_train_config
 from tests.dated_git import commit
 
 # Listed here on purpose: weakening the constant in jobs/train/pairs.py must not weaken this guard.
@@ -18,7 +18,7 @@ SWE_BENCH_DEV_REPOS = {"psf/requests", "pallets/flask", "pytest-dev/pytest", "sp
 
 
 def test_shipped_corpus_never_contains_a_benchmark_repository():
-    corpus = load_config(None, [], environ={}).pairs.corpus
+    corpus = load_train_config(None, [], environ={}).pairs.corpus
     assert corpus, "the default corpus is empty"
     normalised = {r.lower().removesuffix(".git") for r in corpus}
     assert not normalised & SWE_BENCH_DEV_REPOS
@@ -32,7 +32,7 @@ def test_benchmark_repositories_are_refused(repo, tmp_path):
         check_corpus(["pallets/click", repo])
     config = load_config(None, [], environ={})
     with pytest.raises(PairsError, match="must not be mined"):
-        PairMiner(config, tmp_path / "out", progress=False).run(tmp_path, [repo])
+        PairMiner(config, PairsConfig(), tmp_path / "out", progress=False).run(tmp_path, [repo])
 
 
 def test_function_spans_split_docstrings_and_fold_nested_functions():
@@ -67,8 +67,8 @@ def shop(tmp_path_factory) -> Path:
 
 
 def test_mined_pairs_have_provenance_and_skip_bots_and_trivia(shop, tmp_path):
-    config = load_config(None, ["pairs.hard_negatives=1"], environ={})
-    result = PairMiner(config, tmp_path / "out", progress=False, log=lambda _m: None).run(shop, ["acme/shop"])
+    config, pairs = load_config(None, [], environ={}), load_train_config(None, ["pairs.hard_negatives=1"], environ={}).pairs
+    result = PairMiner(config, pairs, tmp_path / "out", progress=False, log=lambda _m: None).run(shop, ["acme/shop"])
     assert result == {"acme/shop": {"docstring": 1, "commit": 1}}
     frame = load_pairs(tmp_path / "out")
     doc = frame.filter(pl.col("kind") == "docstring").row(0, named=True)
@@ -85,26 +85,28 @@ def test_mined_pairs_have_provenance_and_skip_bots_and_trivia(shop, tmp_path):
     parent = subprocess.run(["git", "-C", str(shop / "acme+shop" / "repo"), "rev-parse", f"{fix['commit']}^"],
                             check=True, capture_output=True, text=True).stdout.strip()
     assert fix["parent"] == parent
-    again = PairMiner(config, tmp_path / "out", progress=False, log=lambda _m: None).run(shop, ["acme/shop"])
+    again = PairMiner(config, pairs, tmp_path / "out", progress=False, log=lambda _m: None).run(shop, ["acme/shop"])
     assert again == {"acme/shop": {"docstring": 0, "commit": 0}}  # resumed: parts already written
     assert load_pairs(tmp_path / "out").height == frame.height
 
 
 def test_pairs_are_deduplicated_across_repositories_and_runs(shop, tmp_path):
-    config = load_config(None, ["pairs.hard_negatives=0", "pairs.commit_batch=1"], environ={})
+    config = load_config(None, [], environ={})
+    pairs = load_train_config(None, ["pairs.hard_negatives=0", "pairs.commit_batch=1"], environ={}).pairs
     path = str(shop / "acme+shop" / "repo")
-    miner = PairMiner(config, tmp_path / "out", progress=False, log=lambda _m: None)
+    miner = PairMiner(config, pairs, tmp_path / "out", progress=False, log=lambda _m: None)
     assert miner.mine_repo(path, "acme/shop") == {"docstring": 1, "commit": 1}
     frame = load_pairs(tmp_path / "out")
     assert frame["dedup_key"].n_unique() == frame.height == 2
     # a fork (same code, same messages) adds nothing, in this run or in a later one
     assert miner.mine_repo(path, "acme/shop-fork") == {"docstring": 0, "commit": 0}
-    later = PairMiner(config, tmp_path / "out", progress=False, log=lambda _m: None)
+    later = PairMiner(config, pairs, tmp_path / "out", progress=False, log=lambda _m: None)
     assert len(later.seen) == 2 and later.mine_repo(path, "other/fork") == {"docstring": 0, "commit": 0}
 
 
 def test_in_file_negatives_rank_the_unchanged_functions_by_the_message(tmp_path):
-    miner = PairMiner(load_config(None, ["pairs.commit_negatives=2"], environ={}), tmp_path / "out", progress=False)
+    miner = PairMiner(load_config(None, [], environ={}), load_train_config(None, ["pairs.commit_negatives=2"], environ={}).pairs,
+                      tmp_path / "out", progress=False)
     text = ("def parse_header(raw):\n    return raw.split(':')\n\n\ndef send_body(sock, body):\n    sock.send(body)\n\n\n"
             "def close_socket(sock):\n    sock.close()\n\n\ndef parse_cookie(raw):\n    return raw.split(';')\n")
     at_parent = {"http.py": (text.split("\n"), function_spans(text))}

@@ -13,20 +13,22 @@ import torch
 
 from jobs.cli import main
 from jobs.train.encoder import CARD_FILE, EncoderTrainer, TrainEncoderError, pairs_hash
-from semantica.config import EncoderConfig, load_config
+from semantica.config import EncoderConfig, load_config, load_train_config
 from semantica.encoder import Encoder
 from tests.jobs.train.conftest import FUNCTIONS, with_second_repo
 
 
 def _config(base: Path, *overrides: str):
-    return load_config(None, [f"train_encoder.base_model={base}", "train_encoder.batch_size=4",
-                              "train_encoder.learning_rate=0.001", "train_encoder.checkpoint_every=2",
-                              "train_encoder.device=cpu", *overrides], environ={})
+    """The product config and the `train_encoder` settings an `EncoderTrainer` takes."""
+    settings = load_train_config(None, [f"train_encoder.base_model={base}", "train_encoder.batch_size=4",
+                                        "train_encoder.learning_rate=0.001", "train_encoder.checkpoint_every=2",
+                                        "train_encoder.device=cpu", *overrides], environ={}).train_encoder
+    return load_config(None, [], environ={}), settings
 
 
 def test_training_lowers_the_loss_and_the_output_serves_through_the_encoder(tiny_bert, pairs_dir, tmp_path):
     out = tmp_path / "model"
-    card = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=12"), pairs_dir, out, log=lambda _m: None).run()
+    card = EncoderTrainer(*_config(tiny_bert, "train_encoder.max_steps=12"), pairs_dir, out, log=lambda _m: None).run()
     assert card["steps"] == 12 and card["pairs"] == len(FUNCTIONS) and card["hard_negatives"] == len(FUNCTIONS)
     assert card["final_loss"] < card["start_loss"] * 0.8
     assert json.loads((out / CARD_FILE).read_text())["pairs_sha256"] == card["pairs_sha256"]
@@ -37,7 +39,7 @@ def test_training_lowers_the_loss_and_the_output_serves_through_the_encoder(tiny
     assert vectors.shape == (2 * len(FUNCTIONS), 32)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     # the trainer's pooling is the served one: the same text gives the same vector both ways
-    trainer = EncoderTrainer(_config(out), pairs_dir, tmp_path / "again", log=lambda _m: None)
+    trainer = EncoderTrainer(*_config(out), pairs_dir, tmp_path / "again", log=lambda _m: None)
     trainer.model.eval()
     with torch.no_grad():
         trained = trainer._embed(queries, 64).numpy()
@@ -45,13 +47,13 @@ def test_training_lowers_the_loss_and_the_output_serves_through_the_encoder(tiny
 
 
 def test_a_stopped_run_resumes_to_the_uninterrupted_result(tiny_bert, pairs_dir, tmp_path):
-    whole = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=4"), pairs_dir, tmp_path / "whole",
+    whole = EncoderTrainer(*_config(tiny_bert, "train_encoder.max_steps=4"), pairs_dir, tmp_path / "whole",
                            log=lambda _m: None)
     whole.run()
     lines: list[str] = []
-    first = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=2"), pairs_dir, tmp_path / "split", log=lines.append)
+    first = EncoderTrainer(*_config(tiny_bert, "train_encoder.max_steps=2"), pairs_dir, tmp_path / "split", log=lines.append)
     assert first.run()["steps"] == 2
-    second = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=4"), pairs_dir, tmp_path / "split",
+    second = EncoderTrainer(*_config(tiny_bert, "train_encoder.max_steps=4"), pairs_dir, tmp_path / "split",
                             log=lines.append)
     card = second.run()
     assert card["steps"] == 4 and any(line.startswith("resumed from") and "step 2" in line for line in lines)
@@ -77,7 +79,7 @@ def test_cli_trains_and_refuses_bad_input_in_one_line(tiny_bert, pairs_dir, tmp_
         err = capsys.readouterr().err.strip()
         assert err.startswith("semantica train-encoder: error:") and "\n" not in err
     with pytest.raises(TrainEncoderError, match="no commit pairs"):
-        EncoderTrainer(_config(tiny_bert, "train_encoder.kinds=[commit]"), pairs_dir, tmp_path / "y")
+        EncoderTrainer(*_config(tiny_bert, "train_encoder.kinds=[commit]"), pairs_dir, tmp_path / "y")
 
 
 def test_pairs_from_a_swebench_repository_are_refused(tiny_bert, pairs_dir, tmp_path):
@@ -85,19 +87,19 @@ def test_pairs_from_a_swebench_repository_are_refused(tiny_bert, pairs_dir, tmp_
     (tmp_path / "django+django").mkdir()
     frame.write_parquet(tmp_path / "django+django" / "docstring.parquet")
     with pytest.raises(TrainEncoderError, match="must not train a shipped model: django/django"):
-        EncoderTrainer(_config(tiny_bert), tmp_path, tmp_path / "out")
+        EncoderTrainer(*_config(tiny_bert), tmp_path, tmp_path / "out")
 
 
 def test_held_out_repositories_are_left_out_of_training_and_measured(tiny_bert, pairs_dir, tmp_path):
     both = with_second_repo(pairs_dir, tmp_path)
-    trainer = EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=12", "train_encoder.holdout_repos=[acme/cart]"),
+    trainer = EncoderTrainer(*_config(tiny_bert, "train_encoder.max_steps=12", "train_encoder.holdout_repos=[acme/cart]"),
                              both, tmp_path / "held", log=lambda _m: None)
     assert {p.repo for p in trainer.pairs} == {"acme/shop"} and len(trainer.pairs) == len(FUNCTIONS)
     card = trainer.run()
     assert card["holdout_repos"] == ["acme/cart"] and card["repos"] == {"acme/shop": len(FUNCTIONS)}
     assert card["pairs_sha256"] != pairs_hash(both)  # a checkpoint of another hold-out never resumes here
     with pytest.raises(TrainEncoderError, match="without pairs: acme/nowhere"):
-        EncoderTrainer(_config(tiny_bert, "train_encoder.holdout_repos=[acme/nowhere]"), both, tmp_path / "z")
+        EncoderTrainer(*_config(tiny_bert, "train_encoder.holdout_repos=[acme/nowhere]"), both, tmp_path / "z")
 
 
 

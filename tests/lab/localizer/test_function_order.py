@@ -13,7 +13,7 @@ def test_corpus_search_rescores_what_the_miner_wrote_and_chooses_leaving_each_re
     mirrors, corpus = labelled_mirrors(tmp_path)
     features = tmp_path / "features"
     assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(features),
-                 "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=3"]) == 0
+                 "--set", "localizer_mine.snapshot_every=4", "--set", "localizer.top_files=3"]) == 0
     loc = load_config(None, [], environ={}).localizer
     shipped = (loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost)  # what the miner ran
     result = search(str(features), [1.0, 100.0], [60.0, 1.0], [0.0, 2.0], loc.test_factor, shipped)

@@ -14,7 +14,7 @@ import pytest
 from jobs.cli import main
 from jobs.localizer.train import load_features
 from lab.localizer.function_recall import candidate_mask, function_parts, ranker_study, search, study_inputs
-from semantica.config import load_config
+from semantica.config import load_config, load_train_config
 from semantica.localizer.features import FUNCTION_FEATURES
 from tests.jobs.localizer.test_train_localizer import labelled_mirrors
 
@@ -28,14 +28,14 @@ def wide(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wide")
     mirrors, corpus = labelled_mirrors(root)
     assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(root / "wide"),
-                 "--set", "localizer.snapshot_every=4", "--set", "localizer.top_files=100",
+                 "--set", "localizer_mine.snapshot_every=4", "--set", "localizer.top_files=100",
                  "--set", "localizer.max_function_candidates=100000"]) == 0
     return root / "wide"
 
 
 def test_wide_mine_rescored_with_out_of_fold_file_order(wide):
-    config = load_config(None, SMALL_TRAIN, environ={})
-    frame, parts, _, folds = study_inputs(str(wide), 13, config.localizer_train)
+    config, train = load_config(None, [], environ={}), load_train_config(None, SMALL_TRAIN, environ={}).localizer_train
+    frame, parts, _, folds = study_inputs(str(wide), 13, train)
     assert sorted(map(tuple, folds)) == [("acme/shop",), ("acme/store",)]  # each repository held out once
     files = frame.select("qid", "path", "rank_fusion", "rank_learned").unique().drop_nulls()
     assert len(files) and (files["rank_learned"] >= 1).all()
@@ -49,7 +49,7 @@ def test_wide_mine_rescored_with_out_of_fold_file_order(wide):
 
     loc = config.localizer
     shipped = (loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.top_files)
-    result = search(str(wide), [1, 100], [1.0, 20.0], [0.0, 1.0], 13, shipped, config.localizer_train)
+    result = search(str(wide), [1, 100], [1.0, 20.0], [0.0, 1.0], 13, shipped, train)
     assert result["fusion_recompute_max_abs_diff"] < 1e-6  # the mined order is FunctionScore's at the shipped setting
     assert set(result["grid"]) == {f"{o}/{t}/{k}/{b}" for o in ("fusion", "learned") for t in (1, 100)
                                    for k in (1.0, 20.0) for b in (0.0, 1.0)} | {result["shipped"]}
@@ -59,10 +59,10 @@ def test_wide_mine_rescored_with_out_of_fold_file_order(wide):
 
 
 def test_function_ranker_study_saves_a_model_the_query_path_loads(wide, tmp_path):
-    config = load_config(None, SMALL_TRAIN, environ={})
-    frame, parts, level, folds = study_inputs(str(wide), 13, config.localizer_train)
+    train = load_train_config(None, SMALL_TRAIN, environ={}).localizer_train
+    frame, parts, level, folds = study_inputs(str(wide), 13, train)
     saved = tmp_path / "functions.txt"
-    out = ranker_study(frame, parts, level, folds, ("learned", 1, 20.0, 1.0), 3, 13, config.localizer_train, str(saved))
+    out = ranker_study(frame, parts, level, folds, ("learned", 1, 20.0, 1.0), 3, 13, train, str(saved))
     kept = int(candidate_mask(parts, "learned", 1, 1.0).sum())
     assert out["rows"] <= min(kept, 3 * frame["qid"].n_unique())  # the candidates, cut at 3 per query
     assert {"formula", "ranker", "ranker + learned file order"} <= set(out)

@@ -13,7 +13,7 @@ def test_length_slices_reproduce_the_report_and_split_it(tmp_path, capsys):
     mirrors, corpus = labelled_mirrors(tmp_path)
     features, models = tmp_path / "features", tmp_path / "models"
     assert main(["mine-localizer", "--corpus", str(corpus), "--repos-dir", str(mirrors), "--out", str(features),
-                 "--set", "localizer.snapshot_every=4"]) == 0
+                 "--set", "localizer_mine.snapshot_every=4"]) == 0
     assert main(["train-localizer", "--features", str(features), "--out", str(models), "--folds", "2",
                  "--corpus", str(corpus), "--report", str(tmp_path / "report.json"),
                  "--set", "localizer_train.num_rounds=20", "--set", "localizer_train.min_data_in_leaf=2",

@@ -14,7 +14,7 @@ import torch
 
 from jobs.train.pairs import PAIR_SCHEMA, Pair
 from lab.train.encoder_eval import PooledEncoder, QueryReading, RetrievalTask, long_queries, main
-from semantica.config import load_config
+from semantica.config import load_train_config
 from semantica.encoder import FastTokenizer, resolve_model_path
 
 MINILM = resolve_model_path("")
@@ -28,7 +28,7 @@ TASK = RetrievalTask("acme/shop", "commit", [LONG, "send the email"], DOCUMENTS,
 
 @pytest.fixture(scope="module")
 def encoder() -> PooledEncoder:
-    return PooledEncoder(str(MINILM), load_config(None, []).train_encoder, 8)
+    return PooledEncoder(str(MINILM), load_train_config(None, []).train_encoder, 8)
 
 
 def test_one_window_is_the_plain_measure(encoder: PooledEncoder) -> None:

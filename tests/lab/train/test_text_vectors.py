@@ -10,7 +10,7 @@ import pytest
 
 from lab.train.encoder_eval import PooledEncoder
 from lab.train.text_vectors import StoredTextVectors, TextRecorder, encode_file, model_for_groups, split_file
-from semantica.config import load_config
+from semantica.config import load_train_config
 from semantica.localizer.dense import cosines
 from tests.jobs.train.conftest import make_tiny_bert
 
@@ -45,7 +45,7 @@ def test_cosines_read_back_equal_the_real_vectors_cosines(tiny_bert, tmp_path):
     assert counts == {"acme/shop": 5, "dev": 3}
     stored = StoredTextVectors(out)
     assert stored.models == {"acme/shop": str(tiny_bert), "dev": str(other)}
-    settings = load_config(None, ["train_encoder.device=cpu"], environ={}).train_encoder
+    settings = load_train_config(None, ["train_encoder.device=cpu"], environ={}).train_encoder
     models = {"acme/shop": PooledEncoder(str(tiny_bert), settings, 4), "dev": PooledEncoder(str(other), settings, 4)}
     for group in QUERIES:
         real, wrong = models[group], models["dev" if group == "acme/shop" else "acme/shop"]

@@ -7,14 +7,16 @@ from jobs.train.encoder import EncoderTrainer
 from jobs.train.pair_parts import read_pair_rows
 from lab.train.encoder_eval import PooledEncoder, build_tasks
 from lab.train.transport import pack_model, pack_pairs, unpack_model
-from semantica.config import load_config
+from semantica.config import load_config, load_train_config
 from tests.jobs.train.conftest import FUNCTIONS, with_second_repo
 
 
 def _config(base, *overrides: str):
-    return load_config(None, [f"train_encoder.base_model={base}", "train_encoder.batch_size=4",
-                              "train_encoder.learning_rate=0.001", "train_encoder.checkpoint_every=2",
-                              "train_encoder.device=cpu", *overrides], environ={})
+    """The product config and the `train_encoder` settings an `EncoderTrainer` takes."""
+    settings = load_train_config(None, [f"train_encoder.base_model={base}", "train_encoder.batch_size=4",
+                                        "train_encoder.learning_rate=0.001", "train_encoder.checkpoint_every=2",
+                                        "train_encoder.device=cpu", *overrides], environ={}).train_encoder
+    return load_config(None, [], environ={}), settings
 
 
 def test_model_and_pairs_survive_the_transfer_packing(tiny_bert, pairs_dir, tmp_path):
@@ -23,7 +25,7 @@ def test_model_and_pairs_survive_the_transfer_packing(tiny_bert, pairs_dir, tmp_
     assert (tmp_path / "packed" / "tokenizer.json").is_file()
     unpack_model(tmp_path / "packed", tmp_path / "unpacked")
     texts = list(FUNCTIONS) + list(FUNCTIONS.values())
-    settings = _config(tiny_bert).train_encoder
+    settings = _config(tiny_bert)[1]
     original = PooledEncoder(str(tiny_bert), settings, 8).encode(texts, 64)
     restored = PooledEncoder(str(tmp_path / "unpacked"), settings, 8).encode(texts, 64)
     assert float((original * restored).sum(dim=1).min()) >= 0.9999
@@ -36,12 +38,12 @@ def test_model_and_pairs_survive_the_transfer_packing(tiny_bert, pairs_dir, tmp_
 
 def test_a_held_out_repository_measures_better_after_training(tiny_bert, pairs_dir, tmp_path):
     both = with_second_repo(pairs_dir, tmp_path)
-    EncoderTrainer(_config(tiny_bert, "train_encoder.max_steps=12", "train_encoder.holdout_repos=[acme/cart]"),
+    EncoderTrainer(*_config(tiny_bert, "train_encoder.max_steps=12", "train_encoder.holdout_repos=[acme/cart]"),
                    both, tmp_path / "held", log=lambda _m: None).run()
     (task,) = build_tasks(both, ["acme/cart"], ["docstring"])
     assert task.queries == list(FUNCTIONS) and len(task.documents) == len(FUNCTIONS)  # negatives are other positives
     assert all(len(r) == 1 and task.documents[next(iter(r))] == code for r, code in zip(task.relevant, FUNCTIONS.values()))
-    settings = _config(tiny_bert).train_encoder
+    settings = _config(tiny_bert)[1]
     before = PooledEncoder(str(tiny_bert), settings, 4).score(task, 3)
     after = PooledEncoder(str(tmp_path / "held"), settings, 4).score(task, 3)
     assert after.mrr > before.mrr and after.acc_at_k >= before.acc_at_k

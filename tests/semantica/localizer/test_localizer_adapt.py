@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from semantica.config import load_train_config
 from tests.conftest import make_config
 from tests.dated_git import commit
 
@@ -64,7 +65,7 @@ def _train(garden, commit: str, tmp_path: Path):
     history = reader.read(garden["repo"], commit)
     reader.close()
     snapshot = SnapshotBuilder().build(source_tree_texts(str(garden["repo"]), commit, 1_000_000))
-    adapter = RepositoryAdapter(config.history.adapt, config.localizer, config.localizer_train)
+    adapter = RepositoryAdapter(config.history.adapt, config.localizer, load_train_config(environ={}))
     return adapter.train(snapshot, history.records, history.commit)
 
 
@@ -91,7 +92,7 @@ def test_too_few_commits_train_no_model(garden, tmp_path):
     history = reader.read(garden["repo"], garden["shas"][1])  # two kept commits
     reader.close()
     snapshot = SnapshotBuilder().build(source_tree_texts(str(garden["repo"]), garden["shas"][1], 1_000_000))
-    adapter = RepositoryAdapter(replace(config.history.adapt, min_queries=3), config.localizer, config.localizer_train)
+    adapter = RepositoryAdapter(replace(config.history.adapt, min_queries=3), config.localizer, load_train_config(environ={}))
     assert adapter.train(snapshot, history.records) is None
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from semantica.config import ConfigError, DecomposeConfig, MultiHopConfig, PlanningConfig
+from semantica.config import ConfigError, DecomposeConfig, LtrTrainConfig, MultiHopConfig, PlanningConfig
 from serving.core.intent import IntentClassifier
 from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
@@ -201,7 +201,7 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
     overrides = (*overrides, EVERY_KIND_SET)  # every kind's retriever lists are mined and replayed
     overrides = (*overrides, "localizer.enabled=false")  # its replay reads a bare clone (jobs/localizer/replay.py)
     config = make_config(ledger_index, *overrides, "planning.multihop.enabled=true", "planning.multihop.triggers=[issue]")
-    HitMiner(config.ltr_train, tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
+    HitMiner(LtrTrainConfig(), tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
                                                lambda path, symbol: int(path == "ledger/postings.py"))
     inst = Instance("ledger-1", R, "HEAD", REPORT, ["ledger/postings.py"])
     for switch in ("true", "false"):
