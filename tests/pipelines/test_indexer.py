@@ -36,12 +36,13 @@ def test_self_index_has_known_symbols_and_edges(indexed_self):
     assert {"semantica/config/loader.py::load_config", "semantica/schema.py::Chunk.build",
             "pipelines/indexer.py::Indexer.index"} <= symbol_ids
     calls = {(e.src, e.dst) for e in snapshot.edges if e.type == "CALLS" and e.resolved}
-    assert ("semantica/config/loader.py::load_config", "semantica/config/loader.py::_build") in calls
+    assert ("semantica/config/loader.py::load_config", "semantica/config/loader.py::load_sections") in calls
+    assert ("semantica/config/loader.py::load_sections", "semantica/config/loader.py::_build") in calls
     assert ("semantica/config/loader.py::_build", "semantica/config/loader.py::_coerce") in calls
     manifest = snapshot.manifest
     assert manifest.counts["chunks"] == len(snapshot.chunks) > 100
     assert manifest.dim == 384 and {s.kind for s in manifest.shards} == {"faiss", "lucene", "lucene_file",
-                                                                           "lucene_function"}
+                                                                           "lucene_function", "exact"}
     assert all(len(s.checksum) == 64 for s in manifest.shards)
     assert indexed_self.summary.chunks_embedded + indexed_self.summary.chunks_reused == manifest.counts["chunks"]
 

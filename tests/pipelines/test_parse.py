@@ -57,7 +57,8 @@ def test_own_config_and_schema() -> None:
             "semantica/schema.py::Chunk", "semantica/config/index.py::ChunkConfig"} <= ids
     edges = GraphResolver().resolve(parsed)
     calls = resolved(edges, EdgeType.CALLS)
-    assert ("semantica/config/loader.py::load_config", "semantica/config/loader.py::_build") in calls
+    assert ("semantica/config/loader.py::load_config", "semantica/config/loader.py::load_sections") in calls
+    assert ("semantica/config/loader.py::load_sections", "semantica/config/loader.py::_build") in calls
     assert ("semantica/config/loader.py::_build", "semantica/config/loader.py::_coerce") in calls
     contains = resolved(edges, EdgeType.CONTAINS)
     assert ("semantica/schema.py::Chunk", "semantica/schema.py::Chunk.build") in contains

@@ -8,6 +8,9 @@ has a typed input schema (its annotated parameters) and a typed output schema (a
 Adding a tool is one `ToolSpec` in `SemanticaTools.specs()` (or one in `extra` passed to `build_server`):
 the structural graph ops (`callers`, `callees`, `definition`, `references`) join that way when they land.
 Bad arguments become a tool error (`isError: true`, a message saying what to fix), never a crash.
+
+Long because every tool is a method here with its typed parameters (the SDK reads the schema from the signature),
+and the budgeted ones share one packer and cursor binding: one class is the one place the tool contract lives.
 """
 
 from __future__ import annotations

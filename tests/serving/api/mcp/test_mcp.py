@@ -32,7 +32,7 @@ FILES = {
 PORT_ATTEMPTS = 5
 EXPECTED_TOOLS = {"search", "get_context", "list_repos", "index_status", "sync", "plan",
                   "callers", "callees", "definition", "references", "implementations", "repo_map",
-                  "knowledge_search", "knowledge_propose"}
+                  "knowledge_search", "knowledge_propose", "grep"}
 
 
 def git_repo(root: Path, files: dict[str, str]) -> Path:

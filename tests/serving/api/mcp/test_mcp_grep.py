@@ -14,6 +14,7 @@ from mcp_types import INVALID_PARAMS
 from serving.api.mcp.budget import TokenCounter
 from serving.api.mcp.server import SemanticaTools, build_server
 from serving.pipeline import SearchPipeline
+from tests.serving.api.mcp.test_mcp_budget import call_all
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -23,19 +24,7 @@ def tools(indexed_exact) -> SemanticaTools:
     return SemanticaTools(indexed_exact.config, SearchPipeline(indexed_exact.config))
 
 
-def call(tools: SemanticaTools, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    out: list[Any] = []
-
-    async def main() -> None:
-        async with Client(build_server(tools)) as client:
-            for name, arguments in calls:
-                try:
-                    out.append(await client.call_tool(name, arguments))
-                except MCPError as exc:
-                    out.append(exc)
-
-    anyio.run(main)
-    return out
+call = call_all  # the in-process SDK client of the budget tests
 
 
 def test_grep_answers_and_is_annotated_read_only(tools, indexed_exact):
