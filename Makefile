@@ -46,9 +46,9 @@ test-lab: install
 
 bench: install
 	$(PY) -m jobs.bench
-	$(PY) -m jobs.bench.load
+	$(PY) -m jobs.bench load
 
-	$(PY) -m jobs.bench.watch
+	$(PY) -m jobs.bench watch
 
 # one 1M-line public repository (sympy, from the local mirror) indexed in process and on Ray Data, sharded
 # 1/8/32 and queried (docs/fast.md "The scale benchmark"); e.g. SCALE_ARGS="--modes in_process --shards 1"
@@ -58,7 +58,7 @@ SCALE_WORK ?= $(shell mktemp -d)
 SCALE_ARGS ?=
 bench-scale: export PYTHONPATH := $(CURDIR)
 bench-scale: install
-	$(PY) -m jobs.bench.scale $(if $(strip $(SCALE_REPO)),--repo $(SCALE_REPO)) --name $(SCALE_NAME) --work $(SCALE_WORK) $(SCALE_ARGS)
+	$(PY) -m jobs.bench scale $(if $(strip $(SCALE_REPO)),--repo $(SCALE_REPO)) --name $(SCALE_NAME) --work $(SCALE_WORK) $(SCALE_ARGS)
 
 lint: install
 	$(PY) -m pip install -q ruff

@@ -1,5 +1,8 @@
 """THE indexing driver: plan (caches) -> parse -> embed -> resolve -> write -> graph-store load -> publish.
 
+Long because it is the one driver: not split, since its stages share one plan, one set of caches and one
+publish order, and a second module would hold half of one sequence.
+
 One driver for `semantica index` (one repository, `LocalRunner`) and `semantica index-batch` (a
 manifest, `pipelines.ray_job.RayRunner`): only where the per-file work runs differs, so both publish
 identical chunks, symbols and edges, cache the same verdicts and load the same graph store.

@@ -60,3 +60,22 @@ def test_the_lab_tests_mirror_the_lab() -> None:
     tests_lab = REPO_ROOT / "tests" / LAB
     folders = [p.relative_to(tests_lab) for p in tests_lab.rglob("*") if p.is_dir() and p.name != "__pycache__"]
     assert folders and [str(f) for f in folders if not (REPO_ROOT / LAB / f).is_dir()] == []
+
+
+ENTRY_POINTS_MAX = 5  # `python -m` modules in the wheel: the CLI, the demo, the ONNX export, the benchmarks
+
+
+def entry_points() -> list[str]:
+    """Product modules runnable with `python -m`: a `__main__` guard or a package's `__main__.py`."""
+    found = []
+    for package in PRODUCT:
+        for path in sorted((REPO_ROOT / package).rglob("*.py")):
+            if 'if __name__ == "__main__"' in path.read_text(encoding="utf-8"):
+                found.append(str(path.relative_to(REPO_ROOT)))
+    return found
+
+
+def test_the_wheel_has_few_python_m_entry_points() -> None:
+    """A study grows as one more `python -m` script; the product's benchmarks share `python -m jobs.bench NAME`."""
+    found = entry_points()
+    assert "jobs/cli.py" in found and len(found) <= ENTRY_POINTS_MAX, found

@@ -1,1 +1,1 @@
-"""Benchmarks (not tests): `python -m jobs.bench` (indexing, query latency) and `python -m jobs.bench.http`."""
+"""Benchmarks (not tests): `python -m jobs.bench` (indexing, query latency) and `python -m jobs.bench http`."""

@@ -29,7 +29,8 @@ RESULTS_DIR = REPO_ROOT / "bench" / "results"
 MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", ".semantica/mirrors"))  # bare clones; absent ones are skipped
 SYMPY_COMMIT = "d3b4158dea271485e3daa11bf82e69b8dab348ce"  # a SWE-bench Lite dev base commit
 SYMPY_CLONE = MIRRORS / "sympy+sympy" / "repo"
-BENCH_INSTANCES = REPO_ROOT.parent / "shared" / "bench" / "swebench_lite_dev.jsonl"
+# the SWE-bench Lite instances whose sympy issues are the long queries; absent: the sympy query set is empty
+BENCH_INSTANCES = Path(os.environ.get("SEMANTICA_BENCH_INSTANCES", "swebench_lite_dev.jsonl"))
 SELF_QUERIES = (
     "WeightedRRF", "who calls _coerce", "how are vectors cached by content sha", "load_config",
     "np.load(segment, allow_pickle=False)", "publish a snapshot atomically", "callers of shared_encoder",
@@ -243,5 +244,19 @@ def print_tables(results: dict[str, Any]) -> None:
             print(f"| {stage} | {v['p50_ms']} | {v['p99_ms']} |")
 
 
+# `python -m jobs.bench NAME ...`: the product's other benchmarks, one entry point for all of them
+SUBCOMMANDS = {"http": "jobs.bench.http", "load": "jobs.bench.load", "watch": "jobs.bench.watch",
+               "scale": "jobs.bench.scale", "grep": "jobs.bench.grep"}
+
+
+def dispatch(argv: list[str]) -> int:
+    """The named benchmark's `main` with the rest of the arguments; no name: the indexing and latency bench."""
+    if argv and argv[0] in SUBCOMMANDS:
+        import importlib
+
+        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+    return main(argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(dispatch(sys.argv[1:]))

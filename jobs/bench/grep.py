@@ -1,6 +1,6 @@
 """Exact search against ripgrep: the same (path, line) match sets, and latency per pattern as same-run ratios.
 
-    python -m jobs.bench.grep --repo PATH --commit SHA [--index-root DIR] [--cache-dir DIR] [--rounds 3]
+    python -m jobs.bench grep --repo PATH --commit SHA [--index-root DIR] [--cache-dir DIR] [--rounds 3]
         [--rg PATH] [--out FILE]
 
 Indexes the repository at the commit (reusing a published snapshot of that commit under --index-root), writes
@@ -202,7 +202,7 @@ def index_size(config: Config, repo: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.bench.grep", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m jobs.bench grep", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", required=True, help="git repository (checkout or bare)")
     parser.add_argument("--commit", required=True)
     parser.add_argument("--name", default="bench/grep")
@@ -252,6 +252,3 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(root, ignore_errors=True)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

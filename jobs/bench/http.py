@@ -1,12 +1,12 @@
 """HTTP benchmark (not a test): Ray Serve graph over loopback vs the in-process SearchPipeline.
 
-    .venv/bin/python -m jobs.bench.http [--index-root DIR] [--clients 8] [--requests 20]
+    .venv/bin/python -m jobs.bench http [--index-root DIR] [--clients 8] [--requests 20]
 
 Without --index-root it indexes this repository's serving/ and semantica/ Python files into a temporary
 directory first. Both sides answer the same queries over the same snapshot with the response cache off
 (query.query_cache_items=0), each with `--clients` concurrent clients and a bounded number of requests
 per client. Prints and writes bench/results/http.json: p50/p99 latency, throughput, overhead ratio.
-The overload test (8 and 32 clients against admission control) is `jobs.bench.load`.
+The overload test (8 and 32 clients against admission control) is `python -m jobs.bench load`.
 """
 
 from __future__ import annotations
@@ -127,6 +127,3 @@ def main(argv: list[str] | None = None) -> int:
     report_result(result, RESULTS)
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Loopback load test (not a test): does admission control shed load instead of letting latency grow?
 
-    .venv/bin/python -m jobs.bench.load [--index-root DIR] [--levels 8 32] [--requests 5]
+    .venv/bin/python -m jobs.bench load [--index-root DIR] [--levels 8 32] [--requests 5]
 
 Runs the real `semantica serve` stack (Ray Serve, the admission limits from conf: `admission.*`) on
 127.0.0.1 and drives it with `--levels` concurrent clients, each sending `--requests` distinct queries
@@ -89,6 +89,3 @@ def main(argv: list[str] | None = None) -> int:
     report_result(result, RESULTS)
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,7 +2,7 @@
 scratch in process (`semantica index`) and with Ray Data (`semantica index-batch`), then queried with the
 index cut into 1, 8 and 32 shards.
 
-    python -m jobs.bench.scale --repo MIRROR/sympy+sympy/repo --name sympy/sympy --work DIR
+    python -m jobs.bench scale --repo MIRROR/sympy+sympy/repo --name sympy/sympy --work DIR
         [--commit SHA] [--include 'sympy/core/*'] [--modes in_process ray] [--shards 1 8 32] [--queries 100]
 
 Each build runs as a child process, measured from outside: wall time, chunks/s, peak RSS (the largest sum
@@ -256,7 +256,7 @@ class ScaleBench:
         self.args = args
         self.work: Path = args.work
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-        self.out: dict[str, Any] = {"command": "python -m jobs.bench.scale " + " ".join(args.argv), "repo": args.name,
+        self.out: dict[str, Any] = {"command": "python -m jobs.bench scale " + " ".join(args.argv), "repo": args.name,
                                     "commit": args.commit, "include": args.include, "cpus": os.cpu_count(),
                                     "builds": [], "shards": []}
 
@@ -327,7 +327,7 @@ class ScaleBench:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.bench.scale", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m jobs.bench scale", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", default=None, help="a git repository (bare is fine); default: sympy under $SEMANTICA_MIRRORS")
     parser.add_argument("--name", default="sympy/sympy")
@@ -350,6 +350,3 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(result, indent=1))
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -198,6 +198,3 @@ def main(argv: list[str] | None = None) -> int:
           f"(debounce {change['debounce_ms']} ms); results in {args.out}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,8 @@
 """Extraction: one tree-sitter parse of a code file -> definitions, chunks, symbols, calls, edges.
 
+Long because one walk of one tree fills every output: not split, since a second module would walk the tree again
+or pass its cursor state across.
+
 Generic over the language table; what differs per family (node types, imports) lives in the family
 modules (`pipelines/parse/families/`), Python references and call typing in the `python*.py` modules. Nested functions stay inside their
 outer function's chunk and are not symbols of their own.

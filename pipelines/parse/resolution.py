@@ -1,4 +1,8 @@
-"""Repo-level resolution: the raw names of many ParsedFiles of ONE repo -> graph node ids."""
+"""Repo-level resolution: the raw names of many ParsedFiles of ONE repo -> graph node ids.
+
+Long because every edge kind resolves against the same repository-wide name tables: not split, since each part
+would rebuild or import those tables.
+"""
 
 from __future__ import annotations
 

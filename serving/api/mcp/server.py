@@ -10,7 +10,8 @@ the structural graph ops (`callers`, `callees`, `definition`, `references`) join
 Bad arguments become a tool error (`isError: true`, a message saying what to fix), never a crash.
 
 Long because every tool is a method here with its typed parameters (the SDK reads the schema from the signature),
-and the budgeted ones share one packer and cursor binding: one class is the one place the tool contract lives.
+and the budgeted ones share one packer and cursor binding: not split, since one class is the one place the tool
+contract lives.
 """
 
 from __future__ import annotations
