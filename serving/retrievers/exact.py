@@ -19,7 +19,7 @@ from semantica.api import QueryError
 from semantica.branch_keys import split_branch_key
 from semantica.config import Config
 from semantica.errors import public_message
-from semantica.exact import ExactShard, PatternSpec, compile_pattern, fts_query, match_file
+from semantica.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file
 from semantica.index_kinds.exact import KIND as EXACT_KIND
 from semantica.layout_errors import BrokenSnapshotError
 from semantica.snapshot import Snapshot, SnapshotSet
@@ -44,15 +44,12 @@ class GrepRequest:
     max_count: int | None = None
 
 
-@dataclass
-class GrepMatch:
+@dataclass(kw_only=True)
+class GrepMatch(LineMatch):
+    """A matching line (semantica.exact's `LineMatch`) and where it is: its repository and path."""
+
     repo: str
     path: str
-    line: int
-    column: int
-    text: str
-    before: list[str] = field(default_factory=list)
-    after: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -200,8 +197,7 @@ class ExactSearcher:
                     continue
                 per_file = min(max_count - len(matches), limits.max_matches_per_file)
                 result = match_file(data, compiled, per_file, context, limits.max_line_chars)
-                matches.extend(GrepMatch(snapshot.repo, path, m.line, m.column, m.text, m.before, m.after)
-                               for m in result.lines)
+                matches.extend(GrepMatch(repo=snapshot.repo, path=path, **vars(m)) for m in result.lines)
                 full = len(matches) >= max_count
                 if result.more:
                     truncated = True
