@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from semantica.api import QueryError
 from semantica.branch_keys import names_at_branch, split_branch_key
 from semantica.config import Config
 from semantica.errors import public_message
@@ -39,6 +40,7 @@ from semantica.token_vectors import StoredTokenVectors
 from semantica.vectors import VectorShardSearcher
 
 log = logging.getLogger(__name__)
+SNAPSHOT_STAGE = "snapshot"  # the `degraded` entry of a repository that cannot answer (search, grep, graph)
 
 
 def read_parquet(path: Path) -> pa.Table:
@@ -260,6 +262,22 @@ class SnapshotSet:
             log.warning("chunks of %r cannot be read", snapshot.repo, exc_info=True)
             raise BrokenSnapshotError(f"repository {snapshot.repo!r}: chunks unreadable: {public_message(exc)}") from exc
         return snapshot
+
+    def answering(self, names: list[str], degraded: list[dict[str, str]]) -> list[Snapshot]:
+        """The snapshots that can answer a query naming `names` (none: every default-branch repository; another
+        branch's `repo@branch` only when named); a broken one is skipped and listed in `degraded`. None can answer:
+        BrokenSnapshotError; nothing indexed: QueryError (UnknownRepoError for a named one that does not exist)."""
+        opened, broken = self.resolve(names or None)
+        if not names:
+            opened = [s for s in opened if not split_branch_key(s.repo)[1]]
+            broken = [h for h in broken if not split_branch_key(h.repo)[1]]
+        degraded.extend({"stage": SNAPSHOT_STAGE, "repo": h.repo, "error": h.error} for h in broken)
+        if opened:
+            return opened
+        if broken:
+            raise BrokenSnapshotError("no asked repository can answer: " +
+                                      "; ".join(f"{h.repo!r}: {h.error}" for h in broken))
+        raise QueryError("no repository is indexed yet: run `semantica index --repo PATH` first")
 
     def resolve(self, names: list[str] | None = None) -> tuple[list[Snapshot], list[RepoHealth]]:
         """The named repositories (all when None) opened for a query, and those that could not be.

@@ -17,12 +17,10 @@ from dataclasses import asdict
 from typing import Any
 
 from semantica import observability
-from semantica.api import QueryError, SearchRequest, SearchResponse
-from semantica.branch_keys import split_branch_key
+from semantica.api import SearchRequest, SearchResponse
 from semantica.config import Config
 from semantica.encoder import Encoder
 from semantica.hits import ChunkMeta, Hit, RankedList
-from semantica.layout_errors import BrokenSnapshotError
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.core.answer import context_dict, degraded_entry, explain_history, file_lines, hit_view, interleave
@@ -44,7 +42,6 @@ from serving.retrievers.history import merge_history_lists
 from serving.retrievers.registry import RetrieverSpec, retriever_spec
 from serving.stages import Stages, build_stages
 
-SNAPSHOT_STAGE = "snapshot"
 SYMBOL_SEEDS = "symbol"
 """The retriever whose own hits are a seeded retriever's `symbol_seeds` (the targets of "who calls X")."""
 log = logging.getLogger(__name__)
@@ -167,19 +164,8 @@ class SearchPipeline:
                                 lambda: [s.name for s in self.stages.retriever_specs])
 
     def _repos(self, request: SearchRequest, degraded: list[dict[str, str]]) -> list[Snapshot]:
-        """The snapshots that can answer; a broken one is skipped and listed in `degraded`
-        (UnknownRepoError for a named repository that does not exist)."""
-        snapshots, broken = self.snapshots.resolve(request.repos or None)
-        if not request.repos:  # other branches (`repo@branch`) only when named
-            snapshots = [s for s in snapshots if not split_branch_key(s.repo)[1]]
-            broken = [h for h in broken if not split_branch_key(h.repo)[1]]
-        degraded.extend({"stage": SNAPSHOT_STAGE, "repo": h.repo, "error": h.error} for h in broken)
-        if snapshots:
-            return snapshots
-        if broken:
-            raise BrokenSnapshotError("no asked repository can answer: " +
-                                      "; ".join(f"{h.repo!r}: {h.error}" for h in broken))
-        raise QueryError("no repository is indexed yet: run `semantica index --repo PATH` first")
+        """The snapshots that can answer (`SnapshotSet.answering`: a broken one is listed in `degraded`)."""
+        return self.snapshots.answering(list(request.repos), degraded)
 
     # -- the work ------------------------------------------------------------------------------
 

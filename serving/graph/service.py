@@ -14,12 +14,11 @@ from semantica.config import Config
 from semantica.errors import ErrorKind, public_message
 from semantica.layout import RepoState
 from semantica.layout_errors import BrokenSnapshotError
-from semantica.snapshot import RepoHealth, Snapshot, SnapshotSet
+from semantica.snapshot import SNAPSHOT_STAGE, RepoHealth, Snapshot, SnapshotSet
 from serving.graph.ops import GraphOps, SnapshotGraph
 from serving.graph.structural import GraphOp
 
 _NAME_MAX_CHARS = 1000
-SNAPSHOT_STAGE = "snapshot"  # the `degraded` entry of a skipped repository, as in a search answer
 log = logging.getLogger(__name__)
 
 
