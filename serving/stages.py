@@ -1,8 +1,10 @@
 """Every query stage, built in one place: `build_stages(config)`.
 
-`SearchPipeline(stages)` only orchestrates. The Ray Serve ingress builds the same `Stages` with its
-remote handles in place of the local stage objects (`serving.ray.remote.remote_stages`): the handles satisfy
-the same protocols (classify, fuse, build, rerank, search_scored), so there is one orchestration and no
+`Stages` holds the collaborators (intent, fusion, retrievers, rerankers, planner, knowledge, ...) and the
+declared list of query stages over them (`query_stages`, from `serving.query.registry`), which
+`SearchPipeline._search` runs in order. The Ray Serve ingress builds the same `Stages` with its remote
+handles in place of the local collaborators (`serving.ray.remote.remote_stages`): the handles satisfy the
+same protocols (classify, fuse, build, rerank, search_scored), so there is one orchestration and no
 pipeline subclass. Rerankers own their models (`serving/rerankers/`); graph tables load on first use.
 """
 
@@ -25,7 +27,12 @@ from serving.core.localizer.stage import LearnedStage
 from serving.core.query_encoding import QueryEncoder
 from serving.graph.ops import GraphOps
 from serving.graph.route import GraphRouter
+from serving.knowledge.inject import KnowledgeInjector
 from serving.planning.planner import QueryPlanner
+from serving.query.base import QueryStage
+from serving.query.rank import Reranking
+from serving.query.registry import query_stage_factories
+from serving.query.retrieve import Retrieval
 from serving.rerankers.registry import Reranker, build_rerankers
 from serving.retrievers.registry import RetrieverSpec, conf_retriever_names, enabled_specs
 from serving.retrievers.repo import RepoRetrievers
@@ -65,6 +72,10 @@ class Stages:
         self._local_retrievers: dict[str, RepoRetrievers] = {}
         self._lock = threading.Lock()
         self.rerankers = self._rerankers()  # built now (no model loads): a bad rerank conf fails here
+        self.knowledge = KnowledgeInjector(config, snapshots=self.snapshots)  # serving/knowledge/
+        self.retrieval = Retrieval(config, self.retrievers, len(self.retriever_specs))
+        self.reranking = Reranking(self.rerankers)
+        self.query_stages: list[QueryStage] = [factory(self) for _, factory in query_stage_factories()]
 
     # -- retrievers ----------------------------------------------------------------------------
 
@@ -91,7 +102,7 @@ class Stages:
                            tuple(self.config.graph_ops.tier_scores))  # routed answers' scores
 
     @cached_property
-    def expansion(self) -> Any:  # decomposition + multi-hop (serving/planning/)
+    def expansion(self) -> Any:  # decomposition (serving/planning/)
         from serving.planning.expand import QueryExpansion
 
         return QueryExpansion(self.config.planning, self.intent.classify, self.graph_ops.graph)

@@ -141,15 +141,6 @@ def render_plan(plan: dict) -> str:
         b = plan["budgets"]
         lines.append(f"  budgets: primary {b['primary']} ({b['why']}); " +
                      ", ".join(f"{r} {n}" for r, n in b["shares"].items()))
-    if plan.get("verdict"):
-        v = plan["verdict"]
-        lines.append(f"  verdict: {'weak' if v['weak'] else 'ok'}" + (f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""))
-    for step in plan.get("retries", []):
-        verdict = step.get("verdict", {})
-        lines.append(f"  retry {step['level']} {step['name']}: " + ("kept" if step.get("kept") else "not better") +
-                     (f"; still weak: {'; '.join(verdict.get('reasons', []))}" if verdict.get("weak") else ""))
-    if plan.get("partial"):
-        lines.append(f"  PARTIAL answer: {'; '.join(plan['partial_why'])}")
     if plan.get("mmr"):
         lines.append(f"  mmr: lambda {plan['mmr']['lambda']} over the first {plan['mmr']['top_n']} hits")
     for sub in plan.get("sub_queries") or []:

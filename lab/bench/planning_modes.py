@@ -30,7 +30,6 @@ from serving.pipeline import SearchPipeline
 GOLDEN_SET = Path(__file__).resolve().parents[2] / "conf" / "golden" / "semantica.jsonl"
 UNIT = "{vector: 1.0, lexical: 1.0, symbol: 1.0, graph: 1.0}"
 ALL_OFF = ["planning.dynamic_k=false", "planning.modes.mmr_enabled=false", "planning.analyzer.enabled=false",
-           "planning.retry.enabled=false",
            "planning.budgets.enabled=false"]
 VARIANTS: dict[str, list[str]] = {
     "planning off": ["planning.enabled=false"],
@@ -40,11 +39,8 @@ VARIANTS: dict[str, list[str]] = {
     "dynamic K only": ["planning.enabled=true", *ALL_OFF, "planning.dynamic_k=true", "planning.analyzer.enabled=true",
                        "planning.modes.multipliers={" + ", ".join(f"{m}: {UNIT}" for m in (
                            "hybrid", "vector_heavy", "lexical_heavy", "mmr_diverse", "exact_vector")) + "}"],
-    "retry only, max level 1": ["planning.enabled=true", *ALL_OFF, "planning.retry.enabled=true",
-                                "planning.max_retry_level=1"],
-    "retry only, max level 3": ["planning.enabled=true", *ALL_OFF, "planning.retry.enabled=true"],
     "all on": ["planning.enabled=true", "planning.dynamic_k=true", "planning.modes.mmr_enabled=true",
-               "planning.retry.enabled=true", "planning.budgets.enabled=true"],
+               "planning.budgets.enabled=true"],
     "default (mode weights + localization)": [],
 }
 BUDGET_VARIANTS: dict[str, list[str]] = {  # --other-repo: [repo, other], repo primary

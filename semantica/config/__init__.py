@@ -62,7 +62,6 @@ from semantica.config.planning import (
     PlanningBudgetsConfig,
     PlanningConfig,
     PlanningModesConfig,
-    PlanningRetryConfig,
     PlanningSettings,
     RepoMapConfig,
 )
@@ -161,7 +160,6 @@ __all__ = [
     "PlanningBudgetsConfig",
     "PlanningConfig",
     "PlanningModesConfig",
-    "PlanningRetryConfig",
     "PlanningSettings",
     "QueryConfig",
     "QuerySettings",

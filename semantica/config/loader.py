@@ -200,7 +200,7 @@ def config_from_dict(values: dict[str, Any]) -> Config:
 
 def field_count(cls: type = Config) -> dict[str, int]:
     """Leaf fields per section of a config tree (`Config` unless another), in declaration order: a nested
-    dataclass is a section of its own (`planning.retry` apart from `planning`). The budget test reads it."""
+    dataclass is a section of its own (`planning.decompose` apart from `planning`). The budget test reads it."""
     counts: dict[str, int] = {}
 
     def walk(node: type, section: str) -> None:

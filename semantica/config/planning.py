@@ -147,29 +147,6 @@ class PlanningBudgetsConfig:
 
 
 @dataclass
-class PlanningRetryConfig:
-    """Graduated retry (serving/planning/retry.py): a rule-based evaluator judges the hits; weak ones climb
-    relax (1) -> multi-query (2) -> adjacent scope (3) -> partial (4), up to planning.max_retry_level."""
-
-    enabled: bool = False  # did not pay on the golden set (lab/notes/results-log.md, "Query planning")
-    min_top_fused: float = 0.008  # the best hit's fused score below this is weak
-    consensus_top_n: int = 5  # ... and no hit among the first N found by >= consensus_min_strategies
-    consensus_min_strategies: int = 2
-    identifier_top_n: int = 10  # a query identifier no hit among the first N holds (symbol or content)
-    max_identifiers: int = 4
-    min_reasons: int = 1  # weak when at least this many reasons hold
-    relax_k_factor: float = 3.0  # level 1: k_per_retriever x this, fusion cutoff x this
-    max_rewrites: int = 3  # level 2: rule-based rewrites (identifier splitting, stop words dropped)
-    llm_rewrites: bool = False  # level 2: also ask an LLM endpoint (a hook: off; on without a URL is an error)
-    llm_url: str = ""
-    llm_timeout_s: float = 5.0
-    adjacent_repos: bool = True  # level 3: other indexed repositories
-    adjacent_imports: bool = True  # level 3: files importing / imported by the first hits' files
-    adjacent_seed_hits: int = 5
-    merge_rrf_k: float = 60.0  # rank-merging one strategy's lists of several queries
-
-
-@dataclass
 class DecomposeConfig:
     """Issue-length queries split into sub-queries (serving/planning/decompose.py), fused per strategy.
 
@@ -229,11 +206,9 @@ class PlanningConfig:
     dynamic_k: bool = False  # a request without k gets one from the analysis, in [k_min, k_max]
     k_min: int = 3
     k_max: int = 8
-    max_retry_level: int = 3
     analyzer: PlanningAnalyzerConfig = field(default_factory=PlanningAnalyzerConfig)
     modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
     budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
-    retry: PlanningRetryConfig = field(default_factory=PlanningRetryConfig)
     decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # sub-queries of issue-length queries
     multihop: MultiHopConfig = field(default_factory=MultiHopConfig)  # definitions -> uses over the graph
 

@@ -1,9 +1,8 @@
-"""The planner's enums: search modes and retry levels, each with a clear error for unknown values."""
+"""The planner's search modes, with a clear error for unknown values, and their fusion multipliers."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import IntEnum
 
 from semantica.feature_schema import FEATURE_STRATEGIES
 from semantica.schema import ParsableEnum
@@ -21,24 +20,6 @@ class SearchMode(ParsableEnum):
     LEXICAL_HEAVY = "lexical_heavy"
     MMR_DIVERSE = "mmr_diverse"
     EXACT_VECTOR = "exact_vector"
-
-
-class RetryLevel(IntEnum):
-    """Graduated retry, by cost: each level includes the ones below it."""
-
-    NONE = 0
-    RELAX = 1  # larger K per retriever, a deeper fusion cutoff
-    MULTI_QUERY = 2  # rule-based rewrites (and an LLM endpoint, only if configured)
-    ADJACENT_SCOPE = 3  # other indexed repositories, files importing / imported by the first hits
-    PARTIAL = 4  # give up: the answer is flagged partial, with why
-
-    @classmethod
-    def parse(cls, value: object) -> RetryLevel:
-        try:
-            return cls(int(value))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            known = ", ".join(f"{m.value} ({m.name.lower()})" for m in cls)
-            raise ValueError(f"unknown retry level {value!r}; known retry levels: {known}") from None
 
 
 def mode_multipliers(table: Mapping[str, Mapping[str, float]]) -> dict[SearchMode, dict[str, float]]:

@@ -366,7 +366,7 @@ _SERVICES: dict[int, RepoMapService] = {}
 
 def map_answer(core: Any, body: dict[str, Any], principal: Any) -> dict[str, Any]:
     """`POST /v1/map` over an ingress core: the caller's scope decides the repository (exactly one)."""
-    repos = core._scope(principal, list(body.get("repos") or [])) or core.visible_repos(principal)
+    repos = core.readable_scope(principal, list(body.get("repos") or [])) or core.visible_repos(principal)
     if len(repos) != 1:
         raise QueryError(f"name one repository to map in `repos` (got {len(repos)}: {', '.join(repos[:5])})")
     service = _SERVICES.get(id(core))

@@ -197,7 +197,7 @@ class IngressCore:
         names no branch reads)."""
         return [r for r in principal.visible(self.layout.repos()) if split_branch_key(r)[1] == branch]
 
-    def _scope(self, principal: Principal, repos: list[str]) -> list[str]:
+    def readable_scope(self, principal: Principal, repos: list[str]) -> list[str]:
         """Defence in depth behind `BodyGuard`: a restricted caller names only repositories it may read."""
         if principal.unrestricted:
             return repos
@@ -214,7 +214,7 @@ class IngressCore:
         values = body.model_dump()
         branch = values.pop("branch")
         repos = self.pipeline.snapshots.names_for(values["repos"], branch) if branch else values["repos"]
-        values["repos"] = self._scope(principal, repos)
+        values["repos"] = self.readable_scope(principal, repos)
         values["k"] = self.config.query.default_k if body.k is None else body.k
         return self.pipeline.search(SearchRequest(**values)).to_dict()
 
@@ -226,14 +226,14 @@ class IngressCore:
         values = GrepBody.model_validate(payload).model_dump()
         branch = values.pop("branch")
         repos = self.pipeline.snapshots.names_for(values["repos"], branch) if branch else values["repos"]
-        values["repos"] = self._scope(principal, repos)
+        values["repos"] = self.readable_scope(principal, repos)
         return ExactSearcher(self.config, self.pipeline.snapshots).search(GrepRequest(**values)).to_dict()
 
     def graph(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """`POST /v1/graph`: the exact structural answer, read in the ingress from the snapshot's graph tables."""
         body = GraphBody.model_validate(payload)
         values = body.model_dump()
-        values["repos"] = self._scope(principal, values["repos"])
+        values["repos"] = self.readable_scope(principal, values["repos"])
         service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
         return service.run(GraphRequest(**values))
 
@@ -243,11 +243,11 @@ class IngressCore:
             raise QueryError("feedback needs at least one selected chunk id (chunk_ids), hit (hits) or knowledge "
                              "entry (knowledge_ids)")
         record = body.model_dump()
-        record["repos"] = self._scope(principal, record["repos"])
+        record["repos"] = self.readable_scope(principal, record["repos"])
         for hit in record["hits"]:
             if "repo" in hit:
-                self._scope(principal, [str(hit["repo"])])
-        self._scope(principal, list(record["snapshots"]))  # repository -> snapshot id: the same scope
+                self.readable_scope(principal, [str(hit["repo"])])
+        self.readable_scope(principal, list(record["snapshots"]))  # repository -> snapshot id: the same scope
         path = self.feedback_log.append(record)
         moved = self.pipeline.knowledge.feedback(  # a scoped token votes only in its repositories' stores
             body.knowledge_ids, body.rating, None if principal.unrestricted else record["repos"],

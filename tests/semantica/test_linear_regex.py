@@ -19,13 +19,13 @@ from semantica.config import load_config
 
 # The modules whose patterns read query, issue or header text a caller sends.
 USER_TEXT_MODULES = (
-    "serving.planning.analyzer", "serving.core.intent", "serving.planning.decompose", "serving.planning.retry",
+    "serving.planning.analyzer", "serving.core.intent", "serving.planning.decompose",
     "serving.planning.repo_map", "serving.retrievers.symbol", "serving.retrievers.graph",
     "serving.graph.structural", "semantica.localizer.query_signals",
 )
 # `re` patterns that stay: fixed-width look-arounds and no quantifier (RE2 has no look-around), or one
 # literal alternation; each step of the scan is constant work.
-STAYS_ON_RE = {"serving.planning.retry._SPLIT_CAMEL"}
+STAYS_ON_RE: set[str] = set()
 LIMIT_S = 1.0
 CHILD_SLACK_S = 5.0
 """Headroom over the limit before the parent gives a pattern up as hung (the child's start, its imports)."""

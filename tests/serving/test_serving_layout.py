@@ -100,3 +100,31 @@ def test_every_module_imports_in_sorted_order() -> None:
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     done = subprocess.run([sys.executable, "-c", code, *names], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+PRIVATE_SCAN_SKIPS = ("serving.api",)  # the ways in are checked with their own rooms' tests
+
+
+def private_reaches(known: dict[str, Path]) -> list[str]:
+    """`module:line expression` for every `x._name` whose `x` is not `self`, `cls` or `super()`: one object
+    calling another's private method or reading its private state."""
+    found = []
+    for name, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+                continue
+            found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_no_room_reaches_into_another_objects_private_parts(tmp_path: Path) -> None:
+    known = {n: p for n, p in modules().items() if not n.startswith(PRIVATE_SCAN_SKIPS)}
+    assert private_reaches(known) == []
+    probe = tmp_path / "probe.py"
+    probe.write_text("def answer(core):\n    return core._scope(self._own)\n", encoding="utf-8")
+    assert private_reaches({"probe": probe}) == ["probe:2 core._scope"]  # the scan sees a reach

@@ -52,17 +52,16 @@ SECTIONS = {
     "repo_map": 17,
     "final_order": 9,
     "feedback_weights": 11,
-    "planning": 5,
+    "planning": 4,
     "planning.analyzer": 14,
     "planning.modes": 6,
     "planning.budgets": 2,
-    "planning.retry": 16,
     "planning.decompose": 18,
     "planning.multihop": 10,
     "history": 23,
     "history.adapt": 6,
 }
-FIELD_BUDGET = 446  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 429  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

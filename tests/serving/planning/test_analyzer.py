@@ -7,7 +7,7 @@ import pytest
 
 from semantica.config import PlanningConfig
 from serving.planning.analyzer import QueryAnalyzer, StrategySelector, is_identifier, is_path
-from serving.planning.modes import RetryLevel, SearchMode, mode_multipliers
+from serving.planning.modes import SearchMode, mode_multipliers
 
 TRACE = 'Traceback (most recent call last):\n  File "pkg/mod.py", line 3, in f\n    x()\nValueError: bad'
 CLASSES = [
@@ -63,7 +63,5 @@ def test_dynamic_k_is_clamped():
 def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ValueError, match="hybrid, vector_heavy, lexical_heavy, mmr_diverse, exact_vector"):
         SearchMode.parse("fast")
-    with pytest.raises(ValueError, match="known retry levels"):
-        RetryLevel.parse(9)
     with pytest.raises(ValueError, match="unknown modes"):
         mode_multipliers({**PlanningConfig().modes.multipliers, "turbo": {"vector": 1.0}})

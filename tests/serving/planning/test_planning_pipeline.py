@@ -8,7 +8,6 @@ import dataclasses
 import pytest
 
 from semantica.api import QueryError, SearchRequest
-from semantica.config import ConfigError
 from serving.api.http.models import SearchBody
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
@@ -44,7 +43,7 @@ def config(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("planning")
     config = make_config(root, "planning.enabled=true", "planning.dynamic_k=true", "planning.budgets.enabled=true",
-                         "planning.retry.enabled=true", "planning.modes.mmr_enabled=true",
+                         "planning.modes.mmr_enabled=true",
                          "freshness.enabled=false", "token_vectors.enabled=false",
                          "late_interaction.enabled=false")  # the planner is under test, not the rerankers
     indexer = Indexer(config, progress=False)
@@ -98,43 +97,6 @@ def test_budgets_across_repositories_sum_to_k(pipeline):
     assert chosen.plan["budgets"]["primary"] == "t/shop" and sum(chosen.plan["budgets"]["shares"].values()) == 4
 
 
-@pytest.mark.parametrize("max_level", [0, 2, 4])
-def test_retry_stops_at_max_retry_level(config, max_level):
-    pipeline = SearchPipeline(_with(config, max_retry_level=max_level))
-    response = pipeline.search(SearchRequest(query="frobnicate_quux_widget", repos=["t/shop"], k=3))
-    plan = response.plan
-    assert plan["verdict"]["weak"] and any("frobnicate_quux_widget" in r for r in plan["verdict"]["reasons"])
-    assert [step["level"] for step in plan["retries"]] == list(range(1, max_level + 1))
-    assert plan["partial"] is (max_level == 4)
-    if max_level >= 2:
-        assert "frobnicate quux widget" in plan["retries"][1]["queries"]
-
-
-def test_adjacent_scope_finds_the_identifier_in_another_repository(pipeline):
-    response = pipeline.search(SearchRequest(query="compound_interest", repos=["t/shop"], k=3))
-    plan = response.plan
-    names = [step["name"] for step in plan["retries"]]
-    assert names[-1] == "adjacent_scope" and "t/bank" in plan["retries"][-1]["scope"]["repos"]
-    assert not plan["verdict"]["weak"] and "compound_interest" in [h.symbol for h in response.hits]
-    assert "t/bank" in response.snapshots  # the answer names the snapshot it now cites
-    again = pipeline.search(SearchRequest(query="compound_interest", repos=["t/shop"], k=3))
-    assert not again.cached  # its cache key would name t/shop's snapshot only: never cached
-    in_scope = SearchRequest(query="cart total", repos=["t/shop"], k=2)  # answered by t/shop alone
-    assert not pipeline.search(in_scope).cached and pipeline.search(in_scope).cached
-
-
-
-def test_adjacent_scope_follows_imports_of_the_first_hits(config):
-    one_seed = dataclasses.replace(config.planning.retry, adjacent_seed_hits=1, adjacent_repos=False)
-    pipeline = SearchPipeline(_with(config, retry=one_seed))
-    response = pipeline.search(SearchRequest(query="checkout_total_missing", repos=["t/shop"], k=3))
-    step = response.plan["retries"][-1]
-    seed = step["scope"]["seeds"][0]
-    neighbours = {"shop/cart.py": {"shop/prices.py", "shop/checkout.py"}, "shop/checkout.py": {"shop/cart.py"},
-                  "shop/prices.py": {"shop/cart.py"}}.get(seed.split(":", 1)[1], set())
-    assert {p.split(":", 1)[1] for p in step["scope"]["paths"]} == neighbours
-
-
 def test_mmr_diverse_reorders_with_stored_vectors(pipeline):
     plain = pipeline.search(SearchRequest(query="ledger entries", repos=["t/bank"], k=4, mode="hybrid"))
     diverse = pipeline.search(SearchRequest(query="ledger entries", repos=["t/bank"], k=4, mode="mmr_diverse"))
@@ -154,11 +116,6 @@ def test_mode_is_in_the_http_body_and_the_cache_key():
     with pytest.raises(ValueError, match="known searchmodes|hybrid"):
         SearchBody.model_validate({"query": "x", "mode": "fastest"})
     assert SearchRequest("x", mode="hybrid").cache_key(()) != SearchRequest("x", mode="mmr_diverse").cache_key(())
-
-
-def test_llm_rewrites_without_url_is_a_config_error(config):
-    with pytest.raises(ConfigError, match="llm_url"):
-        SearchPipeline(_with(config, retry=dataclasses.replace(config.planning.retry, llm_rewrites=True)))
 
 
 DNA_QUERY = ("fix the primer search: CCAGCTACTCGGGAGGCTGAGGCTGGAGGATCGCTTGAGTCCAGGAG[ATCG]{2}C never matches "

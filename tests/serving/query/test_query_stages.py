@@ -1,0 +1,91 @@
+"""The query path is the declared stage list: it runs in the declared order, and a stage registered through
+the registry runs in every pipeline built after it, with no edit to the pipeline (a real index of a small
+repository: tree-sitter, MiniLM, FAISS, Lucene)."""
+
+from __future__ import annotations
+
+import pytest
+
+from semantica.api import SearchRequest
+from serving.pipeline import SearchPipeline
+from serving.query.registry import QUERY_STAGES, register_query_stage, unregister_query_stage
+from serving.query.state import QueryState
+from tests.conftest import make_config
+from tests.dated_git import one_commit_repo
+
+pytestmark = pytest.mark.timeout(600)
+
+REPO = "t/ledger"
+FILES = {
+    "ledger/__init__.py": "",
+    "ledger/entries.py": 'def post_entry(ledger, account, amount):\n    """Append one entry to the ledger."""\n'
+                         '    ledger.append((account, amount))\n\n\ndef reconcile_ledger(ledger):\n'
+                         '    """The sum of every entry."""\n    return sum(amount for _, amount in ledger)\n',
+    "ledger/interest.py": 'def compound_interest(principal, rate, years):\n    """Interest compounded yearly."""\n'
+                          '    return principal * (1 + rate) ** years\n',
+}
+DECLARED = ["learned_prefetch", "intent", "scope", "plan", "retrieve", "expand", "fuse", "rerank", "finish_plan",
+            "graph_route", "token_vector_warning", "granular", "history", "localize", "knowledge", "context",
+            "answer"]
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    from pipelines.indexer import Indexer
+
+    root = tmp_path_factory.mktemp("query-stages")
+    config = make_config(root, "token_vectors.enabled=false", "late_interaction.enabled=false",
+                         "freshness.enabled=false")
+    Indexer(config, progress=False).index(str(one_commit_repo(root / "ledger", FILES)), REPO)
+    return config
+
+
+class AuditStage:
+    """A plug-in stage: it records the reranked hits it saw and says so in the answer's warnings."""
+
+    name = "audit"
+
+    def __init__(self, stages) -> None:
+        self.seen: list[list[str]] = []
+        AuditStage.built.append(self)
+
+    built: list[AuditStage] = []
+
+    def run(self, state: QueryState) -> QueryState:
+        self.seen.append([h.chunk_id for h in state.hits])
+        state.warnings.append(f"audited {len(state.hits)} hits")
+        return state
+
+
+def test_the_stages_run_in_the_declared_order(config):
+    pipeline = SearchPipeline(config)
+    assert [s.name for s in pipeline.query_stages] == DECLARED == [f.name for f in QUERY_STAGES]
+    response = pipeline.search(SearchRequest("compound interest", repos=[REPO], k=2))
+    timed = [name for name in response.timings_ms if name in {"intent", "planning", "fusion", "localize", "context"}]
+    assert timed == ["intent", "planning", "fusion", "localize", "context"]  # the clocks start in stage order
+
+
+def test_a_registered_stage_runs_without_editing_the_pipeline(config):
+    before = SearchPipeline(config).search(SearchRequest("reconcile the ledger", repos=[REPO], k=3))
+    register_query_stage("audit", AuditStage, after="rerank")
+    try:
+        pipeline = SearchPipeline(config)
+        names = [s.name for s in pipeline.query_stages]
+        assert names.index("audit") == names.index("rerank") + 1
+        response = pipeline.search(SearchRequest("reconcile the ledger", repos=[REPO], k=3))
+    finally:
+        unregister_query_stage("audit")
+    audit = AuditStage.built[-1]
+    assert "audited" in response.warnings[-1] and len(audit.seen) == 1
+    assert audit.seen[0][:3] == [h.chunk_id for h in response.hits]  # it saw the reranked order the answer keeps
+    assert [h.chunk_id for h in before.hits] == [h.chunk_id for h in response.hits]
+    assert "audit" not in [s.name for s in SearchPipeline(config).query_stages]  # unregistered: gone again
+
+
+def test_registering_needs_a_known_place_and_a_new_name():
+    with pytest.raises(ValueError, match="unknown query stage 'nowhere'; known query stages: learned_prefetch"):
+        register_query_stage("audit", AuditStage, after="nowhere")
+    with pytest.raises(ValueError, match="already registered"):
+        register_query_stage("fuse", AuditStage, after="rerank")
+    with pytest.raises(ValueError, match="built in"):
+        unregister_query_stage("fuse")
