@@ -1,11 +1,9 @@
-"""Mined planning lists: each sub-query's ranked lists and the multi-hop lists of a query.
+"""Mined planning lists: each sub-query's ranked lists of a query.
 
 `semantica mine` (and `eval swebench --mine`) writes them under `OUT/plan_lists/` beside the main
 query's lists (`OUT/lists/`, which stay the main query's own lists), so that `semantica eval localize`
-can replay localization with decomposition and multi-hop on or off, and with other weights, in seconds:
-`ListMerger.merge` is the same function the pipeline runs. The multi-hop lists were reached from the
-mine-time first hits (seeded from the main lists, and from the decomposed ones); changing decomposition
-weights in a replay does not move those seeds.
+can replay localization with decomposition on or off, and with other weights, in seconds:
+`ListMerger.merge` is the same function the pipeline runs.
 """
 
 from __future__ import annotations
@@ -22,16 +20,13 @@ from serving.planning.merge import PlanTrace, SubQueryLists
 
 PLAN_LISTS_DIR = "plan_lists"
 SUB = "sub"
-HOP_MAIN = "hop_main"
-HOP_DECOMPOSED = "hop_decomposed"
-HOP_STRATEGY = "hop"
 SCHEMA = {"query_id": pl.Utf8, "source": pl.Utf8, "sub_index": pl.Int64, "kind": pl.Utf8, "text": pl.Utf8,
           "strategy": pl.Utf8, "rank": pl.Int64, "chunk_id": pl.Utf8, "path": pl.Utf8, "symbol": pl.Utf8,
           "chunk_kind": pl.Utf8}
 
 
 def plan_frame(trace: PlanTrace, chunks: dict[str, Any], query_id: str) -> pl.DataFrame:
-    """Every sub-query list and both multi-hop lists of `trace` as rows (chunks unknown to `chunks` dropped)."""
+    """Every sub-query list of `trace` as rows (chunks unknown to `chunks` dropped)."""
     rows: list[dict[str, Any]] = []
 
     def add(source: str, index: int, kind: str, text: str, strategy: str, ranked: RankedList) -> None:
@@ -45,8 +40,6 @@ def plan_frame(trace: PlanTrace, chunks: dict[str, Any], query_id: str) -> pl.Da
     for index, sub in enumerate(trace.sub_queries):
         for strategy, ranked in sub.lists.items():
             add(SUB, index, sub.kind.value, sub.text, strategy, ranked)
-    add(HOP_MAIN, -1, "", "", HOP_STRATEGY, trace.hop_main)
-    add(HOP_DECOMPOSED, -1, "", "", HOP_STRATEGY, trace.hop_decomposed)
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
@@ -58,29 +51,20 @@ def load_plan(directory: str | os.PathLike[str], file_name: str) -> tuple[PlanTr
         return None
     frame = pl.read_parquet(path).sort(["source", "sub_index", "strategy", "rank"])
     subs: dict[int, SubQueryLists] = {}
-    hops: dict[str, RankedList] = {HOP_MAIN: [], HOP_DECOMPOSED: []}
     fields: dict[str, tuple[str, str, str]] = {}
     for source, index, kind, text, strategy, rank, chunk_id, cpath, symbol, ckind in frame.select(
             "source", "sub_index", "kind", "text", "strategy", "rank", "chunk_id", "path", "symbol",
             "chunk_kind").iter_rows():
         fields[chunk_id] = (cpath, symbol, ckind)
-        if source == SUB:
-            sub = subs.setdefault(index, SubQueryLists(SubQueryKind.parse(kind), text))
-            sub.lists.setdefault(strategy, []).append((chunk_id, rank))
-        else:
-            hops[source].append((chunk_id, rank))
-    trace = PlanTrace(main={}, sub_queries=[subs[i] for i in sorted(subs)],
-                      hop_main=hops[HOP_MAIN], hop_decomposed=hops[HOP_DECOMPOSED])
+        if source != SUB:  # only sub-query lists are replayed
+            continue
+        sub = subs.setdefault(index, SubQueryLists(SubQueryKind.parse(kind), text))
+        sub.lists.setdefault(strategy, []).append((chunk_id, rank))
+    trace = PlanTrace(main={}, sub_queries=[subs[i] for i in sorted(subs)])
     return trace, fields
 
 
-def merged_lists(merger: Any, decomposer: Any, multihop: Any, main: dict[str, RankedList], trace: PlanTrace,
-                 query: str, intent: Any) -> dict[str, RankedList]:
+def merged_lists(merger: Any, decomposer: Any, main: dict[str, RankedList], trace: PlanTrace) -> dict[str, RankedList]:
     """What the pipeline would have fused with the current `planning` config, from mined lists."""
     subs = trace.sub_queries if decomposer.config.enabled else []
-    hop = None
-    if multihop.wanted(intent, decomposer.is_issue(query)):
-        hop = trace.hop_decomposed if subs else trace.hop_main
-    if not subs and not hop:
-        return main
-    return merger.merge(main, subs, hop)
+    return merger.merge(main, subs) if subs else main

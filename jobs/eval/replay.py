@@ -83,7 +83,7 @@ class LocalizationReplay:
                 "strategy", "rank", "chunk_id", "path", "symbol", "kind").iter_rows():
             lists.setdefault(strategy, []).append((chunk_id, rank))
             chunks[chunk_id] = ChunkRef(inst.repo, path, symbol, kind)
-        plan = load_plan(self.mined_dir, part_name(inst.instance_id))  # sub-query and multi-hop lists
+        plan = load_plan(self.mined_dir, part_name(inst.instance_id))  # sub-query lists
         if plan is not None:
             trace, fields = plan
             for chunk_id, (path, symbol, kind) in fields.items():
@@ -100,8 +100,7 @@ class LocalizationReplay:
         lists, chunks, intent = loaded
         if self.config.planning.enabled and inst.instance_id in self._plans:
             expansion = self.stages.expansion
-            lists = merged_lists(expansion.merger, expansion.decomposer, expansion.multihop, lists,
-                                 self._plans[inst.instance_id], inst.problem_statement, intent)
+            lists = merged_lists(expansion.merger, expansion.decomposer, lists, self._plans[inst.instance_id])
         granular = self._granular(inst) if self.config.granular.enabled else None
         plan = self.stages.planner.begin(SearchRequest(query=inst.problem_statement))  # the search mode's weights
         multipliers = plan.localize_multipliers if plan else None

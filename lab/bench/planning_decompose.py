@@ -1,8 +1,8 @@
-"""Query planning measured: decomposition and multi-hop on vs off (a benchmark, not a test).
+"""Query planning measured: decomposition on vs off (a benchmark, not a test).
 
 1. **Localization** on the SWE-bench dev split, replayed over mined lists (`eval swebench --mine DIR`
-   with planning on stores the main query's lists and every sub-query and multi-hop list): the four
-   combinations of `planning.decompose.enabled` x `planning.multihop.enabled`, overall and per repository;
+   with planning on stores the main query's lists and every sub-query list): `planning.decompose.enabled`
+   off and on, overall and per repository;
    with `--kinds`, decomposition without each sub-query kind in turn (its weight set to 0); with
    `--route KIND.STRATEGY=S1+S2`, decomposition with that list routed (`planning.decompose.routes`).
 2. **Latency** of the in-process query (response cache off), the default config against
@@ -29,23 +29,14 @@ from jobs.eval.instances import load_instances
 from jobs.eval.replay import LocalizationReplay
 from semantica.config import Config, load_config
 
-COMBINATIONS = {
-    "no planning": ("false", "false"),
-    "decomposition": ("true", "false"),
-    "multi-hop": ("false", "true"),
-    "decomposition + multi-hop": ("true", "true"),
-}
+COMBINATIONS = {"no planning": "false", "decomposition": "true"}
 FILE_KEYS = ("Acc@1", "Acc@3", "Acc@5")
 FUNCTION_KEYS = ("Acc@5", "Acc@10")
 P99 = 0.99
 
 
-ISSUE_TRIGGERS = "planning.multihop.triggers=[flow, issue]"  # the dev split's queries are issues, not flow questions
-
-
-def _config(base: list[str], decompose: str, multihop: str, extra: tuple[str, ...] = ()) -> Config:
-    return load_config(None, [ISSUE_TRIGGERS, *base, f"planning.decompose.enabled={decompose}",
-                              f"planning.multihop.enabled={multihop}", *extra])
+def _config(base: list[str], decompose: str, extra: tuple[str, ...] = ()) -> Config:
+    return load_config(None, [*base, f"planning.decompose.enabled={decompose}", *extra])
 
 
 def _flow(mapping: dict[str, Any]) -> str:
@@ -53,20 +44,20 @@ def _flow(mapping: dict[str, Any]) -> str:
     return "{" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in mapping.items()) + "}"
 
 
-def variants(base: list[str], kinds: bool, routes: list[str]) -> dict[str, tuple[str, str, tuple[str, ...]]]:
-    """name -> (decompose, multihop, extra overrides): the four combinations, then the kind ablations
-    and the routes asked for (each on top of decomposition as configured)."""
-    out = {name: (*switches, ()) for name, switches in COMBINATIONS.items()}
-    decompose = _config(base, "true", "false").planning.decompose
+def variants(base: list[str], kinds: bool, routes: list[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """name -> (decompose, extra overrides): off and on, then the kind ablations and the routes asked for
+    (each on top of decomposition as configured)."""
+    out: dict[str, tuple[str, tuple[str, ...]]] = {name: (switch, ()) for name, switch in COMBINATIONS.items()}
+    decompose = _config(base, "true").planning.decompose
     if kinds:
         for kind, weight in decompose.weights.items():
             if weight > 0:
                 out[f"decomposition without {kind}"] = (
-                    "true", "false", (f"planning.decompose.weights={_flow({**decompose.weights, kind: 0.0})}",))
+                    "true", (f"planning.decompose.weights={_flow({**decompose.weights, kind: 0.0})}",))
     for route in routes:
         key, _, targets = route.partition("=")
         out[f"decomposition, {key} -> {targets}"] = (
-            "true", "false", (f"planning.decompose.routes={_flow({**decompose.routes, key: targets.split('+')})}",))
+            "true", (f"planning.decompose.routes={_flow({**decompose.routes, key: targets.split('+')})}",))
     return out
 
 
@@ -74,8 +65,8 @@ def localization(instances: list[Any], mined: str, base: list[str], kinds: bool 
                  routes: list[str] | None = None) -> dict[str, Any]:
     replay: LocalizationReplay | None = None
     out: dict[str, Any] = {}
-    for name, (decompose, multihop, extra) in variants(base, kinds, routes or []).items():
-        config = _config(base, decompose, multihop, extra)
+    for name, (decompose, extra) in variants(base, kinds, routes or []).items():
+        config = _config(base, decompose, extra)
         if replay is None:
             replay = LocalizationReplay(config, mined)
         else:

@@ -180,25 +180,6 @@ class DecomposeConfig:
 
 
 @dataclass
-class MultiHopConfig:
-    """Definitions -> uses over the code graph from the first hits (serving/planning/multihop.py).
-
-    Off by default: on the SWE-bench dev split it lowered function Acc@10 for issue-length queries
-    (lab/notes/results-log.md, "Query planning"); when on, it runs for flow questions unless `triggers` says otherwise."""
-
-    enabled: bool = False
-    triggers: list[str] = field(default_factory=lambda: ["flow"])  # always | flow | issue
-    depth: int = 1
-    seeds: int = 5  # first hits followed
-    seed_from: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # lists the first hits come from
-    directions: list[str] = field(default_factory=lambda: ["uses", "definitions"])
-    max_per_seed: int = 10
-    max_nodes: int = 50
-    weight: float = 0.5
-    into: list[str] = field(default_factory=lambda: ["vector", "lexical"])
-
-
-@dataclass
 class PlanningConfig:
     """The query planner (serving/planning/planner.py): each piece has its own switch and section."""
 
@@ -210,7 +191,6 @@ class PlanningConfig:
     modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
     budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
     decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # sub-queries of issue-length queries
-    multihop: MultiHopConfig = field(default_factory=MultiHopConfig)  # definitions -> uses over the graph
 
 
 @dataclass

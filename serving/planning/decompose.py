@@ -111,7 +111,7 @@ class QueryDecomposer:
             SubQueryKind.parse(kind)  # a typo in conf fails here, listing the valid kinds
 
     def is_issue(self, query: str) -> bool:
-        """Issue-length, or short but holding a stack trace (also multi-hop's `issue` trigger)."""
+        """Issue-length, or short but holding a stack trace."""
         return len(query) >= self.config.min_query_chars or bool(self.frames(query[:MAX_SCAN_CHARS]))
 
     def wanted(self, query: str) -> bool:

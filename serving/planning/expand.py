@@ -1,10 +1,9 @@
-"""The planning stage the pipeline calls between retrieval and fusion: decomposition + multi-hop.
+"""The planning step the expand stage runs between retrieval and fusion: decomposition.
 
 `QueryExpansion.expand` takes the main query's per-strategy lists, runs the sub-queries of an
 issue-length query through the same retrievers (in parallel, each kind on the strategies
-`planning.decompose.strategies` names), looks frames and paths up in the snapshot, optionally
-follows the first hits through the graph, and fuses everything into one list per strategy
-(`ListMerger`). It returns `PlannedLists` (the merged lists, carrying a `PlanTrace` of every list
+`planning.decompose.strategies` names), looks frames and paths up in the snapshot, and fuses
+everything into one list per strategy (`ListMerger`). It returns `PlannedLists` (the merged lists, carrying a `PlanTrace` of every list
 for mining) and what it decided for `SearchResponse.plan` (None when it did nothing, so a short
 query is answered exactly as without planning).
 """
@@ -23,7 +22,6 @@ from serving.graph.ops import SnapshotGraph
 from serving.planning.decompose import QueryDecomposer, SubQuery, SubQueryKind
 from serving.planning.direct import DirectResolver
 from serving.planning.merge import DIRECT, ListMerger, PlannedLists, PlanTrace, SubQueryLists
-from serving.planning.multihop import MultiHop
 from serving.retrievers.base import Filters
 from serving.retrievers.registry import retriever_name
 
@@ -32,14 +30,13 @@ Retrieve = Callable[[str, IntentResult, set[str]], dict[str, RankedList]]
 
 
 class QueryExpansion:
-    """Decomposition and multi-hop around the pipeline's retrieval; see the module docstring."""
+    """Decomposition around the pipeline's retrieval; see the module docstring."""
 
     def __init__(self, config: PlanningConfig, classify: Callable[[str], IntentResult],
                  graph_of: Callable[[Snapshot], SnapshotGraph]) -> None:
         self.config = config
         self.decomposer = QueryDecomposer(config.decompose)
         self.direct = DirectResolver(config.decompose)
-        self.multihop = MultiHop(config.multihop)
         self.merger = ListMerger(config)
         self.classify = classify
         self.graph_of = graph_of
@@ -49,22 +46,15 @@ class QueryExpansion:
                filters: Filters, main: dict[str, RankedList],
                retrieve: Retrieve) -> tuple[dict[str, RankedList], dict[str, Any] | None]:
         sub_queries = self.decomposer.decompose(query, intent)
-        hop_wanted = self.multihop.wanted(intent, self.decomposer.is_issue(query))
-        if not sub_queries and not hop_wanted:
+        if not sub_queries:
             return main, None
         allowed = _allowed(snapshots, filters)
-        graphs = [self.graph_of(s) for s in snapshots] if (hop_wanted or any(s.direct for s in sub_queries)) else []
+        graphs = [self.graph_of(s) for s in snapshots] if any(s.direct for s in sub_queries) else []
         subs = self._run(sub_queries, enabled, graphs, allowed, retrieve)
         trace = PlanTrace(main=main, sub_queries=subs)
-        decomposed = self.merger.merge(main, subs) if subs else main
         plan: dict[str, Any] = {"sub_queries": [dict(s.to_dict(), hits={k: len(v) for k, v in lists.lists.items()})
                                                 for s, lists in zip(sub_queries, subs)]}
-        if hop_wanted:
-            trace.hop_main = self._hop(graphs, main, allowed)
-            trace.hop_decomposed = self._hop(graphs, decomposed, allowed) if subs else trace.hop_main
-            plan["multihop"] = {"depth": self.config.multihop.depth, "reached": len(trace.hop_decomposed)}
-        merged = self.merger.merge(main, subs, trace.hop_decomposed if hop_wanted else None)
-        return PlannedLists(merged, trace), plan
+        return PlannedLists(self.merger.merge(main, subs), trace), plan
 
     def _run(self, sub_queries: list[SubQuery], enabled: set[str], graphs: list[SnapshotGraph],
              allowed: Callable[[str], bool], retrieve: Retrieve) -> list[SubQueryLists]:
@@ -80,11 +70,6 @@ class QueryExpansion:
             return SubQueryLists(sub.kind, sub.text, dict(lists))
 
         return list(self._pool.map(one, sub_queries))
-
-    def _hop(self, graphs: list[SnapshotGraph], lists: dict[str, RankedList],
-             allowed: Callable[[str], bool]) -> RankedList:
-        seeds = self.merger.seeds(lists, self.config.multihop.seeds)
-        return _concat([[(c, r) for c, r in self.multihop.neighbours(g, seeds) if allowed(c)] for g in graphs])
 
 
 def _allowed(snapshots: list[Snapshot], filters: Filters) -> Callable[[str], bool]:

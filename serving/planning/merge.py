@@ -1,4 +1,4 @@
-"""Fusing the sub-query and multi-hop lists into each strategy's list (weighted RRF), a pure function.
+"""Fusing the sub-query lists into each strategy's list (weighted RRF), a pure function.
 
 The pipeline and the offline replay (`semantica eval localize`) both call `ListMerger.merge`, so a
 replay over mined lists reproduces what the pipeline fused. The result keeps the shape every later
@@ -7,7 +7,6 @@ stage expects (`{retriever name: RankedList}`): chunk fusion, localization and m
 For strategy s, a chunk c scores
 
     main_weight / (rrf_k + r_main,s(c))  +  sum over sub-queries q feeding s of  w_kind(q) / (rrf_k + r_q,s(c))
-    (+ multihop.weight / (rrf_k + r_hop(c)) when s is in multihop.into)
 
 where a direct list (frames, paths) feeds the strategies in `decompose.direct_into`, and a sub-query's
 list of strategy t feeds t, or the strategies `decompose.routes["kind.t"]` names instead (so that, e.g.,
@@ -40,13 +39,10 @@ class SubQueryLists:
 
 @dataclass
 class PlanTrace:
-    """Every list the planning stage saw, for mining and `--explain`: the main lists, each sub-query's,
-    and the multi-hop list (seeded from the main lists alone, and from the decomposed ones)."""
+    """Every list the planning stage saw, for mining and `--explain`: the main lists and each sub-query's."""
 
     main: dict[str, RankedList]
     sub_queries: list[SubQueryLists] = field(default_factory=list)
-    hop_main: RankedList = field(default_factory=list)
-    hop_decomposed: RankedList = field(default_factory=list)
 
 
 class PlannedLists(dict):
@@ -58,14 +54,12 @@ class PlannedLists(dict):
 
 
 class ListMerger:
-    """`merge(main, sub_queries, hop)` -> one list per strategy, by the weights in `planning`."""
+    """`merge(main, sub_queries)` -> one list per strategy, by the weights in `planning.decompose`."""
 
     def __init__(self, config: PlanningConfig) -> None:
         self.config = config
         d = config.decompose
         self.direct_into = set(conf_retriever_names(d.direct_into, "planning.decompose.direct_into"))
-        self.hop_into = set(conf_retriever_names(config.multihop.into, "planning.multihop.into"))
-        self.seed_from = set(conf_retriever_names(config.multihop.seed_from, "planning.multihop.seed_from"))
         self.routes = {route: set(conf_retriever_names(targets, f"planning.decompose.routes.{route}"))
                        for route, targets in d.routes.items()}
         for route in d.routes:
@@ -79,8 +73,7 @@ class ListMerger:
     def weight(self, kind: SubQueryKind) -> float:
         return float(self.config.decompose.weights.get(kind.value, 0.0))
 
-    def merge(self, main: dict[str, RankedList], sub_queries: list[SubQueryLists],
-              hop: RankedList | None = None) -> dict[str, RankedList]:
+    def merge(self, main: dict[str, RankedList], sub_queries: list[SubQueryLists]) -> dict[str, RankedList]:
         d = self.config.decompose
         feeds: dict[str, list[tuple[float, RankedList]]] = {s: [] for s in main}
         for sub in sub_queries:
@@ -92,9 +85,6 @@ class ListMerger:
                     self.routes.get(f"{sub.kind.value}.{key}", {retriever_name(key)})
                 for strategy in targets & set(main):
                     feeds[strategy].append((w, ranked))
-        if hop and self.config.multihop.weight > 0:
-            for strategy in self.hop_into & set(main):
-                feeds[strategy].append((self.config.multihop.weight, hop))
         merged: dict[str, RankedList] = {}
         for strategy, ranked in main.items():
             extra = [(w, r) for w, r in feeds[strategy] if r]
@@ -116,14 +106,3 @@ class ListMerger:
                 order.setdefault(chunk_id, len(order))
         best = sorted(score, key=lambda c: (-score[c], order[c]))[:limit]
         return [(chunk_id, rank) for rank, chunk_id in enumerate(best, 1)]
-
-    def seeds(self, lists: dict[str, RankedList], n: int) -> list[str]:
-        """The first hits multi-hop starts from: plain RRF over the `multihop.seed_from` lists (cheap, no features)."""
-        k = self.config.decompose.rrf_k
-        score: dict[str, float] = {}
-        for strategy, ranked in lists.items():
-            if strategy not in self.seed_from:
-                continue
-            for chunk_id, rank in ranked:
-                score[chunk_id] = score.get(chunk_id, 0.0) + 1.0 / (k + rank)
-        return sorted(score, key=lambda c: (-score[c], c))[:n]

@@ -57,11 +57,10 @@ SECTIONS = {
     "planning.modes": 6,
     "planning.budgets": 2,
     "planning.decompose": 18,
-    "planning.multihop": 10,
     "history": 23,
     "history.adapt": 6,
 }
-FIELD_BUDGET = 429  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 419  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

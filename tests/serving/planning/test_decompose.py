@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from semantica.config import ConfigError, DecomposeConfig, LtrTrainConfig, MultiHopConfig, PlanningConfig
+from semantica.config import ConfigError, DecomposeConfig, LtrTrainConfig, PlanningConfig
 from serving.core.intent import IntentClassifier
 from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
@@ -179,12 +179,11 @@ def test_traceback_frame_file_ranks_first_and_plan_records_sub_queries(ledger_in
 
 
 def test_switch_off_answers_as_before(ledger_index):
-    off = _search(ledger_index, REPORT, "planning.decompose.enabled=false", "planning.multihop.enabled=false")
+    off = _search(ledger_index, REPORT, "planning.decompose.enabled=false")
     assert not (off.plan or {}).get("sub_queries")  # the planner's mode may be recorded; no sub-queries
     assert off.files[0]["path"] != "ledger/postings.py"  # without the frames the words point elsewhere
     short_on = _search(ledger_index, "post a refund")  # short: planning does nothing
-    short_off = _search(ledger_index, "post a refund", "planning.decompose.enabled=false",
-                        "planning.multihop.enabled=false")
+    short_off = _search(ledger_index, "post a refund", "planning.decompose.enabled=false")
     assert not (short_on.plan or {}).get("sub_queries")
     assert [h.chunk_id for h in short_on.hits] == [h.chunk_id for h in short_off.hits]
     assert short_on.files == short_off.files and short_on.functions == short_off.functions
@@ -200,13 +199,12 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
     overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false", "planning.modes.apply_to_localize=false")
     overrides = (*overrides, EVERY_KIND_SET)  # every kind's retriever lists are mined and replayed
     overrides = (*overrides, "localizer.enabled=false")  # its replay reads a bare clone (jobs/localizer/replay.py)
-    config = make_config(ledger_index, *overrides, "planning.multihop.enabled=true", "planning.multihop.triggers=[issue]")
+    config = make_config(ledger_index, *overrides)
     HitMiner(LtrTrainConfig(), tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
                                                lambda path, symbol: int(path == "ledger/postings.py"))
     inst = Instance("ledger-1", R, "HEAD", REPORT, ["ledger/postings.py"])
     for switch in ("true", "false"):
-        planning = (f"planning.decompose.enabled={switch}", f"planning.multihop.enabled={switch}",
-                    "planning.multihop.triggers=[issue]")
+        planning = (f"planning.decompose.enabled={switch}",)
         replayed = LocalizationReplay(make_config(ledger_index, *overrides, *planning), tmp_path).predict(inst)
         answered = _search(ledger_index, REPORT, *planning, "localizer.enabled=false")
         assert replayed.files == [f["path"] for f in answered.files]
@@ -216,8 +214,6 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
 def test_conf_names_are_checked_against_the_retriever_registry():
     with pytest.raises(ConfigError, match=r"planning\.decompose\.direct_into: unknown strategy 'vectr'.*vector"):
         ListMerger(PlanningConfig(decompose=DecomposeConfig(direct_into=["vectr"])))
-    with pytest.raises(ConfigError, match=r"planning\.multihop\.seed_from: unknown strategy 'nope'"):
-        ListMerger(PlanningConfig(multihop=MultiHopConfig(seed_from=["nope"])))
     # a registered retriever that owns no LTR feature (history) is routed to like a built-in
     config = PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND), routes={"calls.symbol": ["History"]},
                                                       main_weight=0.5))
