@@ -2,7 +2,7 @@
 
 Three steps, each behind its own switch: the fixed fusion (`Localizer`, with the granular and history lists
 when on), the learned localizer's blend (`localizer.enabled`), and the final file order (trust and
-freshness, `final_order.apply_to_files`), last so that no blend undoes a demotion. `SearchPipeline._search` and the offline replay
+freshness, `final_order.apply_to_files`), last so that no blend undoes a demotion. The localize query stage and the offline replay
 (jobs/eval/replay.py) both call `LocalizationTail.run`, so a replayed number is what the pipeline answers;
 they differ only in where freshness and the learned ranking read the repository (a snapshot, or a bare
 clone at the instance's base commit), which they pass in.
