@@ -30,8 +30,8 @@ from serving.graph.route import GraphRouter
 from serving.knowledge.inject import KnowledgeInjector
 from serving.planning.planner import QueryPlanner
 from serving.query.base import QueryStage
-from serving.query.rank import Reranking
 from serving.query.registry import query_stage_factories
+from serving.query.rerank import Reranking
 from serving.query.retrieve import Retrieval
 from serving.rerankers.registry import Reranker, build_rerankers
 from serving.retrievers.registry import RetrieverSpec, conf_retriever_names, enabled_specs

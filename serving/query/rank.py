@@ -1,44 +1,15 @@
-"""The stages from lists to hits: fusion, the rerankers, the planner's finish (MMR, budgets), the graph's exact
-answer to a structural question. `Reranking` is the public way to run the registered rerankers."""
+"""The stages around the rerankers: fusion of the lists into hits, the planner's finish (MMR, budgets), the
+graph's exact answer to a structural question."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from semantica.api import SearchRequest
-from semantica.hits import ChunkMeta, Hit
-from semantica.schema import Chunk
-from serving.core.answer import degraded_entry
-from serving.core.intent import IntentResult
-from serving.query.state import QueryState, StageTimer
-from serving.rerankers.base import Reranker, RerankInput
+from semantica.hits import ChunkMeta
+from serving.query.state import QueryState
 
 if TYPE_CHECKING:
     from serving.stages import Stages
-
-LATE_INTERACTION = "late_interaction"
-"""The reranker whose timing says candidates were scored by their token vectors."""
-
-
-class Reranking:
-    """The registered rerankers in `rerank.order`; an optional one that fails keeps the previous order."""
-
-    def __init__(self, rerankers: list[Reranker]) -> None:
-        self.rerankers = rerankers
-
-    def rerank(self, request: SearchRequest, intent: IntentResult, hits: list[Hit], chunks: dict[str, Chunk],
-               timer: StageTimer, degraded: list[dict[str, str]]) -> list[Hit]:
-        given = RerankInput(request, intent, chunks)
-        for stage in self.rerankers:
-            if not hits or not stage.wanted(given):
-                continue
-            try:
-                hits = timer.run(stage.name, lambda: stage.rerank(hits, given))
-            except Exception as exc:
-                if not stage.optional:
-                    raise
-                degraded.append(degraded_entry(stage.name, exc))
-        return hits
 
 
 class FuseStage:
@@ -59,18 +30,6 @@ class FuseStage:
         fused = state.timer.run("fusion", lambda: fusion.fuse(state.lists, state.intent, meta, state.request.k,
                                                               multipliers=multipliers))
         state.hits = [h for h in fused if h.chunk_id in chunks]
-        return state
-
-
-class RerankStage:
-    name = "rerank"
-
-    def __init__(self, stages: Stages) -> None:
-        self.reranking = stages.reranking
-
-    def run(self, state: QueryState) -> QueryState:
-        state.hits = self.reranking.rerank(state.request, state.intent, state.hits, state.chunks, state.timer,
-                                           state.degraded)
         return state
 
 
@@ -104,20 +63,4 @@ class GraphRouteStage:
             state.request.query, state.snapshots, state.warnings))
         if state.routed is not None:
             state.hits = state.routed.merge(state.hits, state.chunks)
-        return state
-
-
-class TokenVectorWarningStage:
-    """Late interaction over a snapshot without stored token vectors encoded its candidates per query: say so."""
-
-    name = "token_vector_warning"
-
-    def __init__(self, stages: Stages) -> None:
-        del stages  # reads the state alone
-
-    def run(self, state: QueryState) -> QueryState:
-        if LATE_INTERACTION in state.timer.ms:
-            state.warnings.extend(
-                f"{s.repo}: snapshot {s.snapshot_id} stores no token vectors; late interaction encoded its "
-                f"candidates per query (slow): re-index it" for s in state.snapshots if not s.manifest.token_vectors)
         return state

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from serving.query.answer import AnswerStage, ContextStage, KnowledgeStage
 from serving.query.base import QueryStage
 from serving.query.localize import GranularStage, HistoryStage, LocalizeStage
-from serving.query.rank import FinishPlanStage, FuseStage, GraphRouteStage, RerankStage, TokenVectorWarningStage
+from serving.query.rank import FinishPlanStage, FuseStage, GraphRouteStage
+from serving.query.rerank import RerankStage, TokenVectorWarningStage
 from serving.query.retrieve import ExpandStage, IntentStage, LearnedPrefetchStage, PlanStage, RetrieveStage, ScopeStage
 
 if TYPE_CHECKING:
