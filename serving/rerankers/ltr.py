@@ -153,7 +153,7 @@ class LtrReranker:
                 explanation=f"{hit.explanation}; LTR {float(value):.3f} -> {score:.4f}")))
         ordered.sort(key=lambda item: (-item[0], item[1]))
         top_tail = max((h.score for h in tail), default=0.0)
-        rest = [rescored(h, LTR_STAGE, None, score=floor * h.score / top_tail if top_tail > 0 else 0.0) for h in tail]
+        rest = [rescored(h, LTR_STAGE, None, score=floor * (h.score / top_tail) if top_tail > 0 else 0.0) for h in tail]
         return [hit for _, _, hit in ordered] + rest
 
 
