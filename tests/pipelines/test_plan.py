@@ -156,3 +156,17 @@ def test_plan_of_requests_matches_its_index(indexed_requests, requests_clone: Pa
     # the repository's tip tracks real symlinks (tests/certs), which the plan skips like the generated one's
     tip = planner.plan(RepoSpec(name=name, path=str(requests_clone), commit="HEAD"))
     assert tip.skipped["symlink"].files >= 1 and tip.files > 50
+
+
+def test_plan_reports_a_file_name_that_is_not_utf8_as_skipped(tmp_path):
+    repo = tmp_path / "names"
+    repo.mkdir()
+    Path(os.fsdecode(os.fsencode(repo) + b"/caf\xe9.py")).write_bytes(b"def w():\n    pass\n")
+    (repo / "ok.py").write_text("def ok():\n    return 1\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "names")
+    plan = IndexPlanner(make_config(tmp_path)).plan(RepoSpec(name="names", path=str(repo)))
+    assert plan.included == ["ok.py"]
+    assert plan.skipped["not-utf8-name"].examples[0]["path"] == "caf\\xe9.py"
+    json.dumps(plan.to_dict(), ensure_ascii=False).encode("utf-8")
