@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.ignore import IgnoreMatch, NestedIgnore, directory_of, git_ignored
+from pipelines.ignore import IgnoreMatch, NestedIgnore, UnevaluatedIgnore, directory_of, git_ignored
 from semantica.config import DiscoverConfig
 from semantica.errors import path_exists
 from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX, language_of  # noqa: F401 (re-exported)
@@ -184,7 +184,7 @@ class RepoSource:
             return self._tree_entries()
         return self._worktree_entries()
 
-    def _ignored_by_rules(self, paths: list[str], files: dict[str, str]) -> dict[str, IgnoreMatch]:
+    def _ignored_by_rules(self, paths: list[str], files: dict[str, str]) -> dict[str, IgnoreMatch | UnevaluatedIgnore]:
         """Which `paths` the `.semanticaignore` files (path -> blob sha, or "" for the work tree) exclude."""
         texts: dict[str, bytes] = {}
         for path, sha in files.items():
@@ -195,7 +195,7 @@ class RepoSource:
                 texts[directory_of(path)] = (Path(self.repo_path) / path).read_bytes()
             except OSError:
                 continue
-        return NestedIgnore(self.config.ignore_file, texts).match_all(paths)
+        return NestedIgnore(self.config.ignore_file, texts, self.config.ignore_crash_paths).match_all(paths)
 
     def _is_ignore_file(self, path: str) -> bool:
         return bool(self.config.ignore_file) and path.rsplit("/", 1)[-1] == self.config.ignore_file
