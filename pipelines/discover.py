@@ -195,7 +195,7 @@ class RepoSource:
                 texts[directory_of(path)] = (Path(self.repo_path) / path).read_bytes()
             except OSError:
                 continue
-        return NestedIgnore(self.config.ignore_file, texts, self.config.ignore_crash_paths).match_all(paths)
+        return NestedIgnore(self.config.ignore_file, texts).match_all(paths)
 
     def _is_ignore_file(self, path: str) -> bool:
         return bool(self.config.ignore_file) and path.rsplit("/", 1)[-1] == self.config.ignore_file

@@ -13,7 +13,7 @@ Every decision is git's own, so discovery and `git check-ignore` cannot disagree
 - git itself can crash on some inputs (git 2.39's `check-ignore` was seen to segfault on a 30-level
   directory): the paths are then split in halves until the ones git crashes on are found; every other path
   keeps git's verdict, those few are kept out of the index with a reason that says why, and a git that
-  crashes on more than `discover.ignore_crash_paths` of them is an `IgnoreRulesError` naming the git version.
+  crashes on more than `MAX_CRASH_PATHS` of them is an `IgnoreRulesError` naming the git version.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from pathlib import Path
 IGNORED_PREFIX = "ignored by "
 UNEVALUATED_PREFIX = "ignore rules could not be evaluated"
 GIT_NOTHING_IGNORED = 1  # check-ignore's exit status when no path is ignored
+# Paths git may crash on (each skipped with the reason) before discovery refuses: a git that crashes on more
+# crashes on its input as a whole, and halving further would cost a git call per path.
+MAX_CRASH_PATHS = 64
 _NO_GLOBAL_RULES = ["-c", "core.excludesFile=/dev/null"]
 
 
@@ -79,10 +82,10 @@ class NestedIgnore:
     `files` maps a directory ("" for the root, else "a/b") to the bytes of the ignore file found there.
     """
 
-    def __init__(self, file_name: str, files: Mapping[str, bytes], max_crash_paths: int) -> None:
+    def __init__(self, file_name: str, files: Mapping[str, bytes], max_crash_paths: int | None = None) -> None:
         self.file_name = file_name
         self.files = dict(files)
-        self.max_crash_paths = max_crash_paths
+        self.max_crash_paths = MAX_CRASH_PATHS if max_crash_paths is None else max_crash_paths
 
     def __bool__(self) -> bool:
         return bool(self.files)

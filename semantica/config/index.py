@@ -32,7 +32,6 @@ class DiscoverConfig:
     max_line_chars: int = 5000
     include_globs: list[str] = field(default_factory=list)  # [] = every file; e.g. ["*.py"] (eval)
     ignore_file: str = ".semanticaignore"  # gitignore syntax, any level: index-only exclusions ("" = off)
-    ignore_crash_paths: int = 64  # paths git's check-ignore may crash on (skipped, named) before discovery refuses
 
 
 @dataclass

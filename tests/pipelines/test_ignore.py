@@ -190,7 +190,7 @@ def test_semanticaignore_reason_and_switch(twins: tuple[Path, Path]) -> None:
 
 
 def test_nested_ignore_without_files_keeps_everything() -> None:
-    rules = NestedIgnore(".semanticaignore", {}, DiscoverConfig().ignore_crash_paths)
+    rules = NestedIgnore(".semanticaignore", {})
     assert not rules and rules.match_all(["a/b.py"]) == {}
 
 
@@ -256,9 +256,10 @@ def test_a_git_that_crashes_on_every_path_is_a_clear_error(deep_repo, tmp_path, 
     from jobs.cli import main
 
     crashing_git(tmp_path, monkeypatch, marker="")
+    monkeypatch.setattr("pipelines.ignore.MAX_CRASH_PATHS", 1)  # 3 paths here; a real repository has thousands
     with pytest.raises(IgnoreRulesError, match=r"killed by SIGSEGV.*git version .*cannot evaluate the "
                                                r"\.semanticaignore rules"):
-        RepoSource(str(deep_repo), None, DiscoverConfig(ignore_crash_paths=1)).entries()
-    assert main(["plan", str(deep_repo), "--set", "discover.ignore_crash_paths=1"]) != 0
+        RepoSource(str(deep_repo), None, DiscoverConfig()).entries()
+    assert main(["plan", str(deep_repo)]) != 0
     err = capsys.readouterr().err
     assert "killed by SIGSEGV" in err and "Traceback" not in err

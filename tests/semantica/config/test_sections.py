@@ -12,7 +12,7 @@ from semantica.config import Config, TrainConfig, field_count, load_config
 # every section of `Config` (a nested dataclass is a section of its own) with its leaf fields, in order
 SECTIONS = {
     "paths": 2,
-    "discover": 8,
+    "discover": 7,
     "chunk": 5,
     "encoder": 15,
     "faiss": 7,
