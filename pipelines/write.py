@@ -50,7 +50,6 @@ from semantica.schema import (
 from semantica.snapshot_paths import SnapshotPaths, directory_checksums
 from semantica.source import write_file_blobs
 
-
 MIB = 1024 * 1024
 JAVA_DISK_FULL = "No space left on device"  # java.io.IOException's message for ENOSPC (Lucene writes from the JVM)
 CAUSE_DEPTH = 8  # how far down an exception's causes a full disk is looked for

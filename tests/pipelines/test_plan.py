@@ -192,7 +192,7 @@ def go_repo(root: Path, functions_per_file: int, lines_per_function: int) -> Pat
     """Go files of about the same size: many small functions, or a few long ones."""
     root.mkdir(parents=True)
     for number in range(8):
-        body = [f"package flags\n"]
+        body = ["package flags\n"]
         for f in range(functions_per_file):
             lines = [f"\tv{i} := value + {i} // step {i} of the conversion" for i in range(lines_per_function)]
             body.append(f"func Convert{number}x{f}(value int) int {{\n" + "\n".join(lines) + "\n\treturn value\n}\n")
