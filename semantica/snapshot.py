@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -46,13 +46,14 @@ CORE_TABLES = ("chunks.parquet", "symbols.parquet", "edges.parquet")  # checked 
 
 
 class DamagedTableError(BrokenSnapshotError):
-    """Tables of a published snapshot cannot be read (truncated, corrupt): 503 naming them, and the
-    repository is left out of answers (`degraded`) while the others answer."""
+    """Tables of a published snapshot cannot be read (truncated, corrupt): 503 naming them. Damaged chunks leave
+    the repository out of answers (`degraded`: the others answer); another table fails only what reads it."""
 
     def __init__(self, repo: str, tables: list[str], detail: str) -> None:
         self.repo, self.tables, self.detail = repo, list(tables), detail
-        super().__init__(f"repository {repo!r}: damaged table(s) {', '.join(self.tables)} ({detail}); "
-                         f"re-index it (`semantica index --repo PATH --name {repo}`)")
+        what = PurePosixPath(self.tables[0]).stem if len(self.tables) == 1 else "tables"
+        super().__init__(f"repository {repo!r}: {what} unreadable: damaged table(s) {', '.join(self.tables)} "
+                         f"({detail}); re-index it (`semantica index --repo PATH --name {repo}`)")
 
     def __reduce__(self) -> tuple[Any, ...]:  # crosses Ray (a retriever deployment raises it)
         return type(self), (self.repo, self.tables, self.detail)
@@ -298,15 +299,12 @@ class SnapshotSet:
                     raise UnknownRepoError(
                         name, detail=f"repository {name!r} has no published snapshot: its directory holds "
                         f"{snapshot.repo!r} (old name mapping); run `semantica index --repo PATH --name {name}`")
-                damaged = damaged_tables(paths, snapshot.manifest)  # once per opened snapshot: footers only
-                if damaged:
-                    log.warning("snapshot of %r has damaged tables: %s", name, damaged)
-                    raise damaged_error(name, damaged)
                 self._open[name] = snapshot
             return snapshot
 
     def load(self, repo: str) -> Snapshot:
-        """`get` plus the chunk table a query needs; BrokenSnapshotError when it cannot be read."""
+        """`get` plus the chunk table a query needs; a DamagedTableError (a BrokenSnapshotError) when it cannot be
+        read. Another damaged table fails only what reads it (the symbol and graph lists, the map: 503 naming it)."""
         snapshot = self.get(repo)
         try:
             _ = snapshot.chunk_by_id
