@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.ignore import IgnoreMatch, NestedIgnore, directory_of, git_ignored
+from pipelines.ignore import IgnoreMatch, NestedIgnore, UnevaluatedIgnore, directory_of, git_ignored
 from semantica.config import DiscoverConfig
 from semantica.errors import path_exists
 from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX, language_of  # noqa: F401 (re-exported)
@@ -30,6 +30,15 @@ GIT_MODE_SUBMODULE = "160000"
 READ_CHUNK_BYTES = 1 << 16
 # https://host/owner/name(.git), ssh://git@host/owner/name, git@host:owner/name (not local paths).
 _REMOTE_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
+
+NON_UTF8_NAME_REASON = "file name is not valid UTF-8"
+
+
+def printable_path(path: str) -> str:
+    """`path` as UTF-8 text: a name git gave as non-UTF-8 bytes (held as surrogate escapes) shows them as `\\xNN`,
+    so a report, a cache key or a table never has to encode a surrogate."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
 
 class DiscoveryError(ValueError):
     """The repository or commit cannot be read; the message says what is wrong and what to do."""
@@ -175,7 +184,7 @@ class RepoSource:
             return self._tree_entries()
         return self._worktree_entries()
 
-    def _ignored_by_rules(self, paths: list[str], files: dict[str, str]) -> dict[str, IgnoreMatch]:
+    def _ignored_by_rules(self, paths: list[str], files: dict[str, str]) -> dict[str, IgnoreMatch | UnevaluatedIgnore]:
         """Which `paths` the `.semanticaignore` files (path -> blob sha, or "" for the work tree) exclude."""
         texts: dict[str, bytes] = {}
         for path, sha in files.items():
@@ -192,7 +201,14 @@ class RepoSource:
         return bool(self.config.ignore_file) and path.rsplit("/", 1)[-1] == self.config.ignore_file
 
     def _error(self, path: str, reason: str) -> FileError:
-        return FileError(repo=self.repo, path=path, stage=STAGE, reason=reason)
+        return FileError(repo=self.repo, path=printable_path(path), stage=STAGE, reason=printable_path(reason))
+
+    def _name_error(self, path: str) -> FileError | None:
+        """A name that is not UTF-8 cannot be stored (caches, tables, JSON hold text): skipped with its reason,
+        under its printable name, so every other file is still indexed and the report says which one and why."""
+        if printable_path(path) == path:
+            return None
+        return self._error(path, f"{NON_UTF8_NAME_REASON} (rename it to index it)")
 
     def _path_reason(self, path: str) -> str:
         """Why `path` is skipped by name alone ("" when it is not)."""
@@ -246,6 +262,10 @@ class RepoSource:
             if rule is not None:
                 ignored.append(self._error(path, rule.reason()))
                 continue
+            name_error = self._name_error(path)
+            if name_error is not None:
+                errors.append(name_error)
+                continue
             if mode == GIT_MODE_SUBMODULE or kind == "commit":
                 errors.append(self._error(path, "submodule"))
                 continue
@@ -281,6 +301,10 @@ class RepoSource:
             rule = rules.get(path)
             if rule is not None:
                 ignored.append(self._error(path, rule.reason()))
+                continue
+            name_error = self._name_error(path)
+            if name_error is not None:
+                errors.append(name_error)
                 continue
             full = root / path
             reason = self._path_reason(path)

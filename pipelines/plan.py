@@ -2,9 +2,12 @@
 
 It runs the indexer's own discovery (`pipelines.manifest.open_spec`, then `RepoSource.read`'s checks for
 binary, non-UTF-8 and minified files), so the files it lists are the files `index` then indexes; it
-loads no model and starts no JVM. Chunks, embedding time and index size are estimates from rates
-measured on this machine (`plan:` in conf/default.yaml, made by `python -m lab.bench.plan_rates`).
-Only a file the parser rejects after reading can differ, and the parser accepts any UTF-8 text.
+loads no model and starts no JVM. Chunks are estimated per language from each file's size and the
+functions tree-sitter finds in it (the parser chunks each function apart, so they drive the count more
+than bytes do): `plan.chunk_rates` in conf/default.yaml, fitted on public repositories by
+`python -m lab.bench.plan_chunk_fit`. Embedding time and index size come from rates measured on this
+machine (`python -m lab.bench.plan_rates`). Only a file the parser rejects after reading can differ, and
+the parser accepts any UTF-8 text.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from typing import Any
 from pipelines.discover import STAGE, SourceFile
 from pipelines.manifest import RepoSpec, open_spec
 from semantica.config import Config, PlanConfig
+from semantica.languages.spans import file_spans
 from semantica.schema import FileError
 
 # A skip reason's kind, by how discovery words it (first match wins): what `semantica plan` groups by.
 SKIP_KINDS = (
     ("ignored by ", "ignored"), ("vendored directory", "vendored"), ("generated", "generated"),
     ("oversized", "huge"), ("symlink", "symlink"), ("binary", "binary"), ("not valid UTF-8", "not-utf8"),
+    ("file name is not valid UTF-8", "not-utf8-name"), ("ignore rules could not", "ignore-error"),
     ("unknown file type", "unknown-type"), ("submodule", "submodule"), ("excluded by", "excluded"),
     ("missing from", "missing"),
 )
@@ -37,6 +42,37 @@ def skip_kind(reason: str) -> str:
 KIB = 1024
 EXCLUDED_REASON = "excluded by the manifest's exclude globs"
 DEFAULT_RATE = "default"
+RATE_TERMS = ("per_file", "per_kib", "per_function")  # chunks = per_file * files + per_kib * KiB + per_function * functions
+
+
+def function_count(path: str, text: str) -> int:
+    """The outer functions and methods tree-sitter finds in a file (`semantica.languages.spans`); 0 for a language
+    without spans, or a file tree-sitter cannot read."""
+    try:
+        return len(file_spans(path, text))
+    except Exception:  # an estimate never fails a plan
+        return 0
+
+
+class ChunkRates:
+    """Per-language rates of the chunks `index` makes (`plan.chunk_rates`); an unlisted language takes `default`."""
+
+    def __init__(self, table: dict[str, dict[str, float]]) -> None:
+        for language, rate in table.items():
+            unknown = set(rate) - set(RATE_TERMS)
+            if unknown:
+                raise ValueError(f"plan.chunk_rates.{language}: unknown term(s) {sorted(unknown)}; use {list(RATE_TERMS)}")
+        if DEFAULT_RATE not in table:
+            raise ValueError(f"plan.chunk_rates needs a {DEFAULT_RATE!r} row for unlisted languages")
+        self.table = table
+
+    def estimate(self, language: str, files: int, kib: float, functions: int) -> int:
+        if not files:
+            return 0
+        rate = self.table.get(language, self.table[DEFAULT_RATE])
+        chunks = (rate.get("per_file", 0.0) * files + rate.get("per_kib", 0.0) * kib
+                  + rate.get("per_function", 0.0) * functions)
+        return max(files, round(chunks))  # every indexed file holds at least one chunk
 
 
 @dataclass
@@ -47,6 +83,7 @@ class Tally:
 
 @dataclass
 class LanguageTally(Tally):
+    functions: int = 0  # found by tree-sitter
     chunks: int = 0  # estimated
 
 
@@ -98,6 +135,7 @@ class IndexPlanner:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.settings: PlanConfig = config.plan
+        self.rates = ChunkRates(config.plan.chunk_rates)
 
     def plan(self, spec: RepoSpec) -> RepoPlan:
         start = time.perf_counter()
@@ -115,8 +153,9 @@ class IndexPlanner:
             tally = languages[file.language]
             tally.files += 1
             tally.bytes += sizes[file.path]
+            tally.functions += function_count(file.path, file.text)
         for name, tally in languages.items():
-            tally.chunks = max(1, round(tally.bytes / KIB * self._chunk_rate(name))) if tally.files else 0
+            tally.chunks = self.rates.estimate(name, tally.files, tally.bytes / KIB, tally.functions)
         paths = [f.path for f in included]
         total_bytes = sum(t.bytes for t in languages.values())
         return RepoPlan(
@@ -134,17 +173,14 @@ class IndexPlanner:
     def plan_many(self, specs: list[RepoSpec]) -> list[RepoPlan]:
         return [self.plan(spec) for spec in specs]
 
-    def _chunk_rate(self, language: str) -> float:
-        rates = self.settings.chunks_per_kib
-        return rates.get(language, rates.get(DEFAULT_RATE, 1.0))
-
     def _estimate(self, chunks: int) -> Estimate:
         rate = self.settings.embed_chunks_per_s
         return Estimate(chunks=chunks, embed_seconds=round(chunks / rate, 1) if rate > 0 else 0.0,
                         index_bytes=chunks * self.settings.index_bytes_per_chunk,
-                        rates={"chunks_per_kib": dict(self.settings.chunks_per_kib), "embed_chunks_per_s": rate,
+                        rates={"chunk_rates": dict(self.settings.chunk_rates), "embed_chunks_per_s": rate,
                                "index_bytes_per_chunk": self.settings.index_bytes_per_chunk,
-                               "measured_by": "python -m lab.bench.plan_rates (docs/plan.md)"})
+                               "measured_by": "python -m lab.bench.plan_chunk_fit, python -m lab.bench.plan_rates "
+                                              "(docs/plan.md)"})
 
     def _skips(self, skipped: list[FileError], repo_path: str, commit: str | None) -> dict[str, SkipTally]:
         tallies: dict[str, SkipTally] = defaultdict(SkipTally)

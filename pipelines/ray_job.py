@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,7 +36,7 @@ from pipelines.embed import TokenSink
 from pipelines.indexer import BatchSummary, Indexer
 from pipelines.manifest import load_manifest
 from pipelines.parse import FileParser
-from pipelines.progress import StageProgress
+from pipelines.progress import ProgressFile, ProgressWatcher, StageProgress
 from pipelines.runner import FileOutcome, FileTask, embed_outcomes, embedding_cache, parse_tasks
 from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from semantica.config import Config, config_from_dict, config_to_dict
@@ -112,6 +113,7 @@ class EmbedActor:
         batch = batch.copy()
         batch["vectors"] = [o.vectors.astype(np.float32).tobytes() for o in outcomes]
         batch["embedded"] = [o.embedded for o in outcomes]
+        batch["chunks"] = [len(o.parsed.chunks) if o.parsed is not None else 0 for o in outcomes]  # for progress
         batch["tokens_encoded"] = new_tokens
         return batch
 
@@ -176,8 +178,9 @@ def _pipeline(ray: Any, config: Config, rows: list[dict[str, Any]], make_tokens:
 
 
 def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, Any]],
-               make_tokens: bool = False) -> list[dict[str, Any]]:
-    """The Ray driver (runs in its own process): start Ray, run the dataset with a deadline, stop Ray."""
+               make_tokens: bool = False, progress_path: str = "") -> list[dict[str, Any]]:
+    """The Ray driver (runs in its own process): start Ray, run the dataset with a deadline, stop Ray. As rows come
+    back it writes the files and chunks done to `progress_path` (a `ProgressFile` the parent's bars follow)."""
     import ray
 
     config = config_from_dict(config_dict)
@@ -186,8 +189,16 @@ def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, A
         box: dict[str, Any] = {}
 
         def target() -> None:
+            counts = ProgressFile(progress_path) if progress_path else None
             try:
-                box["rows"] = list(_pipeline(ray, config, rows, make_tokens))
+                done = []
+                for row in _pipeline(ray, config, rows, make_tokens):
+                    done.append(row)
+                    if counts is not None:
+                        counts.add(1, int(row.get("chunks", 0)))
+                if counts is not None:
+                    counts.flush()
+                box["rows"] = done
             except BaseException as exc:  # noqa: BLE001 - re-raised below
                 box["error"] = exc
 
@@ -229,11 +240,14 @@ class RayRunner:
             row["include"] = json.dumps(row["include"])
         timeout = self.config.ray.job_timeout_s + self.config.ray.startup_timeout_s
         make_tokens = builder is not None and builder.codec is not None
-        stage = StageProgress("ray", "files", len(rows))  # the job's rows come back at once: its count and rate at the end
-        out = run_in_fresh_process(ray_driver, config_to_dict(self.config), self.address or "", rows, make_tokens,
-                                   timeout_s=timeout)
-        stage.update(len(out))
-        stage.close()
+        files, chunks = StageProgress("ray", "files", len(rows)), StageProgress("embed", "chunks")
+        with tempfile.TemporaryDirectory(prefix="semantica-progress-") as folder:
+            counts = Path(folder) / "counts"
+            with ProgressWatcher(counts, files, chunks):  # the driver's rows as Ray Data hands them back
+                out = run_in_fresh_process(ray_driver, config_to_dict(self.config), self.address or "", rows,
+                                           make_tokens, str(counts), timeout_s=timeout)
+        files.close()
+        chunks.close()
         if builder is not None:
             builder.refresh()
         return [_outcome(row) for row in out]

@@ -8,7 +8,9 @@ of the same repository already holds is hard-linked, so a one-file change writes
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import hashlib
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -30,6 +32,7 @@ from pipelines.shards import (
 from pipelines.token_cache import TokenVectorBuilder
 from semantica.config import Config
 from semantica.encoder_identity import parse_model_id
+from semantica.errors import ErrorKind
 from semantica.graph import CsrGraphStore
 from semantica.schema import (
     CHUNK_ARROW_SCHEMA,
@@ -46,6 +49,47 @@ from semantica.schema import (
 )
 from semantica.snapshot_paths import SnapshotPaths, directory_checksums
 from semantica.source import write_file_blobs
+
+MIB = 1024 * 1024
+JAVA_DISK_FULL = "No space left on device"  # java.io.IOException's message for ENOSPC (Lucene writes from the JVM)
+CAUSE_DEPTH = 8  # how far down an exception's causes a full disk is looked for
+
+
+class DiskFullError(OSError):
+    """No space left while a snapshot was written: the build is dropped and the published snapshot stays
+    current. The message names the directory and its free space; no Python or Java trace."""
+
+    error_kind = ErrorKind.UNAVAILABLE
+
+    def __init__(self, directory: Path) -> None:
+        free = _free_bytes(directory)
+        super().__init__(errno.ENOSPC, f"no space left on device while writing a snapshot under {directory} "
+                                       f"({free / MIB:.1f} MiB free there); the previous snapshot stays published: "
+                                       f"free some space or point paths.index_root elsewhere", str(directory))
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _free_bytes(directory: Path) -> int:
+    for folder in (directory, *directory.parents):
+        try:
+            return shutil.disk_usage(folder).free
+        except OSError:
+            continue
+    return 0
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """ENOSPC from Python (Parquet, FAISS, SQLite files) or from the JVM (a Lucene IOException), or a cause of it."""
+    seen = 0
+    while exc is not None and seen < CAUSE_DEPTH:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            return True
+        if getattr(exc, "classname", None) and JAVA_DISK_FULL in str(getattr(exc, "innermessage", "") or ""):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def write_table(path: Any, rows: Sequence[Any], schema: pa.Schema) -> None:
@@ -95,6 +139,16 @@ class SnapshotWriter:
         self.config = config
 
     def write(self, paths: SnapshotPaths, content: SnapshotContent) -> WriteResult:
+        """Every file of the snapshot into `paths.root` (a `.tmp` directory no reader opens); a full disk is a
+        `DiskFullError`, and the caller discards the directory."""
+        try:
+            return self._write(paths, content)
+        except Exception as exc:
+            if is_disk_full(exc):
+                raise DiskFullError(paths.root.parent) from None
+            raise
+
+    def _write(self, paths: SnapshotPaths, content: SnapshotContent) -> WriteResult:
         write_table(paths.chunks, content.chunks, CHUNK_ARROW_SCHEMA)
         write_table(paths.symbols, content.symbols, SYMBOL_ARROW_SCHEMA)
         write_table(paths.edges, content.edges, EDGE_ARROW_SCHEMA)

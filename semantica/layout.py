@@ -32,7 +32,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -74,12 +74,14 @@ class RepoEntry:
     snapshot_id: str = ""
     manifest: Manifest | None = None
     error: str = ""
+    damaged: list[str] = field(default_factory=list)  # the snapshot's tables that cannot be read (relative paths)
 
     def to_dict(self) -> dict[str, Any]:
         m = self.manifest
         return {"repo": self.repo, "status": self.state.value, "snapshot": self.snapshot_id,
                 "commit": m.commit if m else "", "created": m.created if m else "",
-                "counts": m.counts if m else {}, "model": m.model_id if m else "", "error": self.error}
+                "counts": m.counts if m else {}, "model": m.model_id if m else "", "error": self.error,
+                "damaged_tables": list(self.damaged)}
 
 
 class IndexLayout:

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -41,12 +41,55 @@ from semantica.vectors import VectorShardSearcher
 
 log = logging.getLogger(__name__)
 SNAPSHOT_STAGE = "snapshot"  # the `degraded` entry of a repository that cannot answer (search, grep, graph)
+TABLE_SUFFIX = ".parquet"
+CORE_TABLES = ("chunks.parquet", "symbols.parquet", "edges.parquet")  # checked even if a manifest omits them
+
+
+class DamagedTableError(BrokenSnapshotError):
+    """Tables of a published snapshot cannot be read (truncated, corrupt): 503 naming them. Damaged chunks leave
+    the repository out of answers (`degraded`: the others answer); another table fails only what reads it."""
+
+    def __init__(self, repo: str, tables: list[str], detail: str) -> None:
+        self.repo, self.tables, self.detail = repo, list(tables), detail
+        what = PurePosixPath(self.tables[0]).stem if len(self.tables) == 1 else "tables"
+        super().__init__(f"repository {repo!r}: {what} unreadable: damaged table(s) {', '.join(self.tables)} "
+                         f"({detail}); re-index it (`semantica index --repo PATH --name {repo}`)")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # crosses Ray (a retriever deployment raises it)
+        return type(self), (self.repo, self.tables, self.detail)
+
+
+def damaged_tables(paths: SnapshotPaths, manifest: Manifest) -> dict[str, str]:
+    """Each table of the snapshot whose Parquet footer cannot be read -> why (path-free): a cheap check, no
+    row is read. Every table the manifest lists is checked (files, history and localizer tables too)."""
+    names = dict.fromkeys([*CORE_TABLES, *(r for r in manifest.checksums if r.endswith(TABLE_SUFFIX))])
+    damaged: dict[str, str] = {}
+    for relative in names:
+        try:
+            pq.read_metadata(paths.root / relative)
+        except Exception as exc:  # truncated, corrupt, missing or unreadable
+            damaged[relative] = public_message(exc)
+    return damaged
+
+
+def damaged_error(repo: str, damaged: dict[str, str]) -> DamagedTableError:
+    first = next(iter(damaged.values()))
+    return DamagedTableError(repo, list(damaged), first)
 
 
 def read_parquet(path: Path) -> pa.Table:
     """One Parquet file, read by pyarrow's file reader: `pq.read_table` goes through `pyarrow.dataset`,
     which imports pandas (seconds of a cold CLI query under load)."""
     return pq.ParquetFile(path).read()
+
+
+def read_table(paths: SnapshotPaths, path: Path, repo: str) -> pa.Table:
+    """A table of a published snapshot; one that cannot be read is a `DamagedTableError` naming it."""
+    try:
+        return read_parquet(path)
+    except Exception as exc:
+        log.warning("table %s of %r cannot be read", path, repo, exc_info=True)
+        raise DamagedTableError(repo, [path.relative_to(paths.root).as_posix()], public_message(exc)) from exc
 
 
 def chunk_lines(chunks: Iterable[Chunk]) -> list[str]:
@@ -85,7 +128,7 @@ class Snapshot:
     @cached_property
     def chunks(self) -> list[Chunk]:
         """Chunks in row order (FAISS ids are row numbers into this list)."""
-        return [Chunk.from_row(r) for r in read_parquet(self.paths.chunks).to_pylist()]
+        return [Chunk.from_row(r) for r in self._table(self.paths.chunks).to_pylist()]
 
     @cached_property
     def chunk_by_id(self) -> dict[str, Chunk]:
@@ -95,6 +138,9 @@ class Snapshot:
     def chunk_row(self) -> dict[str, int]:
         """chunk id -> row (the row of its FAISS vector and of its stored token vectors)."""
         return {c.chunk_id: row for row, c in enumerate(self.chunks)}
+
+    def _table(self, path: Path) -> pa.Table:
+        return read_table(self.paths, path, self.repo)
 
     def index(self, kind: str) -> Any:
         """The reader of one index kind (`semantica.index_kinds`: "faiss", "lucene", "granular", "tokens",
@@ -129,7 +175,10 @@ class Snapshot:
     def file_blobs(self) -> FileBlobs:
         """Indexed files' blob shas (`files.parquet`; from the chunks for older snapshots)."""
         if self.paths.files.exists():
-            return FileBlobs.read(self.paths.files)
+            try:
+                return FileBlobs.read(self.paths.files)
+            except Exception as exc:
+                raise DamagedTableError(self.repo, [self.paths.files.name], public_message(exc)) from exc
         return FileBlobs({c.path: c.blob_sha for c in self.chunks}, set())
 
     def freshness(self) -> Freshness:
@@ -143,17 +192,17 @@ class Snapshot:
 
     @cached_property
     def symbols(self) -> list[Symbol]:
-        return [Symbol.from_row(r) for r in read_parquet(self.paths.symbols).to_pylist()]
+        return [Symbol.from_row(r) for r in self._table(self.paths.symbols).to_pylist()]
 
     @cached_property
     def edges(self) -> list[Edge]:
-        return [Edge.from_row(r) for r in read_parquet(self.paths.edges).to_pylist()]
+        return [Edge.from_row(r) for r in self._table(self.paths.edges).to_pylist()]
 
     @cached_property
     def pagerank(self) -> dict[str, float]:
         if not self.paths.pagerank.exists():
             return {}
-        table = read_parquet(self.paths.pagerank)
+        table = self._table(self.paths.pagerank)
         return dict(zip(table.column("node").to_pylist(), table.column("score").to_pylist()))
 
     @cached_property
@@ -254,10 +303,13 @@ class SnapshotSet:
             return snapshot
 
     def load(self, repo: str) -> Snapshot:
-        """`get` plus the chunk table a query needs; BrokenSnapshotError when it cannot be read."""
+        """`get` plus the chunk table a query needs; a DamagedTableError (a BrokenSnapshotError) when it cannot be
+        read. Another damaged table fails only what reads it (the symbol and graph lists, the map: 503 naming it)."""
         snapshot = self.get(repo)
         try:
             _ = snapshot.chunk_by_id
+        except BrokenSnapshotError:
+            raise
         except Exception as exc:
             log.warning("chunks of %r cannot be read", snapshot.repo, exc_info=True)
             raise BrokenSnapshotError(f"repository {snapshot.repo!r}: chunks unreadable: {public_message(exc)}") from exc
@@ -308,8 +360,14 @@ class SnapshotSet:
         entries = self.layout.listing()
         for entry in entries:
             if entry.state is RepoState.OK and entry.manifest is not None:
+                paths = SnapshotPaths(self.layout.root / entry.directory / entry.snapshot_id)
+                damaged = damaged_tables(paths, entry.manifest)
+                if damaged:
+                    entry.state, entry.damaged = RepoState.BROKEN, list(damaged)
+                    entry.error = _without_repo(str(damaged_error(entry.repo, damaged)), entry.repo)
+                    continue
                 try:
-                    check_files(SnapshotPaths(self.layout.root / entry.directory / entry.snapshot_id), entry.manifest)
+                    check_files(paths, entry.manifest)
                 except Exception as exc:
                     log.warning("snapshot of %r failed its health check", entry.repo, exc_info=True)
                     entry.state, entry.error = RepoState.BROKEN, public_message(exc)

@@ -63,7 +63,8 @@ def print_plan(plan, files: bool) -> None:  # noqa: ANN001 (pipelines.plan.RepoP
     print(f"plan {plan.repo} @ {plan.commit[:12]} ({plan.path}), {plan.seconds:.2f}s")
     print(f"  would index {plan.files} files, {plan.bytes / MIB:.2f} MiB")
     for language, tally in plan.languages.items():
-        print(f"    {language:<12} {tally.files:>6} files {tally.bytes / MIB:>9.2f} MiB  ~{tally.chunks} chunks")
+        functions = f" ({tally.functions} functions)" if tally.functions else ""
+        print(f"    {language:<12} {tally.files:>6} files {tally.bytes / MIB:>9.2f} MiB  ~{tally.chunks} chunks{functions}")
     print(f"  estimate (cold): ~{est.chunks} chunks, embedding ~{est.embed_seconds:.0f}s "
           f"at {est.rates['embed_chunks_per_s']} chunks/s, index ~{est.index_bytes / MIB:.1f} MiB")
     if plan.skipped:

@@ -51,15 +51,29 @@ class KnowledgeConfig:
     trust: KnowledgeTrustConfig = field(default_factory=KnowledgeTrustConfig)
 
 
+# chunks per file, per KiB and per function by language (python -m lab.bench.plan_chunk_fit; conf/default.yaml)
+CHUNK_RATES: dict[str, dict[str, float]] = {
+    "go": {"per_file": 1.354, "per_kib": 0.345, "per_function": 0.902},
+    "java": {"per_file": 2.569, "per_kib": 0.28, "per_function": 0.979},
+    "javascript": {"per_file": 0.301, "per_kib": 1.352, "per_function": 1.259},
+    "markdown": {"per_file": 2.682, "per_kib": 1.222},
+    "python": {"per_file": 0.359, "per_kib": 0.096, "per_function": 1.165},
+    "rust": {"per_file": 2.651, "per_kib": 0.508, "per_function": 1.014},
+    "text": {"per_file": 0.735, "per_kib": 0.723},
+    "toml": {"per_file": 0.602, "per_kib": 1.206},
+    "typescript": {"per_file": 1.072, "per_kib": 1.198, "per_function": 0.572},
+    "yaml": {"per_file": 0.547, "per_kib": 0.753},
+    "default": {"per_file": 2.632, "per_kib": 0.834, "per_function": 0.629},
+}
+
+
 @dataclass
 class PlanConfig:
     """`semantica plan`: the dry run's estimates and warnings. The rates come from
     `python -m lab.bench.plan_rates` on this machine (docs/plan.md)."""
 
-    # by language, from this repository + psf/requests (lab/results/plan/rates.json)
-    chunks_per_kib: dict[str, float] = field(default_factory=lambda: {
-        "python": 1.875, "markdown": 0.903, "rst": 1.433, "json": 1.353, "yaml": 1.01, "toml": 1.308, "text": 1.28,
-        "make": 1.435, "ini": 3.593, "dockerfile": 0.593, "default": 1.689})
+    # chunks per file, per KiB and per function, by language (conf/default.yaml holds the fitted table)
+    chunk_rates: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in CHUNK_RATES.items()})
     embed_chunks_per_s: float = 50.0  # cold encoder throughput, no cache
     index_bytes_per_chunk: int = 14612  # snapshot bytes on disk per chunk, all shards
     top_dirs: int = 10

@@ -212,3 +212,25 @@ def test_line_length_and_size_knobs_come_from_config(tmp_path: Path) -> None:
     assert reasons(errors)["a.py"].startswith("oversized")
     files, failed = read_all(source, entries)
     assert failed["b.py"].startswith("generated or minified") and not files
+
+
+@pytest.fixture()
+def non_utf8_name_repo(tmp_path: Path) -> Path:
+    """A committed file whose name is Latin-1 bytes (`caf\\xe9.py`), next to an ordinary one."""
+    repo = init_repo(tmp_path / "names")
+    Path(os.fsdecode(os.fsencode(repo) + b"/caf\xe9.py")).write_bytes(b"def w():\n    pass\n")
+    (repo / "ok.py").write_text("def ok():\n    return 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "names")
+    return repo
+
+
+@pytest.mark.parametrize("commit", [None, "HEAD"])
+def test_a_file_name_that_is_not_utf8_is_skipped_by_name_and_the_rest_indexed(non_utf8_name_repo, commit):
+    source = RepoSource(str(non_utf8_name_repo), commit, DiscoverConfig())
+    entries, errors = source.entries()
+    assert [e.path for e in entries] == ["ok.py"]
+    (error,) = errors
+    assert error.path == "caf\\xe9.py" and error.reason.startswith("file name is not valid UTF-8")
+    error.path.encode("utf-8")  # printable: a report, a cache key and a table can hold it
+    assert [f.path for f in source.read(entries)] == ["ok.py"]

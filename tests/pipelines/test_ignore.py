@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from pipelines.discover import Discovery, RepoSource
-from pipelines.ignore import NestedIgnore
+from pipelines.ignore import IgnoreRulesError, NestedIgnore
 from semantica.config import DiscoverConfig
 
 ROOT_RULES = "\n".join([
@@ -191,3 +192,74 @@ def test_semanticaignore_reason_and_switch(twins: tuple[Path, Path]) -> None:
 def test_nested_ignore_without_files_keeps_everything() -> None:
     rules = NestedIgnore(".semanticaignore", {})
     assert not rules and rules.match_all(["a/b.py"]) == {}
+
+
+CRASHING_GIT = """#!{python}
+import os, signal, subprocess, sys
+REAL_GIT, MARKER = {real_git!r}, {marker!r}
+if "check-ignore" in sys.argv:
+    data = sys.stdin.buffer.read()
+    if MARKER.encode() in data:  # git 2.39 was seen to segfault on such input: the same crash, for real
+        os.kill(os.getpid(), signal.SIGSEGV)
+    answer = subprocess.run([REAL_GIT, *sys.argv[1:]], input=data, capture_output=True)
+    sys.stdout.buffer.write(answer.stdout)
+    sys.stderr.buffer.write(answer.stderr)
+    sys.exit(answer.returncode)
+os.execv(REAL_GIT, [REAL_GIT, *sys.argv[1:]])
+"""
+
+
+def crashing_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
+    """A `git` first on PATH whose `check-ignore` is killed by SIGSEGV when its input holds `marker`
+    ("" = always): the process boundary where git's crash meets discovery."""
+    import shutil
+    import sys
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    wrapper = folder / "git"
+    wrapper.write_text(CRASHING_GIT.format(python=sys.executable, real_git=shutil.which("git"), marker=marker))
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+
+
+DEEP = "/".join(f"d{level}" for level in range(30))
+
+
+@pytest.fixture()
+def deep_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "deep"
+    (repo / DEEP).mkdir(parents=True)
+    (repo / DEEP / "a.py").write_text("def deep():\n    return 1\n")
+    (repo / "keep.py").write_text("x = 1\n")
+    (repo / "skip.log.py").write_text("x = 2\n")
+    (repo / ".semanticaignore").write_text("*.log.py\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "-C", str(repo), "commit", "-qm", "x"], check=True)
+    return repo
+
+
+@pytest.mark.parametrize("commit", [None, "HEAD"])
+def test_a_check_ignore_crash_on_one_path_skips_that_path_with_its_reason(deep_repo, tmp_path, monkeypatch, commit):
+    """N10: git killed by SIGSEGV on the 30-level path: every other path keeps git's verdict, that one is named."""
+    crashing_git(tmp_path, monkeypatch, marker=DEEP)
+    found = RepoSource(str(deep_repo), commit, DiscoverConfig()).discover()
+    assert [e.path for e in found.entries] == ["keep.py"]
+    reasons = {e.path: e.reason for e in found.ignored}
+    assert reasons["skip.log.py"].startswith("ignored by .semanticaignore:1")
+    assert reasons[f"{DEEP}/a.py"].startswith("ignore rules could not be evaluated: git check-ignore failed "
+                                              "(killed by SIGSEGV)")
+
+
+def test_a_git_that_crashes_on_every_path_is_a_clear_error(deep_repo, tmp_path, monkeypatch, capsys):
+    from jobs.cli import main
+
+    crashing_git(tmp_path, monkeypatch, marker="")
+    monkeypatch.setattr("pipelines.ignore.MAX_CRASH_PATHS", 1)  # 3 paths here; a real repository has thousands
+    with pytest.raises(IgnoreRulesError, match=r"killed by SIGSEGV.*git version .*cannot evaluate the "
+                                               r"\.semanticaignore rules"):
+        RepoSource(str(deep_repo), None, DiscoverConfig()).entries()
+    assert main(["plan", str(deep_repo)]) != 0
+    err = capsys.readouterr().err
+    assert "killed by SIGSEGV" in err and "Traceback" not in err

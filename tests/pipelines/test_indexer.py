@@ -208,3 +208,20 @@ def test_empty_repository_publishes_an_empty_snapshot(tmp_path):
     snapshot = open_current(config, "empty")
     assert snapshot.chunks == [] and snapshot.manifest.counts["chunks"] == 0
     assert np.asarray(snapshot.vector_shards).size == 0
+
+
+def test_a_file_name_that_is_not_utf8_does_not_fail_the_build(tmp_path):
+    """N8: the parse cache, the tables and the report hold text; such a name is skipped by name, the rest indexed."""
+    repo = tmp_path / "names"
+    repo.mkdir()
+    Path(os.fsdecode(os.fsencode(repo) + b"/caf\xe9.py")).write_bytes(b"def w():\n    pass\n")
+    (repo / "ok.py").write_text("def still_indexed():\n    return 1\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "names")
+    config = make_config(tmp_path / "idx", *SHORT_EMBEDDINGS, *WITHOUT_TOKEN_VECTORS)
+    for commit in (None, "HEAD"):
+        summary = Indexer(config, progress=False).index(str(repo), "names", commit)
+        assert summary.files == 1
+        assert any(e["path"] == "caf\\xe9.py" and "not valid UTF-8" in e["reason"] for e in summary.error_samples)
+    assert {c.symbol for c in open_current(config, "names").chunks} >= {"still_indexed"}

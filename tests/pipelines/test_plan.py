@@ -156,3 +156,70 @@ def test_plan_of_requests_matches_its_index(indexed_requests, requests_clone: Pa
     # the repository's tip tracks real symlinks (tests/certs), which the plan skips like the generated one's
     tip = planner.plan(RepoSpec(name=name, path=str(requests_clone), commit="HEAD"))
     assert tip.skipped["symlink"].files >= 1 and tip.files > 50
+
+
+def test_plan_reports_a_file_name_that_is_not_utf8_as_skipped(tmp_path):
+    repo = tmp_path / "names"
+    repo.mkdir()
+    Path(os.fsdecode(os.fsencode(repo) + b"/caf\xe9.py")).write_bytes(b"def w():\n    pass\n")
+    (repo / "ok.py").write_text("def ok():\n    return 1\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "names")
+    plan = IndexPlanner(make_config(tmp_path)).plan(RepoSpec(name="names", path=str(repo)))
+    assert plan.included == ["ok.py"]
+    assert plan.skipped["not-utf8-name"].examples[0]["path"] == "caf\\xe9.py"
+    json.dumps(plan.to_dict(), ensure_ascii=False).encode("utf-8")
+
+
+ESTIMATE_TOLERANCE = 0.15  # issue 46's target: the chunk estimate within 15% of the built count
+HELD_OUT = ("spf13+pflag", "dtolnay+anyhow", "square+javapoet", "sindresorhus+ky", "psf+requests")  # not fitted on
+
+
+def parsed_chunks(config, repo: Path, commit: str = "HEAD") -> int:  # noqa: ANN001
+    """The chunks `index` publishes for the repository: its own discovery and parser (a build's count)."""
+    from pipelines.discover import SourceFile
+    from pipelines.manifest import open_spec
+    from pipelines.parse import FileParser
+
+    opened = open_spec(RepoSpec(name="r", path=str(repo), commit=commit), config.discover,
+                       Path(config.paths.cache_dir), config.ray.clone_timeout_s)
+    parser = FileParser(config.chunk)
+    return sum(len(parser.parse("r", f).chunks) for f in opened.source.read(opened.entries) if isinstance(f, SourceFile))
+
+
+def go_repo(root: Path, functions_per_file: int, lines_per_function: int) -> Path:
+    """Go files of about the same size: many small functions, or a few long ones."""
+    root.mkdir(parents=True)
+    for number in range(8):
+        body = ["package flags\n"]
+        for f in range(functions_per_file):
+            lines = [f"\tv{i} := value + {i} // step {i} of the conversion" for i in range(lines_per_function)]
+            body.append(f"func Convert{number}x{f}(value int) int {{\n" + "\n".join(lines) + "\n\treturn value\n}\n")
+        (root / f"flag{number}.go").write_text("\n".join(body))
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "go")
+    return root
+
+
+@pytest.mark.parametrize("functions_per_file, lines_per_function", [(40, 2), (2, 40)])
+def test_the_chunk_estimate_follows_the_functions_not_only_the_bytes(tmp_path, functions_per_file, lines_per_function):
+    config = make_config(tmp_path)
+    repo = go_repo(tmp_path / "go", functions_per_file, lines_per_function)
+    built = parsed_chunks(config, repo)
+    estimate = IndexPlanner(config).plan(RepoSpec(name="go", path=str(repo), commit="HEAD")).estimate.chunks
+    assert abs(estimate - built) <= ESTIMATE_TOLERANCE * built, (estimate, built)
+
+
+@pytest.mark.parametrize("mirror", HELD_OUT)
+def test_the_chunk_estimate_is_within_15_percent_on_public_repositories(tmp_path, mirror):
+    from tests.conftest import MIRRORS
+
+    repo = MIRRORS / mirror / "repo"
+    if not repo.exists():
+        pytest.skip(f"{repo} is not fetched")
+    config = make_config(tmp_path)
+    built = parsed_chunks(config, repo)
+    estimate = IndexPlanner(config).plan(RepoSpec(name=mirror, path=str(repo), commit="HEAD")).estimate.chunks
+    assert abs(estimate - built) <= ESTIMATE_TOLERANCE * built, (estimate, built)

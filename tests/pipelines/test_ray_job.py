@@ -6,6 +6,7 @@ the JVM (Lucene) in earlier tests, and starting Ray here would crash it.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from semantica.layout import IndexLayout
 from tests.conftest import make_config
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+STAGE_LINE = re.compile(r"^  (\w+): (\d+)/(\d+) (\w+) in [\d.]+s \([\d.]+ \w+/s\)$")
 
 
 def _git_repo(root: Path, files: dict[str, bytes]) -> Path:
@@ -72,7 +74,7 @@ def _tables(layout: IndexLayout, repo: str) -> dict[str, list]:
             for name in ("chunks", "symbols", "edges")}
 
 
-def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path, monkeypatch):
+def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path, monkeypatch, capsys):
     from pipelines.indexer import Indexer
     from pipelines.manifest import load_manifest
     from pipelines.ray_job import RayRunner
@@ -95,6 +97,10 @@ def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path, monkeypa
     config = make_config(tmp_path, *settings)
     summary = Indexer(config, RayRunner(config)).run(load_manifest(manifest))
     by_repo = {r.repo: r for r in summary.repos}
+    stages = {m.group(1): m.groups() for m in map(STAGE_LINE.match, capsys.readouterr().err.splitlines()) if m}
+    assert stages["ray"][1] == stages["ray"][2] and stages["ray"][3] == "files"  # without a terminal: a line a stage
+    assert stages["embed"][3] == "chunks"
+    assert int(stages["embed"][1]) == by_repo["alpha"].chunks + by_repo["beta"].chunks  # chunks while Ray Data ran
 
     assert summary.ray_used and not summary.ok
     assert by_repo["alpha"].status == "ok" and by_repo["beta"].status == "ok"
