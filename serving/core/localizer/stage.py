@@ -279,7 +279,7 @@ class LearnedStage:
         if query_vector is not None:
             stored = served[0].index(VECTORS_KIND) if hasattr(served[0], "index") else None
             function_order, file_order = self.dense.rerank(query_vector, function_order, file_order,
-                                                           self.function_source(served[0]), stored, ranked.candidates)
+                                                           self.function_source(served[0]), stored)
         return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),
                 _reordered(functions, "function", function_order, repo, c.blend_rrf_k))
 
