@@ -4,7 +4,6 @@ this module runs the graph and pools its numpy output (`semantica.pooling.numpy_
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -35,34 +34,19 @@ def _onnx_session(onnx_path: Path, intra_op_threads: int) -> Any:
 
 
 class OnnxForward:
-    """ONNX Runtime on CPU over the exported graph (fp32, or int8 with per-row activation scales).
-
-    A one-row batch (a query) runs on its own session with `encoder.query_threads` intra-op threads: the
-    matmuls of a few tokens are too small to split across cores, and handing them to a second thread
-    costs a wake-up per op. The same graph file, so the same numbers."""
+    """ONNX Runtime on CPU over the exported graph (fp32, or int8 with per-row activation scales): one session
+    for batches and queries alike."""
 
     def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
         from semantica.onnx_export import OUTPUT_NAME
 
         self.onnx_path = onnx_path
         self.session = _onnx_session(onnx_path, config.torch_threads)
-        self.query_threads = config.query_threads
-        self._query_session: Any = None  # made on the first one-row batch (indexing never needs it)
-        self._query_lock = threading.Lock()
         self.output = OUTPUT_NAME
         self.inputs = {i.name for i in self.session.get_inputs()}
 
-    def _session_for(self, rows: int) -> Any:
-        if rows != 1 or self.query_threads <= 0:
-            return self.session
-        with self._query_lock:
-            if self._query_session is None:
-                self._query_session = _onnx_session(self.onnx_path, self.query_threads)
-            return self._query_session
-
     def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
-        session = self._session_for(len(inputs["input_ids"]))
-        hidden = session.run([self.output], {k: v for k, v in inputs.items() if k in self.inputs})[0]
+        hidden = self.session.run([self.output], {k: v for k, v in inputs.items() if k in self.inputs})[0]
         return ForwardOutput(numpy_mean_pool(hidden, inputs["attention_mask"]), hidden if keep_hidden else None)
 
 

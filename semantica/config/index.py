@@ -63,7 +63,6 @@ class EncoderConfig:
     int8_scales: str = "text"  # onnx int8: text (ORT's per-tensor graph, one text a pass) | row (per-row scales); docs/fast.md
     runtime: str = "onnx"  # onnx (ONNX Runtime over a one-time export, no torch import) | torch (docs/fast.md)
     export_dir: str = ""  # where ONNX exports are cached by weights hash ("" = ~/.cache/semantica/onnx)
-    query_threads: int = 0  # ONNX intra-op threads for a one-text batch (a query; 0 = the batch session; docs/fast.md)
 
 
 @dataclass
