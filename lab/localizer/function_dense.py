@@ -188,7 +188,7 @@ def main(argv: list[str]) -> int:
     loc, seed = config.localizer, train.seed
     data, query_frame = load_features(args.wide)
     file_ranks, _ = learned_file_ranks(data["files"], seed, train)
-    frame, parts = function_parts(data["functions"].frame, file_ranks, loc.function_ties)
+    frame, parts = function_parts(data["functions"].frame, file_ranks)
     level = data["functions"]
     queries = query_frame.select("qid", "repo", "sha", "snapshot")
     shipped = FunctionScore(loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.test_factor)
@@ -291,7 +291,7 @@ def main(argv: list[str]) -> int:
               "scored_untrained_by": args.score_untrained_by, "query_max_length": loc.dense_query_max_length,
               "left_out_trained": sorted(skip), "repos": repos,
               "queries": len(chosen), "depth": args.depth, "criterion": "(Acc@10 + Recall@50) / 2",
-              "function_ties": loc.function_ties, "unrecorded_without_cosine": unrecorded,
+              "unrecorded_without_cosine": unrecorded,
               "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid,
               "files": {"criterion": "(Acc@1 + Acc@5 + Acc@10) / 3", "picks": file_picks, "loro": file_loro,
                         "grid": file_grid}}

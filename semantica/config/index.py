@@ -94,7 +94,6 @@ class IndexConfig:
     """Snapshot handling."""
 
     keep_snapshots: int = 2
-    schema_version: int = 1
     stale_build_s: float = 3600.0  # a `.tmp` build without a lock file (older versions) is stale after this
     # index kinds a build writes, in order (semantica.index_kinds; each may also have its own switch)
     kinds: list[str] = field(default_factory=lambda: ["faiss", "lucene", "granular", "tokens", "history", "localizer",

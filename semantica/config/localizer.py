@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 FUNCTION_FILE_ORDERS = ("fusion", "learned")  # which file order draws and ranks the function candidates
-FUNCTION_TIES = ("name", "body")  # what orders function candidates of equal score
 
 
 @dataclass
@@ -27,8 +26,6 @@ class LocalizerConfig:
     function_name_boost: float = 1.0  # ... plus this many first places when the query names it (code-shaped identifier)
     function_file_order: str = "learned"  # where the file ranker runs, its order draws the `top_files` whose functions
                                           # are candidates and gives their file term; "fusion": the cheap lists' order
-    function_ties: str = "name"  # functions of equal score (a file's functions no list reached): "name" = by key,
-                                 # "body" = by their body's BM25 against the query, then by key
     max_file_bytes: int = 1000000
     blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
     learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
@@ -62,11 +59,6 @@ class LocalizerConfig:
 
             raise ConfigError(f"localizer.function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
                               f"got {self.function_file_order!r}")
-        if self.function_ties not in FUNCTION_TIES:
-            from semantica.config.loader import ConfigError
-
-            raise ConfigError(f"localizer.function_ties: expected one of {', '.join(FUNCTION_TIES)}, "
-                              f"got {self.function_ties!r}")
 
 
 @dataclass

@@ -25,4 +25,4 @@ def candidate_config(config: LocalizerConfig) -> CandidateConfig:
     return CandidateConfig(config.file_list_depth, config.function_list_depth, config.max_file_candidates,
                            config.max_function_candidates, config.top_files, config.test_factor, config.path_boost,
                            config.function_file_weight, config.function_file_rrf_k, config.function_name_boost,
-                           config.function_file_order, config.function_ties)
+                           config.function_file_order)
