@@ -182,6 +182,5 @@ class LearnedReplay:
         file_order = blend(files, [k for k, _ in ranked.files], file_today_weight(c), c.learned_weight, c.blend_rrf_k)
         if self.dense is not None:  # as the stage: the function head and the files re-ranked by the channel's cosine
             function_order, file_order = self.dense.rerank(self.dense.encode_query(inst.problem_statement),
-                                                           function_order, file_order, self.function_source(inst),
-                                                           candidates=ranked.candidates)
+                                                           function_order, file_order, self.function_source(inst))
         return file_order, function_order

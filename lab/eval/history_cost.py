@@ -86,7 +86,7 @@ def query_runs(index_root: str, cache: Path, queries: list[str], rounds: int, va
 
 
 # the defaults before history was on (`--compare-defaults`): candidates-first, no history features
-OLD_DEFAULTS = ["localizer.learned_files=false", "localizer.learned_files_alone=false", "localizer.history_features=false",
+OLD_DEFAULTS = ["localizer.learned_files=false", "localizer.history_features=false",
                 "localizer.model_dir=models/localizer"]
 
 PLAN = [("off-cold", ["history.index=false"], "off-cold"), ("off", ["history.index=false"], "off"),

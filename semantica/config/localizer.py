@@ -33,8 +33,6 @@ class LocalizerConfig:
     today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
     learned_weight: float = 1.0
     blend_rrf_k: float = 60.0
-    learned_files_alone: bool = True  # the learned file ranking replaces today's file order (no blend); functions
-                                       # still blend. Corpus LOO with the fixed fusion as today's proxy: weight 0
     skip_identifier_queries: bool = True  # a query of 1-3 bare identifiers keeps today's order (docs/localizer.md)
     history_features: bool = True  # history votes and priors as features, mined and at query time; a snapshot
                                    # without stored history falls back to candidates-first (stage.py)

@@ -122,10 +122,10 @@ def reads_history(config: LocalizerConfig) -> bool:
 
 
 def file_today_weight(config: LocalizerConfig, learned_files: bool | None = None) -> float:
-    """Today's weight in the file blend: 0 when the learned file ranker stands alone (`learned_files_alone`);
-    `learned_files` is whether it runs for this query (default: `config.learned_files`)."""
+    """Today's weight in the file blend: 0 where the learned file ranker runs (it ranks the files alone: blended,
+    it lost on dev); `learned_files` is whether it runs for this query (default: `config.learned_files`)."""
     runs = config.learned_files if learned_files is None else learned_files
-    return 0.0 if runs and config.learned_files_alone else config.today_weight
+    return 0.0 if runs else config.today_weight
 
 
 def stores_history(served: Any) -> bool:

@@ -34,7 +34,7 @@ SECTIONS = {
     "granular": 9,
     "graph_ops": 5,
     "exact": 13,
-    "localizer": 37,
+    "localizer": 36,
     "serve": 5,
     "auth": 5,
     "limits": 4,
