@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from semantica.config import EncoderConfig
-from semantica.encoder import EncoderLoadError, ForwardOutput, ForwardPass, export_root, one_text_per_pass
+from semantica.encoder import EncoderLoadError, ForwardOutput, ForwardPass, export_root
 from semantica.encoder_identity import EXPORT_SHA_CHARS
 from semantica.pooling import numpy_mean_pool
 
@@ -34,8 +34,7 @@ def _onnx_session(onnx_path: Path, intra_op_threads: int) -> Any:
 
 
 class OnnxForward:
-    """ONNX Runtime on CPU over the exported graph (fp32, or int8 with per-row activation scales): one session
-    for batches and queries alike."""
+    """ONNX Runtime on CPU over the exported fp32 graph: one session for batches and queries alike."""
 
     def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
         from semantica.onnx_export import OUTPUT_NAME
@@ -50,32 +49,6 @@ class OnnxForward:
         return ForwardOutput(numpy_mean_pool(hidden, inputs["attention_mask"]), hidden if keep_hidden else None)
 
 
-class OneTextPerPass:
-    """Runs every text of a padded batch through `inner` on its own, without its padding: ORT's per-tensor int8 graph
-    takes one activation scale per input tensor, so fed one text it scales per text and a vector depends on its
-    text only, whoever batched it (`encoder.int8_scales: text`)."""
-
-    def __init__(self, inner: OnnxForward) -> None:
-        self.inner = inner
-        self.onnx_path = inner.onnx_path
-
-    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
-        lengths = inputs["attention_mask"].sum(axis=1)  # pad() masks a prefix of each row
-        width = inputs["input_ids"].shape[1]
-        if len(lengths) == 1 and lengths[0] == width:
-            return self.inner(inputs, keep_hidden)
-        pooled: list[np.ndarray] = []
-        hidden: np.ndarray | None = None
-        for row, length in enumerate(lengths):
-            out = self.inner({name: array[row: row + 1, :length] for name, array in inputs.items()}, keep_hidden)
-            pooled.append(out.pooled[0])
-            if out.hidden is not None:
-                if hidden is None:
-                    hidden = np.zeros((len(lengths), width, out.hidden.shape[-1]), dtype=out.hidden.dtype)
-                hidden[row, :length] = out.hidden[0]
-        return ForwardOutput(np.stack(pooled), hidden)
-
-
 def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, str]:
     """The forward pass over the checkpoint's ONNX export (made once, cached by weights hash) and the export's
     short hash, which joins the encoder's identity."""
@@ -85,9 +58,7 @@ def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, 
         raise EncoderLoadError(f"encoder.runtime=onnx runs on CPU; encoder.device is {config.device!r} "
                                "(set encoder.runtime=torch for a GPU)")
     try:
-        per_text = one_text_per_pass(config)
-        exported = ensure_export(model_path, export_root(config), config.quantize_int8, per_text)
+        exported = ensure_export(model_path, export_root(config))
     except ExportError as exc:
         raise EncoderLoadError(str(exc)) from exc
-    forward = OnnxForward(config, exported.path)
-    return (OneTextPerPass(forward) if per_text else forward), exported.sha[:EXPORT_SHA_CHARS]
+    return OnnxForward(config, exported.path), exported.sha[:EXPORT_SHA_CHARS]

@@ -97,7 +97,7 @@ def channel_encoder_config(config: LocalizerConfig, index_encoder: EncoderConfig
     return EncoderConfig(model_path=str(path), model_id=path.name, max_length=config.dense_max_length,
                          query_max_length=config.dense_query_max_length, runtime=index_encoder.runtime,
                          export_dir=index_encoder.export_dir, device=index_encoder.device,
-                         batch_tokens=index_encoder.batch_tokens, int8_scales=index_encoder.int8_scales)
+                         batch_tokens=index_encoder.batch_tokens)
 
 
 @dataclass

@@ -14,7 +14,7 @@ SECTIONS = {
     "paths": 2,
     "discover": 7,
     "chunk": 5,
-    "encoder": 14,
+    "encoder": 12,
     "faiss": 7,
     "lucene": 5,
     "index": 5,
