@@ -61,7 +61,7 @@ SECTIONS = {
     "planning.multihop": 10,
     "history": 23,
 }
-FIELD_BUDGET = 446  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 426  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
