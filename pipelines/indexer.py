@@ -334,19 +334,16 @@ class Indexer:
             # encoded in this run (the runner's shared pass included), counted against the first repository published
             result.chunks_token_encoded += self.tokens.encoded - self._tokens_counted
             self._tokens_counted = self.tokens.encoded
-        history = history_model = None
+        history = None
         if self.config.history.index:
             with _timed(result, "history"):
                 history = self._history(work)
-        if history is not None and self.config.history.adapt.enabled:
-            with _timed(result, "history_adapt"):
-                history_model = self._history_model(work, history)
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
                                   skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
-                                  history=history, history_model=history_model,
+                                  history=history,
                                   texts=SourceTexts(work.source, [e for e in work.entries if e.path in work.parsed]))
         with _timed(result, "write"), self.layout.pin_current(spec.name) as previous:  # pruned only after linking
             written = self.writer.write(work.paths, dataclasses.replace(content, previous=previous))
@@ -376,12 +373,6 @@ class Indexer:
         h = self.config.history
         return read_snapshot_history(h, h.cache_file or self.cache_dir / "history.sqlite", source.repo_path,
                                      source.commit)
-
-    def _history_model(self, work: _RepoWork, history: Any) -> Any:
-        """The repository's own localizer models (semantica/localizer/adapt.py); None below `adapt.min_queries`."""
-        from semantica.localizer.adapt import adapt_to_history
-
-        return adapt_to_history(self.config, work.source.repo_path, history)
 
     def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
         """Stored token vectors for late interaction (`new_token_builder`); one kept builder (and its loaded

@@ -118,7 +118,6 @@ class SnapshotContent:
     source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord
     previous: SnapshotPaths | None = None  # the published snapshot whose unchanged shards are hard-linked
     history: Any = None  # semantica.history.History of the snapshot's commit (None: not a git source, or off)
-    history_model: Any = None  # semantica.localizer.adapt.AdaptedModels (history.adapt), saved under history/adapt
     texts: Any = None  # semantica.index_kinds.exact.FileTexts of the indexed files (None: no exact index)
 
 
@@ -158,7 +157,7 @@ class SnapshotWriter:
         linker = ShardLinker(PreviousShards.of(content.previous), paths.root, self.config.shards.reuse)
         written = PartitionedShardWriter(self.config).write(
             paths.root, ShardInputs(content.chunks, content.vectors, content.symbols, content.model_id,
-                                    content.token_vectors, content.history, content.history_model, content.texts),
+                                    content.token_vectors, content.history, content.texts),
             linker)
         shards = written.shards
         manifest = Manifest(

@@ -7,7 +7,7 @@ PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's identity
 caches, stored token vectors and snapshots never mix vectors of two numeric paths. Both runtimes share
 the tokenisation and identity here and one pooling (semantica/pooling.py, in torch on the model's device
 or in numpy); the ONNX Runtime session is semantica/onnx_runtime.py.
-The identity scheme (runtime, int8 mode, export) is semantica/encoder_identity.py.
+The identity scheme (runtime, export) is semantica/encoder_identity.py.
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ import numpy as np  # noqa: E402
 from semantica.config import EncoderConfig  # noqa: E402
 from semantica.encoder_identity import (  # noqa: E402
     EXPORT_SHA_CHARS,
-    LEGACY_INT8_SUFFIX,
-    Int8Scales,
     Runtime,
     RuntimeIdentity,
+    checkpoint_of,
     parse_model_id,
-    split_runtime,
 )
 from semantica.pooling import l2_normalise, torch_mean_pool  # noqa: E402
 
@@ -69,28 +67,20 @@ def export_root(config: EncoderConfig) -> Path:
     return Path(config.export_dir).expanduser() if config.export_dir else default_export_dir()
 
 
-def one_text_per_pass(config: EncoderConfig) -> bool:
-    """Whether this configuration runs ORT's per-tensor int8 graph one text at a time (`int8_scales: text`). The
-    setting names an ONNX graph: the torch runtime's int8 (`+int8pc`) does not read it."""
-    scales = Int8Scales.parse(config.int8_scales)
-    return config.quantize_int8 and scales is Int8Scales.TEXT and Runtime.parse(config.runtime) is Runtime.ONNX
-
-
 def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
     """(model id, dim) without loading a runtime (the ONNX export is made if missing): names caches."""
     import json
 
     path = resolve_model_path(config.model_path)
     dim = int(json.loads((path / "config.json").read_text())["hidden_size"])
-    checkpoint = split_runtime(config.model_id or path.name)[0]
+    checkpoint = checkpoint_of(config.model_id or path.name)
     runtime = Runtime.parse(config.runtime)
     if runtime is Runtime.TORCH:
-        return RuntimeIdentity(checkpoint, runtime, config.quantize_int8).model_id, dim
+        return RuntimeIdentity(checkpoint, runtime).model_id, dim
     from semantica.onnx_export import ensure_export
 
-    per_text = one_text_per_pass(config)
-    exported = ensure_export(path, export_root(config), config.quantize_int8, per_text)
-    return RuntimeIdentity(checkpoint, runtime, config.quantize_int8, exported.sha[:EXPORT_SHA_CHARS], per_text).model_id, dim
+    exported = ensure_export(path, export_root(config))
+    return RuntimeIdentity(checkpoint, runtime, exported.sha[:EXPORT_SHA_CHARS]).model_id, dim
 
 
 def choose_device(requested: str) -> str:
@@ -164,7 +154,7 @@ class ForwardPass(Protocol):
 
 
 class TorchForward:
-    """PyTorch (CPU or CUDA), optionally with dynamic int8 Linear layers (CPU)."""
+    """PyTorch (CPU or CUDA), fp32."""
 
     def __init__(self, config: EncoderConfig, model_path: Path, device: str) -> None:
         import torch
@@ -178,11 +168,6 @@ class TorchForward:
             self.model = AutoModel.from_pretrained(str(model_path)).to(device).eval()
         except Exception as exc:  # transformers raises many types; all mean "cannot load"
             raise EncoderLoadError(f"cannot load encoder from {model_path}: {exc}") from exc
-        if config.quantize_int8:
-            from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-            # per output channel: cosine to fp32 0.978 (per-tensor: 0.932), same speed (lab.bench.encoder_runtime)
-            self.model = quantize_dynamic(self.model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
         self.device = device
 
     def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
@@ -207,8 +192,7 @@ class Encoder:
         runtime = Runtime.parse(config.runtime)
         self.tokenizer = FastTokenizer(self.model_path)
         self.dim = int(json.loads((self.model_path / "config.json").read_text())["hidden_size"])
-        checkpoint = split_runtime(config.model_id or self.model_path.name)[0]
-        per_text = one_text_per_pass(config)
+        checkpoint = checkpoint_of(config.model_id or self.model_path.name)
         self.forward_pass: ForwardPass
         if runtime is Runtime.ONNX:
             self.device = "cpu"
@@ -217,11 +201,9 @@ class Encoder:
             self.forward_pass, export_sha = onnx_forward(config, self.model_path)
         else:
             self.device = choose_device(config.device)
-            if config.quantize_int8 and self.device != "cpu":
-                raise EncoderLoadError(f"encoder.quantize_int8 is a CPU runtime; encoder.device is {self.device!r}")
             self.forward_pass, export_sha = TorchForward(config, self.model_path, self.device), ""
         # other vectors than another runtime's: caches and snapshots keep them apart by this id
-        self.identity = RuntimeIdentity(checkpoint, runtime, config.quantize_int8, export_sha, per_text)
+        self.identity = RuntimeIdentity(checkpoint, runtime, export_sha)
         self.model_id = self.identity.model_id
         self._lock = threading.Lock()
 
@@ -242,10 +224,7 @@ class Encoder:
 
     def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
         """Sorted by token length (little padding), each batch holding at most `batch_tokens` padded
-        tokens (short texts go many at a time), or `batch_size` texts when `batch_tokens` is 0; one text per batch
-        for `int8_scales: text` (its forward pass splits any batch too: no padding computed for nothing)."""
-        if self.identity.per_text:
-            return [[position] for position in range(len(lengths))]
+        tokens (short texts go many at a time), or `batch_size` texts when `batch_tokens` is 0."""
         if self.config.batch_tokens <= 0:
             return [list(range(s, min(len(lengths), s + self.config.batch_size)))
                     for s in range(0, len(lengths), self.config.batch_size)]
@@ -334,17 +313,12 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
 
     if model_id == configured.model_id and dim in (0, configured.dim):
         return configured
-    if model_id.endswith(LEGACY_INT8_SUFFIX):
-        raise EncoderMismatchError(f"this snapshot was embedded with {model_id!r}, the per-tensor int8 runtime that is no "
-                                   "longer built (encoder.quantize_int8 is per-channel now, '+int8pc'); re-index it")
     wanted = parse_model_id(model_id)
-    checkpoint, on_cpu = wanted.checkpoint, wanted.quantized or wanted.runtime is Runtime.ONNX
-    runtime = {"model_id": checkpoint, "quantize_int8": wanted.quantized, "runtime": wanted.runtime.value,
+    checkpoint, on_cpu = wanted.checkpoint, wanted.runtime is Runtime.ONNX
+    runtime = {"model_id": checkpoint, "runtime": wanted.runtime.value,
                "device": "cpu" if on_cpu else configured.config.device}
-    if wanted.quantized and wanted.runtime is Runtime.ONNX:  # the only identities int8_scales changes
-        runtime["int8_scales"] = wanted.int8_scales.value
     local_export = ""
-    if checkpoint == split_runtime(configured.model_id)[0]:  # the same weights in another runtime
+    if checkpoint == checkpoint_of(configured.model_id):  # the same weights in another runtime
         own = shared_encoder(dataclasses.replace(configured.config, **runtime))
         if own.model_id == model_id and own.dim == dim:
             return own

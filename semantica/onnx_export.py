@@ -21,12 +21,10 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "last_hidden_state"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json")
 HASH_CHUNK_BYTES = 1 << 20
-PER_TENSOR_GRAPH = "model.int8.onnx"  # ORT dynamic int8: its vectors depend on their batch (`int8_scales: text` runs it one text a pass)
-ROWS_GRAPH = "model.int8-rows.onnx"  # the same with per-row activation scales: `encoder.quantize_int8`
 
 
 class ExportError(RuntimeError):
-    """The checkpoint could not be exported to ONNX (or quantised); the message says which step failed."""
+    """The checkpoint could not be exported to ONNX; the message says which step failed."""
 
 
 @dataclass(frozen=True)
@@ -104,23 +102,10 @@ def export_directory(model_path: Path, export_root: Path) -> Path:
     return export_root / f"{weights_sha(model_path, export_root)[:16]}-r{EXPORT_RECIPE}"
 
 
-def ensure_export(model_path: Path, export_root: Path, quantized: bool, per_text: bool = False) -> ExportedModel:
-    """The fp32 ONNX graph of `model_path`, or its int8 graph with per-row activation scales (or, `per_text`, ORT's
-    per-tensor one, which the encoder feeds one text a pass), exported on first use."""
+def ensure_export(model_path: Path, export_root: Path) -> ExportedModel:
+    """The fp32 ONNX graph of `model_path`, exported on first use."""
     directory = export_directory(model_path, export_root)
-    fp32 = _published(directory / "model.onnx") or _export_fp32(model_path, directory / "model.onnx")
-    if not quantized:
-        return fp32
-    if per_text:
-        return per_tensor_int8(fp32)
-    return _published(directory / ROWS_GRAPH) or _quantize_rows(per_tensor_int8(fp32).path, directory / ROWS_GRAPH)
-
-
-def per_tensor_int8(fp32: ExportedModel) -> ExportedModel:
-    """ORT's dynamic int8 graph (one activation scale per batch tensor): the source of the per-row graph, and the
-    `int8_scales: text` runtime, which feeds it one text per pass (batched, its vectors depend on their batch)."""
-    path = fp32.path.with_name(PER_TENSOR_GRAPH)
-    return _published(path) or _quantize(fp32.path, path)
+    return _published(directory / "model.onnx") or _export_fp32(model_path, directory / "model.onnx")
 
 
 def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
@@ -164,32 +149,6 @@ def _export_fp32(model_path: Path, onnx_path: Path) -> ExportedModel:
         tmp.unlink(missing_ok=True)
         raise ExportError(f"ONNX export of {model_path} failed: {exc}") from exc
     return _publish(tmp, onnx_path)
-
-
-def _quantize_rows(per_tensor_path: Path, rows_path: Path) -> ExportedModel:
-    """The per-tensor int8 graph rewritten to per-row activation scales (semantica/onnx_rows.py)."""
-    from semantica.onnx_rows import RowQuantizeError, quantize_rows
-
-    tmp = rows_path.with_name(f".{rows_path.name}.{os.getpid()}.tmp")
-    try:
-        quantize_rows(per_tensor_path, tmp)
-    except (RowQuantizeError, OSError, ValueError) as exc:
-        tmp.unlink(missing_ok=True)
-        raise ExportError(f"per-row int8 rewrite of {per_tensor_path} failed: {exc}") from exc
-    return _publish(tmp, rows_path)
-
-
-def _quantize(fp32_path: Path, int8_path: Path) -> ExportedModel:
-    """ONNX Runtime dynamic int8 (weights per output channel, activations quantised at run time)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    tmp = int8_path.with_name(f".{int8_path.name}.{os.getpid()}.tmp")
-    try:
-        quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
-    except Exception as exc:
-        tmp.unlink(missing_ok=True)
-        raise ExportError(f"int8 quantisation of {fp32_path} failed: {exc}") from exc
-    return _publish(tmp, int8_path)
 
 
 def main(argv: list[str] | None = None) -> int:

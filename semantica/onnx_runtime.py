@@ -4,14 +4,13 @@ this module runs the graph and pools its numpy output (`semantica.pooling.numpy_
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from semantica.config import EncoderConfig
-from semantica.encoder import EncoderLoadError, ForwardOutput, ForwardPass, export_root, one_text_per_pass
+from semantica.encoder import EncoderLoadError, ForwardOutput, ForwardPass, export_root
 from semantica.encoder_identity import EXPORT_SHA_CHARS
 from semantica.pooling import numpy_mean_pool
 
@@ -35,61 +34,19 @@ def _onnx_session(onnx_path: Path, intra_op_threads: int) -> Any:
 
 
 class OnnxForward:
-    """ONNX Runtime on CPU over the exported graph (fp32, or int8 with per-row activation scales).
-
-    A one-row batch (a query) runs on its own session with `encoder.query_threads` intra-op threads: the
-    matmuls of a few tokens are too small to split across cores, and handing them to a second thread
-    costs a wake-up per op. The same graph file, so the same numbers."""
+    """ONNX Runtime on CPU over the exported fp32 graph: one session for batches and queries alike."""
 
     def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
         from semantica.onnx_export import OUTPUT_NAME
 
         self.onnx_path = onnx_path
         self.session = _onnx_session(onnx_path, config.torch_threads)
-        self.query_threads = config.query_threads
-        self._query_session: Any = None  # made on the first one-row batch (indexing never needs it)
-        self._query_lock = threading.Lock()
         self.output = OUTPUT_NAME
         self.inputs = {i.name for i in self.session.get_inputs()}
 
-    def _session_for(self, rows: int) -> Any:
-        if rows != 1 or self.query_threads <= 0:
-            return self.session
-        with self._query_lock:
-            if self._query_session is None:
-                self._query_session = _onnx_session(self.onnx_path, self.query_threads)
-            return self._query_session
-
     def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
-        session = self._session_for(len(inputs["input_ids"]))
-        hidden = session.run([self.output], {k: v for k, v in inputs.items() if k in self.inputs})[0]
+        hidden = self.session.run([self.output], {k: v for k, v in inputs.items() if k in self.inputs})[0]
         return ForwardOutput(numpy_mean_pool(hidden, inputs["attention_mask"]), hidden if keep_hidden else None)
-
-
-class OneTextPerPass:
-    """Runs every text of a padded batch through `inner` on its own, without its padding: ORT's per-tensor int8 graph
-    takes one activation scale per input tensor, so fed one text it scales per text and a vector depends on its
-    text only, whoever batched it (`encoder.int8_scales: text`)."""
-
-    def __init__(self, inner: OnnxForward) -> None:
-        self.inner = inner
-        self.onnx_path = inner.onnx_path
-
-    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
-        lengths = inputs["attention_mask"].sum(axis=1)  # pad() masks a prefix of each row
-        width = inputs["input_ids"].shape[1]
-        if len(lengths) == 1 and lengths[0] == width:
-            return self.inner(inputs, keep_hidden)
-        pooled: list[np.ndarray] = []
-        hidden: np.ndarray | None = None
-        for row, length in enumerate(lengths):
-            out = self.inner({name: array[row: row + 1, :length] for name, array in inputs.items()}, keep_hidden)
-            pooled.append(out.pooled[0])
-            if out.hidden is not None:
-                if hidden is None:
-                    hidden = np.zeros((len(lengths), width, out.hidden.shape[-1]), dtype=out.hidden.dtype)
-                hidden[row, :length] = out.hidden[0]
-        return ForwardOutput(np.stack(pooled), hidden)
 
 
 def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, str]:
@@ -101,9 +58,7 @@ def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, 
         raise EncoderLoadError(f"encoder.runtime=onnx runs on CPU; encoder.device is {config.device!r} "
                                "(set encoder.runtime=torch for a GPU)")
     try:
-        per_text = one_text_per_pass(config)
-        exported = ensure_export(model_path, export_root(config), config.quantize_int8, per_text)
+        exported = ensure_export(model_path, export_root(config))
     except ExportError as exc:
         raise EncoderLoadError(str(exc)) from exc
-    forward = OnnxForward(config, exported.path)
-    return (OneTextPerPass(forward) if per_text else forward), exported.sha[:EXPORT_SHA_CHARS]
+    return OnnxForward(config, exported.path), exported.sha[:EXPORT_SHA_CHARS]

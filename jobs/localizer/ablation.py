@@ -35,9 +35,7 @@ def history_rows(model_dir: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     with_history = ("localizer.enabled=true", "localizer.history_features=true", "localizer.learned_functions=false")
     return (("+ candidates-first, history", (*with_history, "localizer.learned_files=false")),
             ("+ learned files, history", (*with_history, "localizer.learned_files=true",
-                                          f"localizer.model_dir={model_dir}")),
-            ("+ learned files alone, history", (*with_history, "localizer.learned_files=true",
-                                                "localizer.learned_files_alone=true", f"localizer.model_dir={model_dir}")))
+                                          f"localizer.model_dir={model_dir}")))
 
 
 def run_ablation(config_file: str | None, overrides: Sequence[str], mined: str, instances: Sequence[Instance],

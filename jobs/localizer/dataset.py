@@ -36,7 +36,7 @@ def normalize_function(key: str) -> str:
 
 
 BASE = {"qid": pl.Int32, "key": pl.Utf8, "label": pl.Int8, "fusion": pl.Float32}
-FUNCTION_BASE = BASE | {"body_score": pl.Float32}  # what orders equal fusion scores under `function_ties: body`
+FUNCTION_BASE = BASE | {"body_score": pl.Float32}  # a tie order for equal fusion scores (lab/localizer/function_recall.py)
 
 
 def _frame(rows: list[tuple], features: Sequence[str], block: list[np.ndarray], base_schema: dict = BASE,

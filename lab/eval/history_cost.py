@@ -1,13 +1,12 @@
 """What history costs, old and new side by side in one run: indexing time and snapshot size with
-`history.index` false, true, and true with `history.adapt`; then query latency with and without history
-(and with the adapted localizer) over the same snapshot, queries alternating between the pipelines.
+`history.index` false and true; then query latency with and without history over the same snapshot, queries
+alternating between the pipelines.
 
     python -m lab.eval.history_cost --repo GIT_DIR --name OWNER/NAME --out FILE.json [--queries FILE.jsonl]
         [--compare-defaults]
-        [--rounds N] [--limit N] [--no-adapt] [--set key=value ...]
+        [--rounds N] [--limit N] [--set key=value ...]
 
-`--no-adapt` leaves out the adapted-localizer index run and query variant (queries then run over the
-snapshot indexed with history). `--runs LABELS --append-to REPORT` adds (or redoes) some index runs of
+`--runs LABELS --append-to REPORT` adds (or redoes) some index runs of
 `PLAN` to an earlier report, keeping its other runs and its query latencies.
 
 Every index run gets its own index root; the first run (history off) also warms the shared embedding and
@@ -49,7 +48,6 @@ def index_run(repo: str, name: str, work: Path, label: str, overrides: list[str]
     history = paths.history
     return {"label": label, "wall_s": round(wall, 2), "stages_s": {k: round(v, 2) for k, v in summary.seconds.items()},
             "snapshot_bytes": _bytes(paths.root), "history_bytes": _bytes(history) if history.is_dir() else 0,
-            "adapt_bytes": _bytes(history / "adapt") if (history / "adapt").is_dir() else 0,
             "index_root": str(config.paths.index_root), "overrides": overrides}
 
 
@@ -88,13 +86,12 @@ def query_runs(index_root: str, cache: Path, queries: list[str], rounds: int, va
 
 
 # the defaults before history was on (`--compare-defaults`): candidates-first, no history features
-OLD_DEFAULTS = ["localizer.learned_files=false", "localizer.learned_files_alone=false", "localizer.history_features=false",
+OLD_DEFAULTS = ["localizer.learned_files=false", "localizer.history_features=false",
                 "localizer.model_dir=models/localizer"]
 
 PLAN = [("off-cold", ["history.index=false"], "off-cold"), ("off", ["history.index=false"], "off"),
         ("history", ["history.index=true"], "history"),
-        ("history-again", ["history.index=true"], "history"),  # a re-index: the history cache is warm
-        ("history+adapt", ["history.index=true", "history.adapt.enabled=true"], "history+adapt")]
+        ("history-again", ["history.index=true"], "history")]  # a re-index: the history cache is warm
 """(label, overrides, the run whose history cache it reads); the first run warms the embedding cache."""
 
 
@@ -107,10 +104,9 @@ def summarize_index(report: dict[str, Any]) -> None:
     by = {r["label"]: r for r in runs}
     for run in runs:
         stages = run["stages_s"]
-        extra = stages.get("history", 0.0) + stages.get("history_adapt", 0.0)
+        extra = stages.get("history", 0.0)
         run["stage_ratio"] = round(run["wall_s"] / max(1e-9, run["wall_s"] - extra), 3)
         run["history_s_per_1000_commits"] = round(1000 * stages.get("history", 0.0) / commits, 1)
-        run["adapt_s"] = stages.get("history_adapt", 0.0)
         run["history_bytes_per_1000_commits"] = round(1000 * run["history_bytes"] / commits)
     if "off" in by:
         off = by["off"]
@@ -118,7 +114,7 @@ def summarize_index(report: dict[str, Any]) -> None:
         report["per_1000_commits"] = {label: {"extra_s": round(1000 * (by[label]["wall_s"] - off["wall_s"]) / commits, 1),
                                               "history_s": by[label]["history_s_per_1000_commits"],
                                               "history_bytes": round(1000 * by[label]["history_bytes"] / commits)}
-                                      for label in ("history", "history-again", "history+adapt") if label in by}
+                                      for label in ("history", "history-again") if label in by}
     if "off-cold" in by and "history" in by:
         cold = by["off-cold"]["wall_s"]
         report["first_index_ratio"] = round((cold + by["history"]["stages_s"].get("history", 0.0)) / cold, 3)
@@ -136,7 +132,6 @@ def main(argv: list[str] | None = None) -> int:
                         "keeps a few recent queries' votes: more than 1 times that cache)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many queries (0: all)")
     parser.add_argument("--skip-index-cost", action="store_true")
-    parser.add_argument("--no-adapt", action="store_true", help="no history.adapt run or adapted-localizer variant")
     parser.add_argument("--runs", default="", help="only these index runs (comma-separated labels of PLAN; 'none')")
     parser.add_argument("--append-to", default="", help="a report of an earlier run: its runs and queries are kept")
     parser.add_argument("--compare-defaults", action="store_true", help="query variants: the old defaults "
@@ -153,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         report["load_average"], report["appended_load_average"] = previous["load_average"], report["load_average"]
     runs = list(previous.get("index", []))
     plan = [(label, overrides, cache) for label, overrides, cache in PLAN
-            if (not args.no_adapt or label != "history+adapt") and (not args.runs or label in args.runs.split(","))]
+            if not args.runs or label in args.runs.split(",")]
     if args.skip_index_cost:  # one run: the history stages' share of it is the ratio (`stage_ratio`)
         plan = [plan[-1]]
     for label, overrides, cache in plan:
@@ -173,14 +168,11 @@ def main(argv: list[str] | None = None) -> int:
                                            "history.function_weight=0.5", "history.prior_weight=0.25"],
                     "+ localizer": ["history.enabled=false", "localizer.enabled=true"],
                     "+ localizer with history features": ["history.enabled=false", "localizer.enabled=true",
-                                                          "localizer.history_features=true"],
-                    "+ adapted localizer": ["history.enabled=false", "localizer.enabled=true"]}
-        if args.no_adapt:
-            del variants["+ adapted localizer"]
+                                                          "localizer.history_features=true"]}
         if args.compare_defaults:
             variants = {"old defaults": OLD_DEFAULTS, "new defaults": []}
         queries = queries[: args.limit or None]
-        served = next(r for r in sorted(runs, key=lambda r: r["label"] != "history+adapt") if r["history_bytes"])
+        served = next(r for r in runs if r["history_bytes"])
         report["query"] = query_runs(served["index_root"], work / "cache", queries, args.rounds, variants, args.set)
         print(json.dumps(report["query"], indent=1))
     report["load_average_end"] = list(__import__("os").getloadavg())

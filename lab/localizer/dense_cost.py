@@ -10,7 +10,7 @@ query cache off: without the channel, the channel reading the stored function ve
 without them (it encodes each head function once per process). Reported: index seconds, the first query's
 localizer stage for each channel pipeline, and total query p50/p99 with their ratios to the one without. With
 `--baseline-set SECTION.FIELD=VALUE ...` a fourth pipeline reads the stored vectors with those settings too (e.g.
-`localizer.dense_depth=30 localizer.dense_tail_depth=200`: a head of 30 with a tail instead of one fusion), and each
+`localizer.dense_depth=30`: a shallower fusion), and each
 channel pipeline's ratio to it is reported.
 """
 

@@ -19,7 +19,6 @@ encoders are compared on the same queries and heads.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import os
@@ -34,7 +33,6 @@ import numpy as np
 import polars as pl
 
 from jobs.localizer.train import LevelData, load_features, ranking_metrics
-from lab.localizer import dense_ranker
 from lab.localizer.function_order import REPORTED, criterion, weighted
 from lab.localizer.function_recall import candidate_mask, function_parts, learned_file_ranks
 from lab.train.text_vectors import StoredTextVectors, TextRecorder
@@ -45,15 +43,20 @@ from semantica.localizer.dense import (
     channel_keys,
     cosines,
     file_cosines,
-    function_fusions,
     function_sources,
-    fuse_stages,
 )
 from semantica.localizer.features import FunctionScore
 
 NO_CHANNEL = "off"
 DEEP = "deep+head"  # a deep fusion, then the shipped head fusion over the same cosines (`--deep-depths`)
-TAIL = "head+tail"  # the shipped head fusion, then the functions below it re-ranked among themselves (`--tail-depths`)
+
+
+def fuse_in_turn(stages: Sequence[DenseFusion], order: Sequence[str], cosine: dict[str, float]) -> list[str]:
+    """`order` after each fusion in turn, over the same cosines."""
+    fused = list(order)
+    for stage in stages:
+        fused = stage.fuse(fused, cosine)
+    return fused
 
 
 def snapshot_texts(mirror: Path, commit: str, keys: Sequence[str],
@@ -162,10 +165,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--weights", default="0.5,1,2")
     parser.add_argument("--deep-depths", default="", help="also a deep fusion before the shipped head fusion "
                         "(localizer.dense_depth/rrf_k/weight): its depths (comma-separated; '' = none) ...")
-    parser.add_argument("--tail-depths", default="", help="also the shipped head fusion, then the functions below "
-                        "it down to each of these depths re-ranked among themselves (localizer.dense_tail_*) ...")
-    parser.add_argument("--deep-ks", default="30,60", help="... with these k (both variants)")
-    parser.add_argument("--deep-weights", default="0.25,0.5,1", help="... and these weights (both variants)")
+    parser.add_argument("--deep-ks", default="30,60", help="... with these k")
+    parser.add_argument("--deep-weights", default="0.25,0.5,1", help="... and these weights")
     parser.add_argument("--skip-trained", default=None,
                         help="leave out the repositories this model trained on (default: --model's)")
     parser.add_argument("--file-heads", default="30,50", help="function heads whose cosines the file channel reads")
@@ -176,14 +177,8 @@ def main(argv: list[str]) -> int:
                              "compare two encoders on the same queries)")
     parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="SECTION.FIELD=VALUE",
                         help="settings the variants build on (the shipped channel, `localizer.dense_*`), e.g. "
-                             "`localizer.dense_depth=30` for tails below a head of 30 (repeatable)")
+                             "`localizer.dense_depth=30` for a deep fusion above a head of 30 (repeatable)")
     StudyEncoders.add_arguments(parser)
-    parser.add_argument("--ranker-study", action="store_true",
-                        help="also re-rank each head with LambdaRank models trained on the other repository folds, "
-                             "with and without the cosine as a feature (lab/localizer/dense_ranker.py)")
-    parser.add_argument("--save-ranker", default="", metavar="FILE",
-                        help="with --ranker-study: write the head ranker with the cosine, trained on every "
-                             "repository, here (a `localizer.dense_head_ranker` model file)")
     parser.add_argument("--unrecorded", choices=("error", "skip"), default="error",
                         help="with --vectors: a head function whose text was never encoded is an error, or gets no "
                              "cosine (as test code; counted in the report), for a head that moved since recording")
@@ -191,12 +186,9 @@ def main(argv: list[str]) -> int:
     config = load_config(None, [o for o in args.overrides if not is_train_override(o)])
     train = load_train_config(None, [o for o in args.overrides if is_train_override(o)]).localizer_train
     loc, seed = config.localizer, train.seed
-    if loc.dense_query_windows > 1:
-        raise SystemExit("function_dense: commit messages are read as one window; measure localizer.dense_query_windows "
-                         "through the query path (jobs.cli localizer-ablation)")
     data, query_frame = load_features(args.wide)
     file_ranks, _ = learned_file_ranks(data["files"], seed, train)
-    frame, parts = function_parts(data["functions"].frame, file_ranks, loc.function_ties)
+    frame, parts = function_parts(data["functions"].frame, file_ranks)
     level = data["functions"]
     queries = query_frame.select("qid", "repo", "sha", "snapshot")
     shipped = FunctionScore(loc.function_file_weight, loc.function_file_rrf_k, loc.function_name_boost, loc.test_factor)
@@ -249,7 +241,7 @@ def main(argv: list[str]) -> int:
         for qid in qids:
             heads[qid] = keys_of[qid]
             qvecs[qid] = encoder.encode([messages.get((repo, info[qid]["sha"]), "")], loc.dense_query_max_length)[0]
-            vectors[qid] = {k: store.vectors[k] for k in channel_keys(keys_of[qid], loc) if k in store.vectors}
+            vectors[qid] = {k: store.vectors[k] for k in channel_keys(keys_of[qid]) if k in store.vectors}
         print(f"[{n}/{len(by_snapshot)}] {repo} {snap[:10]} queries {len(qids)} encoded {len(texts)}", flush=True)
     encoders.finish()
     if args.record:
@@ -259,11 +251,10 @@ def main(argv: list[str]) -> int:
     settings = [(NO_CHANNEL, 0, 0.0, 0.0)] + [("dense", d, k, w) for d, k, w in itertools.product(
         [int(x) for x in args.depths.split(",")], [float(x) for x in args.ks.split(",")],
         [float(x) for x in args.weights.split(",")])]
-    for variant, depths in ((DEEP, args.deep_depths), (TAIL, args.tail_depths)):
-        settings += [(variant, d, k, w) for d, k, w in itertools.product(
-            [int(x) for x in depths.split(",") if x], [float(x) for x in args.deep_ks.split(",")],
-            [float(x) for x in args.deep_weights.split(",")])]
-    shipped = function_fusions(dataclasses.replace(loc, dense_tail_depth=0))  # the head the variants build on
+    settings += [(DEEP, d, k, w) for d, k, w in itertools.product(
+        [int(x) for x in args.deep_depths.split(",") if x], [float(x) for x in args.deep_ks.split(",")],
+        [float(x) for x in args.deep_weights.split(",")])]
+    shipped = DenseFusion(loc.dense_depth, loc.dense_rrf_k, loc.dense_weight)  # the head the deep variant builds on
     grid: dict[str, dict] = {}
     for name, depth, rrf_k, weight in settings:
         per_repo = {}
@@ -272,15 +263,13 @@ def main(argv: list[str]) -> int:
             keys = sub["key"].to_list()
             qids = sub["qid"].to_numpy()
             if name != NO_CHANNEL:
-                stages = {DEEP: (DenseFusion(depth, rrf_k, weight), *shipped),
-                          TAIL: function_fusions(dataclasses.replace(loc, dense_tail_depth=depth, dense_tail_rrf_k=rrf_k,
-                                                                     dense_tail_weight=weight))}.get(
-                    name, (DenseFusion(depth, rrf_k, weight),))
+                stages = (DenseFusion(depth, rrf_k, weight), shipped) if name == DEEP else (
+                    DenseFusion(depth, rrf_k, weight),)
                 for qid in np.unique(qids):
                     rows = np.flatnonzero(qids == qid)
                     cos = cosines(qvecs[qid], list(vectors[qid]), np.stack(list(vectors[qid].values()))) \
                         if vectors[qid] else {}
-                    fused = fuse_stages(stages, heads[qid], cos)
+                    fused = fuse_in_turn(stages, heads[qid], cos)
                     place = {key: n for n, key in enumerate(fused)}
                     base = new_scores[rows].max() + 1.0 + len(fused)
                     for row in rows:
@@ -296,16 +285,14 @@ def main(argv: list[str]) -> int:
                  if vectors[qid] else {} for qid in chosen}
     file_grid = file_channel_grid(data["files"], file_ranks, order, heads, cosine_of, repos,
                                   {q: info[q]["repo"] for q in chosen}, args)
-    ranker = dense_ranker.study(sample.filter(pl.col("qid").is_in(chosen)), heads, cosine_of, level, repos,
-                                train, seed, args.save_ranker) if args.ranker_study else {}
     file_off = f"{NO_CHANNEL}/0/0/0.0/0.0"
     file_picks, file_loro = leave_one_repository_out(file_grid, repos, file_off, file_criterion)
     report = {"wide": args.wide, "model": args.model, "vectors": args.vectors,
               "scored_untrained_by": args.score_untrained_by, "query_max_length": loc.dense_query_max_length,
               "left_out_trained": sorted(skip), "repos": repos,
               "queries": len(chosen), "depth": args.depth, "criterion": "(Acc@10 + Recall@50) / 2",
-              "function_ties": loc.function_ties, "unrecorded_without_cosine": unrecorded,
-              "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid, "ranker": ranker,
+              "unrecorded_without_cosine": unrecorded,
+              "metrics": list(REPORTED), "picks": picks, "loro": loro, "grid": grid,
               "files": {"criterion": "(Acc@1 + Acc@5 + Acc@10) / 3", "picks": file_picks, "loro": file_loro,
                         "grid": file_grid}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

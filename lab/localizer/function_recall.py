@@ -59,7 +59,7 @@ def file_ranks(files: pl.DataFrame, learned: np.ndarray) -> pl.DataFrame:
 def function_parts(functions: pl.DataFrame, ranks: pl.DataFrame, ties: str = "name",
                    ) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
     """The function rows with their file's ranks joined, and the columns `FunctionScore` reads. Each query's rows
-    come in the order that breaks equal scores (`localizer.function_ties`: by key, or by body BM25 then key), so
+    come in the order that breaks equal scores (by key as the query path, or by body BM25 then key: the dropped `function_ties: body`), so
     a stable sort by score ranks them as the query path does."""
     by_body = ties == "body"
     if by_body and "body_score" not in functions.columns:

@@ -2,7 +2,7 @@
 `python -m lab.localizer.grid_union OUT.json LABEL=STUDY.json LABEL=STUDY.json ...`.
 
 Each `lab.localizer.function_dense` output holds a grid over the channel's settings at one setting of what it
-builds on (`--set`, e.g. `localizer.function_ties`). Every study must hold the same repositories and queries; the
+builds on (`--set`, e.g. `localizer.dense_depth`). Every study must hold the same repositories and queries; the
 union's settings are `LABEL:SETTING`, and each repository is scored with the one best on the other repositories by
 the studies' own criterion, so a choice between the builds is made the way each channel setting was. The first
 label's channel-off row is the reference the ties fall back to.

@@ -1,7 +1,7 @@
 """The corpus's leave-repositories-out file metrics by query length: does the learned ranker's gain over the
 fixed fusion hold on long, issue-like queries (the dev split's issues are a median 841 characters, the corpus's
 commit messages 63)? And the weight of a "today" proxy (the fixed fusion) in a reciprocal-rank blend with the
-learned ranking, chosen by leave-one-repository-out (`localizer.learned_files_alone` is weight 0).
+learned ranking, chosen by leave-one-repository-out (today's weight 0).
 
 Reads a `train-localizer` output directory: the fold models it kept under `OUT/.folds/` rank each held-out
 repository, exactly as its report's held-out numbers were made, and the corpus gives each query's length.

@@ -24,11 +24,12 @@ from typing import Any
 from jobs.train.encoder import embed_batch
 from jobs.train.pair_parts import read_pair_rows
 from semantica.config import TrainEncoderConfig, load_train_config
-from semantica.config.localizer import QUERY_POOLINGS
 from semantica.encoder import FastTokenizer, choose_device, resolve_model_path
 
 EVAL_COLUMNS = ("repo", "kind", "query", "positive_documents", "negative_documents")
 LONGEST_QUERY = 1_000_000  # tokens: counting a query's length cuts nothing
+
+QUERY_POOLINGS = ("max", "mean")  # how a long query's window cosines join
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,8 @@ class PooledEncoder:
 
     def similarities(self, queries: Sequence[str], documents: Any, reading: QueryReading) -> Any:
         """(queries, documents) cosines: each query read as one window of `query_max_length` tokens, or as up to
-        `reading.windows` such windows whose cosines join by `reading.pooling` (the dense channel's
-        `localizer.dense_query_windows` and `dense_query_pooling`, with the same tokenizer windows)."""
+        `reading.windows` such windows whose cosines join by `reading.pooling` (the study behind the dropped
+        `localizer.dense_query_windows`, lab/README.md)."""
         import torch
 
         length = self.settings.query_max_length

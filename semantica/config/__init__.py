@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from semantica.config.composed import AREAS, Config
 from semantica.config.history import (
-    HistoryAdaptConfig,
     HistoryConfig,
     HistorySettings,
 )
@@ -128,7 +127,6 @@ __all__ = [
     "GraphConfig",
     "ExactConfig",
     "GraphOpsConfig",
-    "HistoryAdaptConfig",
     "HistoryConfig",
     "HistorySettings",
     "IndexConfig",

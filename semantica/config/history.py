@@ -8,22 +8,6 @@ from dataclasses import dataclass, field
 
 
 @dataclass
-class HistoryAdaptConfig:
-    """Per-repository adaptation (semantica/localizer/adapt.py, docs/history.md): at index time a small LightGBM
-    ranker learns from the repository's own past commits (message -> changed files, and functions when the
-    history reads them), all at or before the snapshot's commit; the localizer stage uses it in place of the
-    shared model. Training settings not named here come from the training config's `localizer_train`
-    (conf/train.yaml, `semantica.config.training`)."""
-
-    enabled: bool = False
-    max_commits: int = 200  # the newest kept commits before the snapshot become training queries
-    min_queries: int = 20  # fewer labelled commits than this: no model (the shared one stays)
-    functions: bool = True  # also a function ranker, when the records name changed functions
-    num_rounds: int = 40
-    min_data_in_leaf: int = 20  # one repository's few hundred queries: smaller leaves than the shared model
-
-
-@dataclass
 class HistoryConfig:
     """Reading: the first-parent history of the snapshot's commit, at most `max_commits` commits, never a
     later one. Filters (the pair miner's `pairs.*` filters in conf/train.yaml are the start): bot authors, subjects that start
@@ -61,7 +45,6 @@ class HistoryConfig:
     prior_weight: float = 0.0
     prior_half_life_days: float = 365.0
     cache_file: str = ""
-    adapt: HistoryAdaptConfig = field(default_factory=HistoryAdaptConfig)
 
 
 @dataclass

@@ -59,11 +59,8 @@ class EncoderConfig:
     cache_segment_vectors: int = 4096
     batch_tokens: int = 1024  # padded tokens per forward pass, texts sorted by length (0 = fixed batch_size; docs/fast.md)
     group_texts: int = 1024  # texts handed to the encoder at once; it sorts them by length and batches by tokens
-    quantize_int8: bool = False  # int8 on CPU: onnx per-row activation scales ("+onnx-int8."), torch "+int8pc"; docs/fast.md
-    int8_scales: str = "text"  # onnx int8: text (ORT's per-tensor graph, one text a pass) | row (per-row scales); docs/fast.md
     runtime: str = "onnx"  # onnx (ONNX Runtime over a one-time export, no torch import) | torch (docs/fast.md)
     export_dir: str = ""  # where ONNX exports are cached by weights hash ("" = ~/.cache/semantica/onnx)
-    query_threads: int = 0  # ONNX intra-op threads for a one-text batch (a query; 0 = the batch session; docs/fast.md)
 
 
 @dataclass
@@ -95,7 +92,6 @@ class IndexConfig:
     """Snapshot handling."""
 
     keep_snapshots: int = 2
-    schema_version: int = 1
     stale_build_s: float = 3600.0  # a `.tmp` build without a lock file (older versions) is stale after this
     # index kinds a build writes, in order (semantica.index_kinds; each may also have its own switch)
     kinds: list[str] = field(default_factory=lambda: ["faiss", "lucene", "granular", "tokens", "history", "localizer",

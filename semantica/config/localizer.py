@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from semantica.encoder_identity import Int8Scales
-
 FUNCTION_FILE_ORDERS = ("fusion", "learned")  # which file order draws and ranks the function candidates
-FUNCTION_TIES = ("name", "body")  # what orders function candidates of equal score
-QUERY_POOLINGS = ("max", "mean")  # how the dense channel joins a long query's window cosines
 
 
 @dataclass
@@ -30,8 +26,6 @@ class LocalizerConfig:
     function_name_boost: float = 1.0  # ... plus this many first places when the query names it (code-shaped identifier)
     function_file_order: str = "learned"  # where the file ranker runs, its order draws the `top_files` whose functions
                                           # are candidates and gives their file term; "fusion": the cheap lists' order
-    function_ties: str = "name"  # functions of equal score (a file's functions no list reached): "name" = by key,
-                                 # "body" = by their body's BM25 against the query, then by key
     max_file_bytes: int = 1000000
     blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
     learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
@@ -39,8 +33,6 @@ class LocalizerConfig:
     today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
     learned_weight: float = 1.0
     blend_rrf_k: float = 60.0
-    learned_files_alone: bool = True  # the learned file ranking replaces today's file order (no blend); functions
-                                       # still blend. Corpus LOO with the fixed fusion as today's proxy: weight 0
     skip_identifier_queries: bool = True  # a query of 1-3 bare identifiers keeps today's order (docs/localizer.md)
     history_features: bool = True  # history votes and priors as features, mined and at query time; a snapshot
                                    # without stored history falls back to candidates-first (stage.py)
@@ -50,23 +42,14 @@ class LocalizerConfig:
     dense_depth: int = 200  # ... re-ranks the top this many functions of the blended order
     dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)
     dense_weight: float = 0.5
-    dense_head_ranker: str = ""  # ... or a LambdaRank model over that head with the cosine as a feature (a directory
-                                 # with head.txt; '' = the fusion; lab/notes/localizer.md "A learned ranker over the head")
-    dense_tail_depth: int = 0  # ... and the functions below it down to this depth re-ranked among themselves (0 = off)
-    dense_tail_rrf_k: float = 10.0  # ... by the same formula with these
-    dense_tail_weight: float = 1.0
     dense_file_depth: int = 30  # the top this many files re-ranked by their best cosine among ... (0 = off)
     dense_file_head: int = 30  # ... the top this many functions of the blended order
     dense_file_rrf_k: float = 30.0  # ... by 1/(dense_file_rrf_k + rank) + dense_file_weight/(dense_file_rrf_k + its rank)
     dense_file_weight: float = 1.0
     dense_max_length: int = 256  # ... encoding at most this many tokens of each function's source
     dense_query_max_length: int = 64  # ... and of the query (the fine-tuned model's training length)
-    dense_query_windows: int = 1  # ... a long query read as up to this many windows of that length (1 = the first)
-    dense_query_pooling: str = "max"  # ... a function's cosine over the windows: their max or their mean
-    dense_int8_scales: str = ""  # ... '' = the fp32 export; text | row: ORT int8 with those activation scales (docs/fast.md)
     dense_cache_items: int = 50000  # ... function vectors kept in memory by source text (the oldest go first)
     dense_at_index: bool = True  # ... and every function encoded at index time (`function_vectors` index kind)
-    dense_tests: bool = False  # ... test code's functions (`TEST_PATH`) take part too (off: no cosine, never encoded)
 
     def __post_init__(self) -> None:
         if self.function_file_order not in FUNCTION_FILE_ORDERS:
@@ -74,28 +57,6 @@ class LocalizerConfig:
 
             raise ConfigError(f"localizer.function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
                               f"got {self.function_file_order!r}")
-        if self.function_ties not in FUNCTION_TIES:
-            from semantica.config.loader import ConfigError
-
-            raise ConfigError(f"localizer.function_ties: expected one of {', '.join(FUNCTION_TIES)}, "
-                              f"got {self.function_ties!r}")
-        if self.dense_head_ranker and not self.dense_model:
-            from semantica.config.loader import ConfigError
-
-            raise ConfigError("localizer.dense_head_ranker orders the dense channel's head: it needs "
-                              "localizer.dense_model (the channel's encoder)")
-        if self.dense_query_windows < 1 or self.dense_query_pooling not in QUERY_POOLINGS:
-            from semantica.config.loader import ConfigError
-
-            raise ConfigError(f"localizer.dense_query_windows must be >= 1 (got {self.dense_query_windows}) and "
-                              f"localizer.dense_query_pooling one of {', '.join(QUERY_POOLINGS)} "
-                              f"(got {self.dense_query_pooling!r})")
-        scales = {scale.value for scale in Int8Scales}
-        if self.dense_int8_scales and self.dense_int8_scales not in scales:
-            from semantica.config.loader import ConfigError
-
-            raise ConfigError(f"localizer.dense_int8_scales: expected '' (fp32) or one of {', '.join(sorted(scales))}, "
-                              f"got {self.dense_int8_scales!r}")
 
 
 @dataclass

@@ -243,24 +243,3 @@ def source_renames(repo_path: str, commit: str) -> dict[str, list[tuple[str, str
             out[lines[0].strip()] = pairs  # type: ignore[assignment]
     return out
 
-
-def source_tree_texts(repo_path: str, commit: str, max_bytes: int) -> dict[str, str]:
-    """`{path: text}` of the source files (`spans_language`) in `commit`'s tree (bare repositories work; nothing
-    after `commit`)."""
-    raw = git(repo_path, "ls-tree", "-r", "-z", "--long", commit)
-    wanted: dict[str, str] = {}
-    for record in raw.split(b"\0"):
-        meta, _, path_b = record.partition(b"\t")
-        parts = meta.split()
-        path = path_b.decode("utf-8", "replace")
-        if len(parts) < 4 or parts[1] != b"blob" or not spans_language(path) or parts[3] == b"-":
-            continue
-        if int(parts[3]) <= max_bytes:
-            wanted[path] = parts[2].decode("ascii")
-    out: dict[str, str] = {}
-    with BlobReader(repo_path) as blobs:
-        for path, sha in wanted.items():
-            text = blobs.read(sha, max_bytes)
-            if text is not None:
-                out[path] = text
-    return out

@@ -50,12 +50,12 @@ class FunctionVectorsKind:
 
         encoder = shared_encoder(channel_encoder_config(loc, context.config.encoder))
         texts = source_texts(context.inputs.chunks)
-        key = content_key(KIND, [str(FORMAT), encoder.model_id, str(loc.dense_max_length), str(loc.dense_tests)],
+        key = content_key(KIND, [str(FORMAT), encoder.model_id, str(loc.dense_max_length)],
                           (f"{path}\x00{blob_sha(texts[path])}" for path in sorted(texts)))
         relative = f"{VECTORS_DIR}/{key[:KEY_CHARS]}.npz"
         if context.linker.link(relative, KIND):
             return KindWritten(counts={"function_vectors_encoded": 0})
-        sources = {key: source for path in channel_keys(sorted(texts), loc)
+        sources = {key: source for path in channel_keys(sorted(texts))
                    for key, source in function_sources(path, texts[path]).items()}
         keys = list(sources)
         shas = [text_sha(sources[k]) for k in keys]

@@ -23,10 +23,6 @@ class HistoryKind:
         from semantica.history import save_history
 
         save_history(history, context.root / HISTORY_DIR)
-        if context.inputs.history_model is not None:
-            from semantica.localizer.models import ADAPT_DIR
-
-            context.inputs.history_model.save(context.root / HISTORY_DIR / ADAPT_DIR)
         return KindWritten(counts={"history_commits": len(history.records)})
 
     def open(self, snapshot: Any) -> Any:

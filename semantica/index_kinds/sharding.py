@@ -153,7 +153,6 @@ class ShardInputs:
     model_id: str
     token_vectors: Any = None  # pipelines.token_cache.TokenVectorBuilder; None: no stored token vectors
     history: Any = None  # semantica.history.History of the snapshot's commit; None: not a git source, or off
-    history_model: Any = None  # semantica.localizer.adapt.AdaptedModels (history.adapt); saved by the history kind
     texts: Any = None  # semantica.index_kinds.exact.FileTexts: every indexed file's text (None: no exact index)
 
 

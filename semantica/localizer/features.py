@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from semantica.config.localizer import FUNCTION_FILE_ORDERS, FUNCTION_TIES
+from semantica.config.localizer import FUNCTION_FILE_ORDERS
 from semantica.localizer.bm25 import top_scores
 from semantica.localizer.query_signals import (
     FileLookups,
@@ -116,7 +116,6 @@ class CandidateConfig:
     function_file_rrf_k: float = RRF_K  # ... (a small k and a large weight rank files first, functions inside them)
     function_name_boost: float = 0.0  # a function the query names (code-shaped identifier): as if first in this many lists
     function_file_order: str = "fusion"  # "learned": a file scorer given to `build` orders the files for the functions
-    function_ties: str = "name"  # equal scores: by key ("name") or by the body's BM25, then key ("body")
 
 
 class FunctionScore:
@@ -165,13 +164,11 @@ class CandidateGenerator:
         if config.function_file_order not in FUNCTION_FILE_ORDERS:
             raise ValueError(f"function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
                              f"got {config.function_file_order!r}")
-        if config.function_ties not in FUNCTION_TIES:
-            raise ValueError(f"function_ties: expected one of {', '.join(FUNCTION_TIES)}, got {config.function_ties!r}")
         self.config = config
 
     def lists(self, snapshot: Snapshot, query: QuerySignals) -> tuple[dict[str, list[tuple[str, float]]], np.ndarray]:
         """The four BM25 lists: files (content, path) and functions (body, name); and every function's body score
-        (rows follow `snapshot.functions`), which orders ties under `function_ties: body`."""
+        (rows follow `snapshot.functions`), which the mine records beside each function's row."""
         c = self.config
         ids, counts = snapshot.vocab.lookup(query.tokens)
         out = {}
@@ -298,11 +295,8 @@ class CandidateGenerator:
             path, _, qualname = key.partition("::")
             named_here = bool(c.function_name_boost) and last_name(qualname) in query.code_words
             f_fusion[key] = score(lists_rr, file_terms.get(path, 0.0), float(named_here), float(lookups.tests[path]))
-        if c.function_ties == "body":
-            body_of = {k: float(body_scores[snapshot.function_index[k]]) for k in f_fusion if k in snapshot.function_index}
-            f_order = sorted(body_of, key=lambda k: (-f_fusion[k], -body_of[k], k))
-        else:
-            f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
+        # equal scores by key (body BM25 as the tie order lost in 52 of 52 corpus folds)
+        f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
         functions = f_order[: c.max_function_candidates]
         f_rows: list[list[float]] = []
         if features:

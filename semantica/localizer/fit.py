@@ -1,6 +1,6 @@
-"""Fitting one LightGBM LambdaRank localizer model from candidate rows: shared by `semantica train-localizer`
-(jobs/localizer/train.py, the shipped models) and per-repository adaptation at index time
-(semantica/localizer/adapt.py), so both learn from the same rows with the same parameters."""
+"""Fitting one LightGBM LambdaRank localizer model from candidate rows: `semantica train-localizer`
+(jobs/localizer/train.py, the shipped models) and the lab's studies learn from the same rows with the same
+parameters."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a localizer model directory holds and which candidate settings it ranks: shared by the query-time
-stage (serving/core/localizer/stage.py), training (jobs/localizer) and per-repository adaptation at index
-time (semantica/localizer/adapt.py), so none of them imports another's package for a file name."""
+stage (serving/core/localizer/stage.py) and training (jobs/localizer), so neither imports the other's package for
+a file name."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from semantica.config import LocalizerConfig
 from semantica.localizer.features import CandidateConfig
 
 FILE_MODEL, FUNCTION_MODEL, META = "files.txt", "functions.txt", "meta.json"
-ADAPT_DIR = "adapt"  # a snapshot's own models (semantica/localizer/adapt.py), under its history/ directory
 SHIPPED_ROOT = Path(__file__).resolve().parents[2]  # the checkout whose models/ holds the shipped models
 
 
@@ -25,4 +24,4 @@ def candidate_config(config: LocalizerConfig) -> CandidateConfig:
     return CandidateConfig(config.file_list_depth, config.function_list_depth, config.max_file_candidates,
                            config.max_function_candidates, config.top_files, config.test_factor, config.path_boost,
                            config.function_file_weight, config.function_file_rrf_k, config.function_name_boost,
-                           config.function_file_order, config.function_ties)
+                           config.function_file_order)

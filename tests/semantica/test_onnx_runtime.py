@@ -32,7 +32,6 @@ from semantica.onnx_export import ensure_export, export_directory
 from tests.conftest import GOLDEN_SET, REPO_ROOT
 
 MIN_COSINE = 0.9999
-BATCH_INVARIANT_COSINE = 0.99999
 SAMPLED_FILES = ("semantica/encoder.py", "semantica/layout.py", "serving/rerankers/late_interaction.py", "jobs/cli.py",
                  "pipelines/discover.py")
 CORPUS_CHUNKS = 100  # the least the corpus fixture accepts: encoding is most of this module's time
@@ -120,7 +119,7 @@ def test_the_runtime_and_export_are_part_of_the_identity(runtimes) -> None:
     onnx, torch_encoder = runtimes
     identity = parse_model_id(onnx.model_id)
     assert identity.runtime is Runtime.ONNX and identity.checkpoint == torch_encoder.model_id
-    exported = ensure_export(onnx.model_path, Path(onnx.config.export_dir or _default_root()), quantized=False)
+    exported = ensure_export(onnx.model_path, Path(onnx.config.export_dir or _default_root()))
     assert exported.sha.startswith(identity.export_sha) and len(identity.export_sha) >= 12
     assert encoder_identity(onnx.config) == (onnx.model_id, onnx.dim)  # what the Ray actors name their caches by
     assert parse_model_id(torch_encoder.model_id).runtime is Runtime.TORCH
@@ -157,23 +156,3 @@ def test_the_export_is_reused_and_keyed_by_the_weights(runtimes, tmp_path) -> No
     assert directory.name.split("-")[0] in {sha[:16] for sha in memo.values()}
     again = shared_encoder(dataclasses.replace(onnx.config, model_id="team/copy"))
     assert parse_model_id(again.model_id).export_sha == parse_model_id(onnx.model_id).export_sha
-
-
-@pytest.mark.parametrize("scales, runtime_name", [("row", "onnx-int8"), ("text", "onnx-int8-text")])
-def test_onnx_int8_is_its_own_runtime_close_to_fp32(runtimes, corpus, scales: str, runtime_name: str) -> None:
-    onnx, _ = runtimes
-    int8 = shared_encoder(dataclasses.replace(onnx.config, quantize_int8=True, int8_scales=scales))
-    identity = parse_model_id(int8.model_id)
-    assert identity.runtime is Runtime.ONNX and identity.quantized and int8.identity.runtime_name == runtime_name
-    assert identity.export_sha != parse_model_id(onnx.model_id).export_sha  # another graph, another identity
-    cosines = _cosines(int8.encode(corpus[:32]), onnx.encode(corpus[:32]))
-    assert 0.9 < cosines.min() < 0.99999  # close, and really another numeric path (loss on the golden set: lab/notes/fast.md)
-    served = snapshot_encoder(onnx.model_id, onnx.dim, "", int8)  # an int8 server serves an fp32 snapshot with fp32
-    assert served.model_id == onnx.model_id and not served.config.quantize_int8
-    # activations are quantised with a scale per token row, or per text: a text's int8 vector is the same alone, in
-    # its length-sorted batch, and padded among longer texts in another order (content-addressed caches rely on it)
-    probe = corpus[:12]
-    alone = np.stack([int8.encode([t])[0] for t in probe])
-    mixed = int8.encode([*corpus[-20:][::-1], *probe[::-1]])[-len(probe):][::-1]
-    for batched in (int8.encode(probe), mixed):
-        assert _cosines(alone, batched).min() >= BATCH_INVARIANT_COSINE

@@ -1,6 +1,5 @@
-"""A one-text batch (a query) runs on its own single-thread ONNX session over the same graph: the same
-numbers as the batch session, so query vectors and stored vectors stay one numeric path. And the export
-`make install` makes is the one the encoder then loads (no first query exports)."""
+"""The export `make install` makes is the one the encoder then loads (no first query exports), and encoders of
+two lengths stay two encoders."""
 
 from __future__ import annotations
 
@@ -8,32 +7,10 @@ import dataclasses
 import subprocess
 import sys
 
-import numpy as np
-
-from jobs.eval.golden import load_golden_set
 from semantica.config import EncoderConfig, load_config
 from semantica.encoder import Encoder, encoder_identity
 from semantica.localizer.dense import channel_encoder_config
-from tests.conftest import GOLDEN_SET, REPO_ROOT
-
-QUERIES = 12
-
-
-def test_one_query_session_gives_the_batch_sessions_vectors() -> None:
-    queries = [q.query for q in load_golden_set(GOLDEN_SET)][:QUERIES] + ["WeightedRRF", "TokenCodec.encode_many"]
-    single = Encoder(EncoderConfig(query_threads=1))
-    shared = Encoder(EncoderConfig(query_threads=0))
-    assert single.model_id == shared.model_id  # threads are not part of the identity: the numbers are the same
-    for query in queries:
-        vector, tokens = single.encode_with_tokens([query], single.config.query_max_length)
-        reference, reference_tokens = shared.encode_with_tokens([query], shared.config.query_max_length)
-        np.testing.assert_allclose(vector, reference, atol=1e-5)
-        np.testing.assert_allclose(tokens[0], reference_tokens[0], atol=1e-5)
-    assert single.forward_pass._query_session is not None  # the one-row batches went to the query session
-    assert shared.forward_pass._query_session is None
-    batch, _ = single.encode_with_tokens(queries[:4], single.config.query_max_length)  # batches: the shared session
-    alone = np.stack([single.encode_query(q) for q in queries[:4]])
-    np.testing.assert_allclose(batch, alone, atol=1e-5)
+from tests.conftest import REPO_ROOT
 
 
 def test_the_install_time_export_is_the_one_the_encoder_loads(tmp_path) -> None:

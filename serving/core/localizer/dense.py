@@ -20,18 +20,13 @@ from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.encoder import Encoder, shared_encoder
 from semantica.localizer.dense import (
     DenseFusion,
-    HeadRanker,
     StoredFunctionVectors,
     channel_encoder_config,
     channel_keys,
     cosines,
     file_cosines,
-    function_fusions,
-    fuse_stages,
-    query_texts,
     text_sha,
 )
-from semantica.localizer.features import CandidateSet
 
 PENDING_QUERIES = 8  # query vectors kept between a search's start and its localizer stage (concurrent searches)
 
@@ -42,8 +37,7 @@ class DenseFunctionChannel:
     def __init__(self, config: LocalizerConfig, encoder_config: EncoderConfig) -> None:
         """`encoder_config`: the index encoder's, for the runtime and export cache only."""
         self.config = config
-        self.fusions = function_fusions(config)
-        self.head_ranker = HeadRanker(config.dense_head_ranker) if config.dense_head_ranker else None
+        self.fusion = DenseFusion(config.dense_depth, config.dense_rrf_k, config.dense_weight)
         self.file_fusion = DenseFusion(config.dense_file_depth, config.dense_file_rrf_k, config.dense_file_weight) \
             if config.dense_file_depth > 0 else None
         self.file_head = config.dense_file_head if self.file_fusion else 0
@@ -76,9 +70,8 @@ class DenseFunctionChannel:
         return np.stack([found[d] for d in digests])
 
     def query_vectors(self, query: str) -> np.ndarray:
-        """One unit row per window the channel reads of `query` (`query_texts`: one unless `dense_query_windows`)."""
-        encoder = self.warm_up()
-        return encoder.encode(query_texts(encoder, query, self.config), self.encoder_config.query_max_length)
+        """The query's unit vector (one row), cut at `dense_query_max_length` tokens as the model was trained."""
+        return self.warm_up().encode([query], self.encoder_config.query_max_length)
 
     def encode_query(self, query: str) -> Future[np.ndarray]:
         """The query's vector under the channel's encoder, computed on the channel's own thread: the pipeline asks
@@ -93,20 +86,17 @@ class DenseFunctionChannel:
             return pending
 
     def rerank(self, query_vector: Future[np.ndarray], functions: Sequence[str], files: Sequence[str],
-               text_of: Callable[[str], str | None], stored: StoredFunctionVectors | None = None,
-               candidates: CandidateSet | None = None) -> tuple[list[str], list[str]]:
-        """The function order with its top `dense_depth` re-ranked (and the next ones down to `dense_tail_depth`
-        among themselves), and the file order re-ranked by each file's best cosine among the top `dense_file_head`
-        functions of the same order (`dense_file_depth` > 0; else as given).
-        A function's vector comes from `stored` (the served snapshot's own, written at index time by the same
-        encoder), else from its source, `text_of(key)`, encoded once per process; a key with neither, or one
-        `channel_keys` leaves out (test code with `dense_tests` off), keeps its place in the ranking term only.
-        With `dense_head_ranker` and the localizer's feature rows (`candidates`, built where its file model ran) the
-        head is ordered by that model instead of the fusion; without rows the fusion stands."""
-        scored = list(functions[: max(*(fusion.depth for fusion in self.fusions), self.file_head)])
+               text_of: Callable[[str], str | None],
+               stored: StoredFunctionVectors | None = None) -> tuple[list[str], list[str]]:
+        """The function order with its top `dense_depth` re-ranked, and the file order re-ranked by each file's
+        best cosine among the top `dense_file_head` functions of the same order (`dense_file_depth` > 0; else as
+        given). A function's vector comes from `stored` (the served snapshot's own, written at index time by the
+        same encoder), else from its source, `text_of(key)`, encoded once per process; a key with neither, or one
+        `channel_keys` leaves out (test code), keeps its place in the ranking term only."""
+        scored = list(functions[: max(self.fusion.depth, self.file_head)])
         encoder = self.warm_up()
         usable = stored if stored is not None and stored.model_id == encoder.model_id else None
-        covered = channel_keys(scored, self.config)
+        covered = channel_keys(scored)
         known = {key: vector for key in covered if usable is not None and (vector := usable.vector(key)) is not None}
         texts = {key: text for key in covered if key not in known and (text := text_of(key))}
         if texts:
@@ -114,12 +104,7 @@ class DenseFunctionChannel:
         if not known:
             return list(functions), list(files)
         keys = [key for key in scored if key in known]
-        cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]), self.config.dense_query_pooling)
+        cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]))
         file_order = self.file_fusion.fuse(files, file_cosines(scored[: self.file_head], cosine)) \
             if self.file_fusion else list(files)
-        rows = candidates.function_features if candidates is not None else None
-        if self.head_ranker is not None and rows is not None and rows.shape[1]:
-            depth = self.config.dense_depth
-            features = dict(zip(candidates.functions, rows))
-            return self.head_ranker.order(list(functions[:depth]), features, cosine) + list(functions[depth:]), file_order
-        return fuse_stages(self.fusions, functions, cosine), file_order
+        return self.fusion.fuse(functions, cosine), file_order

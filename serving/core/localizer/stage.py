@@ -1,5 +1,5 @@
 """Query-time localizer: candidates and features over the snapshot's files (semantica.localizer), ranked by the
-shipped models or the snapshot's own adapted ones."""
+shipped models."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from semantica.localizer.features import (
     HistorySignals,
 )
 from semantica.localizer.history_input import SnapshotHistory
-from semantica.localizer.models import ADAPT_DIR, FILE_MODEL, FUNCTION_MODEL, META, candidate_config, model_root
+from semantica.localizer.models import FILE_MODEL, FUNCTION_MODEL, META, candidate_config, model_root
 from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
 from serving.core.intent import identifier_only
 from serving.core.localizer.dense import DenseFunctionChannel
@@ -122,10 +122,10 @@ def reads_history(config: LocalizerConfig) -> bool:
 
 
 def file_today_weight(config: LocalizerConfig, learned_files: bool | None = None) -> float:
-    """Today's weight in the file blend: 0 when the learned file ranker stands alone (`learned_files_alone`);
-    `learned_files` is whether it runs for this query (default: `config.learned_files`)."""
+    """Today's weight in the file blend: 0 where the learned file ranker runs (it ranks the files alone: blended,
+    it lost on dev); `learned_files` is whether it runs for this query (default: `config.learned_files`)."""
     runs = config.learned_files if learned_files is None else learned_files
-    return 0.0 if runs and config.learned_files_alone else config.today_weight
+    return 0.0 if runs else config.today_weight
 
 
 def stores_history(served: Any) -> bool:
@@ -165,7 +165,6 @@ class LearnedStage:
         self.dense = DenseFunctionChannel(config, encoder_config or EncoderConfig()) \
             if config.dense_model else None
         self._localizer: LearnedLocalizer | None = None
-        self._adapted: dict[str, LearnedLocalizer] = {}  # snapshot key -> its adapted localizer (the newest only)
         self._snapshots: dict[str, Snapshot] = {}
         self._histories: dict[str, SnapshotHistory] = {}  # snapshot key -> its history inputs (the newest only)
         self._builder = SnapshotBuilder(open_blob_cache(config.blob_cache_file, cache_dir))
@@ -192,26 +191,11 @@ class LearnedStage:
             self.localizer_for(served)
 
     def localizer_for(self, served: Any, learned_files: bool | None = None) -> LearnedLocalizer:
-        """The snapshot's own adapted models (`history/adapt/`, history.adapt) in place of the shared ones when it
-        stores them; a function ranker it lacks comes from the shared models. A query that runs no model
-        (`learned_files` false for it, `learned_functions` off) gets the candidates-only localizer."""
+        """The shared models' localizer; a query that runs no model (`learned_files` false for it,
+        `learned_functions` off) gets the candidates-only localizer."""
         if learned_files is False and not self.config.learned_functions:
             return self._candidates_only
-        history_dir = getattr(getattr(served, "paths", None), "history", None)
-        adapt_dir = Path(history_dir) / ADAPT_DIR if history_dir is not None else None
-        if adapt_dir is None or not (adapt_dir / META).is_file():
-            return self.localizer()
-        key = f"{served.repo}\x00{served.snapshot_id}"
-        with self._lock:
-            if key not in self._adapted:
-                models = LocalizerModels(adapt_dir)
-                if models.functions is None and self.config.learned_functions:
-                    try:
-                        models.functions = self.localizer().models.functions if self.localizer().models else None
-                    except LocalizerModelError:  # no shared model: functions keep the fixed fusion
-                        pass
-                self._adapted = {key: LearnedLocalizer(self.config, models)}
-            return self._adapted[key]
+        return self.localizer()
 
     def snapshot(self, served: Any) -> Snapshot:
         """`served`: a `semantica.snapshot.Snapshot` (repo, snapshot_id, chunks_by_path, file_lines); its stored
@@ -295,7 +279,7 @@ class LearnedStage:
         if query_vector is not None:
             stored = served[0].index(VECTORS_KIND) if hasattr(served[0], "index") else None
             function_order, file_order = self.dense.rerank(query_vector, function_order, file_order,
-                                                           self.function_source(served[0]), stored, ranked.candidates)
+                                                           self.function_source(served[0]), stored)
         return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),
                 _reordered(functions, "function", function_order, repo, c.blend_rrf_k))
 

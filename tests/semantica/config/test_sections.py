@@ -14,10 +14,10 @@ SECTIONS = {
     "paths": 2,
     "discover": 7,
     "chunk": 5,
-    "encoder": 15,
+    "encoder": 12,
     "faiss": 7,
     "lucene": 5,
-    "index": 6,
+    "index": 5,
     "token_vectors": 9,
     "shards": 3,
     "branches": 2,
@@ -34,7 +34,7 @@ SECTIONS = {
     "granular": 9,
     "graph_ops": 5,
     "exact": 13,
-    "localizer": 46,
+    "localizer": 36,
     "serve": 5,
     "auth": 5,
     "limits": 4,
@@ -58,9 +58,8 @@ SECTIONS = {
     "planning.budgets": 2,
     "planning.decompose": 18,
     "history": 23,
-    "history.adapt": 6,
 }
-FIELD_BUDGET = 419  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 399  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

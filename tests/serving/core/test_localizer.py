@@ -197,7 +197,7 @@ def test_a_function_the_query_names_is_a_candidate_wherever_its_file_ranks():
 
 
 def test_history_models_rank_with_history_and_stand_alone_for_files(snapshot):
-    """models/localizer-history reads the history features; `learned_files_alone` drops today's file order
+    """models/localizer-history reads the history features; the learned file ranker drops today's file order
     (only when the learned file ranker is on: candidates-first keeps blending)."""
     root = Path(__file__).resolve().parents[3] / "models" / "localizer-history"
     if not (root / "meta.json").is_file():
@@ -214,6 +214,6 @@ def test_history_models_rank_with_history_and_stand_alone_for_files(snapshot):
 
     learned = [k for k, _ in ranked.files]
     today = list(reversed(learned))
-    alone = LocalizerConfig(learned_files=True, learned_files_alone=True)
+    alone = LocalizerConfig(learned_files=True)
     assert blend(today, learned, file_today_weight(alone), 1.0, 60.0) == learned
-    assert file_today_weight(LocalizerConfig(learned_files=False, learned_files_alone=True)) == 1.0
+    assert file_today_weight(LocalizerConfig(learned_files=False)) == 1.0

@@ -17,7 +17,7 @@ from pipelines.indexer import Indexer
 from semantica.encoder import Encoder, resolve_model_path
 from semantica.index_kinds.function_vectors import KIND as VECTORS_KIND
 from semantica.layout import IndexLayout
-from semantica.localizer.dense import DenseFusion, cosines, file_cosines, function_fusions, fuse_stages, text_sha
+from semantica.localizer.dense import DenseFusion, cosines, file_cosines, text_sha
 from semantica.snapshot import Snapshot
 from serving.core.localizer.stage import LearnedStage
 from tests.conftest import make_config
@@ -62,7 +62,7 @@ TODAY_FILES = [{"repo": REPO, "path": path}
 def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     config, snapshot = served
     dense_config = dataclasses.replace(config.localizer, dense_model=MINILM, dense_depth=4, dense_rrf_k=1.0,
-                                       dense_weight=2.0, dense_tail_depth=0, dense_file_depth=3, dense_file_head=3,
+                                       dense_weight=2.0, dense_file_depth=3, dense_file_head=3,
                                        dense_file_rrf_k=1.0, dense_file_weight=2.0)
     stage, plain = LearnedStage(dense_config), LearnedStage(config.localizer)
     today = TODAY
@@ -96,16 +96,6 @@ def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     cos = cosines(query, head, vectors)
     assert [f["function"] for f in functions_shallow] == DenseFusion(2, 1.0, 2.0).fuse(order, cos)
     assert [f["path"] for f in files_deep] == DenseFusion(3, 1.0, 2.0).fuse(file_order, file_cosines(head, cos))
-    # a tail: the functions below the head, down to its depth, re-ranked among themselves by the same cosines
-    tailed = dataclasses.replace(dense_config, dense_depth=2, dense_tail_depth=5, dense_tail_rrf_k=1.0,
-                                 dense_tail_weight=2.0)
-    _, functions_tailed = LearnedStage(tailed).apply(QUERY, [snapshot], TODAY_FILES, today)
-    five = order[:5]
-    cos5 = cosines(query, five, encoder.encode([source(k) for k in five], dense_config.dense_max_length))
-    fused = [f["function"] for f in functions_tailed]
-    assert fused == fuse_stages(function_fusions(tailed), order, cos5)
-    assert fused[:2] == DenseFusion(2, 1.0, 2.0).fuse(order, cos5)[:2] and fused[5:] == order[5:]
-    assert fused[2:5] != order[2:5]  # the tail moved (barcode_for above express_surcharge)
 
     cached = len(stage.dense._vectors)
     stage.apply(QUERY + " again", [snapshot], [], today)
@@ -127,8 +117,7 @@ def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_pat
     repo = one_commit_repo(tmp_path / "repo", FILES)
     config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
                          "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=4",
-                         "localizer.dense_file_head=4", "localizer.dense_tail_depth=0",
-                         private_cache=True)
+                         "localizer.dense_file_head=4", private_cache=True)
     indexer = Indexer(config, progress=False)
     indexer.index(str(repo), REPO)
     first = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
@@ -155,39 +144,12 @@ def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_pat
                           stored.vector("shipping/labels.py::render_label"))  # reused, not encoded again
 
 
-def test_an_int8_channel_stores_vectors_under_its_own_identity_that_an_fp32_channel_never_reads(tmp_path):
-    repo = one_commit_repo(tmp_path / "repo", FILES)
-    config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
-                         "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=4",
-                         "localizer.dense_file_head=4", "localizer.dense_tail_depth=0",
-                         "localizer.dense_int8_scales=text", private_cache=True)
-    Indexer(config, progress=False).index(str(repo), REPO)
-    snapshot = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
-    stored = snapshot.index(VECTORS_KIND)
-    assert "+onnx-int8-text." in stored.model_id
-
-    int8, fp32 = LearnedStage(config.localizer), LearnedStage(dataclasses.replace(config.localizer, dense_int8_scales=""))
-    int8.apply(QUERY, [snapshot], [], TODAY)
-    fp32.apply(QUERY, [snapshot], [], TODAY)
-    assert len(int8.dense._vectors) == 0  # its own model's vectors, read from the index
-    assert len(fp32.dense._vectors) == 4  # another numeric path: it encodes the head itself
-
-    key = "shipping/labels.py::render_label"
-    text = int8.function_source(snapshot)(key)
-    alone = int8.dense.warm_up().encode([text], config.localizer.dense_max_length)[0]
-    full = fp32.dense.vectors([text])[0]
-    quantized = stored.vector(key)
-    assert float(quantized @ alone) > 0.999  # the stored vector is the text's own (fp16 as stored), batch or not
-    assert 0.95 < float(quantized @ full) < 0.99999  # int8: near the fp32 vector, not equal to it
-
-
 def test_without_test_code_the_index_and_the_query_leave_test_functions_to_their_ranking_term(tmp_path):
     with_tests = {**FILES, "tests/test_rates.py": "def test_parcel_rate():\n    assert parcel_rate(1, 1) > 0\n"}
     repo = one_commit_repo(tmp_path / "repo", with_tests)
     config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
                          "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=8",
-                         "localizer.dense_file_head=4", "localizer.dense_tail_depth=0", "localizer.dense_tests=false",
-                         private_cache=True)
+                         "localizer.dense_file_head=4", private_cache=True)
     Indexer(config, progress=False).index(str(repo), REPO)
     snapshot = Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
     stored = snapshot.index(VECTORS_KIND)
@@ -204,6 +166,3 @@ def test_without_test_code_the_index_and_the_query_leave_test_functions_to_their
     assert len(stage.dense._vectors) == 7 and text_sha(test_text) not in stage.dense._vectors  # never encoded
     _, fused_stored = from_index.apply(QUERY, [snapshot], [], today)
     assert len(from_index.dense._vectors) == 0 and fused_stored == fused  # the stored vectors are the same set
-    everything = LearnedStage(dataclasses.replace(config.localizer, dense_tests=True))
-    everything.apply(QUERY, [bare], [], today)
-    assert len(everything.dense._vectors) == 8  # on, test code takes part too

@@ -157,7 +157,7 @@ def test_default_runs_the_history_model_alone_only_over_a_snapshot_with_history(
 
     config, served = with_history
     loc = config.localizer
-    assert loc.learned_files and loc.learned_files_alone and loc.history_features  # the defaults under test
+    assert loc.learned_files and loc.history_features  # the defaults under test
     stage = LearnedStage(loc, str(tmp_path / "with"))
     assert stores_history(served) and stage.runs_learned_files(served)
     ranked = stage.localizer().rank(stage.snapshot(served), QUERY, stage.history(served, QUERY))
