@@ -28,8 +28,8 @@ class TreeReader:
             meta, _, path_b = record.partition(b"\t")
             parts = meta.split()
             path = path_b.decode("utf-8", "replace")
-            if len(parts) < 4 or parts[1] != b"blob" or not spans_language(path) or parts[3] == b"-":
-                continue
+            if len(parts) < 4 or parts[1] != b"blob" or not spans_language(path) or not parts[3].isdigit():
+                continue  # a submodule ("-") or a blob the clone lacks (git writes "BAD" for its size)
             if int(parts[3]) > self.max_file_bytes:
                 continue
             sha = parts[2].decode()
