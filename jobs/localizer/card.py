@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from jobs.localizer.train import METRIC_KS
@@ -16,15 +17,18 @@ def _row(name: str, metrics: dict) -> str:
 
 def model_card(report: dict, command: str, corpus_counts: dict[str, int]) -> str:
     corpus = report["corpus"]
+    counted = Counter((report.get("languages") or {}).values())
+    languages = ", ".join(f"{lang} {n}" for lang, n in sorted(counted.items(), key=lambda i: (-i[1], i[0]))) \
+        or "Python"
     lines = ["# Learned localizer (files, then functions)", "",
              "Two LightGBM LambdaRank models (`files.txt`, `functions.txt`, LightGBM text format; `meta.json` names "
              f"the feature schema, version {report['schema_version']}) that rank the candidates of "
-             "`serving/core/localizer` (see docs/localizer.md). Trained on issue-like commits of public Python "
-             "repositories: the commit message is the query, the non-test files and outer functions it changed "
-             "(at its parent) are the labels. **No SWE-bench repository (astropy, django, matplotlib, seaborn, "
-             "flask, requests, xarray, pylint, pytest, scikit-learn, sphinx, sympy) nor any of their "
-             "organisations is in the corpus, and no dev-split label trained anything** "
-             "(tests/jobs/localizer/test_corpus_guard.py).", "",
+             "`serving/core/localizer` (see docs/localizer.md). Trained on issue-like commits of public "
+             f"repositories ({languages}): the commit message is the query, the non-test files and outer functions "
+             "it changed (at its parent) are the labels. **No SWE-bench repository (astropy, django, matplotlib, "
+             "seaborn, flask, requests, xarray, pylint, pytest, scikit-learn, sphinx, sympy) nor any of their "
+             "organisations, no Multi-SWE-bench repository (its 39, by name) is in the corpus, and no dev-split "
+             "label trained anything** (tests/jobs/localizer/test_corpus_guard.py).", "",
              "## How it was made", "", f"```\n{command}\n```", "",
              f"Seed {report['seed']}; parameters: `{json.dumps(report['params'])}`.", "",
              "## Held-out metrics (leave-repositories-out)", "",
@@ -37,6 +41,19 @@ def model_card(report: dict, command: str, corpus_counts: dict[str, int]) -> str
         m = report["levels"][level]
         lines += [f"### {level}", "", "| ranking | " + " | ".join(COLUMNS) + " | queries |",
                   "|---|" + "---|" * (len(COLUMNS) + 1), _row("fixed fusion", m["fusion"]), _row("learned", m["learned"]), ""]
+    by_language = {level: report["levels"][level].get("by_language") or {} for level in ("files", "functions")}
+    if by_language["files"]:
+        lines += ["### By language (file Acc@5 / MRR, function Acc@10 / MRR: fixed fusion -> learned)", "",
+                  "| language | repositories | queries | file Acc@5 | file MRR | function Acc@10 | function MRR |",
+                  "|---|---|---|---|---|---|---|"]
+        for language, f in by_language["files"].items():
+            g = by_language["functions"].get(language, f)
+            lines.append(f"| {language} | {counted[language]} | {f['learned']['queries']} | "
+                         f"{f['fusion']['Acc@5']:.1f} -> {f['learned']['Acc@5']:.1f} | "
+                         f"{f['fusion']['MRR']:.1f} -> {f['learned']['MRR']:.1f} | "
+                         f"{g['fusion']['Acc@10']:.1f} -> {g['learned']['Acc@10']:.1f} | "
+                         f"{g['fusion']['MRR']:.1f} -> {g['learned']['MRR']:.1f} |")
+        lines.append("")
     lines += ["### Per repository (file Acc@5 / function Acc@10: fixed fusion -> learned)", "",
               "| repository | corpus commits | trained on | file Acc@5 | function Acc@10 |", "|---|---|---|---|---|"]
     files, funcs = report["levels"]["files"]["per_repo"], report["levels"]["functions"]["per_repo"]

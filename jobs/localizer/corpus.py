@@ -9,11 +9,13 @@ A commit is kept when it reads like an issue and its fix:
 - `squash`: a squash-merged pull request (subject ends in `(#N)`),
 - `fixes`: a commit that says it fixes/closes/resolves `#N`,
 and its message is descriptive, its author is not a bot, its subject is not a revert/bump/release, and
-its first-parent diff modifies 1-`max_commit_files` existing non-test Python files with at most
+its first-parent diff modifies 1-`max_commit_files` existing non-test source files (every language with function
+spans, `semantica.languages.spans`) with at most
 `max_commit_lines` changed lines. The labels are the non-test files and the outer functions whose lines
 the diff touches, taken at the parent commit (as SWE-bench's gold is taken at the base commit; test
-files are left out as SWE-bench leaves the test patch out). The twelve SWE-bench repositories and
-their organisations' other projects are refused (`check_corpus`).
+files are left out as SWE-bench leaves the test patch out; a test file is one by its language's rule). The twelve
+SWE-bench repositories and their organisations' other projects, and every Multi-SWE-bench repository, are refused
+(`check_corpus`).
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from jobs.benchmark_repos import SWEBENCH_OWNERS, SWEBENCH_PROJECTS, is_benchmark_repo  # noqa: F401  (re-exported)
-from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, changed_python_lines, function_spans, git
+from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, git
+from semantica.history.gitread import changed_source_lines, file_spans
 from semantica.config import LocalizerCorpusConfig
 from semantica.granular import function_key
-from serving.retrievers.graph import is_test_path
+from semantica.languages.registry import is_test_path
 
 SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
 RECORD_SEP, FIELD_SEP = "\x1e", "\x00"
@@ -45,7 +48,8 @@ def check_corpus(repos: Iterable[str]) -> list[str]:
     repos = list(repos)
     banned = sorted(r for r in repos if is_benchmark_repo(r))
     if banned:
-        raise CorpusError(f"SWE-bench repositories must not train a shipped model: {', '.join(banned)}")
+        raise CorpusError(f"SWE-bench and Multi-SWE-bench repositories must not train a shipped model: "
+                          f"{', '.join(banned)}")
     return repos
 
 
@@ -149,7 +153,7 @@ class CorpusMiner:
             return None
         c = self.config
         parent = commit.parents[0]
-        changes = [ch for ch in changed_python_lines(repo_path, parent, commit.sha) if ch.old_lines]
+        changes = [ch for ch in changed_source_lines(repo_path, parent, commit.sha) if ch.old_lines]
         source = [ch for ch in changes if not is_test_path(ch.path)]
         if not source or len(source) > c.max_commit_files:
             return None
@@ -160,7 +164,7 @@ class CorpusMiner:
             text = blobs.read(f"{parent}:{change.path}")
             if text is None:
                 continue
-            for span in function_spans(text):
+            for span in file_spans(change.path, text):
                 if any(span.start <= n <= span.end for n in change.old_lines):
                     functions.append(function_key(change.path, span.qualname))
         return LabelledCommit(repo, commit.sha, parent, commit.time, kind, query,

@@ -1,4 +1,5 @@
-"""Python file texts of a bare repository at a commit, from git objects (no checkout), cached by blob."""
+"""Source file texts (every language with function spans) of a bare repository at a commit, from git objects (no
+checkout), cached by blob."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import subprocess
 
 from jobs.localizer.corpus import BlobReader
 from jobs.train.pairs_source import git
+from semantica.languages.spans import spans_language
 
 
 class TreeReader:
-    """`{path: text}` of the `.py` files at a commit; a blob read once is not read again."""
+    """`{path: text}` of the source files (`spans_language`) at a commit; a blob read once is not read again."""
 
     def __init__(self, repo_path: str, max_file_bytes: int) -> None:
         self.repo_path = repo_path
@@ -26,8 +28,8 @@ class TreeReader:
             meta, _, path_b = record.partition(b"\t")
             parts = meta.split()
             path = path_b.decode("utf-8", "replace")
-            if len(parts) < 4 or parts[1] != b"blob" or not path.endswith(".py") or parts[3] == b"-":
-                continue
+            if len(parts) < 4 or parts[1] != b"blob" or not spans_language(path) or not parts[3].isdigit():
+                continue  # a submodule ("-") or a blob the clone lacks (git writes "BAD" for its size)
             if int(parts[3]) > self.max_file_bytes:
                 continue
             sha = parts[2].decode()

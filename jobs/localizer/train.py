@@ -24,6 +24,7 @@ import polars as pl
 
 from jobs.localizer.corpus import check_corpus
 from semantica.config import LocalizerTrainConfig
+from semantica.languages import language_of
 from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION
 from semantica.localizer.fit import fit_ranker, lambdarank_params, training_rows  # noqa: F401 (re-exported)
 from semantica.localizer.models import FILE_MODEL, FUNCTION_MODEL, META
@@ -31,6 +32,21 @@ from semantica.localizer.models import FILE_MODEL, FUNCTION_MODEL, META
 LEVELS = {"files": (FILE_FEATURES, "n_gold_files_in_snapshot", FILE_MODEL, "train_file_depth"),
           "functions": (FUNCTION_FEATURES, "n_gold_functions_in_snapshot", FUNCTION_MODEL, "train_function_depth")}
 METRIC_KS = (1, 3, 5, 10)
+
+
+LANGUAGE_GROUPS = {"javascript": "javascript/typescript", "typescript": "javascript/typescript",
+                   "tsx": "javascript/typescript"}
+
+
+def repo_languages(files: pl.DataFrame) -> dict[str, str]:
+    """A repository's language (JavaScript and TypeScript together): the language of most of its gold files."""
+    gold = files.filter(pl.col("label") > 0).select("repo", "key")
+    counts: dict[str, dict[str, int]] = {}
+    for repo, key in gold.iter_rows():
+        language = language_of(key)
+        group = counts.setdefault(repo, {})
+        group[LANGUAGE_GROUPS.get(language, language)] = group.get(LANGUAGE_GROUPS.get(language, language), 0) + 1
+    return {repo: max(c, key=c.__getitem__) for repo, c in counts.items()}
 
 
 class TrainError(ValueError):
@@ -144,6 +160,8 @@ class LocalizerTrainer:
                                                       "train_file_depth": self.config.train_file_depth,
                                                       "train_function_depth": self.config.train_function_depth,
                                                       "tail_every": self.config.tail_every}, "levels": {}}
+        languages = repo_languages(data["files"].frame)
+        results["languages"] = languages
         for level, (features, _, model_file, depth_field) in LEVELS.items():
             depth = getattr(self.config, depth_field)
             level_data = data[level]
@@ -164,8 +182,15 @@ class LocalizerTrainer:
                 sub = frame.filter(pl.col("repo") == repo)
                 per_repo[repo] = {"fusion": ranking_metrics(sub, fusion[mask], level_data.gold),
                                   "learned": ranking_metrics(sub, learned[mask], level_data.gold)}
+            by_language = {}
+            for language in sorted(set(languages.values())):
+                mask = frame["repo"].is_in([r for r, lang in languages.items() if lang == language]).to_numpy()
+                sub = frame.filter(pl.Series(mask))
+                by_language[language] = {"fusion": ranking_metrics(sub, fusion[mask], level_data.gold),
+                                         "learned": ranking_metrics(sub, learned[mask], level_data.gold)}
             summary = {"fusion": ranking_metrics(frame, fusion, level_data.gold),
-                       "learned": ranking_metrics(frame, learned, level_data.gold), "per_repo": per_repo}
+                       "learned": ranking_metrics(frame, learned, level_data.gold), "per_repo": per_repo,
+                       "by_language": by_language}
             final = self.fit(frame, features, depth)
             self.out.mkdir(parents=True, exist_ok=True)
             final.save_model(str(self.out / model_file))

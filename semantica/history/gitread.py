@@ -114,6 +114,13 @@ def changed_python_lines(repo_path: str, parent: str, commit: str) -> list[FileC
     return changes
 
 
+def changed_source_lines(repo_path: str, parent: str, commit: str) -> list[FileChange]:
+    """Per source file (`source_pathspecs`: every language with function spans) modified, not added, by `commit`
+    against `parent`, the parent-side lines it touched."""
+    raw = git(repo_path, "diff", "-U0", "--no-renames", "--no-color", parent, commit, "--", *source_pathspecs())
+    return _parse_diff(raw)[0]
+
+
 def first_parent_shas(repo_path: str, commit: str, limit: int) -> list[str]:
     """`commit` and its first-parent ancestors, newest first, at most `limit` (never a descendant of `commit`)."""
     raw = git(repo_path, "rev-list", "--first-parent", f"--max-count={limit}", commit)

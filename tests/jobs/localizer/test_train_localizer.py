@@ -82,6 +82,10 @@ def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
     assert files["learned"]["queries"] > 0 and set(report["corpus"]["repositories"]) == {"acme/shop", "acme/store"}
     card = (models / "MODEL_CARD.md").read_text()
     assert "acme/shop" in card and "leave-repositories-out" in card and "Feature importances" in card
+    # held-out metrics by language: a repository's language is that of most of its gold files
+    assert report["languages"] == {"acme/shop": "python", "acme/store": "python"}
+    assert files["by_language"]["python"]["learned"] == files["learned"]
+    assert "### By language" in card and "| python | 2 |" in card
     # each repository was scored by a model that never saw it
     assert sorted(r for fold in report["folds"] for r in fold) == ["acme/shop", "acme/store"]
     fold_models = sorted((models / ".folds").glob("*.txt"))
