@@ -53,8 +53,8 @@ def test_the_scope_sees_the_resolved_names(builder):
 
 
 def test_no_front_imports_the_daemon_server():
-    """The CLI's in-process path once borrowed `search_for_cli` from the daemon server; each front now calls
-    `serving.api.request`, and only the daemon's own command starts the daemon server."""
+    """Every front builds its request with `serving.api.request`, the CLI's in-process path too; only the
+    daemon's own command imports the daemon server."""
     borrowers = []
     for folder in FRONTS:
         for path in (ROOT / folder).rglob("*.py"):

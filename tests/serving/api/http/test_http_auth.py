@@ -246,7 +246,7 @@ def test_a_null_repos_is_422_for_a_scoped_token_too(setup, path):
 
 
 def test_metrics_403_is_documented_as_the_json_it_is(setup):
-    """The 200 is Prometheus text, the 403 a JSON error: the document said text/plain for both."""
+    """The 200 is Prometheus text, the 403 a JSON error: the document says so for each."""
     config, handles, main_token = setup
     core = make_core(config, handles)
     document = run(_get(core, "/openapi.json", _bearer(main_token))).json()
