@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from jobs.cli import add_common, config_from_args
-from serving.api.catalog import ROUTES
 from semantica.config import Config
+from serving.api.catalog import ROUTES
 
 APP_NAME = "semantica"
 SERVER_START_GRACE_S = 60.0  # a spawned interpreter imports Ray, torch and the app before Serve starts

@@ -76,22 +76,22 @@ def build_http_app(core: Any, behind_proxy: bool = False) -> FastAPI:
     install_error_handlers(api, readable)
 
     @api.post("/v1/search", responses=error_responses(BODY_ROUTE_ERRORS), openapi_extra=request_body(SearchBody))
-    def http_search(request: Request, body: SearchBody = json_body(SearchBody)) -> JSONResponse:
+    def http_search(request: Request, body: Annotated[SearchBody, json_body(SearchBody)]) -> JSONResponse:
         answer = core.search(body, principal(request))
         core.metrics.observe_search(answer)
         return JSONResponse(answer)
 
     @api.post("/v1/grep", responses=error_responses(BODY_ROUTE_ERRORS), openapi_extra=request_body(GrepBody))
-    def http_grep(request: Request, body: GrepBody = json_body(GrepBody)) -> JSONResponse:
+    def http_grep(request: Request, body: Annotated[GrepBody, json_body(GrepBody)]) -> JSONResponse:
         return JSONResponse(core.grep(body, principal(request)))
 
     @api.post("/v1/graph", responses=error_responses(BODY_ROUTE_ERRORS), openapi_extra=request_body(GraphBody))
-    def http_graph(request: Request, body: GraphBody = json_body(GraphBody)) -> JSONResponse:
+    def http_graph(request: Request, body: Annotated[GraphBody, json_body(GraphBody)]) -> JSONResponse:
         return JSONResponse(core.graph(body, principal(request)))
 
     @api.post("/v1/map", responses=error_responses(BODY_ROUTE_ERRORS),  # the repository map (serving/planning/repo_map.py)
               openapi_extra=request_body(MapBody))
-    def http_map(request: Request, body: MapBody = json_body(MapBody)) -> JSONResponse:
+    def http_map(request: Request, body: Annotated[MapBody, json_body(MapBody)]) -> JSONResponse:
         from serving.planning.repo_map import map_answer
 
         return JSONResponse(map_answer(core, body.model_dump(), principal(request)))
@@ -100,14 +100,14 @@ def build_http_app(core: Any, behind_proxy: bool = False) -> FastAPI:
 
     @api.post("/v1/plan", response_model=PlanAnswer, responses=error_responses(PLAN_ROUTE_ERRORS),
               openapi_extra=request_body(PlanBody))
-    def http_plan(request: Request, body: PlanBody = json_body(PlanBody)) -> JSONResponse:
+    def http_plan(request: Request, body: Annotated[PlanBody, json_body(PlanBody)]) -> JSONResponse:
         if not principal(request).unrestricted:
             raise Forbidden("a plan reads the server's file system: it needs a token that may read every repository")
         return JSONResponse(planner.plan(body))
 
     @api.post("/v1/feedback", status_code=201, responses=error_responses(BODY_ROUTE_ERRORS),
               openapi_extra=request_body(FeedbackBody))
-    def http_feedback(request: Request, body: FeedbackBody = json_body(FeedbackBody)) -> JSONResponse:
+    def http_feedback(request: Request, body: Annotated[FeedbackBody, json_body(FeedbackBody)]) -> JSONResponse:
         return JSONResponse(core.feedback(body, principal(request)), status_code=201)
 
     knowledge = KnowledgeApi(core.pipeline.knowledge.service)  # serving/api/http/knowledge.py (docs/knowledge.md)
@@ -124,7 +124,7 @@ def build_http_app(core: Any, behind_proxy: bool = False) -> FastAPI:
 
     @api.post("/v1/knowledge", status_code=201, responses=error_responses(KNOWLEDGE_WRITE_ERRORS),
               openapi_extra=request_body(KnowledgeBody))
-    def http_knowledge_add(request: Request, body: KnowledgeBody = json_body(KnowledgeBody)) -> JSONResponse:
+    def http_knowledge_add(request: Request, body: Annotated[KnowledgeBody, json_body(KnowledgeBody)]) -> JSONResponse:
         return JSONResponse(knowledge.add(principal(request), body), status_code=201)
 
     @api.get("/v1/repos", responses=error_responses(READ_ROUTE_ERRORS))

@@ -34,6 +34,8 @@ from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.errors import ErrorKind, local_kind_of
 from semantica.repo_names import normalize_repo_name
+from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
+from serving.api.freshness import answer_freshness, built_commit
 from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
 from serving.api.mcp.models import (
     ContextBlockOut,
@@ -72,8 +74,6 @@ from serving.api.mcp.params import (
     SyncRef,
     SyncRepo,
 )
-from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
-from serving.api.freshness import answer_freshness, built_commit
 from serving.api.request import RequestBuilder
 from serving.graph.service import GraphRequest, GraphService
 from serving.pipeline import SearchPipeline
