@@ -12,6 +12,7 @@ from pipelines.discover import DiscoveryError, repo_name_from_path
 from pipelines.manifest import ManifestError, RepoSpec, load_manifest
 from pipelines.plan import IndexPlanner
 from semantica.config import Config
+from serving.api.catalog import TOOLS
 from serving.api.mcp.models import PlanOut
 from serving.api.mcp.server import ToolSpec
 
@@ -19,10 +20,7 @@ PlanPath = Annotated[str | None, Field(description="a git checkout on the server
 PlanManifest = Annotated[str | None, Field(description="an index-batch manifest file on the server")]
 PlanCommit = Annotated[str | None, Field(description="plan this commit of `path` (default: the working tree)")]
 PlanFiles = Annotated[bool, Field(description="also list every file that would be indexed")]
-DESCRIPTION = ("Dry run before indexing: what `sync`/`index` would read and skip (and why: ignored with the rule, "
-               "vendored, generated, binary, huge), files and bytes by language, estimated chunks, embedding time and "
-               "index size, and warnings for lockfiles, build artifacts and data dumps. Loads no model. Use it before "
-               "syncing a new or large repository.")
+DESCRIPTION = TOOLS["plan"]
 
 
 def plan_tool(config: Config) -> ToolSpec:

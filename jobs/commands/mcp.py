@@ -8,6 +8,7 @@ import os
 import sys
 
 from jobs.cli import add_common, config_from_args
+from serving.api.catalog import TOOLS
 
 
 class Transport(enum.Enum):
@@ -26,9 +27,10 @@ class Transport(enum.Enum):
 def register(sub: argparse._SubParsersAction) -> None:
     mcp = sub.add_parser(
         "mcp", help="serve the indexes over MCP (for code agents)",
-        description="Run an MCP server (official SDK) with the tools search, get_context, list_repos, index_status "
-                    "and sync over the same pipeline as `semantica query`. stdio for a local agent (the client "
-                    "starts this command), streamable-http to serve several agents.",
+        description="Run an MCP server (official SDK) over the same pipeline as `semantica query`: stdio for a local "
+                    "agent (the client starts this command), streamable-http to serve several agents.",
+        epilog="tools:\n" + "\n".join(f"  {name:<18} {text.split('. ')[0].rstrip('.')}" for name, text in TOOLS.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mcp.add_argument("--transport", choices=[t.value for t in Transport], default=None,
                      help="stdio (default from conf: mcp.transport) or streamable-http")

@@ -120,14 +120,15 @@ def run_query(args: argparse.Namespace) -> int:
 
 def _search_in_process(config, fields: dict, branch: str | None):
     """Load everything here (in parallel), answer once: the fallback when no daemon answers."""
-    from serving.api.daemon import search_for_cli
+    from semantica.api import SearchRequest
+    from serving.api.request import RequestBuilder
     from serving.pipeline import SearchPipeline
 
     pipeline = SearchPipeline(config)
-    names = pipeline.snapshots.names_for(fields["repos"], branch)  # a branch nobody indexed: BranchNotIndexed
+    request = RequestBuilder(pipeline.snapshots).build(SearchRequest, fields, branch)  # BranchNotIndexed: none there
     # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn (the JVM only for a lexical list)
-    pipeline.prefetch(names, fields["strategies"], fields["query"])
-    return search_for_cli(pipeline, {**fields, "repos": names}, None)  # resolved once: the published names
+    pipeline.prefetch(request.repos or pipeline.snapshots.default_repos(), request.strategies, request.query)
+    return pipeline.search(request)
 
 
 def render_plan(plan: dict) -> str:

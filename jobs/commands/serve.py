@@ -19,6 +19,7 @@ from typing import Any
 
 from jobs.cli import add_common, config_from_args
 from semantica.config import Config
+from serving.api.catalog import ROUTES
 
 APP_NAME = "semantica"
 SERVER_START_GRACE_S = 60.0  # a spawned interpreter imports Ray, torch and the app before Serve starts
@@ -28,9 +29,11 @@ SERVER_STOP_GRACE_S = 60.0
 def register(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve", help="serve the HTTP search API with Ray Serve",
-        description="Start Ray Serve with one deployment per query stage behind a FastAPI ingress: "
-                    "POST /v1/search, POST /v1/feedback, GET /v1/repos, GET /healthz, docs at /docs. "
-                    "New snapshots are picked up without restart. Stops cleanly on SIGINT/SIGTERM.",
+        description="Start Ray Serve with one deployment per query stage behind a FastAPI ingress (routes below, "
+                    "the OpenAPI document at /docs). New snapshots are picked up without restart. Stops cleanly on "
+                    "SIGINT/SIGTERM.",
+        epilog="routes:\n" + "\n".join(f"  {path:<14} {text}" for path, text in ROUTES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("--host", default=None, help="bind address (default serve.host: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default serve.port: 8000)")

@@ -17,29 +17,18 @@ import signal
 import socketserver
 import threading
 import time
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from semantica.api import SearchRequest, SearchResponse
+from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.daemon_protocol import PRIVATE_FILE_MODE, DaemonProtocolError, receive, send
 from semantica.errors import ErrorKind, local_kind_of, public_message
+from serving.api.request import RequestBuilder
 
 log = logging.getLogger(__name__)
 IDLE_CHECKS_PER_TIMEOUT = 4
 IDLE_CHECK_MAX_S = 5.0
-REQUEST_FIELDS = {f.name for f in fields(SearchRequest)}
-
-
-def search_for_cli(pipeline: Any, request_fields: dict[str, Any], branch: str | None) -> SearchResponse:
-    """What `semantica query` asks, answered by `pipeline` (in the daemon, or in-process as the fallback)."""
-    unknown = set(request_fields) - REQUEST_FIELDS
-    if unknown:
-        raise ValueError(f"unknown request field(s) {sorted(unknown)}")
-    request = SearchRequest(**request_fields)
-    request.repos = pipeline.snapshots.names_for(list(request.repos), branch)  # BranchNotIndexed: none at `branch`
-    return pipeline.search(request)
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -151,7 +140,9 @@ class QueryDaemon:
                             "message": f"the daemon could not load: {self._load_error}"}
                 with self._lock:
                     self.requests += 1
-                response = search_for_cli(self._pipeline, dict(message.get("request") or {}), message.get("branch"))
+                request = RequestBuilder(self._pipeline.snapshots).build(
+                    SearchRequest, dict(message.get("request") or {}), message.get("branch"))
+                response = self._pipeline.search(request)
                 return {"ok": True, "response": response.to_dict()}
             return {"ok": False, "error": "ValueError", "kind": ErrorKind.INVALID.slug,
                     "message": f"unknown op {op!r}; known: search, status, stop"}

@@ -49,8 +49,9 @@ class TrustRules:
         return 0.0, ""
 
 
-class Freshness:
-    """Per-file freshness of a snapshot (0 everywhere when its source cannot be read: a note says why)."""
+class FileRecency:
+    """Per-file recency score of a snapshot: how recently each file changed, for the final order (0 everywhere
+    when its source cannot be read: a note says why). Not `semantica.freshness.Freshness`, whether a snapshot is stale."""
 
     def __init__(self, config: FinalOrderConfig, cache_dir: str) -> None:
         self.config = config
@@ -136,7 +137,7 @@ class FinalOrder:
     def __init__(self, config: FinalOrderConfig, cache_dir: str) -> None:
         self.config = config
         self.trust = TrustRules(config.trust_rules)
-        self.freshness = Freshness(config, cache_dir)
+        self.freshness = FileRecency(config, cache_dir)
         self.embeddings = ChunkVectors()
 
     @property

@@ -26,19 +26,22 @@ Run: `semantica serve` (blocks until SIGINT/SIGTERM), or `serve run conf/serve.y
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
 from semantica import observability
-from semantica.api import QueryError, SearchRequest
+from semantica.api import SearchRequest
 from semantica.branch_keys import split_branch_key
 from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
-from semantica.errors import describe, kind_of, public_message
+from semantica.errors import describe, kind_of
 from semantica.layout import IndexLayout
+from semantica.snapshot import RepoHealth
+from serving.api.freshness import answer_freshness, built_commit, snapshot_freshness
 from serving.api.http.admission import AdmissionController
 from serving.api.http.errors import NotFound
 from serving.api.http.feedback import FeedbackLog
@@ -46,6 +49,7 @@ from serving.api.http.metrics import HttpMetrics
 from serving.api.http.models import FeedbackBody, GraphBody, GrepBody, SearchBody
 from serving.api.http.routes import ROUTES, build_http_app
 from serving.api.http.security import ANONYMOUS, HostAllowlist, Principal, TokenStore, auth_required
+from serving.api.request import RequestBuilder
 from serving.graph.service import GraphRequest, GraphService
 from serving.pipeline import SearchPipeline
 from serving.ray.health import SnapshotHealthCheck
@@ -176,6 +180,7 @@ class IngressCore:
         self.metrics = HttpMetrics(self.config.metrics, ROUTES, self.repo_status,
                                    lambda: read_build_stats(build_stats_path(self.config)))
         self.health_check = SnapshotHealthCheck(self.pipeline.snapshots, self.config.serve.snapshot_max_age_s)
+        self.requests = RequestBuilder(self.pipeline.snapshots)
 
     def check_health(self) -> None:
         """Serve's periodic replica check (see `StageDeployment.check_health`)."""
@@ -198,7 +203,8 @@ class IngressCore:
         return [r for r in principal.visible(self.layout.repos()) if split_branch_key(r)[1] == branch]
 
     def readable_scope(self, principal: Principal, repos: list[str]) -> list[str]:
-        """Defence in depth behind `BodyGuard`: a restricted caller names only repositories it may read."""
+        """The published names `principal` reads for a request naming `repos` (none: every one it may read).
+        Defence in depth behind `BodyGuard`: a restricted caller names only repositories it may read."""
         if principal.unrestricted:
             return repos
         for name in repos:
@@ -209,39 +215,38 @@ class IngressCore:
             raise NotFound("no indexed repository is readable with this token")
         return visible
 
-    def search(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
-        body = SearchBody.model_validate(payload)
+    def _build(self, request_type: type[Any], body: BaseModel, principal: Principal) -> Any:
+        """The body's fields (`branch` aside) as the one request every front builds, scoped to `principal`."""
         values = body.model_dump()
-        branch = values.pop("branch")
-        repos = self.pipeline.snapshots.names_for(values["repos"], branch) if branch else values["repos"]
-        values["repos"] = self.readable_scope(principal, repos)
-        values["k"] = self.config.query.default_k if body.k is None else body.k
-        return self.pipeline.search(SearchRequest(**values)).to_dict()
+        branch = values.pop("branch", None)
+        return self.requests.build(request_type, values, branch, lambda repos: self.readable_scope(principal, repos))
 
-    def grep(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
+    def search(self, body: SearchBody | dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """`POST /v1/search` (the route passes its validated body; a Serve handle caller, a dict)."""
+        request = self._build(SearchRequest, _validated(SearchBody, body), principal)
+        return self.pipeline.search(request).to_dict()
+
+    def grep(self, body: GrepBody | dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """`POST /v1/grep`: exact or regex search, read in the ingress from the snapshots' exact shards; the same
         branch resolution and repository scope as a search."""
         from serving.retrievers.exact import ExactSearcher, GrepRequest
 
-        values = GrepBody.model_validate(payload).model_dump()
-        branch = values.pop("branch")
-        repos = self.pipeline.snapshots.names_for(values["repos"], branch) if branch else values["repos"]
-        values["repos"] = self.readable_scope(principal, repos)
-        return ExactSearcher(self.config, self.pipeline.snapshots).search(GrepRequest(**values)).to_dict()
+        request = self._build(GrepRequest, _validated(GrepBody, body), principal)
+        return ExactSearcher(self.config, self.pipeline.snapshots).search(request).to_dict()
 
-    def graph(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
+    def graph(self, body: GraphBody | dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """`POST /v1/graph`: the exact structural answer, read in the ingress from the snapshot's graph tables."""
-        body = GraphBody.model_validate(payload)
-        values = body.model_dump()
-        values["repos"] = self.readable_scope(principal, values["repos"])
+        request = self._build(GraphRequest, _validated(GraphBody, body), principal)
         service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
-        return service.run(GraphRequest(**values))
+        answer = service.run(request)
+        return {**answer, "freshness": self.freshness(answer["snapshots"])}
 
-    def feedback(self, payload: dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
-        body = FeedbackBody.model_validate(payload)
-        if not body.chunk_ids and not body.hits and not body.knowledge_ids:
-            raise QueryError("feedback needs at least one selected chunk id (chunk_ids), hit (hits) or knowledge "
-                             "entry (knowledge_ids)")
+    def freshness(self, names: Any) -> dict[str, dict[str, Any]]:
+        """`{repo: Freshness}` of the snapshots an answer read: the shape every answer carries."""
+        return answer_freshness(self.config, self.pipeline.snapshots, names)
+
+    def feedback(self, body: FeedbackBody | dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        body = _validated(FeedbackBody, body)
         record = body.model_dump()
         record["repos"] = self.readable_scope(principal, record["repos"])
         for hit in record["hits"]:
@@ -264,10 +269,8 @@ class IngressCore:
                 continue
             row = entry.to_dict()
             if entry.manifest is not None:
-                try:
-                    row["freshness"] = self.pipeline.snapshots.get(entry.repo).freshness().to_dict()
-                except Exception as exc:  # the listing never fails for one repository
-                    row["freshness"] = {"stale": None, "reason": public_message(exc)}
+                row["commit"] = built_commit(entry.manifest)
+                row["freshness"] = snapshot_freshness(self.pipeline.snapshots, entry.repo)  # never fails the listing
                 created = dt.datetime.fromisoformat(entry.manifest.created)
                 created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
                 row["age_s"] = round((now - created).total_seconds(), 1)
@@ -289,13 +292,22 @@ class IngressCore:
                 stages[name] = f"down: {type(_unwrap(exc)).__name__}"
         down = [n for n in MANDATORY if stages.get(n) != "ok"]
         viewer = principal or Principal("probe", ())
-        repos = [h.to_dict() for h in self.pipeline.snapshots.health() if viewer.may_read(h.repo)]
+        repos = [{**RepoHealth.of(entry).to_dict(), **({"commit": built_commit(entry.manifest)} if entry.manifest else {})}
+                 for entry in self.pipeline.snapshots.checked_listing() if viewer.may_read(entry.repo)]
         broken = [r["repo"] for r in repos if r["status"] != "ok"]
         status = "draining" if self.admission.draining else "unavailable" if down else "degraded" if broken else "ok"
         if principal is None or not principal.repos:
             return {"status": status, "down": down}
         return {"status": status, "down": down, "stages": stages, "repos": repos, "broken": broken,
                 "admission": self.admission.snapshot()}
+
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+def _validated(model: type[Body], body: Body | dict[str, Any]) -> Body:
+    """The route's body as it is (validated once, by the route); a Serve handle caller's dict validated here."""
+    return body if isinstance(body, model) else model.model_validate(body)
 
 
 def make_ingress() -> Any:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from semantica.config import Config
 from semantica.errors import ErrorKind
+from semantica.knowledge.entry import Status
 from semantica.languages import KNOWN_LANGUAGES
 from serving.graph.structural import GraphOp
 from serving.planning.modes import SearchMode
@@ -88,7 +89,9 @@ def text_response(media_type: str, description: str) -> dict[int | str, dict[str
     return {200: {"description": description, "content": {media_type: {"schema": {"type": "string"}}}}}
 
 
-NOT_BLANK = r"\S"
+NOT_BLANK = r"[^\s\u0000-\u001f\u007f-\u009f]"
+"""Some character that is neither a space nor a control character (C0, DEL, C1): what text fields must hold,
+since control characters are dropped before a text is used."""
 _NAME_CHAR = r"[^\u0000-\u001f\u007f-\u009f\u2028\u2029]"
 _NAME_KEY = r"[^\s/\u0000-\u001f\u007f-\u009f\u2028\u2029]"
 REPO_NAME_PATTERN = rf"^(?!(?:.*/)?\s*\.{{1,2}}\s*(?:/|$)){_NAME_CHAR}*{_NAME_KEY}{_NAME_CHAR}*$"
@@ -130,10 +133,18 @@ def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, 
         "PlanEntry": {"name": names},
         "PlanBody": {"repos": {"minItems": 1}},
         "FeedbackBody": {
+            "query": {"minLength": 1, "pattern": NOT_BLANK},
             "repos": {"items": names},
             "snapshots": {"propertyNames": names},
         },
+        "KnowledgeBody": {"repos": {"items": names}},
     }
+    feedback = schemas.get("FeedbackBody")
+    if feedback is not None:  # what it selects: at least one of the three lists is not empty
+        feedback["anyOf"] = [{"required": [name], "properties": {name: {"minItems": 1}}}
+                             for name in ("chunk_ids", "hits", "knowledge_ids")]
+    _limit_parameters(document)
+    _json_errors(document)
     for model, fields in limits.items():
         properties = schemas.get(model, {}).get("properties", {})
         for name, extra in fields.items():
@@ -143,3 +154,21 @@ def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, 
                     target.pop("type", None)
                 target.update(extra)
     return document
+
+
+def _limit_parameters(document: dict[str, Any]) -> None:
+    """Query parameters the server checks beyond their type: `GET /v1/knowledge`'s statuses."""
+    for parameter in document.get("paths", {}).get("/v1/knowledge", {}).get("get", {}).get("parameters", []):
+        if parameter.get("name") == "status":
+            parameter["schema"]["items"] = {"type": "string", "enum": [status.value for status in Status]}
+
+
+def _json_errors(document: dict[str, Any]) -> None:
+    """Every error answer is `ErrorBody` as JSON, also on a route whose success is not JSON (`/metrics`'
+    403 is JSON, its 200 Prometheus text): FastAPI would document the error under the route's media type."""
+    json_error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            for status, response in operation.get("responses", {}).items():
+                if str(status).startswith(("4", "5")) and "application/json" not in response.get("content", {}):
+                    response["content"] = dict(json_error)

@@ -12,6 +12,7 @@ from typing import Any
 from semantica.branch_keys import check_branch, split_branch_key
 from semantica.config import LimitsConfig
 from semantica.repo_names import RepoNameError
+from serving.api.http.body import NO_JSON, PARSED, UNPARSED
 from serving.api.http.errors import (
     ApiError,
     BadRequest,
@@ -94,7 +95,7 @@ class BodyGuard:
             return
         try:
             body = await self._read(scope, receive)
-            body = self._check_json(scope, body)
+            self._check_json(scope, body)
         except ApiError as exc:
             await _refuse(exc, scope, receive, send)
             return
@@ -122,24 +123,32 @@ class BodyGuard:
             if not message.get("more_body", False):
                 return b"".join(parts)
 
-    def _check_json(self, scope: dict[str, Any], body: bytes) -> bytes:
+    def _check_json(self, scope: dict[str, Any], body: bytes) -> None:
+        """Parse a JSON body once: bound it, scope its `repos`, and keep the value for the route
+        (`serving.api.http.body.json_body` validates it; nothing parses the bytes again)."""
+        state = scope.setdefault("state", {})
         content_type = _header(scope, b"content-type").lower()
-        if (content_type and "json" not in content_type) or not body:
-            return body  # FastAPI reads a body without a content type as JSON too: so do we
+        if content_type and "json" not in content_type:
+            state[UNPARSED] = f"the body is {content_type.split(';')[0]}: {NO_JSON}"
+            return
+        if not body:
+            state[UNPARSED] = f"the body is empty: {NO_JSON}"
+            return
         try:
             value = json.loads(body, parse_constant=_reject_constant)
         except Unprocessable:
             raise
         except RecursionError:  # deeper than the parser's stack: far past limits.max_json_depth
             raise PayloadTooLarge(f"body: nested deeper than limits.max_json_depth={self.limits.max_json_depth}") from None
-        except ValueError:
-            return body  # not JSON: the route's validation answers 422 with the parser's message
+        except ValueError as exc:
+            state[UNPARSED] = f"the body is not JSON ({exc}): {NO_JSON}"
+            return
         self._check_sizes(value, "body", 0)
         if isinstance(value, dict) and scope["path"].startswith("/v1/"):
             scoped = self._scope_repos(principal_of(scope), value)
             if scoped is not None:
-                return json.dumps(value | {"repos": scoped}, allow_nan=False).encode()
-        return body
+                value = value | {"repos": scoped}
+        state[PARSED] = value
 
     def _check_sizes(self, value: Any, where: str, depth: int) -> None:
         limits = self.limits
@@ -167,13 +176,13 @@ class BodyGuard:
         requested = [_entry_name(item) for item in requested or []]  # a plan's manifest entries: their names
         if not all(isinstance(name, str) for name in requested):
             return None  # the model answers 422
-        for name in requested or []:
+        if principal.unrestricted:
+            return None  # the route's model checks the names
+        for name in requested or []:  # a name must be valid before it is compared with the token's globs
             try:
                 check_repo_name(name)
             except ValueError as exc:
                 raise Unprocessable(f"repos: {exc}", detail=[{"field": "repos", "message": str(exc)}]) from None
-        if principal.unrestricted:
-            return None
         for name in requested or []:
             if not principal.may_read(name):
                 raise self.unknown_repo(name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from semantica.api import CONTENT_TRUST
 from semantica.knowledge.entry import SourceKind, Status
@@ -20,9 +20,11 @@ from semantica.knowledge.service import KnowledgeService
 from semantica.knowledge.store import KnowledgeInputError, UnknownEntryError
 from semantica.repo_names import RepoNameError, normalize_repo_name
 from serving.api.http.errors import Forbidden, NotFound, PayloadTooLarge, Unprocessable
-from serving.api.http.security import Principal
+from serving.api.http.security import Principal, check_repo_name
 
 TOO_LARGE = 413
+STATUSES = tuple(s.value for s in Status)
+"""The `status` values `GET /v1/knowledge` filters on (also the enum the OpenAPI document lists)."""
 
 
 class KnowledgeBody(BaseModel):
@@ -39,6 +41,11 @@ class KnowledgeBody(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     source_kind: str = Field(default="person", description="person | adr | doc | agent (agent: a candidate)")
     source_ref: str = ""
+
+    @field_validator("repos")
+    @classmethod
+    def _valid_repos(cls, names: list[str]) -> list[str]:
+        return [check_repo_name(name) for name in names]
 
 
 def _claimed_by(principal: Principal, ref: str) -> str:
@@ -68,10 +75,11 @@ class KnowledgeApi:
         return [s.repo for s in self.service.base.stores(None, include_global=False) if principal.may_read(s.repo)]
 
     def list(self, principal: Principal, repo: str | None, query: str, status: list[str], limit: int) -> dict[str, Any]:
-        try:
-            statuses = tuple(Status.parse(s) for s in status) or (Status.ACTIVE,)
-        except ValueError as exc:
-            raise Unprocessable(str(exc)) from None
+        unknown = [s for s in status if s not in STATUSES]
+        if unknown:
+            raise Unprocessable(f"status {unknown[0]!r} is not a knowledge status: send one of {', '.join(STATUSES)} "
+                                "(none: active)", detail=[{"field": "status", "message": "unknown status"}])
+        statuses = tuple(Status.parse(s) for s in status) or (Status.ACTIVE,)
         entries = self.service.list(self.readable(principal, repo), statuses, query, limit)
         return {"entries": [e.to_dict() for e in entries], "threshold": self.service.config.knowledge.threshold,
                 "content_trust": CONTENT_TRUST}

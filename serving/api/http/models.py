@@ -8,7 +8,7 @@ import math
 import unicodedata
 from typing import Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model, field_validator, model_validator
 
 from semantica.api import SearchRequest
 from semantica.branch_keys import check_branch
@@ -164,7 +164,7 @@ class FeedbackBody(BaseModel):
     """`POST /v1/feedback`: which hits of a query were useful. Strings are cleaned before they are stored."""
 
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1)
+    query: str = Field(description="the query the hits answered")
     chunk_ids: list[str] = Field(default_factory=list, description="selected chunk ids")
     hits: list[dict[str, Any]] = Field(default_factory=list, description="selected hits as returned by /v1/search")
     repos: list[str] = Field(default_factory=list)
@@ -188,6 +188,20 @@ class FeedbackBody(BaseModel):
     @classmethod
     def _clean(cls, value: Any) -> Any:
         return clean_json(value)
+
+    @field_validator("query")
+    @classmethod
+    def _some_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the query holds only spaces or control characters; send the query the hits answered")
+        return value
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> FeedbackBody:
+        if not self.chunk_ids and not self.hits and not self.knowledge_ids:
+            raise ValueError("feedback selects nothing: send at least one chunk id (chunk_ids), hit (hits) or "
+                             "knowledge entry (knowledge_ids)")
+        return self
 
 
 class MapBody(BaseModel):

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 import serving
 from semantica.config import ENV_PREFIX, Config, config_to_dict
 from serving.api.http.errors import DeadlineExceeded, Unprocessable
+from serving.api.http.security import check_repo_name
 
 log = logging.getLogger("semantica.http.plan")
 CLI_ERROR_PREFIX = "semantica plan: error: "
@@ -47,6 +48,12 @@ class PlanEntry(BaseModel):
     refs: list[str] = Field(default_factory=list, description="branches: one plan each, as NAME@BRANCH")
     include: list[str] = Field(default_factory=list, description="globs on the path or file name")
     exclude: list[str] = Field(default_factory=list, description="globs on the path or file name")
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str) -> str:
+        check_repo_name(name)  # refused here, as every body's names; planned as written
+        return name
 
     @model_validator(mode="after")
     def _one_source(self) -> PlanEntry:

@@ -18,7 +18,9 @@ from fastapi.responses import JSONResponse, Response
 from semantica import observability
 from semantica.errors import ErrorKind
 from semantica.observability import RequestContextMiddleware
+from serving.api import catalog
 from serving.api.http.admission import AdmissionMiddleware
+from serving.api.http.body import add_body_schemas, json_body, request_body
 from serving.api.http.contract import (
     BODY_ROUTE_ERRORS,
     HEALTH_ROUTE_ERRORS,
@@ -39,9 +41,10 @@ from serving.api.http.metrics import CONTENT_TYPE, MetricsMiddleware
 from serving.api.http.models import FeedbackBody, GraphBody, GrepBody, MapBody, SearchBody
 from serving.api.http.plan import HttpPlanner, PlanAnswer, PlanBody
 
-ROUTES = ("/v1/search", "/v1/grep", "/v1/graph", "/v1/feedback", "/v1/repos", "/healthz", "/metrics", "/v1/map", "/v1/knowledge",
-          "/v1/plan")
+ROUTES = tuple(catalog.ROUTES)
 UNHEALTHY = ("unavailable", "draining")
+BODY_MODELS = (SearchBody, GrepBody, GraphBody, MapBody, PlanBody, FeedbackBody, KnowledgeBody)
+"""The POST routes' bodies, each parsed once by `BodyGuard` and validated once by `json_body`."""
 
 
 class PrometheusText(Response):
@@ -72,37 +75,40 @@ def build_http_app(core: Any, behind_proxy: bool = False) -> FastAPI:
 
     install_error_handlers(api, readable)
 
-    @api.post("/v1/search", responses=error_responses(BODY_ROUTE_ERRORS))
-    def http_search(body: SearchBody, request: Request) -> JSONResponse:
-        answer = core.search(body.model_dump(exclude_unset=True), principal(request))
+    @api.post("/v1/search", responses=error_responses(BODY_ROUTE_ERRORS), openapi_extra=request_body(SearchBody))
+    def http_search(request: Request, body: Annotated[SearchBody, json_body(SearchBody)]) -> JSONResponse:
+        answer = core.search(body, principal(request))
         core.metrics.observe_search(answer)
         return JSONResponse(answer)
 
-    @api.post("/v1/grep", responses=error_responses(BODY_ROUTE_ERRORS))
-    def http_grep(body: GrepBody, request: Request) -> JSONResponse:
-        return JSONResponse(core.grep(body.model_dump(exclude_unset=True), principal(request)))
+    @api.post("/v1/grep", responses=error_responses(BODY_ROUTE_ERRORS), openapi_extra=request_body(GrepBody))
+    def http_grep(request: Request, body: Annotated[GrepBody, json_body(GrepBody)]) -> JSONResponse:
+        return JSONResponse(core.grep(body, principal(request)))
 
-    @api.post("/v1/graph", responses=error_responses(BODY_ROUTE_ERRORS))
-    def http_graph(body: GraphBody, request: Request) -> JSONResponse:
-        return JSONResponse(core.graph(body.model_dump(exclude_unset=True), principal(request)))
+    @api.post("/v1/graph", responses=error_responses(BODY_ROUTE_ERRORS), openapi_extra=request_body(GraphBody))
+    def http_graph(request: Request, body: Annotated[GraphBody, json_body(GraphBody)]) -> JSONResponse:
+        return JSONResponse(core.graph(body, principal(request)))
 
-    @api.post("/v1/map", responses=error_responses(BODY_ROUTE_ERRORS))  # the repository map (serving/planning/repo_map.py)
-    def http_map(body: MapBody, request: Request) -> JSONResponse:
+    @api.post("/v1/map", responses=error_responses(BODY_ROUTE_ERRORS),  # the repository map (serving/planning/repo_map.py)
+              openapi_extra=request_body(MapBody))
+    def http_map(request: Request, body: Annotated[MapBody, json_body(MapBody)]) -> JSONResponse:
         from serving.planning.repo_map import map_answer
 
         return JSONResponse(map_answer(core, body.model_dump(), principal(request)))
 
     planner = HttpPlanner(core.config)  # serving/api/http/plan.py: `semantica plan` of a manifest (docs/plan.md)
 
-    @api.post("/v1/plan", response_model=PlanAnswer, responses=error_responses(PLAN_ROUTE_ERRORS))
-    def http_plan(body: PlanBody, request: Request) -> JSONResponse:
+    @api.post("/v1/plan", response_model=PlanAnswer, responses=error_responses(PLAN_ROUTE_ERRORS),
+              openapi_extra=request_body(PlanBody))
+    def http_plan(request: Request, body: Annotated[PlanBody, json_body(PlanBody)]) -> JSONResponse:
         if not principal(request).unrestricted:
             raise Forbidden("a plan reads the server's file system: it needs a token that may read every repository")
         return JSONResponse(planner.plan(body))
 
-    @api.post("/v1/feedback", status_code=201, responses=error_responses(BODY_ROUTE_ERRORS))
-    def http_feedback(body: FeedbackBody, request: Request) -> JSONResponse:
-        return JSONResponse(core.feedback(body.model_dump(), principal(request)), status_code=201)
+    @api.post("/v1/feedback", status_code=201, responses=error_responses(BODY_ROUTE_ERRORS),
+              openapi_extra=request_body(FeedbackBody))
+    def http_feedback(request: Request, body: Annotated[FeedbackBody, json_body(FeedbackBody)]) -> JSONResponse:
+        return JSONResponse(core.feedback(body, principal(request)), status_code=201)
 
     knowledge = KnowledgeApi(core.pipeline.knowledge.service)  # serving/api/http/knowledge.py (docs/knowledge.md)
 
@@ -116,8 +122,9 @@ def build_http_app(core: Any, behind_proxy: bool = False) -> FastAPI:
     def http_knowledge_get(entry_id: str, request: Request) -> JSONResponse:
         return JSONResponse(knowledge.get(principal(request), entry_id))
 
-    @api.post("/v1/knowledge", status_code=201, responses=error_responses(KNOWLEDGE_WRITE_ERRORS))
-    def http_knowledge_add(body: KnowledgeBody, request: Request) -> JSONResponse:
+    @api.post("/v1/knowledge", status_code=201, responses=error_responses(KNOWLEDGE_WRITE_ERRORS),
+              openapi_extra=request_body(KnowledgeBody))
+    def http_knowledge_add(request: Request, body: Annotated[KnowledgeBody, json_body(KnowledgeBody)]) -> JSONResponse:
         return JSONResponse(knowledge.add(principal(request), body), status_code=201)
 
     @api.get("/v1/repos", responses=error_responses(READ_ROUTE_ERRORS))
@@ -142,7 +149,7 @@ def build_http_app(core: Any, behind_proxy: bool = False) -> FastAPI:
 
     def openapi() -> dict[str, Any]:
         """FastAPI's document plus the checks the pipeline makes (`serving.api.http.contract`)."""
-        return apply_request_limits(published(), core.config)
+        return apply_request_limits(add_body_schemas(published(), BODY_MODELS), core.config)
 
     api.openapi = openapi  # type: ignore[method-assign]
 

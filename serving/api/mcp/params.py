@@ -22,13 +22,6 @@ Mode = Annotated[str | None, Field(description="force a search mode: " + ", ".jo
 PrimaryRepo = Annotated[str | None, Field(description="the repository that gets most of k when `repos` names several "
                                                       "(default: the first named, else the best-scoring)")]
 Depth = Annotated[int | None, Field(ge=1, description="transitive hops (default from conf; a maximum applies)")]
-GRAPH_TOOLS = {
-    "callers": "Functions whose bodies call NAME, each cited at the call line: 'who calls X / where is X used'.",
-    "callees": "Functions NAME calls: 'what does X call'.",
-    "definition": "Where NAME is defined.",
-    "references": "Every use of NAME: calls, references, subclasses.",
-    "implementations": "Subclasses of a class, or the overrides of a method.",
-}
 SyncRepo = Annotated[str | None, Field(description="an indexed repository name (re-sync from its recorded source)")]
 SyncPath = Annotated[str | None, Field(description="a git checkout on the server's machine (index it, or re-index from it)")]
 SyncRef = Annotated[str | None, Field(description="a branch or commit to index from git objects instead of the working tree")]

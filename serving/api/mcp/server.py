@@ -3,7 +3,7 @@
 Every tool calls the same `SearchPipeline` the CLI and the HTTP API use (one pipeline, no second copy),
 and `sync` calls the indexer injected by `jobs/mcp_cmd.py` (serving never imports pipelines). Each tool
 has a typed input schema (its annotated parameters) and a typed output schema (a pydantic model from
-`serving.api.mcp.models`); every answer carries the freshness of the snapshots it read.
+`serving.api.mcp.models`); every answer carries the freshness of the snapshots it read, keyed by repository.
 
 Adding a tool is one `ToolSpec` in `SemanticaTools.specs()` (or one in `extra` passed to `build_server`):
 the structural graph ops (`callers`, `callees`, `definition`, `references`) join that way when they land.
@@ -34,6 +34,8 @@ from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.errors import ErrorKind, local_kind_of
 from semantica.repo_names import normalize_repo_name
+from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
+from serving.api.freshness import answer_freshness, built_commit
 from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
 from serving.api.mcp.models import (
     ContextBlockOut,
@@ -52,10 +54,9 @@ from serving.api.mcp.models import (
     SearchOut,
     StatusOut,
     SyncOut,
-    freshness_list,
+    freshness_of,
 )
 from serving.api.mcp.params import (
-    GRAPH_TOOLS,
     Branch,
     BudgetTokens,
     Cursor,
@@ -73,6 +74,7 @@ from serving.api.mcp.params import (
     SyncRef,
     SyncRepo,
 )
+from serving.api.request import RequestBuilder
 from serving.graph.service import GraphRequest, GraphService
 from serving.pipeline import SearchPipeline
 
@@ -112,57 +114,15 @@ class SemanticaTools:
         self.pipeline = pipeline
         self.syncer = syncer
         self.cursors = CursorCodec()
+        self.requests = RequestBuilder(pipeline.snapshots)
         self.packer = BudgetPacker(TokenCounter(config.encoder.model_path), self.cursors)
 
     def specs(self) -> list[ToolSpec]:
-        specs = [
-            ToolSpec("search", self.search,
-                     "Find code in the indexed repositories: functions, classes, docs ranked by relevance, each with "
-                     "a `path:start-end` citation and its code, plus the files most worth opening. Use it first for "
-                     "any 'where is / how does / what calls' question. Check `freshness[].stale`."),
-            ToolSpec("get_context", self.get_context,
-                     "Get the best-matching code for a question packed into one cited text block within a token "
-                     "budget (deduplicated, each block under its `# path:start-end` citation). Use it when you need "
-                     "code to read or quote in an answer rather than a ranked list."),
-            ToolSpec("grep", self.grep,
-                     "Exact or regex search like ripgrep: every line holding `pattern` (a fixed string, or RE2 with "
-                     "regex=true), ordered by path and line, with 1-based line and byte column. Use it for a known "
-                     "string, identifier, error message or pasted line; `search` for questions."),
-            ToolSpec("list_repos", self.list_repos,
-                     "List the indexed repositories with their snapshot, commit, build time and source path. Use it "
-                     "to learn which repository names `search` accepts."),
-            ToolSpec("index_status", self.index_status,
-                     "Tell whether each repository's index is fresh or stale compared with its source (working tree "
-                     "files changed, or the branch moved), listing the changed files. Cheap: use it before trusting "
-                     "answers about code you or others just edited."),
-        ]
-        specs += [ToolSpec(op, getattr(self, op), f"{what} Exact, from the code graph (not a similarity search), "
-                           "each answer cited at `path:line` and marked with how it was resolved; `depth` > 1 "
-                           "follows the edges transitively. Prefer it to `search` for these questions.")
-                  for op, what in GRAPH_TOOLS.items()]
-        specs.append(ToolSpec("repo_map", self.repo_map,  # serving/planning/repo_map.py
-                              "A compact map of one repository for orienting yourself: its files ranked by personalised "
-                              "PageRank over the code graph, seeded with the identifiers and paths in `query`, each "
-                              "with its top symbols (line and signature), within a token budget."))
-        specs += [
-            ToolSpec("knowledge_search", self.knowledge_search,
-                     "Search the team's knowledge entries (decisions, rules, facts, how-tos) with their trust score, "
-                     "source and last verification. Trusted relevant entries already lead `get_context`; use this to "
-                     "check a rule before changing code it is about."),
-            ToolSpec("knowledge_propose", self.knowledge_propose,
-                     "Propose a knowledge entry you learned (an agent's answer that proved right, a rule the code "
-                     "implies). It starts as a candidate: checked against the code and scored, and used only after a "
-                     "person approves it in review. Scope it with the paths and symbols it is about; evidence "
-                     "counts only when it exists in the repository (a commit, a path, a symbol, a test id).", read_only=False),
-        ]
-        if self.syncer is not None:
-            specs.append(ToolSpec(
-                "sync", self.sync,
-                "Bring a repository's index up to date with its source (incremental: only changed files are "
-                "re-parsed and re-embedded) and return what changed. Call it when `stale` is true or after editing "
-                "files; with `path` it indexes a new repository. It does nothing when the index is already fresh "
-                "unless `force` is true.", read_only=False))
-        return specs
+        """One spec per tool of `serving.api.catalog.TOOLS` (its description, in its order) but those the command
+        adds (`COMMAND_TOOLS`); `sync` only with a syncer."""
+        return [ToolSpec(name, getattr(self, name), description, read_only=name not in WRITE_TOOLS)
+                for name, description in TOOLS.items()
+                if name not in COMMAND_TOOLS and (name != "sync" or self.syncer is not None)]
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -172,10 +132,8 @@ class SemanticaTools:
         key = self.cursors.key({"query": query, "repos": repos, "k": k, "paths": paths, "languages": languages,
                                 "branch": branch, "mode": mode, "primary_repo": primary_repo})
         offset = self._offset("search", key, cursor)
-        response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
-                                              k=k or self.config.query.default_k,
-                                              path_globs=list(paths), languages=list(languages),
-                                              mode=mode, primary_repo=primary_repo))
+        response = self._search(self._request(SearchRequest, branch, query=query, repos=repos, k=k, path_globs=paths,
+                                              languages=languages, mode=mode, primary_repo=primary_repo))
         snapshots = self._bound(cursor, response.snapshots)
         lines = self.config.mcp.snippet_lines
         full = SearchOut(
@@ -185,7 +143,7 @@ class SemanticaTools:
                          content="\n".join(h.content.split("\n")[:lines])) for h in response.hits],
             files=[FileOut(**f) for f in response.files[: len(response.hits) or 1]],
             degraded=response.degraded, warnings=response.warnings,
-            freshness=freshness_list(response.freshness), timings_ms=response.timings_ms, plan=response.plan,
+            freshness=freshness_of(response.freshness), timings_ms=response.timings_ms, plan=response.plan,
         )
         if budget_tokens is None and offset == 0:
             return full
@@ -209,9 +167,8 @@ class SemanticaTools:
         budget = budget_tokens or self.config.mcp.context_budget
         if budget > self.config.mcp.max_context_budget:
             raise ToolError(f"budget_tokens={budget} is above the maximum {self.config.mcp.max_context_budget}")
-        response = self._search(SearchRequest(query=query, repos=self._names(repos, branch),
-                                              k=k or self.config.query.default_k, path_globs=list(paths),
-                                              languages=list(languages), context_budget=budget), "get_context")
+        response = self._search(self._request(SearchRequest, branch, query=query, repos=repos, k=k, path_globs=paths,
+                                              languages=languages, context_budget=budget), "get_context")
         snapshots = self._bound(cursor, response.snapshots)
         context = response.context
         code = "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in context["blocks"])
@@ -221,7 +178,7 @@ class SemanticaTools:
             blocks=[ContextBlockOut(citation=b["citation"], repo=b["repo"], path=b["path"], start_line=b["start_line"],
                                     end_line=b["end_line"], tokens=b["tokens"]) for b in context["blocks"]],
             tokens_used=context["tokens_used"], budget=budget, truncated=context["truncated"],
-            freshness=freshness_list(response.freshness), knowledge=context.get("knowledge", []),
+            freshness=freshness_of(response.freshness), knowledge=context.get("knowledge", []),
         )
 
         def answer(blocks: list[dict[str, Any]], next_cursor: str | None) -> ContextOut:
@@ -250,12 +207,12 @@ class SemanticaTools:
                                 "max_count": max_count})
         offset = self._offset("grep", key, cursor)
         searcher = ExactSearcher(self.config, self.pipeline.snapshots)
-        request = GrepRequest(pattern, regex, ignore_case, word, list(paths), context, self._names(repos, branch),
-                              max_count)
+        request = self._request(GrepRequest, branch, pattern=pattern, regex=regex, ignore_case=ignore_case, word=word,
+                                path_globs=paths, context=context, repos=repos, max_count=max_count)
         with observability.span("mcp grep"):
             response = self._guard(lambda: searcher.search(request))
         full = GrepOut(matches=[GrepMatchOut(**vars(m)) for m in response.matches], truncated=response.truncated,
-                       freshness=freshness_list(response.freshness), snapshots=response.snapshots,
+                       freshness=freshness_of(response.freshness), snapshots=response.snapshots,
                        degraded=response.degraded, warnings=response.warnings, took_ms=response.took_ms,
                        note=response.note)
         snapshots = self._bound(cursor, response.snapshots)
@@ -299,7 +256,7 @@ class SemanticaTools:
             manifest = self._guard(lambda r=repo: self.pipeline.snapshots.get(r).manifest)
             source = manifest.source or {}
             out.append(RepoOut(repo=manifest.repo, snapshot_id=manifest.snapshot_id,
-                               commit=source.get("commit") or manifest.commit, built_at=manifest.created,
+                               commit=built_commit(manifest), built_at=manifest.created,
                                files=manifest.counts.get("files", 0), chunks=manifest.counts.get("chunks", 0),
                                symbols=manifest.counts.get("symbols", 0), model=manifest.model_id,
                                source=source.get("kind", ""), path=source.get("path", ""), ref=source.get("ref", ""),
@@ -409,10 +366,17 @@ class SemanticaTools:
 
     def _graph(self, op: str, name: str, repos: list[str], depth: int | None) -> GraphOut:
         service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
-        return GraphOut(**self._guard(lambda: service.run(GraphRequest(op, name, list(repos), depth))))
+        request = self._request(GraphRequest, None, op=op, name=name, repos=repos, depth=depth)
+        answer = self._guard(lambda: service.run(request))
+        return GraphOut(**answer, freshness=self._freshness(answer["snapshots"]))
 
-    def _names(self, repos: list[str], branch: str | None) -> list[str]:
-        return self._guard(lambda: self.pipeline.snapshots.names_for(list(repos), branch))
+    def _freshness(self, names: Any) -> dict[str, FreshnessOut]:
+        return freshness_of(answer_freshness(self.config, self.pipeline.snapshots, names))
+
+    def _request(self, request_type: type[Any], branch: str | None, **values: Any) -> Any:
+        """The front's one conversion: its arguments (lists copied) through the shared `RequestBuilder`."""
+        copied = {name: list(v) if isinstance(v, list | tuple) else v for name, v in values.items()}
+        return self._guard(lambda: self.requests.build(request_type, copied, branch))
 
     def _search(self, request: SearchRequest, tool: str = "search") -> Any:
         with observability.span(f"mcp {tool}"):  # the request span the stage spans nest under
@@ -470,10 +434,30 @@ def compact(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def untitled(schema: Any) -> Any:
+    """A JSON schema without its `title` annotations: pydantic titles each model and field with its own name
+    again, tokens an agent pays on every tool list for nothing it did not already read (a property named
+    `title` stays: it is a key of `properties`, not an annotation)."""
+    if isinstance(schema, dict):
+        return {key: untitled(value) for key, value in schema.items() if not (key == "title" and isinstance(value, str))}
+    if isinstance(schema, list):
+        return [untitled(value) for value in schema]
+    return schema
+
+
+class SemanticaServer(MCPServer):
+    """The SDK's server, listing its tools' input and output schemas `untitled`."""
+
+    async def list_tools(self) -> list[Any]:
+        return [tool.model_copy(update={"input_schema": untitled(tool.input_schema),
+                                        "output_schema": untitled(tool.output_schema)})
+                for tool in await super().list_tools()]
+
+
 def build_server(tools: SemanticaTools, extra: Sequence[ToolSpec] = ()) -> MCPServer:
     """An MCP server exposing `tools.specs()` plus `extra` (e.g. the graph ops)."""
     observability.configure(tools.config.observability)  # traces / JSON logs when conf turns them on
-    server = MCPServer(tools.config.mcp.name, instructions=INSTRUCTIONS)
+    server = SemanticaServer(tools.config.mcp.name, instructions=INSTRUCTIONS)
     for spec in [*tools.specs(), *extra]:
         server.add_tool(compact(spec.fn), name=spec.name, description=spec.description, structured_output=True,
                         annotations=ToolAnnotations(title=spec.name.replace("_", " "), read_only_hint=spec.read_only,

@@ -129,4 +129,5 @@ def test_feedback_is_stored_durably(server):
     stored = [json.loads(line) for f in Path(config.serve.feedback_dir).glob("*.jsonl")
               for line in f.read_text().splitlines()]
     assert stored[-1]["chunk_ids"] == [hit["chunk_id"]]
-    assert client.post("/v1/feedback", json={"query": "q"}).status_code == 400
+    nothing = client.post("/v1/feedback", json={"query": "q"})  # selects nothing: the body's model refuses it
+    assert nothing.status_code == 422 and "feedback selects nothing" in nothing.json()["message"]

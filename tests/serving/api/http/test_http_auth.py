@@ -243,3 +243,14 @@ def test_a_null_repos_is_422_for_a_scoped_token_too(setup, path):
     core = make_core(config, handles)
     r = run(_post(core, path, {"query": "cart", "repos": None}, _bearer(SCOPED_TOKEN)))
     assert r.status_code == 422, r.text
+
+
+def test_metrics_403_is_documented_as_the_json_it_is(setup):
+    """The 200 is Prometheus text, the 403 a JSON error: the document says so for each."""
+    config, handles, main_token = setup
+    core = make_core(config, handles)
+    document = run(_get(core, "/openapi.json", _bearer(main_token))).json()
+    assert list(document["paths"]["/metrics"]["get"]["responses"]["403"]["content"]) == ["application/json"]
+    forbidden = run(_get(core, "/metrics", _bearer(SCOPED_TOKEN)))
+    assert forbidden.status_code == 403 and forbidden.headers["content-type"] == "application/json"
+    assert "/metrics names every repository" in forbidden.json()["message"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from semantica.config import config_to_dict
+from serving.api.http.contract import NOT_BLANK
 from serving.ray.app import IngressCore
 from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
@@ -31,6 +32,11 @@ def core(setup) -> IngressCore:
 async def _post(core, path, **kwargs):
     async with client(core) as http:
         return await http.post(path, **kwargs)
+
+
+async def _get(core, path):
+    async with client(core) as http:
+        return await http.get(path)
 
 
 def _is_json_error(response, status: int) -> dict:
@@ -172,3 +178,90 @@ def test_feedback_on_a_full_disk_is_503_and_the_next_one_is_stored(setup, tmp_pa
         assert run(_post(core, "/v1/feedback", json=body)).status_code == 201
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+def test_the_app_serves_exactly_the_catalog_routes(core):
+    """`serve --help` prints `serving.api.catalog.ROUTES`: the live app has each, and no other."""
+    from serving.api.catalog import ROUTES
+    from serving.ray.app import ingress_app
+
+    documented = {"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+    served = {route.path for route in ingress_app(core).routes} - documented
+    assert {path.split("/{")[0] for path in served} == set(ROUTES)
+
+
+def test_an_empty_knowledge_status_is_a_422_listing_the_statuses(core):
+    """An empty `status=` is refused with the statuses, and the document lists them (a generated request
+    does not meet the refusal)."""
+    status = _is_json_error(run(_get(core, "/v1/knowledge?status=")), 422)
+    assert "'' is not a knowledge status" in status["message"] and "candidate, active, review, retired" in status["message"]
+    [parameter] = [p for p in _document(core)["paths"]["/v1/knowledge"]["get"]["parameters"] if p["name"] == "status"]
+    assert parameter["schema"]["items"]["enum"] == ["candidate", "active", "review", "retired"]
+
+
+def test_feedback_that_selects_nothing_is_a_422_and_documented(core):
+    body = {"query": "cart", "chunk_ids": [], "hits": [], "knowledge_ids": []}
+    empty = _is_json_error(run(_post(core, "/v1/feedback", json=body)), 422)
+    assert empty["message"] == ("body: feedback selects nothing: send at least one chunk id (chunk_ids), hit (hits) "
+                                "or knowledge entry (knowledge_ids)")
+    assert len(_document(core)["components"]["schemas"]["FeedbackBody"]["anyOf"]) == 3
+
+
+def test_an_empty_repository_name_in_a_knowledge_body_is_a_422_and_documented(core):
+    blank = _is_json_error(run(_post(core, "/v1/knowledge", json={"repos": [""], "title": "t", "text": "x"})), 422)
+    assert blank["detail"][0]["field"] == "repos" and "repository name '' is empty" in blank["message"]
+    assert _document(core)["components"]["schemas"]["KnowledgeBody"]["properties"]["repos"]["items"]["minLength"] == 1
+
+
+def test_a_primary_repo_outside_repos_is_a_400_naming_both(core):
+    body = {"query": "cart", "repos": [REPO_NAME], "primary_repo": "other/repo"}
+    primary = _is_json_error(run(_post(core, "/v1/search", json=body)), 400)
+    assert primary["message"] == f"primary_repo 'other/repo' is not among the repos asked for: ['{REPO_NAME}']"
+
+
+def test_a_feedback_query_of_c1_control_characters_is_a_422_saying_so(core):
+    c1 = _is_json_error(run(_post(core, "/v1/feedback", json={"query": "\u0085\u0090", "chunk_ids": ["a"]})), 422)
+    assert c1["detail"][0]["field"] == "query" and "only spaces or control characters" in c1["message"]
+    assert _document(core)["components"]["schemas"]["FeedbackBody"]["properties"]["query"]["pattern"] == NOT_BLANK
+
+
+def test_graph_answers_carry_freshness_and_listings_the_worktree_commit(core):
+    """One freshness shape on every answer; `/v1/repos` and `/healthz` give a worktree snapshot's HEAD."""
+    search = run(_post(core, "/v1/search", json={"query": "price_of", "k": 2})).json()
+    graph = run(_post(core, "/v1/graph", json={"op": "callers", "name": "price_of"})).json()
+    commit = search["freshness"][REPO_NAME]["commit"]
+    assert commit and graph["freshness"][REPO_NAME]["commit"] == commit
+    assert set(graph["freshness"][REPO_NAME]) == set(search["freshness"][REPO_NAME])
+    [listed] = run(_get(core, "/v1/repos")).json()
+    [healthy] = run(_get(core, "/healthz")).json()["repos"]
+    assert listed["commit"] == healthy["commit"] == commit
+
+
+def _document(core) -> dict:
+    return run(_get(core, "/openapi.json")).json()
+
+def test_a_body_that_is_not_json_says_to_send_json(core):
+    form = _is_json_error(run(_post(core, "/v1/search", content=b"query=cart",
+                                    headers={"content-type": "application/x-www-form-urlencoded"})), 422)
+    assert "Content-Type: application/json" in form["message"]
+
+
+def test_a_body_is_parsed_once_and_validated_once(core, monkeypatch):
+    """`BodyGuard` parses the body (its sizes and scope need the value); the route's model validates that value
+    once: FastAPI never parses the bytes again, and the ingress does not validate the same model again."""
+    import starlette.requests
+
+    from serving.api.http import models
+
+    parses, validations = [], []
+    real_json, real_names = starlette.requests.Request.json, models._repo_names
+
+    async def counted_json(self):
+        parses.append(self.url.path)
+        return await real_json(self)
+
+    monkeypatch.setattr(starlette.requests.Request, "json", counted_json)
+    monkeypatch.setattr(models, "_repo_names", lambda names: validations.append(names) or real_names(names))
+    answer = run(_post(core, "/v1/search", json={"query": "price_of", "repos": [REPO_NAME], "k": 2}))
+    assert answer.status_code == 200, answer.text
+    assert parses == [] and validations == [[REPO_NAME]]

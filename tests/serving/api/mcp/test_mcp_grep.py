@@ -31,7 +31,7 @@ def test_grep_answers_and_is_annotated_read_only(tools, indexed_exact):
     [result] = call(tools, [("grep", {"pattern": "class ErrorKind(Enum):"})])
     body = result.structured_content
     assert not result.is_error and [(m["path"], m["column"]) for m in body["matches"]] == [("semantica/errors.py", 1)]
-    assert body["freshness"][0]["repo"] == indexed_exact.name and body["truncated"] is False
+    assert body["freshness"][indexed_exact.name]["repo"] == indexed_exact.name and body["truncated"] is False
     listed: list[Any] = []
 
     async def main() -> None:
