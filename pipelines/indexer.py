@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
+from pipelines.function_vectors import FileFunctions, FunctionVectorPass, StoredFunctions, functions_key
 from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
-from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
+from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache, function_pass
 from pipelines.source_record import record_source
 from pipelines.summary import (  # noqa: F401 (re-exported: callers import the summaries from the driver)
     STATUS_FAILED,
@@ -72,6 +73,8 @@ class _RepoWork:
     errors: list[FileError] = field(default_factory=list)
     parsed: dict[str, ParsedFile] = field(default_factory=dict)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    functions: dict[str, FileFunctions] = field(default_factory=dict)  # the dense channel's, by path (channel on)
+    functions_encoded: int = 0
     snapshot_id: str = ""
     paths: SnapshotPaths | None = None
     include: list[str] = field(default_factory=list)  # the manifest entry's globs, else discover.include_globs
@@ -109,6 +112,7 @@ class Indexer:
         self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
         self.runner = runner or LocalRunner(config, self._encoder_factory, progress)
         self.tokens: TokenVectorBuilder | None = None
+        self.functions: FunctionVectorPass | None = None  # the dense function channel's cache, per run
         self._followers: dict[str, list[_RepoWork]] = {}  # per run: works that take another work's task outcome
         self._warm: dict[str, ParsedFile] = {}  # the last one-repository run's parses by content key (watch, sync)
         self._identity: tuple[str, int] = ("", 0)  # (encoder model id, dim), resolved by the plan of each run
@@ -213,6 +217,7 @@ class Indexer:
         self._identity = model_id, dim = self.runner.identity()  # once per run; publish reuses it
         embed_cache = embedding_cache(self.config, model_id, dim)
         self.tokens = self._token_builder(model_id, dim)
+        self.functions = function_pass(self.config)
         self._tokens_counted = 0
         tasks: list[FileTask] = []
         leaders: dict[str, FileTask] = {}  # content key -> its one task in this run (branches share files)
@@ -222,7 +227,8 @@ class Indexer:
             with _timed(work.result, "plan"):
                 keys = {e.path: ParseCache.key(e.path, e.blob_sha) for e in work.entries}
                 cold = [k for k in keys.values() if k not in self._warm]
-                cached = {**parse_cache.get_many(cold + [ERROR_KEY_PREFIX + k for k in cold]),
+                listed = [functions_key(k) for k in keys.values()] if self.functions is not None else []
+                cached = {**parse_cache.get_many(cold + [ERROR_KEY_PREFIX + k for k in cold] + listed),
                           **{k: self._warm[k] for k in keys.values() if k in self._warm}}
                 for entry in work.entries:
                     key = keys[entry.path]
@@ -235,9 +241,12 @@ class Indexer:
                     if parsed is not None:  # by content: parsed for another branch or repository is re-stamped
                         parsed = rebrand(parsed, work.spec.name)
                         found = embed_cache.get_many([c.content_sha for c in parsed.chunks])
-                        if len(found) == len({c.content_sha for c in parsed.chunks}):
+                        functions = self._cached_functions(entry.path, cached.get(functions_key(key)))
+                        if len(found) == len({c.content_sha for c in parsed.chunks}) and functions is not None:
                             work.parsed[entry.path] = parsed
                             work.vectors[entry.path] = _stack([found[c.content_sha] for c in parsed.chunks], dim)
+                            if self.functions is not None:
+                                work.functions[entry.path] = functions
                             work.result.files_reused += 1
                             continue
                     if key in leaders and leaders[key].repo != work.spec.name:  # another branch's task parses it
@@ -249,6 +258,13 @@ class Indexer:
                                             language=entry.language, key=key, parsed=parsed)
                     tasks.append(leaders[key])
         return tasks
+
+    def _cached_functions(self, path: str, pairs: list[tuple[str, str]] | None) -> FileFunctions | None:
+        """A planned-as-done file's function vectors from the cache: none needed with the channel off or for a file
+        it leaves out; None (the file becomes a task) when its list or one of its vectors is not cached."""
+        if self.functions is None or not self.functions.covers(path):
+            return FileFunctions()
+        return self.functions.lookup(pairs) if pairs is not None else None
 
     def _absorb(self, works: list[_RepoWork], tasks: list[FileTask], parse_cache: ParseCache,
                 raise_errors: bool) -> None:
@@ -280,8 +296,7 @@ class Indexer:
         for name in involved:
             by_name[name].result.seconds["parse+embed"] = elapsed
 
-    @staticmethod
-    def _take(work: _RepoWork, outcome: FileOutcome, fresh: dict[str, Any]) -> None:
+    def _take(self, work: _RepoWork, outcome: FileOutcome, fresh: dict[str, Any]) -> None:
         assert outcome.parsed is not None
         if outcome.parsed_now:
             fresh[outcome.key] = outcome.parsed
@@ -292,6 +307,11 @@ class Indexer:
         work.vectors[outcome.path] = outcome.vectors
         work.result.chunks_embedded += outcome.embedded
         work.result.chunks_token_encoded += outcome.tokens_encoded  # on a Ray worker, in the embedding pass
+        if outcome.functions is not None:
+            work.functions[outcome.path] = outcome.functions
+            work.functions_encoded += outcome.functions_encoded
+            if self.functions is not None and self.functions.covers(outcome.path):  # planned as done next time
+                fresh[functions_key(outcome.key)] = outcome.functions.pairs()
 
     @staticmethod
     def _follow(work: _RepoWork, outcome: FileOutcome) -> None:
@@ -302,6 +322,8 @@ class Indexer:
         assert outcome.parsed is not None
         work.parsed[outcome.path] = rebrand(outcome.parsed, work.spec.name)
         work.vectors[outcome.path] = outcome.vectors
+        if outcome.functions is not None:
+            work.functions[outcome.path] = outcome.functions
         work.result.files_reused += 1
 
     def _publish(self, work: _RepoWork) -> None:
@@ -346,7 +368,7 @@ class Indexer:
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
                                   skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
-                                  history=history, history_model=history_model,
+                                  history=history, history_model=history_model, functions=self._stored_functions(work),
                                   texts=SourceTexts(work.source, [e for e in work.entries if e.path in work.parsed]))
         with _timed(result, "write"), self.layout.pin_current(spec.name) as previous:  # pruned only after linking
             written = self.writer.write(work.paths, dataclasses.replace(content, previous=previous))
@@ -364,6 +386,14 @@ class Indexer:
             graph_db.delete_superseded(spec.name, work.snapshot_id)
         result.status, result.snapshot_path = STATUS_OK, str(final)
         self.log(f"{spec.name}: published {work.snapshot_id} ({result.chunks} chunks, {result.errors} errors)")
+
+    def _stored_functions(self, work: _RepoWork) -> StoredFunctions | None:
+        """What the `function_vectors` index kind writes: every parsed file's function vectors (the runner's)."""
+        if self.functions is None:
+            return None
+        files = {path: work.functions[path] for path in work.parsed if path in work.functions}
+        return StoredFunctions(self.functions.model_id, self.config.localizer.dense_max_length, self.functions.dim,
+                               files, work.functions_encoded)
 
     def _history(self, work: _RepoWork) -> Any:
         """The snapshot's history (semantica.history): the first-parent commits at or before the indexed commit

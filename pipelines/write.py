@@ -76,6 +76,7 @@ class SnapshotContent:
     history: Any = None  # semantica.history.History of the snapshot's commit (None: not a git source, or off)
     history_model: Any = None  # semantica.localizer.adapt.AdaptedModels (history.adapt), saved under history/adapt
     texts: Any = None  # semantica.index_kinds.exact.FileTexts of the indexed files (None: no exact index)
+    functions: Any = None  # pipelines.function_vectors.StoredFunctions (None: the dense channel stores none)
 
 
 @dataclass
@@ -104,7 +105,8 @@ class SnapshotWriter:
         linker = ShardLinker(PreviousShards.of(content.previous), paths.root, self.config.shards.reuse)
         written = PartitionedShardWriter(self.config).write(
             paths.root, ShardInputs(content.chunks, content.vectors, content.symbols, content.model_id,
-                                    content.token_vectors, content.history, content.history_model, content.texts),
+                                    content.token_vectors, content.history, content.history_model, content.texts,
+                                    content.functions),
             linker)
         shards = written.shards
         manifest = Manifest(

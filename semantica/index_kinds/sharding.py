@@ -155,5 +155,6 @@ class ShardInputs:
     history: Any = None  # semantica.history.History of the snapshot's commit; None: not a git source, or off
     history_model: Any = None  # semantica.localizer.adapt.AdaptedModels (history.adapt); saved by the history kind
     texts: Any = None  # semantica.index_kinds.exact.FileTexts: every indexed file's text (None: no exact index)
+    functions: Any = None  # pipelines.function_vectors.StoredFunctions: the runner's function vectors (None: none)
 
 
