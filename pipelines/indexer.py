@@ -32,7 +32,7 @@ from pipelines.function_vectors import FileFunctions, FunctionVectorPass, Stored
 from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
-from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache, function_pass
+from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache, function_pass, parse_tasks
 from pipelines.source_record import record_source
 from pipelines.summary import (  # noqa: F401 (re-exported: callers import the summaries from the driver)
     STATUS_FAILED,
@@ -60,6 +60,8 @@ PARSE_CACHE_FILE = "parsed.sqlite"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
 CACHEABLE_ERROR_STAGE = "discover"  # verdicts decided by a blob's bytes alone
 ERROR_SAMPLES = 20
+DENSE_KINDS = ("faiss", "tokens", "function_vectors")  # the kinds model passes build (`index.dense_later`)
+FIRST_ANSWER_STAGE = "first_answer"  # seconds from the run's start to the first snapshot's publish
 
 
 @dataclass
@@ -80,6 +82,7 @@ class _RepoWork:
     include: list[str] = field(default_factory=list)  # the manifest entry's globs, else discover.include_globs
     source_record: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord (freshness)
     excluded: list[str] = field(default_factory=list)  # paths the manifest's `exclude` dropped
+    history: tuple[Any, Any] | None = None  # (history, adapted models) once read: a successor snapshot reuses them
 
 
 class SourceTexts:
@@ -119,6 +122,10 @@ class Indexer:
         self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self.cache_dir = Path(config.paths.cache_dir)
         self.writer = SnapshotWriter(config)
+        first = [kind for kind in config.index.kinds if kind not in DENSE_KINDS]
+        self.first_writer = SnapshotWriter(dataclasses.replace(config, index=dataclasses.replace(config.index,
+                                                                                                 kinds=first)))
+        self._parsed_first: set[str] = set()  # content keys parsed for this run's first snapshot
         self.resolver = GraphResolver()
         self.log = log or (lambda message: None)
 
@@ -145,6 +152,8 @@ class Indexer:
             live = [w for w in works if self._guard(w, raise_errors, self._discover)]
             if live:
                 tasks = self._plan(live, parse_cache)
+                if tasks and self._dense_later(live):
+                    self._publish_first(live[0], tasks, parse_cache, start)
                 if tasks:
                     summary.ray_used = self.runner.remote
                     summary.files_through_ray = len(tasks) if self.runner.remote else 0
@@ -169,6 +178,39 @@ class Indexer:
         for result in summary.repos:
             result.peak_rss_mb = summary.peak_rss_mb
         return summary
+
+    def _dense_later(self, works: list[_RepoWork]) -> bool:
+        """`index.dense_later` for one repository in process (`semantica index`): a batch or a Ray run publishes
+        once, after its workers' model passes."""
+        return self.config.index.dense_later and len(works) == 1 and not self.runner.remote
+
+    def _publish_first(self, work: _RepoWork, tasks: list[FileTask], parse_cache: ParseCache, start: float) -> None:
+        """Parse the tasks here and publish a first snapshot of `work` without the model-built kinds (its manifest
+        lists them as `pending`); the tasks keep their parses, so the runner then only runs the model passes and
+        the driver publishes the complete successor. The first snapshot is atomic like any other."""
+        from pipelines.parse import FileParser
+
+        first = dataclasses.replace(work, result=RepoResult(repo=work.spec.name), errors=list(work.errors),
+                                    parsed=dict(work.parsed), vectors={}, functions={})
+        with _timed(work.result, "parse"):
+            outcomes = parse_tasks(tasks, self.config, FileParser(self.config.chunk))
+        fresh: dict[str, Any] = {}
+        for task, outcome in zip(tasks, outcomes):
+            if outcome.error is not None:  # the runner meets it again; the first snapshot lists it too
+                first.errors.append(outcome.error)
+            if outcome.parsed is None:
+                continue
+            if task.parsed is None:
+                fresh[outcome.key] = outcome.parsed
+                self._parsed_first.add(outcome.key)
+            task.parsed = first.parsed[outcome.path] = outcome.parsed
+        parse_cache.put_many(fresh)
+        self._guard(first, True, lambda w: self._publish(w, first=True))
+        work.history = first.history
+        work.snapshot_id, work.paths = self.layout.begin(work.spec.name, work.source.commit or "")
+        work.result.snapshot_id = work.snapshot_id
+        work.result.seconds[FIRST_ANSWER_STAGE] = round(time.perf_counter() - start, 3)
+        self.log(f"{work.spec.name}: first snapshot {first.snapshot_id} answers; building {', '.join(DENSE_KINDS)}")
 
     def _keep_warm(self, works: list[_RepoWork]) -> None:
         """Keep a one-repository run's parsed files in memory: the next sync of the same tree (watch) then
@@ -298,7 +340,7 @@ class Indexer:
 
     def _take(self, work: _RepoWork, outcome: FileOutcome, fresh: dict[str, Any]) -> None:
         assert outcome.parsed is not None
-        if outcome.parsed_now:
+        if outcome.parsed_now or outcome.key in self._parsed_first:
             fresh[outcome.key] = outcome.parsed
             work.result.files_parsed += 1
         else:
@@ -326,7 +368,9 @@ class Indexer:
             work.functions[outcome.path] = outcome.functions
         work.result.files_reused += 1
 
-    def _publish(self, work: _RepoWork) -> None:
+    def _publish(self, work: _RepoWork, first: bool = False) -> None:
+        """Write, load and publish one repository's snapshot; `first`: without the model-built kinds
+        (`_publish_first`), which its manifest lists as pending."""
         result, spec = work.result, work.spec
         assert work.source is not None and work.paths is not None
         model_id, dim = self._identity
@@ -335,9 +379,9 @@ class Indexer:
         with _timed(result, "resolve"):
             edges = self.resolver.resolve(parsed)
         chunks = [c for p in parsed for c in p.chunks]
-        blocks = [work.vectors[p] for p in order if len(work.parsed[p].chunks)]
+        blocks = [] if first else [work.vectors[p] for p in order if len(work.parsed[p].chunks)]
         vectors = np.concatenate(blocks).astype(np.float32) if blocks else np.zeros((0, dim), dtype=np.float32)
-        if len(vectors) != len(chunks):
+        if len(vectors) != len(chunks) and not first:
             raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks")
         symbols = [s for p in parsed for s in p.symbols]
         work.errors.extend(parse_problems(parsed))  # files indexed only in part (windows, unparsed regions)
@@ -348,7 +392,7 @@ class Indexer:
         result.chunks_reused = result.chunks - result.chunks_embedded
         result.error_samples = [{"path": e.path, "stage": e.stage, "reason": e.reason}
                                 for e in work.errors[:ERROR_SAMPLES]]
-        if self.tokens is not None:  # chunks whose sentence vector was cached but whose tokens were not
+        if self.tokens is not None and not first:  # chunks whose sentence vector was cached but whose tokens were not
             with _timed(result, "tokens"):
                 length = self.config.late_interaction.doc_max_length  # the encoder loads only if one is missing
                 self.tokens.fill(chunks, lambda texts: self._encoder_factory().encode_tokens(texts, length),
@@ -356,22 +400,28 @@ class Indexer:
             # encoded in this run (the runner's shared pass included), counted against the first repository published
             result.chunks_token_encoded += self.tokens.encoded - self._tokens_counted
             self._tokens_counted = self.tokens.encoded
-        history = history_model = None
-        if self.config.history.index:
-            with _timed(result, "history"):
-                history = self._history(work)
-        if history is not None and self.config.history.adapt.enabled:
-            with _timed(result, "history_adapt"):
-                history_model = self._history_model(work, history)
+        if work.history is None:
+            history = history_model = None
+            if self.config.history.index:
+                with _timed(result, "history"):
+                    history = self._history(work)
+            if history is not None and self.config.history.adapt.enabled:
+                with _timed(result, "history_adapt"):
+                    history_model = self._history_model(work, history)
+            work.history = history, history_model
+        history, history_model = work.history
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
                                   skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
-                                  history=history, history_model=history_model, functions=self._stored_functions(work),
+                                  history=history, history_model=history_model,
+                                  functions=None if first else self._stored_functions(work),
+                                  pending=[k for k in DENSE_KINDS if k in self.config.index.kinds] if first else [],
                                   texts=SourceTexts(work.source, [e for e in work.entries if e.path in work.parsed]))
         with _timed(result, "write"), self.layout.pin_current(spec.name) as previous:  # pruned only after linking
-            written = self.writer.write(work.paths, dataclasses.replace(content, previous=previous))
+            writer = self.first_writer if first else self.writer
+            written = writer.write(work.paths, dataclasses.replace(content, previous=previous))
         result.shards_linked = sum(written.reuse.linked.values())
         result.shards_written = sum(written.reuse.written.values())
         graph_db = self._graph_db_loader()

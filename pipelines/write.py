@@ -77,6 +77,7 @@ class SnapshotContent:
     history_model: Any = None  # semantica.localizer.adapt.AdaptedModels (history.adapt), saved under history/adapt
     texts: Any = None  # semantica.index_kinds.exact.FileTexts of the indexed files (None: no exact index)
     functions: Any = None  # pipelines.function_vectors.StoredFunctions (None: the dense channel stores none)
+    pending: list[str] = field(default_factory=list)  # kinds left out of this snapshot, built by its successor
 
 
 @dataclass
@@ -130,6 +131,7 @@ class SnapshotWriter:
             source=content.source,
             runtime=parse_model_id(content.model_id).runtime_name,
             export_sha=parse_model_id(content.model_id).export_sha,
+            pending=list(content.pending),
             **written.manifest,  # Manifest fields an index kind fills (token_vectors)
         )
         for shard in manifest.shards:  # a shard's checksum covers all of its files (`x.faiss`: `x.*`)

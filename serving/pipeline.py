@@ -44,6 +44,7 @@ from serving.stages import Stages, build_stages
 
 SYMBOL_SEEDS = "symbol"
 """The retriever whose own hits are a seeded retriever's `symbol_seeds` (the targets of "who calls X")."""
+PENDING = "pending: still building (a successor snapshot of the same commit adds it)"  # manifest.pending
 log = logging.getLogger(__name__)
 
 
@@ -206,6 +207,8 @@ class SearchPipeline:
     def _search(self, request: SearchRequest, snapshots: list[Snapshot], timer: StageTimer,
                 warnings: list[str], degraded: list[dict[str, str]]) -> tuple[SearchResponse, dict[str, RankedList]]:
         self.learned_localizer.prefetch_query(request.query, len(snapshots))  # dense channel: overlaps retrieval
+        for snapshot in snapshots:  # a first snapshot (index.dense_later): its model-built indexes are still building
+            degraded.extend({"stage": kind, "error": PENDING} for kind in snapshot.manifest.pending)
         intent = timer.run("intent", lambda: self.intent.classify(request.query))
         enabled = [spec for spec in self.stages.retriever_specs if not request.strategies or spec.name in request.strategies]
         filters = Filters(path_globs=list(request.path_globs), languages=list(request.languages))

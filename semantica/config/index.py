@@ -95,13 +95,15 @@ class IndexConfig:
     """Snapshot handling."""
 
     keep_snapshots: int = 2
-    schema_version: int = 1
     stale_build_s: float = 3600.0  # a `.tmp` build without a lock file (older versions) is stale after this
     # index kinds a build writes, in order (semantica.index_kinds; each may also have its own switch)
     kinds: list[str] = field(default_factory=lambda: ["faiss", "lucene", "granular", "tokens", "history", "localizer",
                                                           "function_vectors", "exact"])
     overlap_files: int = 256  # in-process indexing parses this many files ahead of the encoder (0: parse all, then embed)
     overlap_depth: int = 2  # partitions parsed ahead at most (bounds the memory the overlap holds)
+    # `index` of one repository publishes a first snapshot without the model-built kinds (`DENSE_KINDS`: chunk,
+    # token and function vectors) as soon as the rest is written, then their successor (docs/architecture.md)
+    dense_later: bool = False
 
 
 @dataclass
