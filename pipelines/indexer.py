@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
+from pipelines.function_vectors import FileFunctions, FunctionVectorPass, StoredFunctions, functions_key
 from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
-from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache
+from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache, function_pass, parse_tasks
 from pipelines.source_record import record_source
 from pipelines.summary import (  # noqa: F401 (re-exported: callers import the summaries from the driver)
     STATUS_FAILED,
@@ -59,6 +60,8 @@ PARSE_CACHE_FILE = "parsed.sqlite"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
 CACHEABLE_ERROR_STAGE = "discover"  # verdicts decided by a blob's bytes alone
 ERROR_SAMPLES = 20
+DENSE_KINDS = ("faiss", "tokens", "function_vectors")  # the kinds model passes build (`index.dense_later`)
+FIRST_ANSWER_STAGE = "first_answer"  # seconds from the run's start to the first snapshot's publish
 
 
 @dataclass
@@ -72,11 +75,14 @@ class _RepoWork:
     errors: list[FileError] = field(default_factory=list)
     parsed: dict[str, ParsedFile] = field(default_factory=dict)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    functions: dict[str, FileFunctions] = field(default_factory=dict)  # the dense channel's, by path (channel on)
+    functions_encoded: int = 0
     snapshot_id: str = ""
     paths: SnapshotPaths | None = None
     include: list[str] = field(default_factory=list)  # the manifest entry's globs, else discover.include_globs
     source_record: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord (freshness)
     excluded: list[str] = field(default_factory=list)  # paths the manifest's `exclude` dropped
+    history: tuple[Any] | None = None  # (history,) once read, None before: a successor snapshot reuses it
 
 
 class SourceTexts:
@@ -109,12 +115,17 @@ class Indexer:
         self._encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
         self.runner = runner or LocalRunner(config, self._encoder_factory, progress)
         self.tokens: TokenVectorBuilder | None = None
+        self.functions: FunctionVectorPass | None = None  # the dense function channel's cache, per run
         self._followers: dict[str, list[_RepoWork]] = {}  # per run: works that take another work's task outcome
         self._warm: dict[str, ParsedFile] = {}  # the last one-repository run's parses by content key (watch, sync)
         self._identity: tuple[str, int] = ("", 0)  # (encoder model id, dim), resolved by the plan of each run
         self.layout = IndexLayout(config.paths.index_root, config.index.stale_build_s)
         self.cache_dir = Path(config.paths.cache_dir)
         self.writer = SnapshotWriter(config)
+        first = [kind for kind in config.index.kinds if kind not in DENSE_KINDS]
+        self.first_writer = SnapshotWriter(dataclasses.replace(config, index=dataclasses.replace(config.index,
+                                                                                                 kinds=first)))
+        self._parsed_first: set[str] = set()  # content keys parsed for this run's first snapshot
         self.resolver = GraphResolver()
         self.log = log or (lambda message: None)
 
@@ -141,6 +152,8 @@ class Indexer:
             live = [w for w in works if self._guard(w, raise_errors, self._discover)]
             if live:
                 tasks = self._plan(live, parse_cache)
+                if tasks and self._dense_later(live):
+                    self._publish_first(live[0], tasks, parse_cache, start)
                 if tasks:
                     summary.ray_used = self.runner.remote
                     summary.files_through_ray = len(tasks) if self.runner.remote else 0
@@ -165,6 +178,39 @@ class Indexer:
         for result in summary.repos:
             result.peak_rss_mb = summary.peak_rss_mb
         return summary
+
+    def _dense_later(self, works: list[_RepoWork]) -> bool:
+        """`index.dense_later` for one repository in process (`semantica index`): a batch or a Ray run publishes
+        once, after its workers' model passes."""
+        return self.config.index.dense_later and len(works) == 1 and not self.runner.remote
+
+    def _publish_first(self, work: _RepoWork, tasks: list[FileTask], parse_cache: ParseCache, start: float) -> None:
+        """Parse the tasks here and publish a first snapshot of `work` without the model-built kinds (its manifest
+        lists them as `pending`); the tasks keep their parses, so the runner then only runs the model passes and
+        the driver publishes the complete successor. The first snapshot is atomic like any other."""
+        from pipelines.parse import FileParser
+
+        first = dataclasses.replace(work, result=RepoResult(repo=work.spec.name), errors=list(work.errors),
+                                    parsed=dict(work.parsed), vectors={}, functions={})
+        with _timed(work.result, "parse"):
+            outcomes = parse_tasks(tasks, self.config, FileParser(self.config.chunk))
+        fresh: dict[str, Any] = {}
+        for task, outcome in zip(tasks, outcomes):
+            if outcome.error is not None:  # the runner meets it again; the first snapshot lists it too
+                first.errors.append(outcome.error)
+            if outcome.parsed is None:
+                continue
+            if task.parsed is None:
+                fresh[outcome.key] = outcome.parsed
+                self._parsed_first.add(outcome.key)
+            task.parsed = first.parsed[outcome.path] = outcome.parsed
+        parse_cache.put_many(fresh)
+        self._guard(first, True, lambda w: self._publish(w, first=True))
+        work.history = first.history
+        work.snapshot_id, work.paths = self.layout.begin(work.spec.name, work.source.commit or "")
+        work.result.snapshot_id = work.snapshot_id
+        work.result.seconds[FIRST_ANSWER_STAGE] = round(time.perf_counter() - start, 3)
+        self.log(f"{work.spec.name}: first snapshot {first.snapshot_id} answers; building {', '.join(DENSE_KINDS)}")
 
     def _keep_warm(self, works: list[_RepoWork]) -> None:
         """Keep a one-repository run's parsed files in memory: the next sync of the same tree (watch) then
@@ -213,6 +259,7 @@ class Indexer:
         self._identity = model_id, dim = self.runner.identity()  # once per run; publish reuses it
         embed_cache = embedding_cache(self.config, model_id, dim)
         self.tokens = self._token_builder(model_id, dim)
+        self.functions = function_pass(self.config)
         self._tokens_counted = 0
         tasks: list[FileTask] = []
         leaders: dict[str, FileTask] = {}  # content key -> its one task in this run (branches share files)
@@ -222,7 +269,8 @@ class Indexer:
             with _timed(work.result, "plan"):
                 keys = {e.path: ParseCache.key(e.path, e.blob_sha) for e in work.entries}
                 cold = [k for k in keys.values() if k not in self._warm]
-                cached = {**parse_cache.get_many(cold + [ERROR_KEY_PREFIX + k for k in cold]),
+                listed = [functions_key(k) for k in keys.values()] if self.functions is not None else []
+                cached = {**parse_cache.get_many(cold + [ERROR_KEY_PREFIX + k for k in cold] + listed),
                           **{k: self._warm[k] for k in keys.values() if k in self._warm}}
                 for entry in work.entries:
                     key = keys[entry.path]
@@ -235,9 +283,12 @@ class Indexer:
                     if parsed is not None:  # by content: parsed for another branch or repository is re-stamped
                         parsed = rebrand(parsed, work.spec.name)
                         found = embed_cache.get_many([c.content_sha for c in parsed.chunks])
-                        if len(found) == len({c.content_sha for c in parsed.chunks}):
+                        functions = self._cached_functions(entry.path, cached.get(functions_key(key)))
+                        if len(found) == len({c.content_sha for c in parsed.chunks}) and functions is not None:
                             work.parsed[entry.path] = parsed
                             work.vectors[entry.path] = _stack([found[c.content_sha] for c in parsed.chunks], dim)
+                            if self.functions is not None:
+                                work.functions[entry.path] = functions
                             work.result.files_reused += 1
                             continue
                     if key in leaders and leaders[key].repo != work.spec.name:  # another branch's task parses it
@@ -249,6 +300,13 @@ class Indexer:
                                             language=entry.language, key=key, parsed=parsed)
                     tasks.append(leaders[key])
         return tasks
+
+    def _cached_functions(self, path: str, pairs: list[tuple[str, str]] | None) -> FileFunctions | None:
+        """A planned-as-done file's function vectors from the cache: none needed with the channel off or for a file
+        it leaves out; None (the file becomes a task) when its list or one of its vectors is not cached."""
+        if self.functions is None or not self.functions.covers(path):
+            return FileFunctions()
+        return self.functions.lookup(pairs) if pairs is not None else None
 
     def _absorb(self, works: list[_RepoWork], tasks: list[FileTask], parse_cache: ParseCache,
                 raise_errors: bool) -> None:
@@ -280,10 +338,9 @@ class Indexer:
         for name in involved:
             by_name[name].result.seconds["parse+embed"] = elapsed
 
-    @staticmethod
-    def _take(work: _RepoWork, outcome: FileOutcome, fresh: dict[str, Any]) -> None:
+    def _take(self, work: _RepoWork, outcome: FileOutcome, fresh: dict[str, Any]) -> None:
         assert outcome.parsed is not None
-        if outcome.parsed_now:
+        if outcome.parsed_now or outcome.key in self._parsed_first:
             fresh[outcome.key] = outcome.parsed
             work.result.files_parsed += 1
         else:
@@ -292,6 +349,11 @@ class Indexer:
         work.vectors[outcome.path] = outcome.vectors
         work.result.chunks_embedded += outcome.embedded
         work.result.chunks_token_encoded += outcome.tokens_encoded  # on a Ray worker, in the embedding pass
+        if outcome.functions is not None:
+            work.functions[outcome.path] = outcome.functions
+            work.functions_encoded += outcome.functions_encoded
+            if self.functions is not None and self.functions.covers(outcome.path):  # planned as done next time
+                fresh[functions_key(outcome.key)] = outcome.functions.pairs()
 
     @staticmethod
     def _follow(work: _RepoWork, outcome: FileOutcome) -> None:
@@ -302,9 +364,13 @@ class Indexer:
         assert outcome.parsed is not None
         work.parsed[outcome.path] = rebrand(outcome.parsed, work.spec.name)
         work.vectors[outcome.path] = outcome.vectors
+        if outcome.functions is not None:
+            work.functions[outcome.path] = outcome.functions
         work.result.files_reused += 1
 
-    def _publish(self, work: _RepoWork) -> None:
+    def _publish(self, work: _RepoWork, first: bool = False) -> None:
+        """Write, load and publish one repository's snapshot; `first`: without the model-built kinds
+        (`_publish_first`), which its manifest lists as pending."""
         result, spec = work.result, work.spec
         assert work.source is not None and work.paths is not None
         model_id, dim = self._identity
@@ -313,9 +379,9 @@ class Indexer:
         with _timed(result, "resolve"):
             edges = self.resolver.resolve(parsed)
         chunks = [c for p in parsed for c in p.chunks]
-        blocks = [work.vectors[p] for p in order if len(work.parsed[p].chunks)]
+        blocks = [] if first else [work.vectors[p] for p in order if len(work.parsed[p].chunks)]
         vectors = np.concatenate(blocks).astype(np.float32) if blocks else np.zeros((0, dim), dtype=np.float32)
-        if len(vectors) != len(chunks):
+        if len(vectors) != len(chunks) and not first:
             raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks")
         symbols = [s for p in parsed for s in p.symbols]
         work.errors.extend(parse_problems(parsed))  # files indexed only in part (windows, unparsed regions)
@@ -326,7 +392,7 @@ class Indexer:
         result.chunks_reused = result.chunks - result.chunks_embedded
         result.error_samples = [{"path": e.path, "stage": e.stage, "reason": e.reason}
                                 for e in work.errors[:ERROR_SAMPLES]]
-        if self.tokens is not None:  # chunks whose sentence vector was cached but whose tokens were not
+        if self.tokens is not None and not first:  # chunks whose sentence vector was cached but whose tokens were not
             with _timed(result, "tokens"):
                 length = self.config.late_interaction.doc_max_length  # the encoder loads only if one is missing
                 self.tokens.fill(chunks, lambda texts: self._encoder_factory().encode_tokens(texts, length),
@@ -334,19 +400,25 @@ class Indexer:
             # encoded in this run (the runner's shared pass included), counted against the first repository published
             result.chunks_token_encoded += self.tokens.encoded - self._tokens_counted
             self._tokens_counted = self.tokens.encoded
-        history = None
-        if self.config.history.index:
-            with _timed(result, "history"):
-                history = self._history(work)
+        if work.history is None:
+            history = None
+            if self.config.history.index:
+                with _timed(result, "history"):
+                    history = self._history(work)
+            work.history = (history,)
+        (history,) = work.history
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,
                                   symbols=symbols, edges=edges, errors=work.errors, model_id=model_id,
                                   stats={"seconds": result.seconds, "runner": type(self.runner).__name__},
                                   token_vectors=self.tokens, files={e.path: e.blob_sha for e in work.entries},
                                   skipped=[e.path for e in work.errors] + work.excluded, source=work.source_record,
                                   history=history,
+                                  functions=None if first else self._stored_functions(work),
+                                  pending=[k for k in DENSE_KINDS if k in self.config.index.kinds] if first else [],
                                   texts=SourceTexts(work.source, [e for e in work.entries if e.path in work.parsed]))
         with _timed(result, "write"), self.layout.pin_current(spec.name) as previous:  # pruned only after linking
-            written = self.writer.write(work.paths, dataclasses.replace(content, previous=previous))
+            writer = self.first_writer if first else self.writer
+            written = writer.write(work.paths, dataclasses.replace(content, previous=previous))
         result.shards_linked = sum(written.reuse.linked.values())
         result.shards_written = sum(written.reuse.written.values())
         graph_db = self._graph_db_loader()
@@ -361,6 +433,14 @@ class Indexer:
             graph_db.delete_superseded(spec.name, work.snapshot_id)
         result.status, result.snapshot_path = STATUS_OK, str(final)
         self.log(f"{spec.name}: published {work.snapshot_id} ({result.chunks} chunks, {result.errors} errors)")
+
+    def _stored_functions(self, work: _RepoWork) -> StoredFunctions | None:
+        """What the `function_vectors` index kind writes: every parsed file's function vectors (the runner's)."""
+        if self.functions is None:
+            return None
+        files = {path: work.functions[path] for path in work.parsed if path in work.functions}
+        return StoredFunctions(self.functions.model_id, self.config.localizer.dense_max_length, self.functions.dim,
+                               files, work.functions_encoded)
 
     def _history(self, work: _RepoWork) -> Any:
         """The snapshot's history (semantica.history): the first-parent commits at or before the indexed commit

@@ -5,8 +5,8 @@ tasks on Ray Data:
 
     tasks -> `ray.data.from_items` -> `map_batches(parse_batch)` tasks (errors caught PER FILE)
     -> `map_batches(EmbedActor, compute=ActorPoolStrategy(...))` (`ray.embed_actors` actors, or 0: autoscaled up
-       to one per GPU; 1 GPU per actor when the cluster has GPUs, fractional CPUs otherwise) -> outcomes back to the
-       driver.
+       to one per GPU; 1 GPU per actor when the cluster has GPUs, fractional CPUs otherwise: chunk vectors, token
+       vectors and the dense function channel's vectors) -> outcomes back to the driver.
 
 The Ray driver always runs in a freshly spawned process (`semantica.ray_runtime.run_in_fresh_process`):
 Ray's signal handlers must never be installed in a process that runs the JVM (Lucene), which the
@@ -33,11 +33,20 @@ from typing import Any
 import numpy as np
 
 from pipelines.embed import TokenSink
+from pipelines.function_vectors import STORED_DTYPE, FileFunctions
 from pipelines.indexer import BatchSummary, Indexer
 from pipelines.manifest import load_manifest
 from pipelines.parse import FileParser
 from pipelines.progress import ProgressFile, ProgressWatcher, StageProgress
-from pipelines.runner import FileOutcome, FileTask, embed_outcomes, embedding_cache, parse_tasks
+from pipelines.runner import (
+    FileOutcome,
+    FileTask,
+    embed_outcomes,
+    embedding_cache,
+    encode_functions,
+    function_pass,
+    parse_tasks,
+)
 from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from semantica.config import Config, config_from_dict, config_to_dict
 from semantica.encoder import encoder_identity
@@ -63,7 +72,8 @@ def parse_batch(batch: Any, config_dict: dict[str, Any]) -> Any:
 
 
 class EmbedActor:
-    """Ray Data actor: one encoder per actor (GPU when given one); cache misses only reach it.
+    """Ray Data actor: one encoder per actor (GPU when given one); cache misses only reach it. The dense function
+    channel's encoder runs here too (`pipelines.function_vectors`), on the same device, into the shared cache.
 
     With `make_tokens` it also makes the chunks' token vectors (late interaction), from the same forward pass
     when they are stored at the embedding's length, compresses them with the codec the driver fitted and
@@ -86,6 +96,7 @@ class EmbedActor:
                                       self.config.encoder.group_texts, self.config.encoder.cache_segment_vectors,
                                       encode_with_tokens=self._encode_with_tokens if shared_pass else None,
                                       token_sink=self.tokens if shared_pass else None)
+        self.functions = function_pass(self.config)
 
     def _loaded(self) -> Any:
         if self._encoder is None:  # loaded on the first cache miss only
@@ -106,6 +117,7 @@ class EmbedActor:
                     for r, p, k, b in zip(batch["repo"], batch["path"], batch["key"], batch["parsed"])]
         new_tokens = self._tokens_missing(outcomes)
         embed_outcomes(outcomes, self.embedder)
+        encode_functions(outcomes, self.functions)
         if self.tokens is not None:  # chunks whose sentence vector was cached but whose tokens were not
             self.tokens.fill([c for o in outcomes if o.parsed is not None for c in o.parsed.chunks],
                              self._encode_tokens, self.config.encoder.group_texts)
@@ -115,6 +127,11 @@ class EmbedActor:
         batch["embedded"] = [o.embedded for o in outcomes]
         batch["chunks"] = [len(o.parsed.chunks) if o.parsed is not None else 0 for o in outcomes]  # for progress
         batch["tokens_encoded"] = new_tokens
+        found = [o.functions for o in outcomes]
+        batch["function_keys"] = [json.dumps(f.keys if f is not None else None) for f in found]
+        batch["function_shas"] = [json.dumps(f.shas if f is not None else None) for f in found]
+        batch["function_vectors"] = [f.vectors.astype(STORED_DTYPE).tobytes() if f is not None else b"" for f in found]
+        batch["functions_encoded"] = [o.functions_encoded for o in outcomes]
         return batch
 
     def _tokens_missing(self, outcomes: list[FileOutcome]) -> list[int]:
@@ -140,6 +157,11 @@ def _outcome(row: dict[str, Any]) -> FileOutcome:
         else np.zeros((0, 0), dtype=np.float32)
     outcome.embedded = int(row["embedded"])
     outcome.tokens_encoded = int(row.get("tokens_encoded", 0))
+    keys, shas = json.loads(row["function_keys"]), json.loads(row["function_shas"])
+    if keys is not None:  # the channel is on: every parsed file has a (possibly empty) list
+        rows = np.frombuffer(row["function_vectors"], dtype=STORED_DTYPE)
+        outcome.functions = FileFunctions(keys, shas, rows.reshape(len(keys), -1) if keys else rows.reshape(0, 0))
+        outcome.functions_encoded = int(row["functions_encoded"])
     return outcome
 
 
@@ -211,7 +233,8 @@ def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, A
         if "error" in box:
             raise box["error"]
         return [{k: v for k, v in row.items() if k in ("repo", "path", "key", "parsed", "error", "vectors",
-                                                          "embedded", "tokens_encoded")} for row in box["rows"]]
+                                                          "embedded", "tokens_encoded", "function_keys", "function_shas",
+                                                          "function_vectors", "functions_encoded")} for row in box["rows"]]
     finally:
         ray.shutdown()
 

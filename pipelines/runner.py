@@ -1,4 +1,5 @@
-"""Runners: where the indexer's per-file work (read + parse + embed of cache misses) runs.
+"""Runners: where the indexer's per-file work (read + parse + every model pass over cache misses: chunk vectors,
+token vectors from the same pass, the dense function channel's vectors) runs.
 
 `Indexer` plans which files need work and hands them to a runner as `FileTask`s; the runner gives
 back one `FileOutcome` per task. `LocalRunner` does it in this process (CLI, tests, evaluation);
@@ -20,11 +21,12 @@ import numpy as np
 
 from pipelines.discover import FileEntry, RepoSource
 from pipelines.embed import ChunkEmbedder, EmbeddingCache, TokenSink, embed_files
+from pipelines.function_vectors import FileFunctions, FunctionVectorPass, channel_enabled, function_cache_dir
 from pipelines.overlap import Prefetcher, partitions
 from pipelines.parse import FileParser, ParsedFile
 from pipelines.progress import StageProgress
 from semantica.config import Config
-from semantica.encoder import Encoder, shared_encoder
+from semantica.encoder import Encoder, encoder_identity, shared_encoder
 from semantica.schema import FileError
 
 EMBEDDINGS_DIR = "embeddings"
@@ -62,6 +64,8 @@ class FileOutcome:
     embedded: int = 0
     parsed_now: bool = True
     tokens_encoded: int = 0  # chunks whose token vectors a remote worker computed and cached
+    functions: FileFunctions | None = None  # the dense function channel's vectors (None: channel off)
+    functions_encoded: int = 0
 
 
 class Runner(Protocol):
@@ -130,20 +134,46 @@ _OPEN_CACHES_LOCK = threading.Lock()
 MAX_OPEN_CACHES = 4  # (cache dir, model, dim, length) kept loaded per process
 
 
-def embedding_cache(config: Config, model_id: str, dim: int) -> EmbeddingCache:
-    """The embedding cache, loaded once per process and refreshed with new segments on each call: a watch
-    or sync loop does not read every cached vector from disk again for each run."""
-    key = (str(Path(config.paths.cache_dir).expanduser().resolve()), model_id, dim, config.encoder.max_length)
+def open_vector_cache(directory: Path, model_id: str, dim: int, max_length: int) -> EmbeddingCache:
+    """A content-addressed vector cache, loaded once per process and refreshed with new segments on each call: a
+    watch or sync loop does not read every cached vector from disk again for each run."""
+    key = (str(Path(directory).expanduser().resolve()), model_id, dim, max_length)
     with _OPEN_CACHES_LOCK:
         cache = _OPEN_CACHES.pop(key, None)
         if cache is None:
-            cache = EmbeddingCache(Path(config.paths.cache_dir) / EMBEDDINGS_DIR, model_id, dim,
-                                   config.encoder.max_length)
+            cache = EmbeddingCache(Path(directory), model_id, dim, max_length)
         _OPEN_CACHES[key] = cache  # most recently used last
         while len(_OPEN_CACHES) > MAX_OPEN_CACHES:
             _OPEN_CACHES.pop(next(iter(_OPEN_CACHES)))
     cache.refresh()
     return cache
+
+
+def embedding_cache(config: Config, model_id: str, dim: int) -> EmbeddingCache:
+    """The chunk embedding cache (`<cache_dir>/embeddings/`)."""
+    return open_vector_cache(Path(config.paths.cache_dir) / EMBEDDINGS_DIR, model_id, dim, config.encoder.max_length)
+
+
+def function_pass(config: Config) -> FunctionVectorPass | None:
+    """The dense function channel's pass over the shared function-vector cache; None when the index stores none.
+    Named without loading the channel's encoder (it loads on the first cache miss)."""
+    if not channel_enabled(config):
+        return None
+    from semantica.localizer.dense import channel_encoder_config
+
+    model_id, dim = encoder_identity(channel_encoder_config(config.localizer, config.encoder))
+    cache = open_vector_cache(function_cache_dir(config), model_id, dim, config.localizer.dense_max_length)
+    return FunctionVectorPass(config, cache, model_id, dim)
+
+
+def encode_functions(outcomes: list[FileOutcome], functions: FunctionVectorPass | None,
+                     progress: Callable[[int], None] | None = None) -> None:
+    """Fill each parsed outcome's function vectors (cache misses encoded once, batched across files)."""
+    if functions is None:
+        return
+    ok = [o for o in outcomes if o.parsed is not None]
+    for outcome, (found, encoded) in zip(ok, functions.fill([o.parsed for o in ok], progress)):
+        outcome.functions, outcome.functions_encoded = found, encoded
 
 
 class LocalRunner:
@@ -176,7 +206,13 @@ class LocalRunner:
                                  self.config.encoder.group_texts, self.config.encoder.cache_segment_vectors,
                                  encode_with_tokens=encoder.encode_with_tokens if shared_pass else None,
                                  token_sink=tokens if shared_pass else None)
+        functions = function_pass(self.config)
         parse_bar, embed_bar = self._bar(len(tasks), "parse", "files"), self._bar(0, "embed", "chunks")
+        function_bar = self._bar(0, "functions", "functions")
+
+        def encoded(count: int) -> None:  # only cache misses are counted: the total grows with them
+            function_bar.total = function_bar.total + count
+            function_bar.update(count)
 
         def parse(part: list[FileTask]) -> list[FileOutcome]:
             parsed = parse_tasks(part, self.config, self.parser, parse_bar.update)
@@ -188,7 +224,9 @@ class LocalRunner:
         ahead = Prefetcher(parse, self.config.index.overlap_depth, "index-parse")
         for part in ahead.run(parts) if len(parts) > 1 else map(parse, parts):
             embed_outcomes(part, embedder, embed_bar.update)
+            encode_functions(part, functions, encoded)
             outcomes.extend(part)
         parse_bar.close()
         embed_bar.close()
+        function_bar.close()
         return outcomes

@@ -119,6 +119,8 @@ class SnapshotContent:
     previous: SnapshotPaths | None = None  # the published snapshot whose unchanged shards are hard-linked
     history: Any = None  # semantica.history.History of the snapshot's commit (None: not a git source, or off)
     texts: Any = None  # semantica.index_kinds.exact.FileTexts of the indexed files (None: no exact index)
+    functions: Any = None  # pipelines.function_vectors.StoredFunctions (None: the dense channel stores none)
+    pending: list[str] = field(default_factory=list)  # kinds left out of this snapshot, built by its successor
 
 
 @dataclass
@@ -157,7 +159,8 @@ class SnapshotWriter:
         linker = ShardLinker(PreviousShards.of(content.previous), paths.root, self.config.shards.reuse)
         written = PartitionedShardWriter(self.config).write(
             paths.root, ShardInputs(content.chunks, content.vectors, content.symbols, content.model_id,
-                                    content.token_vectors, content.history, content.texts),
+                                    content.token_vectors, content.history, content.texts,
+                                    content.functions),
             linker)
         shards = written.shards
         manifest = Manifest(
@@ -181,6 +184,7 @@ class SnapshotWriter:
             source=content.source,
             runtime=parse_model_id(content.model_id).runtime_name,
             export_sha=parse_model_id(content.model_id).export_sha,
+            pending=list(content.pending),
             **written.manifest,  # Manifest fields an index kind fills (token_vectors)
         )
         for shard in manifest.shards:  # a shard's checksum covers all of its files (`x.faiss`: `x.*`)

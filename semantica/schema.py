@@ -276,6 +276,8 @@ class Manifest:
     # "" = built before they were recorded (torch)
     runtime: str = ""
     export_sha: str = ""
+    # index kinds a successor snapshot of the same commit is still building (`index.dense_later`); [] = complete
+    pending: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

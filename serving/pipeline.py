@@ -33,6 +33,8 @@ from serving.stages import Stages, build_stages
 
 __all__ = ["SearchPipeline", "StageTimer"]
 
+PENDING = "pending: still building (a successor snapshot of the same commit adds it)"  # manifest.pending
+
 
 class SearchPipeline:
     """Answers `SearchRequest`s over the published snapshots under one index root. It only orchestrates:
@@ -138,8 +140,11 @@ class SearchPipeline:
                                 lambda: [s.name for s in self.stages.retriever_specs])
 
     def _repos(self, request: SearchRequest, degraded: list[dict[str, str]]) -> list[Snapshot]:
-        """The snapshots that can answer (`SnapshotSet.answering`: a broken one is listed in `degraded`)."""
-        return self.snapshots.answering(list(request.repos), degraded)
+        """The snapshots that can answer (`SnapshotSet.answering`: a broken one is listed in `degraded`), and for a
+        first snapshot (`index.dense_later`) each index still building, so its answer is marked and never cached."""
+        snapshots = self.snapshots.answering(list(request.repos), degraded)
+        degraded.extend({"stage": kind, "error": PENDING} for s in snapshots for kind in s.manifest.pending)
+        return snapshots
 
     # -- the work ------------------------------------------------------------------------------
 

@@ -154,5 +154,6 @@ class ShardInputs:
     token_vectors: Any = None  # pipelines.token_cache.TokenVectorBuilder; None: no stored token vectors
     history: Any = None  # semantica.history.History of the snapshot's commit; None: not a git source, or off
     texts: Any = None  # semantica.index_kinds.exact.FileTexts: every indexed file's text (None: no exact index)
+    functions: Any = None  # pipelines.function_vectors.StoredFunctions: the runner's function vectors (None: none)
 
 

@@ -41,8 +41,8 @@ def test_self_index_has_known_symbols_and_edges(indexed_self):
     assert ("semantica/config/loader.py::_build", "semantica/config/loader.py::_coerce") in calls
     manifest = snapshot.manifest
     assert manifest.counts["chunks"] == len(snapshot.chunks) > 100
-    assert manifest.dim == 384 and {s.kind for s in manifest.shards} == {"faiss", "lucene", "lucene_file",
-                                                                           "lucene_function", "exact"}
+    assert manifest.dim == 384 and {s.kind for s in manifest.shards} == {
+        "faiss", "function_vectors", "lucene", "lucene_file", "lucene_function", "exact"}
     assert all(len(s.checksum) == 64 for s in manifest.shards)
     assert indexed_self.summary.chunks_embedded + indexed_self.summary.chunks_reused == manifest.counts["chunks"]
 

@@ -205,3 +205,50 @@ def test_index_batch_workers_make_the_token_vectors(tmp_path, monkeypatch):
     for chunk_id, vectors in local_tokens.items():
         assert ray_tokens[chunk_id].shape == vectors.shape and len(vectors), chunk_id
         assert np.allclose(ray_tokens[chunk_id], vectors, atol=0.02), chunk_id
+
+
+# real code of this repository (both Python and a docs page): a small real tree with a few dozen functions
+REAL_FILES = ("pipelines/overlap.py", "pipelines/embed.py", "semantica/index_kinds/sharding.py", "docs/plan.md")
+
+
+def test_index_batch_workers_make_the_function_vectors_an_in_process_build_makes(tmp_path, monkeypatch):
+    """The dense function channel is a model pass of the runner: `index-batch` publishes the function vectors
+    `index` publishes (same keys, same source shas, the same vectors up to float16 rounding), encoded on the Ray
+    embedding actor; the driver's process (this one) encodes nothing. Private caches: nothing is reused."""
+    from pipelines.indexer import Indexer
+    from pipelines.manifest import load_manifest
+    from pipelines.ray_job import RayRunner
+    from semantica.encoder import Encoder
+    from semantica.index_kinds.function_vectors import KIND
+    from semantica.snapshot import Snapshot
+    from tests.conftest import REPO_ROOT
+
+    repo = _git_repo(tmp_path / "real", {path: (REPO_ROOT / path).read_bytes() for path in REAL_FILES})
+    manifest = tmp_path / "repos.yaml"
+    manifest.write_text(f"- {{name: real, path: {repo}}}\n")
+    settings = ("ray.num_cpus=2", "ray.actor_num_cpus=0.25", "ray.embed_actors=1", "ray.job_timeout_s=400",
+                "token_vectors.enabled=false", "shards.partition_chunks=8")  # several function-vector shards
+    local_config = make_config(tmp_path / "local", *settings, private_cache=True)
+    Indexer(local_config, progress=False).index(str(repo), "real")
+
+    def head_node_encodes(*_args, **_kwargs):
+        raise AssertionError("the driver encoded: the Ray workers should have")
+
+    monkeypatch.setattr(Encoder, "encode", head_node_encodes)
+    monkeypatch.setattr(Encoder, "encode_with_tokens", head_node_encodes)
+    ray_config = make_config(tmp_path / "ray", *settings, private_cache=True)
+    summary = Indexer(ray_config, RayRunner(ray_config)).run(load_manifest(manifest))
+    assert summary.ray_used and summary.repos[0].status == "ok", summary.repos[0].reason
+
+    local_snapshot, ray_snapshot = (Snapshot.open(IndexLayout(c.paths.index_root).current("real"), c)
+                                    for c in (local_config, ray_config))
+    local, remote = local_snapshot.index(KIND), ray_snapshot.index(KIND)
+    counts = ray_snapshot.manifest.counts
+    assert counts["function_vectors"] == local_snapshot.manifest.counts["function_vectors"] > 20
+    assert counts["function_vectors_encoded"] == counts["function_vectors"]  # by the workers, none reused
+    assert len(ray_snapshot.shard_paths(KIND)) > 1  # sharded by the files' partitions
+    assert remote.model_id == local.model_id and remote.rows.keys() == local.rows.keys()
+    assert "pipelines/embed.py::EmbeddingCache.get_many" in remote.rows
+    for key, row in local.rows.items():
+        assert remote.shas[remote.rows[key]] == local.shas[row], key
+        assert np.allclose(remote.vector(key), local.vector(key), atol=2e-3), key

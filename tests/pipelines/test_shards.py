@@ -77,12 +77,11 @@ def test_one_file_change_rebuilds_one_partition_and_links_the_rest(builds) -> No
     assert count == before.manifest.stats[PARTITIONS_STAT] > 3
     assert first.shards_linked == 0 and first.shards_written > 0
     assert second.files_parsed == 1 and second.shards_linked > 0
-    kinds = {s.kind for s in after.manifest.shards} | {"tokens"}  # one shard per kind for the changed partition
+    # one shard per kind for the changed partition (function vectors included: they are sharded like chunk vectors)
+    kinds = {s.kind for s in after.manifest.shards} | {"tokens"}
     localizer = builds["config"].localizer
     if localizer.enabled:  # ... and the localizer's whole-snapshot fields: a Python file changed
         kinds |= {"localizer"}
-    if localizer.enabled and localizer.dense_model and localizer.dense_at_index:  # ... and its function vectors
-        kinds |= {"function_vectors"}
     assert second.shards_written == len(kinds)
     assert second.shards_linked + second.shards_written == first.shards_written
     old = {s.path for s in before.manifest.shards}
