@@ -18,7 +18,7 @@ from typing import Any
 from semantica.api import QueryError
 from semantica.config import Config
 from semantica.errors import public_message
-from semantica.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file
+from semantica.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file, read_in_order
 from semantica.index_kinds.exact import KIND as EXACT_KIND
 from semantica.snapshot import Snapshot, SnapshotSet
 
@@ -167,12 +167,11 @@ class ExactSearcher:
                 warnings.append(f"{snapshot.repo}: snapshot {snapshot.snapshot_id} has no exact index "
                                 "(built before it, or with exact.index off): run `semantica index` again")
             candidates += len(found)
-            for path, number, row in found:
+            for path, _number, data in read_in_order(shards, found, limits.read_batch_files):
                 if time.perf_counter() > deadline:
                     truncated = True
                     warnings.append(f"stopped at exact.deadline_s ({limits.deadline_s} s); the answer is partial")
                     break
-                data = shards[number].content(row)
                 scanned += 1
                 if full:  # is there one more matching line anywhere?
                     truncated = bool(match_file(data, compiled, 1).lines)
@@ -263,9 +262,8 @@ class ExactRetriever:
         query = fts_query(compiled.prefilter, limits.max_query_trigrams) if compiled.prefilter else None
         found = sorted((path, number, row) for number, shard in enumerate(shards) for row, path in shard.candidates(query))
         out: list[tuple[str, int]] = []
-        for path, number, row in found:
-            out += [(path, m.line) for m in match_file(shards[number].content(row), compiled,
-                                                       limits.max_matches_per_file).lines]
+        for path, _number, data in read_in_order(shards, found, limits.read_batch_files):
+            out += [(path, m.line) for m in match_file(data, compiled, limits.max_matches_per_file).lines]
             if len(out) >= limits.retriever_max_lines:
                 break
         return out[:limits.retriever_max_lines]
