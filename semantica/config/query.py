@@ -208,7 +208,6 @@ class ExactConfig:
     max_context_lines: int = 10  # `-C N` above it is capped
     max_query_trigrams: int = 32  # trigrams per required literal sent to the index (a superset either way)
     max_line_chars: int = 2000  # a reported line is cut to this many characters
-    read_batch_files: int = 32  # candidate files read from a shard per statement, in path order
     fragment_min_chars: int = 4  # the `exact` retriever: shortest quoted string or code fragment it looks for
     retriever_max_lines: int = 200  # the `exact` retriever: matching lines it turns into chunk hits
 

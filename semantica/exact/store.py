@@ -21,6 +21,9 @@ SCHEMA = (
     "CREATE VIRTUAL TABLE grams USING fts5(body, content='', tokenize='trigram', detail='none')",
 )
 ZLIB_MARK = b"\x00"  # a compressed row starts with it (UTF-8 text the discovery keeps never holds a NUL)
+# candidate files read per statement: a statement per file was most of a full scan's time, and a capped answer
+# that stops early has read at most this many files per shard past it
+READ_BATCH_FILES = 32
 EXACT_FORMAT = "1"  # bump when the schema or what a row holds changes (it is part of every shard's key)
 
 
@@ -100,7 +103,7 @@ class ExactShard:
 
 
 def read_in_order(shards: list[ExactShard], found: list[tuple[str, int, int]],
-                  batch_files: int) -> Iterator[tuple[str, int, bytes]]:
+                  batch_files: int = READ_BATCH_FILES) -> Iterator[tuple[str, int, bytes]]:
     """(path, shard number, content) for each (path, shard number, row) of `found`, in its order. Each shard's
     rows are read `batch_files` at a time, ahead of their turn, so a caller that stops early reads at most one
     batch per shard more than it used."""

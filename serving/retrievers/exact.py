@@ -167,7 +167,7 @@ class ExactSearcher:
                 warnings.append(f"{snapshot.repo}: snapshot {snapshot.snapshot_id} has no exact index "
                                 "(built before it, or with exact.index off): run `semantica index` again")
             candidates += len(found)
-            for path, _number, data in read_in_order(shards, found, limits.read_batch_files):
+            for path, _number, data in read_in_order(shards, found):
                 if time.perf_counter() > deadline:
                     truncated = True
                     warnings.append(f"stopped at exact.deadline_s ({limits.deadline_s} s); the answer is partial")
@@ -262,7 +262,7 @@ class ExactRetriever:
         query = fts_query(compiled.prefilter, limits.max_query_trigrams) if compiled.prefilter else None
         found = sorted((path, number, row) for number, shard in enumerate(shards) for row, path in shard.candidates(query))
         out: list[tuple[str, int]] = []
-        for path, _number, data in read_in_order(shards, found, limits.read_batch_files):
+        for path, _number, data in read_in_order(shards, found):
             out += [(path, m.line) for m in match_file(data, compiled, limits.max_matches_per_file).lines]
             if len(out) >= limits.retriever_max_lines:
                 break

@@ -33,7 +33,7 @@ SECTIONS = {
     "query": 8,
     "granular": 9,
     "graph_ops": 5,
-    "exact": 14,
+    "exact": 13,
     "localizer": 46,
     "serve": 5,
     "auth": 5,
