@@ -21,8 +21,8 @@ SCHEMA = (
     "CREATE VIRTUAL TABLE grams USING fts5(body, content='', tokenize='trigram', detail='none')",
 )
 ZLIB_MARK = b"\x00"  # a compressed row starts with it (UTF-8 text the discovery keeps never holds a NUL)
-# candidate files read per statement: a statement per file was most of a full scan's time, and a capped answer
-# that stops early has read at most this many files per shard past it
+# the most candidate files read per statement (batches double up to it): a statement per file was most of a
+# full scan's time
 READ_BATCH_FILES = 32
 EXACT_FORMAT = "1"  # bump when the schema or what a row holds changes (it is part of every shard's key)
 
@@ -105,15 +105,17 @@ class ExactShard:
 def read_in_order(shards: list[ExactShard], found: list[tuple[str, int, int]],
                   batch_files: int = READ_BATCH_FILES) -> Iterator[tuple[str, int, bytes]]:
     """(path, shard number, content) for each (path, shard number, row) of `found`, in its order. Each shard's
-    rows are read `batch_files` at a time, ahead of their turn, so a caller that stops early reads at most one
-    batch per shard more than it used."""
+    rows are read ahead of their turn in batches that double from one file up to `batch_files`, so a caller that
+    stops early has read at most as many files again as it used (a shard's first batch is its first file)."""
     upcoming: dict[int, deque[int]] = {}
     for _, number, row in found:
         upcoming.setdefault(number, deque()).append(row)
     ready: dict[int, dict[int, bytes]] = {number: {} for number in upcoming}
+    size = dict.fromkeys(upcoming, 1)
     for path, number, row in found:
         held = ready[number]
         if row not in held:
             queue = upcoming[number]
-            held.update(shards[number].contents([queue.popleft() for _ in range(min(batch_files, len(queue)))]))
+            held.update(shards[number].contents([queue.popleft() for _ in range(min(size[number], len(queue)))]))
+            size[number] = min(2 * size[number], batch_files)
         yield path, number, held.pop(row)

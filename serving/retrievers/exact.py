@@ -75,6 +75,8 @@ class PathGlobs:
         self.exclude = [_glob_regex(g[1:]) for g in globs if g.startswith("!")]
 
     def accepts(self, path: str) -> bool:
+        if not self.include and not self.exclude:
+            return True
         if any(r.match(path) for r in self.exclude):
             return False
         return not self.include or any(r.match(path) for r in self.include)

@@ -33,7 +33,7 @@ class CountingShard(ExactShard):
         return super().contents(rows)
 
 
-def test_read_in_order_follows_the_global_path_order_and_reads_one_batch_ahead(tmp_path):
+def test_read_in_order_follows_the_global_path_order_and_reads_ahead_in_doubling_batches(tmp_path):
     names = [f"f{i:02d}.py" for i in range(10)]
     halves = [[n for n in names if int(n[1:3]) % 2 == part] for part in (0, 1)]
     shards = []
@@ -46,5 +46,8 @@ def test_read_in_order_follows_the_global_path_order_and_reads_one_batch_ahead(t
     assert [(p, data.decode()) for p, _, data in stream] == [(n, f"text of {n}\n") for n in names]
     for shard in shards:
         shard.read.clear()
-    first = next(read_in_order(shards, found, batch_files=2))
-    assert first[0] == "f00.py" and shards[0].read == [0, 1] and shards[1].read == []
+    stream = read_in_order(shards, found, batch_files=4)
+    assert [next(stream)[0] for _ in range(2)] == ["f00.py", "f01.py"]
+    assert shards[0].read == [0] and shards[1].read == [0]  # a shard's first batch is one file
+    assert [next(stream)[0] for _ in range(2)] == ["f02.py", "f03.py"]
+    assert shards[0].read == [0, 1, 2] and shards[1].read == [0, 1, 2]  # then two, up to batch_files
