@@ -202,17 +202,28 @@ class ExactSearcher:
 
 _QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|'([^'\n]+)'")
 _CODE_MARKS = re.compile(r"[()\[\]{}=;:<>]|\w\.\w|->|::")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*")
 
 
-def query_fragments(text: str, min_chars: int) -> list[str]:
-    """What a hybrid query asks to find verbatim: its quoted strings (`...`, "...", '...'), else the query itself
-    when it reads as code or a pasted line (punctuation such as `foo(bar)`, `x.y = `, `a::b`), else nothing."""
-    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
-    found = [q.strip() for q in quoted if len(q.strip()) >= min_chars]
-    if found:
-        return list(dict.fromkeys(found))
-    line = next((t.strip() for t in text.splitlines() if t.strip()), "")
-    return [line] if len(line) >= min_chars and _CODE_MARKS.search(line) else []
+@dataclass(frozen=True)
+class PastedLineClassifier:
+    """Which part of a hybrid query is to be found verbatim: its quoted strings (`...`, "...", '...'), else the
+    query itself when it reads as a pasted code line (punctuation such as `foo(bar)`, `x.y = `, `a::b`), else
+    nothing. A bare (dotted) identifier such as `SnapshotSet.get` is a symbol lookup, not a line: matching it
+    verbatim ranks its call sites above its definition (the golden set's symbol queries), so it gets nothing."""
+
+    min_chars: int
+
+    def fragments(self, text: str) -> list[str]:
+        quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+        found = [q.strip() for q in quoted if len(q.strip()) >= self.min_chars]
+        if found:
+            return list(dict.fromkeys(found))
+        line = next((t.strip() for t in text.splitlines() if t.strip()), "")
+        return [line] if self.reads_as_code(line) else []
+
+    def reads_as_code(self, line: str) -> bool:
+        return len(line) >= self.min_chars and bool(_CODE_MARKS.search(line)) and not _IDENTIFIER.fullmatch(line)
 
 
 class ExactRetriever:
@@ -231,7 +242,7 @@ class ExactRetriever:
 
         text = RetrievalQuery.of(query).text
         limits = self.snapshot.config.exact
-        fragments = query_fragments(text, limits.fragment_min_chars)
+        fragments = PastedLineClassifier(limits.fragment_min_chars).fragments(text)
         if k <= 0 or not fragments:
             return []
         shards: list[ExactShard] = self.snapshot.index(EXACT_KIND)

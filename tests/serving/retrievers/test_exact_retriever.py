@@ -9,7 +9,7 @@ import pytest
 
 from semantica.api import SearchRequest
 from serving.pipeline import SearchPipeline
-from serving.retrievers.exact import query_fragments
+from serving.retrievers.exact import PastedLineClassifier
 
 pytestmark = pytest.mark.timeout(900)
 # (query, the file holding it): pasted lines, error messages and quoted strings from the indexed files
@@ -22,11 +22,15 @@ HELD_IN = [
 ]
 
 
-def test_fragments_are_quoted_strings_or_the_query_when_it_reads_as_code():
-    assert query_fragments('find "has been deprecated" in flag.go', 4) == ["has been deprecated"]
-    assert query_fragments("JSON.stringify(this.#options.json)", 4) == ["JSON.stringify(this.#options.json)"]
-    assert query_fragments("how are vectors cached by content sha", 4) == []
-    assert query_fragments("say 'ab' please", 4) == []  # too short to look for
+def test_fragments_are_quoted_strings_or_the_query_when_it_reads_as_a_code_line():
+    fragments = PastedLineClassifier(min_chars=4).fragments
+    assert fragments('find "has been deprecated" in flag.go') == ["has been deprecated"]
+    assert fragments("JSON.stringify(this.#options.json)") == ["JSON.stringify(this.#options.json)"]
+    assert fragments("how are vectors cached by content sha") == []
+    assert fragments("say 'ab' please") == []  # too short to look for
+    # a bare (dotted) identifier is a symbol lookup: the symbol retriever answers it, its call sites would not
+    assert fragments("SnapshotSet.get") == [] and fragments("std::vector") == []
+    assert fragments("x.y = 3") == ["x.y = 3"] and fragments("self.config.exact") == []
 
 
 @pytest.fixture(scope="module")
