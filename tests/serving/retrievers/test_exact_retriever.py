@@ -35,12 +35,12 @@ def test_fragments_are_quoted_strings_or_the_query_when_it_reads_as_a_code_line(
 
 @pytest.fixture(scope="module")
 def pipelines(indexed_exact):
+    """The shipped pipeline (the exact retriever on) and the same without it."""
     config = indexed_exact.config
-    fused = dataclasses.replace(  # as docs/grep.md says to turn it on
-        config, retrieval=dataclasses.replace(config.retrieval, retrievers=[*config.retrieval.retrievers, "exact"]),
-        fusion=dataclasses.replace(config.fusion, extra_weights={"exact": 1.5},
-                                   rrf_k={**config.fusion.rrf_k, "exact": 20.0}))
-    return SearchPipeline(config), SearchPipeline(fused)
+    assert "exact" in config.retrieval.retrievers and config.fusion.extra_weights.get("exact")  # on by default
+    without = dataclasses.replace(config, retrieval=dataclasses.replace(
+        config.retrieval, retrievers=[r for r in config.retrieval.retrievers if r != "exact"]))
+    return SearchPipeline(without), SearchPipeline(config)
 
 
 def top_paths(pipeline: SearchPipeline, query: str, name: str) -> list[str]:
