@@ -1,7 +1,7 @@
 """Exact search against ripgrep: the same (path, line) match sets, and latency per pattern as same-run ratios.
 
     python -m jobs.bench grep --repo PATH --commit SHA [--index-root DIR] [--cache-dir DIR] [--rounds 3]
-        [--rg PATH] [--out FILE]
+        [--rg PATH] [--out FILE] [--build-ab N] [--pasted N]
 
 Indexes the repository at the commit (reusing a published snapshot of that commit under --index-root), writes
 the commit's tree into a temporary checkout with `git archive`, and for every pattern of `pattern_set` (more
@@ -9,6 +9,12 @@ than 200: literals, regexes, -i, -w, Unicode, non-code files) compares `ExactSea
 `rg --json` run over exactly the files the index holds (the list is passed, so the tree and ignore rules are the
 same). Speed: per pattern, the searcher's warm time and `rg` over the whole checkout (its own walk and ignore
 rules), interleaved, `--rounds` each; p50/p99 per side and their ratios by pattern class. A benchmark, not a test.
+
+`--build-ab N`: N pairs of clean builds of the commit (fresh index and embedding cache each), one with
+`exact.index: false` and one with it on, their order alternating, and the median ratio of their times.
+`--pasted N`: N lines drawn from the indexed files (a pasted code line, or the message of a `raise`), each asked
+of the hybrid query with the `exact` retriever off and on (the same snapshot, one run): how often a file holding
+the line is in the top 3.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import statistics
@@ -83,6 +90,12 @@ HAND_CASES = (
     Case(r"\t", regex=True, kind="regex-noliteral"), Case(r"\S\s{2,}\S", regex=True, kind="regex-noliteral"),
 )
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+PASTED_LINE_CHARS = (20, 160)  # a line someone pastes: long enough to mean something, short enough to be one line
+RAISED_MESSAGE = re.compile(r"raise \w+(?:\.\w+)*\(\s*f?(['\"])(?P<message>[^'\"{}]{12,})\1")
+TOP_FILES = 3
+EXACT_ON = ("retrieval.retrievers=[vector,lexical,symbol,graph,exact]", 'fusion.extra_weights={"exact": 1.5}',
+            'fusion.rrf_k={"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0, "exact": 20.0}')
+EXACT_OFF = ("retrieval.retrievers=[vector,lexical,symbol,graph]",)
 
 
 def pattern_set(texts: list[str], identifiers: int = 40) -> list[Case]:
@@ -201,6 +214,87 @@ def index_size(config: Config, repo: str) -> dict[str, Any]:
             "index_over_corpus": round(index_bytes / max(1, corpus), 3)}
 
 
+def build_ab(repo: str, commit: str, overrides: list[str], pairs: int, work: Path) -> dict[str, Any]:
+    """Clean builds with the exact kind off and on, alternating which goes first; their seconds and ratios."""
+    from pipelines.indexer import Indexer
+
+    runs: list[dict[str, Any]] = []
+    for pair in range(pairs):
+        order = (False, True) if pair % 2 == 0 else (True, False)
+        seconds: dict[bool, float] = {}
+        for exact in order:
+            root = work / f"ab-{pair}-{int(exact)}"
+            config = load_config(None, [f"paths.index_root={root / 'index'}", f"paths.cache_dir={root / 'cache'}",
+                                        *overrides, f"exact.index={str(exact).lower()}"], environ={})
+            start = time.perf_counter()
+            Indexer(config, progress=False).index(repo, "bench/ab", commit)
+            seconds[exact] = time.perf_counter() - start
+            shutil.rmtree(root, ignore_errors=True)
+        runs.append({"first": "on" if order[0] else "off", "off_s": round(seconds[False], 2),
+                     "on_s": round(seconds[True], 2), "ratio_on_over_off": round(seconds[True] / seconds[False], 4),
+                     "load_avg": os.getloadavg()})
+    return {"pairs": runs, "median_ratio": round(statistics.median(r["ratio_on_over_off"] for r in runs), 4)}
+
+
+@dataclass(frozen=True)
+class PastedCase:
+    """A query made of a real line of the repository, and every file that holds it."""
+
+    query: str
+    kind: str  # "code-line" or "error-message"
+    files: frozenset[str]
+
+
+def pasted_cases(paths: list[str], texts: list[str], count: int, seed: int = 0) -> list[PastedCase]:
+    """`count` lines drawn with a fixed seed: code lines of PASTED_LINE_CHARS (half) and `raise` messages (half)."""
+    holders: dict[str, set[str]] = {}
+    lines: list[str] = []
+    messages: list[str] = []
+    for path, text in zip(paths, texts, strict=True):
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not PASTED_LINE_CHARS[0] <= len(line) <= PASTED_LINE_CHARS[1]:
+                continue
+            if line not in holders:
+                lines.append(line)
+                found = RAISED_MESSAGE.search(line)
+                if found and path.endswith(".py"):
+                    messages.append(found.group("message"))
+            holders.setdefault(line, set()).add(path)
+    chooser = random.Random(seed)
+    chosen = [PastedCase(q, "code-line", frozenset(holders[q]))
+              for q in chooser.sample(lines, min(len(lines), count - count // 2))]
+    for message in chooser.sample(messages, min(len(messages), count // 2)):
+        holding = frozenset(p for p, t in zip(paths, texts, strict=True) if message in t)
+        chosen.append(PastedCase(message, "error-message", holding))
+    return chosen
+
+
+def pasted(config_overrides: list[str], repo: str, cases: list[PastedCase]) -> dict[str, Any]:
+    """Top-3 file hits per case with the exact retriever off and on, both pipelines over the same snapshot."""
+    from semantica.api import SearchRequest
+    from serving.pipeline import SearchPipeline
+
+    pipelines = {side: SearchPipeline(load_config(None, [*config_overrides, *extra], environ={}))
+                 for side, extra in (("off", EXACT_OFF), ("on", EXACT_ON))}
+    found: dict[str, dict[str, list[int]]] = {side: {} for side in pipelines}
+    took: dict[str, list[float]] = {side: [] for side in pipelines}
+    for case in cases:
+        for side, pipeline in pipelines.items():
+            start = time.perf_counter()
+            response = pipeline.search(SearchRequest(query=case.query, repos=[repo], k=10))
+            took[side].append(time.perf_counter() - start)
+            top: list[str] = []
+            for hit in response.hits:
+                if hit.path not in top:
+                    top.append(hit.path)
+            found[side].setdefault(case.kind, []).append(int(bool(case.files & set(top[:TOP_FILES]))))
+    table = {side: {kind: {"n": len(v), "top3": sum(v), "share": round(sum(v) / max(1, len(v)), 3)}
+                    for kind, v in by_kind.items()} for side, by_kind in found.items()}
+    return {"cases": len(cases), "unique_lines": sum(len(c.files) == 1 for c in cases), "top3": table,
+            "p50_ms": {side: round(1000 * statistics.median(v), 1) for side, v in took.items() if v}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.bench grep", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", required=True, help="git repository (checkout or bare)")
@@ -212,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rg", default="")
     parser.add_argument("--set", action="append", default=[], help="index config overrides")
     parser.add_argument("--out", default="")
+    parser.add_argument("--build-ab", type=int, default=0, help="pairs of clean builds, exact off and on")
+    parser.add_argument("--pasted", type=int, default=0, help="pasted lines asked of the hybrid query")
+    parser.add_argument("--skip-oracle", action="store_true", help="only the build, --build-ab and --pasted")
     args = parser.parse_args(argv)
     rg = find_rg(args.rg)
     if not rg:
@@ -238,13 +335,19 @@ def main(argv: list[str] | None = None) -> int:
     archive = subprocess.run(["git", "-C", args.repo, "archive", "--format=tar", args.commit], capture_output=True,
                              check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
-    _, texts = indexed_files(config, args.name)
-    cases = pattern_set(texts)
-    report = {"repo": args.repo, "commit": args.commit, "rg": subprocess.run([rg, "--version"], capture_output=True,
-                                                                               text=True).stdout.splitlines()[0],
-              "build": built, "size": index_size(config, args.name),
-              "oracle": compare(config, args.name, root, rg, cases),
-              "speed": speed(config, args.name, root, rg, cases, args.rounds), "load_avg": os.getloadavg()}
+    paths, texts = indexed_files(config, args.name)
+    report: dict[str, Any] = {"repo": args.repo, "commit": args.commit, "build": built,
+                              "rg": subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]}
+    if not args.skip_oracle:
+        cases = pattern_set(texts)
+        report.update({"size": index_size(config, args.name), "oracle": compare(config, args.name, root, rg, cases),
+                       "speed": speed(config, args.name, root, rg, cases, args.rounds), "load_avg": os.getloadavg()})
+    if args.pasted:
+        base = [f"paths.index_root={index_root}", f"paths.cache_dir={args.cache_dir or work / 'cache'}", *args.set]
+        report["pasted"] = {**pasted(base, args.name, pasted_cases(paths, texts, args.pasted)),
+                            "load_avg": os.getloadavg()}
+    if args.build_ab:
+        report["build_ab"] = build_ab(args.repo, args.commit, list(args.set), args.build_ab, work)
     text = json.dumps(report, indent=1, default=str)
     if args.out:
         Path(args.out).write_text(text)

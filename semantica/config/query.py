@@ -24,7 +24,7 @@ class RetrievalConfig:
     symbol_fuzzy_max_names: int = 4
     repo_parallelism: int = 8  # repositories a multi-repository query searches at once
     # the registered retrievers a query runs (serving/retrievers/registry.py); a request may narrow them
-    retrievers: list[str] = field(default_factory=lambda: ["vector", "lexical", "symbol", "graph"])
+    retrievers: list[str] = field(default_factory=lambda: ["vector", "lexical", "symbol", "graph", "exact"])
 
 
 @dataclass
@@ -55,7 +55,7 @@ class FusionConfig:
     """Weighted RRF + consensus (RFC values)."""
 
     rrf_k: dict[str, float] = field(
-        default_factory=lambda: {"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0}
+        default_factory=lambda: {"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0, "exact": 20.0}
     )
     profiles: dict[str, dict[str, float]] = field(
         default_factory=lambda: {
@@ -78,7 +78,7 @@ class FusionConfig:
         default_factory=lambda: {"symbol": 20, "flow": 15, "concept": 60, "code": 40, "balanced": 40}
     )
     # registered retrievers beyond the four strategies: name -> raw weight (normalised with the profile's)
-    extra_weights: dict[str, float] = field(default_factory=dict)
+    extra_weights: dict[str, float] = field(default_factory=lambda: {"exact": 1.5})
 
 
 @dataclass

@@ -31,8 +31,9 @@ class FileMatches:
 
 def match_file(data: bytes, compiled: CompiledPattern, limit: int, context: int = 0,
                max_line_chars: int = 0) -> FileMatches:
-    """The first `limit` matching lines of `data` (UTF-8). One RE2 search runs over the whole text; a match
-    that crosses a line break is checked again inside its first line alone."""
+    """The first `limit` matching lines of `data` (UTF-8). One RE2 search runs over the whole text (the program
+    never matches a line break, `pattern.compile_pattern`); a match that still ends past its line is checked again
+    inside that line alone."""
     program, group = compiled.program, compiled.group
     found: list[LineMatch] = []
     position, line_number, counted_to = 0, 1, 0

@@ -3,7 +3,9 @@
 RE2 is the verifier because its matching time is linear in the text: a hostile pattern such as `(a+)+$`
 cannot stall a server. ripgrep's defaults are kept where RE2 differs: `\\w`, `\\d` and `\\s` are Unicode
 (RE2's are ASCII), `-i` is Unicode simple case folding (RE2's `(?i)`), `-w` needs a non-word character or a
-line edge on each side of the match, and a match never spans lines.
+line edge on each side of the match, and a match never spans lines: RE2's `never_nl` keeps a line break out
+of every class (`\\s`, `[^x]`, `\\W` ...), as ripgrep's line-oriented search does, so one search over a whole file
+finds each line's matches without ever matching across a break.
 
 The required literals (`Prefilter`) come from Python's own regex parser: a conjunction of literal runs of
 at least three characters on every path through the pattern, or a disjunction of such conjunctions. They
@@ -96,6 +98,7 @@ def compile_pattern(spec: PatternSpec, max_chars: int, max_mem: int) -> Compiled
     options = re2.Options()
     options.max_mem = max_mem
     options.log_errors = False
+    options.never_nl = True  # no match crosses a line break (ripgrep's line terminator)
     try:
         if spec.regex:  # the caller's own pattern first: an error then quotes what the caller wrote
             re2.compile(pattern.encode("utf-8"), options)

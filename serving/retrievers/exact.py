@@ -18,7 +18,7 @@ from typing import Any
 from semantica.api import QueryError
 from semantica.config import Config
 from semantica.errors import public_message
-from semantica.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file
+from semantica.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file, read_in_order
 from semantica.index_kinds.exact import KIND as EXACT_KIND
 from semantica.snapshot import Snapshot, SnapshotSet
 
@@ -75,6 +75,8 @@ class PathGlobs:
         self.exclude = [_glob_regex(g[1:]) for g in globs if g.startswith("!")]
 
     def accepts(self, path: str) -> bool:
+        if not self.include and not self.exclude:
+            return True
         if any(r.match(path) for r in self.exclude):
             return False
         return not self.include or any(r.match(path) for r in self.include)
@@ -167,12 +169,11 @@ class ExactSearcher:
                 warnings.append(f"{snapshot.repo}: snapshot {snapshot.snapshot_id} has no exact index "
                                 "(built before it, or with exact.index off): run `semantica index` again")
             candidates += len(found)
-            for path, number, row in found:
+            for path, _number, data in read_in_order(shards, found):
                 if time.perf_counter() > deadline:
                     truncated = True
                     warnings.append(f"stopped at exact.deadline_s ({limits.deadline_s} s); the answer is partial")
                     break
-                data = shards[number].content(row)
                 scanned += 1
                 if full:  # is there one more matching line anywhere?
                     truncated = bool(match_file(data, compiled, 1).lines)
@@ -201,17 +202,28 @@ class ExactSearcher:
 
 _QUOTED = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|'([^'\n]+)'")
 _CODE_MARKS = re.compile(r"[()\[\]{}=;:<>]|\w\.\w|->|::")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*")
 
 
-def query_fragments(text: str, min_chars: int) -> list[str]:
-    """What a hybrid query asks to find verbatim: its quoted strings (`...`, "...", '...'), else the query itself
-    when it reads as code or a pasted line (punctuation such as `foo(bar)`, `x.y = `, `a::b`), else nothing."""
-    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
-    found = [q.strip() for q in quoted if len(q.strip()) >= min_chars]
-    if found:
-        return list(dict.fromkeys(found))
-    line = next((t.strip() for t in text.splitlines() if t.strip()), "")
-    return [line] if len(line) >= min_chars and _CODE_MARKS.search(line) else []
+@dataclass(frozen=True)
+class PastedLineClassifier:
+    """Which part of a hybrid query is to be found verbatim: its quoted strings (`...`, "...", '...'), else the
+    query itself when it reads as a pasted code line (punctuation such as `foo(bar)`, `x.y = `, `a::b`), else
+    nothing. A bare (dotted) identifier such as `SnapshotSet.get` is a symbol lookup, not a line: matching it
+    verbatim ranks its call sites above its definition (the golden set's symbol queries), so it gets nothing."""
+
+    min_chars: int
+
+    def fragments(self, text: str) -> list[str]:
+        quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+        found = [q.strip() for q in quoted if len(q.strip()) >= self.min_chars]
+        if found:
+            return list(dict.fromkeys(found))
+        line = next((t.strip() for t in text.splitlines() if t.strip()), "")
+        return [line] if self.reads_as_code(line) else []
+
+    def reads_as_code(self, line: str) -> bool:
+        return len(line) >= self.min_chars and bool(_CODE_MARKS.search(line)) and not _IDENTIFIER.fullmatch(line)
 
 
 class ExactRetriever:
@@ -230,7 +242,7 @@ class ExactRetriever:
 
         text = RetrievalQuery.of(query).text
         limits = self.snapshot.config.exact
-        fragments = query_fragments(text, limits.fragment_min_chars)
+        fragments = PastedLineClassifier(limits.fragment_min_chars).fragments(text)
         if k <= 0 or not fragments:
             return []
         shards: list[ExactShard] = self.snapshot.index(EXACT_KIND)
@@ -263,9 +275,8 @@ class ExactRetriever:
         query = fts_query(compiled.prefilter, limits.max_query_trigrams) if compiled.prefilter else None
         found = sorted((path, number, row) for number, shard in enumerate(shards) for row, path in shard.candidates(query))
         out: list[tuple[str, int]] = []
-        for path, number, row in found:
-            out += [(path, m.line) for m in match_file(shards[number].content(row), compiled,
-                                                       limits.max_matches_per_file).lines]
+        for path, _number, data in read_in_order(shards, found):
+            out += [(path, m.line) for m in match_file(data, compiled, limits.max_matches_per_file).lines]
             if len(out) >= limits.retriever_max_lines:
                 break
         return out[:limits.retriever_max_lines]

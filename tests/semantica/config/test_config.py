@@ -5,7 +5,7 @@ from semantica.config import DEFAULT_CONFIG_FILE, Config, ConfigError, config_fr
 
 def test_default_yaml_matches_the_rfc_values():
     config = load_config(DEFAULT_CONFIG_FILE, environ={})
-    assert config.fusion.rrf_k == {"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0}
+    assert config.fusion.rrf_k == {"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0, "exact": 20.0}
     assert config.fusion.profiles["concept"]["vector"] == 0.7
     assert config.fusion.cutoffs["flow"] == 15
     assert config.graph.edge_costs["IMPORTS"] == 2.0

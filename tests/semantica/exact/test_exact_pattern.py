@@ -51,6 +51,16 @@ def test_a_match_never_spans_lines() -> None:
     assert lines(r"o[^x]*b", text, regex=True) == [(3, 2)]
 
 
+def test_the_program_itself_never_matches_a_line_break() -> None:
+    """One search over a whole file then finds only real line matches: a class holding the break (`\\s`, `[^x]`,
+    `\\W`) stops at it instead of matching across lines and being re-checked line by line."""
+    for pattern in (r"\s+$", r"\S\s{2,}\S", r"[^x]{3}", r"\W\W", r"a\nb"):
+        compiled = compile_pattern(PatternSpec(pattern, regex=True), MAX_CHARS, MAX_MEM)
+        assert compiled.program.search(b"a\n\nb\nc \n") in (None,) or pattern == r"\s+$", pattern
+    trailing = compile_pattern(PatternSpec(r"\s+$", regex=True), MAX_CHARS, MAX_MEM).program.search(b"a\n\nb\nc \n")
+    assert trailing is not None and trailing.span() == (6, 7)  # the one trailing space, not the empty line's break
+
+
 def test_word_case_and_unicode_classes_follow_ripgrep() -> None:
     text = "path paths _path\nmy-path\nPATH\n"
     assert lines("path", text, word=True) == [(1, 1), (2, 4)]

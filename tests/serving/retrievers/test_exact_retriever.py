@@ -9,7 +9,7 @@ import pytest
 
 from semantica.api import SearchRequest
 from serving.pipeline import SearchPipeline
-from serving.retrievers.exact import query_fragments
+from serving.retrievers.exact import PastedLineClassifier
 
 pytestmark = pytest.mark.timeout(900)
 # (query, the file holding it): pasted lines, error messages and quoted strings from the indexed files
@@ -22,21 +22,25 @@ HELD_IN = [
 ]
 
 
-def test_fragments_are_quoted_strings_or_the_query_when_it_reads_as_code():
-    assert query_fragments('find "has been deprecated" in flag.go', 4) == ["has been deprecated"]
-    assert query_fragments("JSON.stringify(this.#options.json)", 4) == ["JSON.stringify(this.#options.json)"]
-    assert query_fragments("how are vectors cached by content sha", 4) == []
-    assert query_fragments("say 'ab' please", 4) == []  # too short to look for
+def test_fragments_are_quoted_strings_or_the_query_when_it_reads_as_a_code_line():
+    fragments = PastedLineClassifier(min_chars=4).fragments
+    assert fragments('find "has been deprecated" in flag.go') == ["has been deprecated"]
+    assert fragments("JSON.stringify(this.#options.json)") == ["JSON.stringify(this.#options.json)"]
+    assert fragments("how are vectors cached by content sha") == []
+    assert fragments("say 'ab' please") == []  # too short to look for
+    # a bare (dotted) identifier is a symbol lookup: the symbol retriever answers it, its call sites would not
+    assert fragments("SnapshotSet.get") == [] and fragments("std::vector") == []
+    assert fragments("x.y = 3") == ["x.y = 3"] and fragments("self.config.exact") == []
 
 
 @pytest.fixture(scope="module")
 def pipelines(indexed_exact):
+    """The shipped pipeline (the exact retriever on) and the same without it."""
     config = indexed_exact.config
-    fused = dataclasses.replace(  # as docs/grep.md says to turn it on
-        config, retrieval=dataclasses.replace(config.retrieval, retrievers=[*config.retrieval.retrievers, "exact"]),
-        fusion=dataclasses.replace(config.fusion, extra_weights={"exact": 1.5},
-                                   rrf_k={**config.fusion.rrf_k, "exact": 20.0}))
-    return SearchPipeline(config), SearchPipeline(fused)
+    assert "exact" in config.retrieval.retrievers and config.fusion.extra_weights.get("exact")  # on by default
+    without = dataclasses.replace(config, retrieval=dataclasses.replace(
+        config.retrieval, retrievers=[r for r in config.retrieval.retrievers if r != "exact"]))
+    return SearchPipeline(without), SearchPipeline(config)
 
 
 def top_paths(pipeline: SearchPipeline, query: str, name: str) -> list[str]:

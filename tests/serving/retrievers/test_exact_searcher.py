@@ -23,7 +23,9 @@ pytestmark = pytest.mark.timeout(900)
 ORACLE_CASES = [c for c in HAND_CASES if c.kind != "literal-short"][:26] + [
     Case("ErrorKind"), Case("errorkind", ignore_case=True, kind="literal-i"), Case("kind", word=True, kind="literal-w"),
     Case(r"\bINVALID\b", regex=True, kind="regex"), Case("semantica", ignore_case=True, word=True, kind="literal-w"),
-    Case(r"(a+)+$", regex=True, kind="hostile"), Case("Makefile", kind="non-code"), Case(r"^\t", regex=True)]
+    Case(r"(a+)+$", regex=True, kind="hostile"), Case("Makefile", kind="non-code"), Case(r"^\t", regex=True),
+    Case(r"\S\s{2,}\S", regex=True, kind="regex-noliteral"), Case(r"[^\w\s]{3,}$", regex=True, kind="regex-noliteral"),
+    Case(r"\W+$", regex=True, kind="regex-noliteral")]  # no literal: every file read, classes that hold a line break
 
 
 @pytest.fixture(scope="module")
