@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 
 # the encoders' one-time ONNX exports (the only step that imports torch), so no first query pays them
 install: $(STAMP)
-	$(PY) -m semantica.onnx_export
+	$(PY) -m semantica.runtime.export_encoders
 
 demo: install
 	$(PY) -m jobs.cli index --repo . --name semantica/self

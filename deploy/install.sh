@@ -55,7 +55,7 @@ runtime() {
   "${pip[@]}" --no-build-isolation -e "$spec"
   "${pip[@]}" --no-deps "${NO_DEPS[@]}"
   # the one-time exports now, so no pod imports torch on its first query (the default config's encoders)
-  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VENV/bin/python" -m semantica.onnx_export --config conf/default.yaml
+  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$VENV/bin/python" -m semantica.runtime.export_encoders --config conf/default.yaml
 }
 
 case "${1:-}" in

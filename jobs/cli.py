@@ -50,7 +50,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
     if getattr(args, "index_root", None):
         overrides.append(f"paths.index_root={args.index_root}")
     config = load_config(args.config, overrides)
-    from semantica import observability  # JSON logs and traces (conf or OTEL_* variables) for every command
+    from semantica.runtime import observability  # JSON logs and traces (conf or OTEL_* variables) for every command
 
     observability.configure(config.observability)
     return config
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _json_logs_on() -> bool:
-    from semantica.observability import JsonLogFormatter
+    from semantica.runtime.observability import JsonLogFormatter
 
     return any(isinstance(h.formatter, JsonLogFormatter) for h in logging.getLogger().handlers)
 

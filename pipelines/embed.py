@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from semantica.encoder import safe_name
+from semantica.runtime.encoder import safe_name
 from semantica.schema import Chunk
 
 SEGMENT_GLOB = "seg-*.npz"

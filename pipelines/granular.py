@@ -1,8 +1,8 @@
-"""Write stage for whole-file and function-level Lucene documents (semantica/granular.py).
+"""Write stage for whole-file and function-level Lucene documents (semantica/stores/granular.py).
 
 A file document holds the file's whole text; a function document holds one function or method with
 its nested functions folded in (a nested function is part of the body that holds it, as in the
-SWE-bench gold). Both use the chunk shards' code-aware pretokenized text (`semantica.lucene`).
+SWE-bench gold). Both use the chunk shards' code-aware pretokenized text (`semantica.stores.lucene`).
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from semantica.config import LuceneConfig
-from semantica.granular import (  # noqa: F401 (re-exported: the documents live beside the names they share)
+from semantica.schema import ShardInfo
+from semantica.stores.granular import (  # noqa: F401 (re-exported: the documents live beside the names they share)
     GranularDocs,
     Granularity,
     file_documents,
     file_texts_from_chunks,
     snapshot_documents,
 )
-from semantica.lucene import LuceneShardWriter, raw_document
-from semantica.schema import ShardInfo
+from semantica.stores.lucene import LuceneShardWriter, raw_document
 
 SHARD_NAME = "shard-{number:03d}"
 
@@ -31,7 +31,7 @@ class GranularIndexWriter:
         self.config = config
 
     def write(self, root: Path, raw_docs: dict[Granularity, list[str]]) -> list[ShardInfo]:
-        """`raw_docs`: `semantica.lucene.raw_document` lines per granularity; empty ones get no shard."""
+        """`raw_docs`: `semantica.stores.lucene.raw_document` lines per granularity; empty ones get no shard."""
         shards: list[ShardInfo] = []
         size = max(1, self.config.shard_max_docs)
         for granularity, docs in raw_docs.items():

@@ -44,17 +44,17 @@ from pipelines.summary import (  # noqa: F401 (re-exported: callers import the s
 )
 from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from pipelines.write import SnapshotContent, SnapshotWriter
-from semantica.branch_keys import keep_for
-from semantica.build_stats import build_stats_path, record_build
 from semantica.config import Config
-from semantica.encoder import Encoder, shared_encoder
-from semantica.exact.store import StoredFile
-from semantica.graph import GRAPH_STORE_MEMGRAPH
-from semantica.index_kinds.exact import stored
 from semantica.layout import IndexLayout
-from semantica.repo_names import normalize_repo_name
+from semantica.ondisk.branch_keys import keep_for
+from semantica.ondisk.build_stats import build_stats_path, record_build
+from semantica.ondisk.repo_names import normalize_repo_name
+from semantica.ondisk.snapshot_paths import SnapshotPaths
+from semantica.runtime.encoder import Encoder, shared_encoder
 from semantica.schema import FileError
-from semantica.snapshot_paths import SnapshotPaths
+from semantica.stores.exact.store import StoredFile
+from semantica.stores.graph import GRAPH_STORE_MEMGRAPH
+from semantica.stores.index_kinds.exact import stored
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
@@ -80,7 +80,7 @@ class _RepoWork:
     snapshot_id: str = ""
     paths: SnapshotPaths | None = None
     include: list[str] = field(default_factory=list)  # the manifest entry's globs, else discover.include_globs
-    source_record: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord (freshness)
+    source_record: dict[str, Any] = field(default_factory=dict)  # semantica.ondisk.source.SourceRecord (freshness)
     excluded: list[str] = field(default_factory=list)  # paths the manifest's `exclude` dropped
     history: tuple[Any] | None = None  # (history,) once read, None before: a successor snapshot reuses it
 
@@ -241,7 +241,7 @@ class Indexer:
     def _discover(self, work: _RepoWork) -> None:
         spec, result = work.spec, work.result
         with _timed(result, "discover"):
-            def remember(source: RepoSource) -> None:  # before discovery hashes the files (see semantica.freshness)
+            def remember(source: RepoSource) -> None:  # before discovery hashes the files (see semantica.ondisk.freshness)
                 work.source_record = record_source(source, spec.commit or spec.branch or None, self.config).to_dict()
 
             opened = open_spec(spec, self.config.discover, self.cache_dir, self.config.ray.clone_timeout_s,
@@ -443,12 +443,12 @@ class Indexer:
                                files, work.functions_encoded)
 
     def _history(self, work: _RepoWork) -> Any:
-        """The snapshot's history (semantica.history): the first-parent commits at or before the indexed commit
+        """The snapshot's history (semantica.stores.history): the first-parent commits at or before the indexed commit
         (HEAD for a working tree), read through the sha cache; None when off or the source has no commits."""
         source = work.source
         if not self.config.history.index or source is None or source.empty:
             return None
-        from semantica.history import read_snapshot_history
+        from semantica.stores.history import read_snapshot_history
 
         h = self.config.history
         return read_snapshot_history(h, h.cache_file or self.cache_dir / "history.sqlite", source.repo_path,
@@ -468,7 +468,7 @@ class Indexer:
         """A Memgraph loader when `graph.store: memgraph`; the embedded store reads the snapshot itself."""
         if self.config.graph.store != GRAPH_STORE_MEMGRAPH:
             return None
-        from semantica.memgraph import MemgraphLoader, connect
+        from semantica.stores.memgraph import MemgraphLoader, connect
 
         return MemgraphLoader(connect(self.config.graph.memgraph_uri))
 

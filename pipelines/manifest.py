@@ -24,10 +24,10 @@ from typing import Any
 import yaml
 
 from pipelines.discover import Discovery, FileEntry, RepoSource, repo_name_from_path
-from semantica.branch_keys import branch_key, plain_repo_name, split_branch_key
 from semantica.config import DiscoverConfig
-from semantica.layout_errors import LayoutError
-from semantica.repo_names import RepoNameError, normalize_repo_name
+from semantica.ondisk.branch_keys import branch_key, plain_repo_name, split_branch_key
+from semantica.ondisk.layout_errors import LayoutError
+from semantica.ondisk.repo_names import RepoNameError, normalize_repo_name
 
 CLONES_DIR = "clones"
 LIST_KEYS = ("include", "exclude", "refs")

@@ -8,7 +8,7 @@ tasks on Ray Data:
        to one per GPU; 1 GPU per actor when the cluster has GPUs, fractional CPUs otherwise: chunk vectors, token
        vectors and the dense function channel's vectors) -> outcomes back to the driver.
 
-The Ray driver always runs in a freshly spawned process (`semantica.ray_runtime.run_in_fresh_process`):
+The Ray driver always runs in a freshly spawned process (`semantica.runtime.ray_runtime.run_in_fresh_process`):
 Ray's signal handlers must never be installed in a process that runs the JVM (Lucene), which the
 indexer's own process does when it writes shards. A local node binds to 127.0.0.1 only.
 
@@ -49,8 +49,8 @@ from pipelines.runner import (
 )
 from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from semantica.config import Config, config_from_dict, config_to_dict
-from semantica.encoder import encoder_identity
-from semantica.ray_runtime import run_in_fresh_process, start_ray
+from semantica.runtime.encoder import encoder_identity
+from semantica.runtime.ray_runtime import run_in_fresh_process, start_ray
 from semantica.schema import FileError
 
 _TASK_FIELDS = ("repo", "repo_path", "commit", "include", "path", "blob_sha", "size", "language", "key")
@@ -82,7 +82,7 @@ class EmbedActor:
 
     def __init__(self, config_dict: dict[str, Any], make_tokens: bool = False) -> None:
         from pipelines.embed import ChunkEmbedder
-        from semantica.encoder import shared_encoder
+        from semantica.runtime.encoder import shared_encoder
 
         self.config = config_from_dict(config_dict)
         self.model_id, self.dim = encoder_identity(self.config.encoder)
@@ -278,7 +278,7 @@ class RayRunner:
     def _fit_codec(self, tasks: list[FileTask], builder: TokenVectorBuilder) -> None:
         """A token codec from the first files' chunks (parsed and encoded here, a sample only): once per model
         and codec setting in a cache, then every worker compresses with it."""
-        from semantica.encoder import shared_encoder
+        from semantica.runtime.encoder import shared_encoder
 
         parser, encoder = FileParser(self.config.chunk), shared_encoder(self.config.encoder)
         length, step = self.config.late_interaction.doc_max_length, max(1, self.config.ray.parse_batch_size)

@@ -26,7 +26,7 @@ from pipelines.overlap import Prefetcher, partitions
 from pipelines.parse import FileParser, ParsedFile
 from pipelines.progress import StageProgress
 from semantica.config import Config
-from semantica.encoder import Encoder, encoder_identity, shared_encoder
+from semantica.runtime.encoder import Encoder, encoder_identity, shared_encoder
 from semantica.schema import FileError
 
 EMBEDDINGS_DIR = "embeddings"
@@ -159,7 +159,7 @@ def function_pass(config: Config) -> FunctionVectorPass | None:
     Named without loading the channel's encoder (it loads on the first cache miss)."""
     if not channel_enabled(config):
         return None
-    from semantica.localizer.dense import channel_encoder_config
+    from semantica.stores.localizer.dense import channel_encoder_config
 
     model_id, dim = encoder_identity(channel_encoder_config(config.localizer, config.encoder))
     cache = open_vector_cache(function_cache_dir(config), model_id, dim, config.localizer.dense_max_length)

@@ -2,7 +2,7 @@
 
 Chunks go to `count` partitions by a hash of their path (all chunks of a file stay together; the count
 is kept from the previous snapshot while its partitions stay within 2x of `shards.partition_chunks`).
-Each registered index kind (`semantica.index_kinds`: FAISS, Lucene, whole-file and function Lucene,
+Each registered index kind (`semantica.stores.index_kinds`: FAISS, Lucene, whole-file and function Lucene,
 token vectors, history) writes its shards in turn, each named `p<partition>s<piece>-<key>`. The key is a sha256 over what the shard is built
 from:
 - FAISS: the encoder, the index settings and the vectors' bytes;
@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from semantica.config import Config, ConfigError, ShardsConfig
-from semantica.index_kinds import WriteContext, index_kind
-from semantica.index_kinds.sharding import (  # noqa: F401 (re-exported: the write stage's names)
+from semantica.schema import ShardInfo
+from semantica.stores.index_kinds import WriteContext, index_kind
+from semantica.stores.index_kinds.sharding import (  # noqa: F401 (re-exported: the write stage's names)
     KEY_CHARS,
     LUCENE_DOC_FORMAT,
     PARTITIONS_STAT,
@@ -41,8 +42,7 @@ from semantica.index_kinds.sharding import (  # noqa: F401 (re-exported: the wri
     pieces,
     shard_name,
 )
-from semantica.index_kinds.tokens import KIND as TOKENS_KIND  # noqa: F401
-from semantica.schema import ShardInfo
+from semantica.stores.index_kinds.tokens import KIND as TOKENS_KIND  # noqa: F401
 
 REUSE_STAT = "shard_reuse"  # manifest.stats key: shards linked and written per kind
 

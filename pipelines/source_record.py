@@ -1,6 +1,6 @@
 """What a snapshot is built from (`SourceRecord`): a git commit, or a working tree with its branch and dirty
 paths, plus the rule that decided which files were indexable. Every later answer's freshness check
-(semantica/freshness.py) compares the source against this record."""
+(semantica/ondisk/freshness.py) compares the source against this record."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 from pipelines.discover import RepoSource
 from semantica.config import Config
 from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX
-from semantica.source import IndexableRule, SourceKind, SourceRecord, git_status
+from semantica.ondisk.source import IndexableRule, SourceKind, SourceRecord, git_status
 
 
 def record_source(source: RepoSource, ref: str | None, config: Config) -> SourceRecord:

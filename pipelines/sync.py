@@ -17,9 +17,9 @@ from pipelines.discover import repo_name_from_path
 from pipelines.indexer import Indexer, IndexSummary
 from semantica.config import Config
 from semantica.layout import IndexLayout
-from semantica.layout_errors import UnknownRepoError
+from semantica.ondisk.layout_errors import UnknownRepoError
+from semantica.ondisk.source import SourceKind, SourceRecord, compare_blobs
 from semantica.snapshot import Snapshot
-from semantica.source import SourceKind, SourceRecord, compare_blobs
 
 
 class SyncError(ValueError):

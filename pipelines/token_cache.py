@@ -24,9 +24,9 @@ import numpy as np
 
 from pipelines.embed import unread_segments
 from semantica.config import Config, TokenVectorsConfig
-from semantica.encoder import safe_name
+from semantica.runtime.encoder import safe_name
 from semantica.schema import Chunk
-from semantica.token_vectors import (
+from semantica.stores.token_vectors import (
     PQ_FILE,
     PROJECTION_FILE,
     Quantization,

@@ -1,4 +1,4 @@
-"""Write stage: Parquet tables, every registered index kind (`semantica.index_kinds`) and the manifest of
+"""Write stage: Parquet tables, every registered index kind (`semantica.stores.index_kinds`) and the manifest of
 one snapshot.
 
 The shards are partitioned and content-addressed (`pipelines.shards`): every shard the previous snapshot
@@ -33,7 +33,8 @@ from pipelines.token_cache import TokenVectorBuilder
 from semantica.config import Config
 from semantica.encoder_identity import parse_model_id
 from semantica.errors import ErrorKind
-from semantica.graph import CsrGraphStore
+from semantica.ondisk.snapshot_paths import SnapshotPaths, directory_checksums
+from semantica.ondisk.source import write_file_blobs
 from semantica.schema import (
     CHUNK_ARROW_SCHEMA,
     EDGE_ARROW_SCHEMA,
@@ -47,8 +48,7 @@ from semantica.schema import (
     Symbol,
     file_node_id,
 )
-from semantica.snapshot_paths import SnapshotPaths, directory_checksums
-from semantica.source import write_file_blobs
+from semantica.stores.graph import CsrGraphStore
 
 MIB = 1024 * 1024
 JAVA_DISK_FULL = "No space left on device"  # java.io.IOException's message for ENOSPC (Lucene writes from the JVM)
@@ -115,10 +115,10 @@ class SnapshotContent:
 
     files: dict[str, str] = field(default_factory=dict)  # path -> blob sha of every indexed file
     skipped: list[str] = field(default_factory=list)  # paths discovery skipped
-    source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord
+    source: dict[str, Any] = field(default_factory=dict)  # semantica.ondisk.source.SourceRecord
     previous: SnapshotPaths | None = None  # the published snapshot whose unchanged shards are hard-linked
-    history: Any = None  # semantica.history.History of the snapshot's commit (None: not a git source, or off)
-    texts: Any = None  # semantica.index_kinds.exact.FileTexts of the indexed files (None: no exact index)
+    history: Any = None  # semantica.stores.history.History of the snapshot's commit (None: not a git source, or off)
+    texts: Any = None  # semantica.stores.index_kinds.exact.FileTexts of the indexed files (None: no exact index)
     functions: Any = None  # pipelines.function_vectors.StoredFunctions (None: the dense channel stores none)
     pending: list[str] = field(default_factory=list)  # kinds left out of this snapshot, built by its successor
 

@@ -104,7 +104,7 @@ class SearchResponse:
     snapshots: dict[str, str]
     cached: bool = False
     graph: dict[str, Any] | None = None  # structural question: {op, name, candidates, ambiguous, note, answers}
-    freshness: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> semantica.freshness.Freshness
+    freshness: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> semantica.ondisk.freshness.Freshness
     # what the query planner decided: {mode, k, budgets, retries, sub_queries, ...}; None when it is off
     plan: dict[str, Any] | None = None
     # every text this answer retrieved (code, comments, docs, commit messages, knowledge entries) is data from

@@ -1,6 +1,6 @@
 """An encoder's identity (`model_id`): the checkpoint, the numeric runtime (ONNX Runtime or PyTorch) and the ONNX
 export's hash, written into and parsed back from one string, so caches, stored token vectors and
-snapshots never mix vectors of two numeric paths (the encoder itself: semantica/encoder.py)."""
+snapshots never mix vectors of two numeric paths (the encoder itself: semantica/runtime/encoder.py)."""
 
 from __future__ import annotations
 

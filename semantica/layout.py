@@ -1,20 +1,20 @@
 """The on-disk index layout: where each repository's snapshots live, how a build is locked and published, and
-how the published ones are listed and opened. Inside a snapshot: `semantica.snapshot_paths`.
+how the published ones are listed and opened. Inside a snapshot: `semantica.ondisk.snapshot_paths`.
 
 ```
 <root>/<repo-dir>/CURRENT                 the published snapshot id (replaced atomically)
-<root>/<repo-dir>/<snapshot>/             one immutable snapshot (semantica.snapshot_paths)
+<root>/<repo-dir>/<snapshot>/             one immutable snapshot (semantica.ondisk.snapshot_paths)
 <root>/<repo-dir>/<snapshot>.tmp/         a build in progress; never read
 <root>/<repo-dir>/<snapshot>.lock          flock held while that build runs (free = the build died)
 <root>/<repo-dir>/.publish.lock           one publish (rename, CURRENT, prune) per repository at a time
 ```
 A reader resolves CURRENT once and then reads one immutable directory, so it never sees a
 half-written snapshot; indexing builds into `.tmp`, verifies, renames, then moves CURRENT. Shards are
-partitioned by path and named by their content key (`semantica.index_kinds.sharding`): a shard the previous snapshot
+partitioned by path and named by their content key (`semantica.stores.index_kinds.sharding`): a shard the previous snapshot
 already holds is a hard link to its files, so snapshots stay self-contained and pruning one never
-touches another's data. A branch publishes under its own key (`semantica.branch_keys`).
+touches another's data. A branch publishes under its own key (`semantica.ondisk.branch_keys`).
 
-Repository directories: `repo_dir_name` (`semantica.repo_names`) is the one reversible, collision-free
+Repository directories: `repo_dir_name` (`semantica.ondisk.repo_names`) is the one reversible, collision-free
 mapping of a name to a directory: `%` -> `%25`, `+` -> `%2B`, then `/` -> `+` (`a/b` -> `a+b`, `a+b` -> `a%2Bb`).
 Names without `+` or `%` keep the directory the old mapping (`/` -> `+` only) gave them, so those
 snapshots are read as they are. A directory of the old mapping whose manifest names another
@@ -37,13 +37,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from semantica.build_lock import BuildLock, SnapshotPin, exclusive, removal_lock
 from semantica.config import IndexConfig
 from semantica.errors import path_exists, public_message
-from semantica.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
-from semantica.repo_names import RepoNameError, legacy_repo_dir_name, normalize_repo_name, repo_dir_name, repo_from_dir_name
+from semantica.ondisk.build_lock import BuildLock, SnapshotPin, exclusive, removal_lock
+from semantica.ondisk.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
+from semantica.ondisk.repo_names import RepoNameError, legacy_repo_dir_name, normalize_repo_name, repo_dir_name, repo_from_dir_name
+from semantica.ondisk.snapshot_paths import MANIFEST, SnapshotPaths
 from semantica.schema import Manifest
-from semantica.snapshot_paths import MANIFEST, SnapshotPaths
 
 CURRENT = "CURRENT"
 TMP_SUFFIX = ".tmp"

@@ -268,9 +268,9 @@ class Manifest:
     late_model_id: str = ""
     model_path: str = ""  # the encoder checkpoint ("" = the packaged default): serving loads it on a mismatch
     stats: dict[str, Any] = field(default_factory=dict)
-    token_vectors: dict[str, Any] = field(default_factory=dict)  # semantica.token_vectors.TokenVectorsInfo; {} = none stored
+    token_vectors: dict[str, Any] = field(default_factory=dict)  # semantica.stores.token_vectors.TokenVectorsInfo; {} = none stored
 
-    source: dict[str, Any] = field(default_factory=dict)  # semantica.source.SourceRecord: what it was built from
+    source: dict[str, Any] = field(default_factory=dict)  # semantica.ondisk.source.SourceRecord: what it was built from
     # the numeric path of every vector in it (semantica.encoder_identity.RuntimeIdentity; model_id says the same):
     # torch | torch-int8 | onnx | onnx-int8 | onnx-int8-text, and the ONNX export's sha256 prefix.
     # "" = built before they were recorded (torch)

@@ -1,4 +1,4 @@
-"""Read side of one published snapshot: tables in memory, each index kind (`semantica.index_kinds`) opened
+"""Read side of one published snapshot: tables in memory, each index kind (`semantica.stores.index_kinds`) opened
 lazily by name."""
 
 from __future__ import annotations
@@ -15,29 +15,29 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from semantica.api import QueryError
-from semantica.branch_keys import names_at_branch, split_branch_key
 from semantica.config import Config
 from semantica.errors import public_message
-from semantica.freshness import Freshness, FreshnessChecker
-from semantica.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
-from semantica.index_kinds import index_kind
-from semantica.index_kinds.history import KIND as HISTORY_KIND
-from semantica.index_kinds.lucene import KIND as LUCENE_KIND
-from semantica.index_kinds.tokens import KIND as TOKENS_KIND
-from semantica.index_kinds.vectors import KIND as VECTORS_KIND
 from semantica.layout import IndexLayout, RepoEntry, RepoState
-from semantica.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
-from semantica.lucene import LuceneShardSearcher
-from semantica.lucene_multi import LuceneMultiShardSearcher
-from semantica.repo_names import normalize_repo_name
-from semantica.snapshot_paths import SnapshotPaths
+from semantica.ondisk.branch_keys import names_at_branch, split_branch_key
+from semantica.ondisk.freshness import Freshness, FreshnessChecker
+from semantica.ondisk.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
+from semantica.ondisk.repo_names import normalize_repo_name
+from semantica.ondisk.snapshot_paths import SnapshotPaths
+from semantica.stores.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
+from semantica.stores.index_kinds import index_kind
+from semantica.stores.index_kinds.history import KIND as HISTORY_KIND
+from semantica.stores.index_kinds.lucene import KIND as LUCENE_KIND
+from semantica.stores.index_kinds.tokens import KIND as TOKENS_KIND
+from semantica.stores.index_kinds.vectors import KIND as VECTORS_KIND
+from semantica.stores.lucene import LuceneShardSearcher
+from semantica.stores.lucene_multi import LuceneMultiShardSearcher
 
 if TYPE_CHECKING:
-    from semantica.history import HistorySearcher
+    from semantica.stores.history import HistorySearcher
+from semantica.ondisk.source import FileBlobs
 from semantica.schema import Chunk, Edge, Manifest, Symbol
-from semantica.source import FileBlobs
-from semantica.token_vectors import StoredTokenVectors
-from semantica.vectors import VectorShardSearcher
+from semantica.stores.token_vectors import StoredTokenVectors
+from semantica.stores.vectors import VectorShardSearcher
 
 log = logging.getLogger(__name__)
 SNAPSHOT_STAGE = "snapshot"  # the `degraded` entry of a repository that cannot answer (search, grep, graph)
@@ -143,7 +143,7 @@ class Snapshot:
         return read_table(self.paths, path, self.repo)
 
     def index(self, kind: str) -> Any:
-        """The reader of one index kind (`semantica.index_kinds`: "faiss", "lucene", "granular", "tokens",
+        """The reader of one index kind (`semantica.stores.index_kinds`: "faiss", "lucene", "granular", "tokens",
         "history" or a registered one), opened once per snapshot; KeyError for an unregistered kind."""
         with self._lock:
             if kind not in self._indexes:
@@ -182,12 +182,12 @@ class Snapshot:
         return FileBlobs({c.path: c.blob_sha for c in self.chunks}, set())
 
     def freshness(self) -> Freshness:
-        """Is this snapshot behind its source now? (git status + the few changed files; see semantica.freshness)"""
+        """Is this snapshot behind its source now? (git status + the few changed files; see semantica.ondisk.freshness)"""
         return FreshnessChecker(self.config.freshness).check(self.manifest, lambda: self.file_blobs)
 
     @property
     def history(self) -> HistorySearcher | None:
-        """The snapshot's history searcher (semantica.history.HistorySearcher), or None when it stores none."""
+        """The snapshot's history searcher (semantica.stores.history.HistorySearcher), or None when it stores none."""
         return self.index(HISTORY_KIND)
 
     @cached_property
@@ -209,7 +209,7 @@ class Snapshot:
     def graph_store(self) -> GraphStore:
         """The embedded CSR graph, or Memgraph when `graph.store: memgraph` (conf/cluster.yaml)."""
         if self.config.graph.store == GRAPH_STORE_MEMGRAPH:
-            from semantica.memgraph import MemgraphGraphStore, connect
+            from semantica.stores.memgraph import MemgraphGraphStore, connect
 
             return MemgraphGraphStore(connect(self.config.graph.memgraph_uri), self.repo, self.snapshot_id)
         if self.config.graph.store != GRAPH_STORE_EMBEDDED:
@@ -277,7 +277,7 @@ class SnapshotSet:
 
     def names_for(self, repos: list[str], branch: str | None) -> list[str]:
         """Published names for `repos` (default: all) at `branch` (default: the default branch); a branch no
-        repository was indexed at is BranchNotIndexed (`semantica.branch_keys.names_at_branch`)."""
+        repository was indexed at is BranchNotIndexed (`semantica.ondisk.branch_keys.names_at_branch`)."""
         if not branch:
             return list(repos) or self.default_repos()
         return names_at_branch(list(repos), branch, self.layout.repos())

@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from semantica import observability
 from semantica.api import SearchRequest, SearchResponse
 from semantica.config import Config
-from semantica.encoder import Encoder
 from semantica.hits import RankedList
+from semantica.runtime import observability
+from semantica.runtime.encoder import Encoder
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.core.localize import Localizer
-from serving.core.localizer.stage import LearnedStage
 from serving.core.prefetch import Prefetcher
 from serving.core.query_encoding import QueryEncoder
 from serving.core.result_cache import ResultCache
 from serving.core.validation import validate_request
 from serving.knowledge.inject import KnowledgeInjector
+from serving.localizer.stage import LearnedStage
 from serving.query.base import QueryStage
 from serving.query.state import QueryState, StageTimer
 from serving.rerankers.base import Reranker

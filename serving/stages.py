@@ -16,18 +16,18 @@ from functools import cached_property
 from typing import Any
 
 from semantica.config import Config
-from semantica.encoder import Encoder, shared_encoder
+from semantica.runtime.encoder import Encoder, shared_encoder
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.core.context import ContextBuilder
 from serving.core.fusion import WeightedRRF
 from serving.core.intent import IntentClassifier
 from serving.core.localization import LocalizationTail
 from serving.core.localize import Localizer
-from serving.core.localizer.stage import LearnedStage
 from serving.core.query_encoding import QueryEncoder
 from serving.graph.ops import GraphOps
 from serving.graph.route import GraphRouter
 from serving.knowledge.inject import KnowledgeInjector
+from serving.localizer.stage import LearnedStage
 from serving.planning.planner import QueryPlanner
 from serving.query.base import QueryStage
 from serving.query.registry import query_stage_factories

@@ -23,7 +23,7 @@ REQUESTS_COMMIT = "a0df2cbb10419037d11d04352b3175405ab52941"
 REQUESTS_NAME = "psf/requests"
 SELF_NAME = "semantica/self"
 # For a test that checks what an index holds (files, symbols, edges, lexical hits) and never reranks with
-# late interaction: no stored token vectors, which roughly triple a build's time; tests/semantica/test_token_vectors.py
+# late interaction: no stored token vectors, which roughly triple a build's time; tests/semantica/stores/test_token_vectors.py
 # and the late-interaction reranker tests cover them.
 WITHOUT_TOKEN_VECTORS = ("token_vectors.enabled=false", "late_interaction.enabled=false")
 # For a build whose vectors no test reads (files, symbols, edges, lexical hits, recorded errors): each chunk is
@@ -112,8 +112,8 @@ class IndexedRepo:
 # next to the labelled modules (so a retriever still has to tell related code apart). Each has a "/": a
 # glob without one matches a file name anywhere (discover.include_globs).
 SELF_CORPUS_EXTRA = (
-    "jobs/localizer/train.py", "jobs/localizer/dataset.py", "semantica/localizer/fit.py", "jobs/ltr/mine.py", "serving/rerankers/ltr.py",
-    "semantica/hits.py", "semantica/source.py", "pipelines/manifest.py", "docs/errors.md",
+    "jobs/localizer/train.py", "jobs/localizer/dataset.py", "pipelines/localizer/fit.py", "jobs/ltr/mine.py", "serving/rerankers/ltr.py",
+    "semantica/hits.py", "semantica/ondisk/source.py", "pipelines/manifest.py", "docs/errors.md",
 )
 
 
@@ -208,7 +208,7 @@ def indexed_requests(requests_clone, tmp_path_factory) -> IndexedRepo:
 
 
 EXACT_COMMIT = "62d4d5ebd4e7b428be2c04dcbf14420067377850"  # this repository, read from git objects (no checkout)
-EXACT_NAME = "semantica/exact"
+EXACT_NAME = "semantica/stores/exact"
 # Code and text files (Markdown, YAML, TOML, a Makefile): the exact index holds every kept file, not only chunked code
 EXACT_CORPUS = ("semantica/errors.py", "semantica/api.py", "semantica/languages/table.py", "pipelines/discover.py",
                 "docs/errors.md", "docs/http.md", "README.md", "conf/default.yaml", "pyproject.toml", "Makefile")
@@ -263,7 +263,7 @@ def spans():  # noqa: ANN201 - an InMemorySpanExporter (opentelemetry loads only
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from semantica import observability
+    from semantica.runtime import observability
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -37,8 +37,8 @@ from typing import Any
 
 from jobs.bench.stats import PERCENTILE_99, percentile
 from semantica.config import Config, load_config
-from semantica.exact import ExactShard
-from semantica.index_kinds.exact import KIND as EXACT_KIND
+from semantica.stores.exact import ExactShard
+from semantica.stores.index_kinds.exact import KIND as EXACT_KIND
 
 RG_BATCH_FILES = 2000  # file names per rg call (the command line's length)
 UNLIMITED = ("exact.max_matches=100000000", "exact.max_matches_per_file=100000000", "exact.deadline_s=600",

@@ -21,8 +21,8 @@ from typing import Any
 from jobs.bench.stats import PERCENTILE_99, percentile
 from semantica.api import SearchRequest
 from semantica.config import Config
-from semantica.encoder import shared_encoder
 from semantica.layout import IndexLayout
+from semantica.runtime.encoder import shared_encoder
 from serving.pipeline import SearchPipeline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -148,7 +148,7 @@ def disk_and_ram(config: Config, repo: str) -> dict[str, Any]:
             by_part[part] = by_part.get(part, 0) + path.stat().st_size
     # the model (and one forward pass) and the JVM are per process, not per snapshot: start them first
     shared_encoder(config.encoder).encode_with_tokens(["warm up the allocator"], config.encoder.query_max_length)
-    from semantica.lucene import start_jvm
+    from semantica.stores.lucene import start_jvm
 
     start_jvm(config.lucene)
     before = rss_mb()

@@ -28,9 +28,9 @@ from jobs.eval.instances import find_clone, mirrors_dir
 from pipelines.sync import SyncResult
 from pipelines.watch import RepoWatcher
 from semantica.api import SearchRequest
-from semantica.branch_keys import branch_key
 from semantica.config import load_config
 from semantica.layout import IndexLayout
+from semantica.ondisk.branch_keys import branch_key
 from semantica.snapshot import Snapshot
 from serving.pipeline import SearchPipeline
 

@@ -66,9 +66,9 @@ def run_daemon_command(args: argparse.Namespace) -> int:
 
 
 def _run_foreground(args: argparse.Namespace) -> int:
-    from semantica import observability
     from semantica.config import config_from_dict
     from semantica.daemon_protocol import DaemonPaths, fingerprint
+    from semantica.runtime import observability
     from serving.api.daemon import run_daemon
 
     if args.from_json:

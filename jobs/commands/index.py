@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_index(args: argparse.Namespace) -> int:
     from pipelines.indexer import Indexer
-    from semantica.branch_keys import plain_repo_name
+    from semantica.ondisk.branch_keys import plain_repo_name
 
     if args.name is not None:
         args.name = plain_repo_name(args.name)  # before any work: `@` names come only from --ref
@@ -44,7 +44,7 @@ def run_index(args: argparse.Namespace) -> int:
     indexer = Indexer(config, progress=not args.json)
     if args.ref:
         from pipelines.discover import repo_name_from_path
-        from semantica.branch_keys import branch_key
+        from semantica.ondisk.branch_keys import branch_key
 
         if args.commit:
             raise ValueError("pass either --commit or --ref, not both")
@@ -70,7 +70,7 @@ def run_index(args: argparse.Namespace) -> int:
 def curate_after_index(config, summary, quiet: bool) -> None:  # noqa: ANN001 (Config, IndexSummary)
     """Candidates from the new snapshot's ADRs/docs and a curator pass (docs/knowledge.md); a knowledge
     failure never fails the index: the snapshot is published already."""
-    from semantica.knowledge.after_index import after_index
+    from serving.knowledge.after_index import after_index
 
     try:
         done = after_index(config, summary.repo)
@@ -94,8 +94,8 @@ def print_summary(summary) -> None:  # noqa: ANN001 (pipelines.indexer.IndexSumm
 
 
 def run_repos(args: argparse.Namespace) -> int:
-    from semantica.branch_keys import split_branch_key
     from semantica.layout import IndexLayout
+    from semantica.ondisk.branch_keys import split_branch_key
     from semantica.snapshot import SnapshotSet
 
     config = config_from_args(args)

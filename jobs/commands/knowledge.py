@@ -87,10 +87,10 @@ def _text(value: str | None) -> str | None:
 
 
 def run_knowledge(args: argparse.Namespace) -> int:
-    from semantica.knowledge.curator import REPORTS_DIR, Curator
-    from semantica.knowledge.entry import Status
-    from semantica.knowledge.service import KnowledgeService
-    from semantica.knowledge.store import knowledge_dir
+    from serving.knowledge.curator import REPORTS_DIR, Curator
+    from serving.knowledge.entry import Status
+    from serving.knowledge.service import KnowledgeService
+    from serving.knowledge.store import knowledge_dir
 
     config = config_from_args(args)
     service = KnowledgeService(config)

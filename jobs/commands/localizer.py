@@ -63,7 +63,7 @@ def run_mine(args: argparse.Namespace) -> int:
     by_repo: dict[str, list] = defaultdict(list)
     for row in rows:
         by_repo[row.repo].append(row)
-    from semantica.localizer.blobcache import open_blob_cache
+    from semantica.stores.localizer.blobcache import open_blob_cache
 
     history = None
     if config.localizer.history_features:

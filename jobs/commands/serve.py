@@ -1,6 +1,6 @@
 """`semantica serve`: the Ray Serve query graph (serving/ray/app.py) over HTTP, until SIGINT/SIGTERM.
 
-Local Ray by default, listening on 127.0.0.1 only (`semantica.ray_runtime.start_ray`; every replica asks for a fraction of a CPU, see
+Local Ray by default, listening on 127.0.0.1 only (`semantica.runtime.ray_runtime.start_ray`; every replica asks for a fraction of a CPU, see
 conf/serve.yaml), or an existing cluster with `--ray-address`. `serve run conf/serve.yaml` runs the same
 application through Serve's own CLI.
 """
@@ -69,7 +69,7 @@ def serve_until(config: Config, host: str, port: int, stop: Any, address: str = 
     """
     from ray import serve
 
-    from semantica.ray_runtime import start_ray
+    from semantica.runtime.ray_runtime import start_ray
     from serving.ray.app import build_graph, deployment_options
 
     start_ray(config.ray, address, serve=True)

@@ -34,7 +34,7 @@ def describe(result) -> str:  # noqa: ANN001 (pipelines.sync.SyncResult, importe
 
 def run_watch(args: argparse.Namespace) -> int:
     from pipelines.watch import RepoWatcher
-    from semantica.branch_keys import plain_repo_name
+    from semantica.ondisk.branch_keys import plain_repo_name
 
     if args.name is not None:
         args.name = plain_repo_name(args.name)  # `@` names are branch snapshots, published only by `index --ref`

@@ -26,9 +26,9 @@ from pipelines.discover import RepoSource
 from pipelines.granular import GranularIndexWriter, file_documents, file_texts_from_chunks
 from pipelines.parse import FileParser
 from semantica.config import Config
-from semantica.granular import Granularity, path_of_key
-from semantica.lucene import LuceneShardSearcher, raw_document
 from semantica.schema import FileError
+from semantica.stores.granular import Granularity, path_of_key
+from semantica.stores.lucene import LuceneShardSearcher, raw_document
 
 GRANULAR_DIR = "granular"
 INVENTORY = "inventory"

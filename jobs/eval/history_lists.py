@@ -1,11 +1,11 @@
 """`semantica mine history`: the history signal of each SWE-bench instance, for `eval localize --history DIR`.
 
 For each instance the repository's bare clone is read at its base commit (first-parent ancestors only, through
-the sha cache of semantica/history), a BM25 index over those commits' messages answers the issue text, and
+the sha cache of semantica/stores/history), a BM25 index over those commits' messages answers the issue text, and
 `OUT/<instance>.parquet` keeps the `keep` most similar commits: (rank, sha, score, author_time, subject, files,
 functions), files and functions limited to those that exist at the base commit. `OUT/<instance>.priors.parquet`
 keeps the fix-frequency priors (kind file/function, key, changes, fixes, last_change_days, recent_fixes). The
-votes are a pure function of the stored commits (`semantica.history.index.vote`), so the vote weights can be
+votes are a pure function of the stored commits (`semantica.stores.history.index.vote`), so the vote weights can be
 replayed without git. A re-run skips written instances.
 """
 
@@ -21,8 +21,8 @@ import polars as pl
 from jobs.eval.instances import Instance, find_repo
 from jobs.ltr.mine import part_name
 from semantica.config import HistoryConfig
-from semantica.history import CommitRecord, HistoryReader, HistorySearcher
-from semantica.history.index import HistoryVotes, vote
+from semantica.stores.history import CommitRecord, HistoryReader, HistorySearcher
+from semantica.stores.history.index import HistoryVotes, vote
 
 SIMILAR_SCHEMA = {"rank": pl.Int64, "sha": pl.Utf8, "score": pl.Float64, "author_time": pl.Int64,
                   "subject": pl.Utf8, "files": pl.List(pl.Utf8), "functions": pl.List(pl.Utf8)}

@@ -28,7 +28,7 @@ from jobs.eval.swebench import TOP_N
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.api import SearchRequest
 from semantica.config import Config
-from semantica.granular import Granularity, path_of_key
+from semantica.stores.granular import Granularity, path_of_key
 from serving.core.granular_fusion import GranularLists, localizer_key
 from serving.core.history_fusion import HistoryLists
 from serving.core.intent import identifier_only

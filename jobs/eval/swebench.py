@@ -33,8 +33,8 @@ from jobs.eval.outputs import OutputPaths, read_jsonl, repair_jsonl, write_qrels
 from jobs.eval.tables import ablation_table
 from jobs.ltr.mine import HitMiner, swebench_labeler
 from semantica.config import Config
-from semantica.encoder import Encoder
 from semantica.feature_schema import FEATURE_STRATEGIES
+from semantica.runtime.encoder import Encoder
 
 ALL_STRATEGIES = FEATURE_STRATEGIES  # the four built-in retrievers that fusion features describe
 EVAL_K = 10  # hits/context size of each request; file/function lists go query.file_rank_depth deep

@@ -23,7 +23,7 @@ def model_card(report: dict, command: str, corpus_counts: dict[str, int]) -> str
     lines = ["# Learned localizer (files, then functions)", "",
              "Two LightGBM LambdaRank models (`files.txt`, `functions.txt`, LightGBM text format; `meta.json` names "
              f"the feature schema, version {report['schema_version']}) that rank the candidates of "
-             "`serving/core/localizer` (see docs/localizer.md). Trained on issue-like commits of public "
+             "`serving/localizer` (see docs/localizer.md). Trained on issue-like commits of public "
              f"repositories ({languages}): the commit message is the query, the non-test files and outer functions "
              "it changed (at its parent) are the labels. **No SWE-bench repository (astropy, django, matplotlib, "
              "seaborn, flask, requests, xarray, pylint, pytest, scikit-learn, sphinx, sympy) nor any of their "

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from jobs.benchmark_repos import SWEBENCH_OWNERS, SWEBENCH_PROJECTS, is_benchmark_repo  # noqa: F401  (re-exported)
 from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, git
+from pipelines.history.gitread import changed_source_lines, file_spans
 from semantica.config import LocalizerCorpusConfig
-from semantica.granular import function_key
-from semantica.history.gitread import changed_source_lines, file_spans
 from semantica.languages.registry import is_test_path
+from semantica.stores.granular import function_key
 
 SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
 RECORD_SEP, FIELD_SEP = "\x1e", "\x00"

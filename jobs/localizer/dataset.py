@@ -4,7 +4,7 @@ A full snapshot per commit does not fit the CPU budget, so per repository the la
 taken oldest first in groups of `snapshot_every`; each group is answered on one snapshot, the parent of
 its oldest commit (so no snapshot is ever later than a commit's parent: nothing from the future). The
 staleness (first-parent commits between the snapshot and the commit's parent) is recorded per query
-and summarised in the model card. Candidates and features come from `semantica.localizer` (the code
+and summarised in the model card. Candidates and features come from `semantica.stores.localizer` (the code
 the query path runs). Output per repository: `OUT/<owner+name>.files.parquet`,
 `.functions.parquet` (one row per candidate) and `.queries.parquet` (one row per commit); a written
 repository is skipped, so an interrupted run resumes.
@@ -23,10 +23,10 @@ from jobs.localizer.corpus import LabelledCommit, check_corpus
 from jobs.localizer.gitread import TreeReader
 from jobs.localizer.history import CorpusHistory
 from semantica.config import LocalizerConfig, LocalizerMineConfig
-from semantica.localizer.blobcache import BlobCache
-from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
-from semantica.localizer.models import candidate_config
-from semantica.localizer.snapshot import SnapshotBuilder
+from semantica.stores.localizer.blobcache import BlobCache
+from semantica.stores.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION, CandidateGenerator
+from semantica.stores.localizer.models import candidate_config
+from semantica.stores.localizer.table import LocalizerTableBuilder
 
 LEVELS = ("files", "functions")
 
@@ -82,7 +82,7 @@ class FeatureMiner:
             return 0
         git_dir = self.repos_dir / repo.replace("/", "+") / "repo"
         reader = TreeReader(str(git_dir), self.config.max_file_bytes)
-        builder = SnapshotBuilder(self.blob_cache)
+        builder = LocalizerTableBuilder(self.blob_cache)
         position = reader.first_parent_positions()
         newest = sorted((c for c in commits if c.sha in position), key=lambda c: position[c.sha])
         todo = newest[: self.mine.max_queries_per_repo][::-1]  # oldest first

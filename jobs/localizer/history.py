@@ -4,8 +4,8 @@ A labelled commit is answered on its snapshot (a commit at or before its parent,
 so its history is that snapshot commit and its first-parent ancestors only: the labelled commit itself and
 everything after it are never read, and neither are they in the BM25 statistics or the priors. At most
 `localizer.history_max_commits` of the newest such commits are read (the CPU budget); commit records are
-cached by sha (semantica/history/cache.py), so neighbouring snapshots read only the commits between them.
-The signals come from semantica/localizer/history_input.py, the code the query-time stage runs.
+cached by sha (pipelines/history/cache.py), so neighbouring snapshots read only the commits between them.
+The signals come from serving/localizer/history_input.py, the code the query-time stage runs.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from pipelines.history.reader import HistoryReader
 from semantica.config import Config, HistoryConfig
-from semantica.history.reader import HistoryReader
-from semantica.history.store import HistorySearcher
-from semantica.localizer.history_input import SnapshotHistory
+from semantica.stores.history.store import HistorySearcher
+from serving.localizer.history_input import SnapshotHistory
 
 
 class CorpusHistory:

@@ -2,7 +2,7 @@
 
 The snapshot's Python files are read from the repository's bare clone under $SEMANTICA_MIRRORS
 (`<owner>+<name>/repo`) at the base commit, exactly as the corpus features read
-a parent commit, then `serving.core.localizer` ranks them; `blend` mixes the result into today's ranking.
+a parent commit, then `serving.localizer` ranks them; `blend` mixes the result into today's ranking.
 Only the files the indexer would discover there (`discover.*`: include globs, ignore rules, sizes) are
 candidates, so a replay ranks the same files as the snapshot a full run indexed; they are found once per base
 commit, however many instances share it. With `localizer.history_features` the history votes and priors are
@@ -26,13 +26,13 @@ from jobs.localizer.history import CorpusHistory
 from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
 from semantica.config import Config, DiscoverConfig
-from semantica.localizer.blobcache import open_blob_cache
-from semantica.localizer.dense import function_sources
-from semantica.localizer.features import SCHEMA_VERSION, CandidateSet, HistorySignals
-from semantica.localizer.models import candidate_config
-from semantica.localizer.snapshot import SnapshotBuilder
-from serving.core.localizer.dense import DenseFunctionChannel
-from serving.core.localizer.stage import (
+from semantica.stores.localizer.blobcache import open_blob_cache
+from semantica.stores.localizer.dense import function_sources
+from semantica.stores.localizer.features import SCHEMA_VERSION, CandidateSet, HistorySignals
+from semantica.stores.localizer.models import candidate_config
+from semantica.stores.localizer.table import LocalizerTableBuilder
+from serving.localizer.dense import DenseFunctionChannel
+from serving.localizer.stage import (
     LearnedLocalizer,
     LocalizerModelError,
     LocalizerModels,
@@ -79,7 +79,7 @@ class LearnedReplay:
         self._history: CorpusHistory | None = None
 
     _candidates: dict[tuple, CandidateSet] = {}  # (instance, candidate settings): shared by every replayed config
-    _builders: dict[str, tuple[Path, TreeReader, SnapshotBuilder]] = {}
+    _builders: dict[str, tuple[Path, TreeReader, LocalizerTableBuilder]] = {}
     _discovered = DiscoveredPaths()  # per base commit, shared like the builders
     seconds: list[float] = []  # candidates and features per query computed here (the snapshot build excluded)
     model_seconds: list[float] = []  # the two models' scoring per query
@@ -129,14 +129,14 @@ class LearnedReplay:
         stored.with_suffix(".tmp.npz").replace(stored)
         return cands
 
-    def _builder(self, inst: Instance) -> tuple[Path, TreeReader, SnapshotBuilder]:
+    def _builder(self, inst: Instance) -> tuple[Path, TreeReader, LocalizerTableBuilder]:
         """The instance's repository: its bare clone, a reader of its trees and a snapshot builder (one each)."""
         if inst.repo not in self._builders:
             git_dir = find_repo(self.repos_dir, inst.repo) if self.repos_dir else mirror_clone(inst.repo)
             if not git_dir.is_dir():
                 raise MineError(f"localizer.enabled needs the bare clone of {inst.repo} at {git_dir} "
                                 f"(set SEMANTICA_MIRRORS)")
-            self._builders[inst.repo] = (git_dir, TreeReader(str(git_dir), self.config.max_file_bytes), SnapshotBuilder(
+            self._builders[inst.repo] = (git_dir, TreeReader(str(git_dir), self.config.max_file_bytes), LocalizerTableBuilder(
                 open_blob_cache(self.config.blob_cache_file, self.blob_cache_dir)))
         return self._builders[inst.repo]
 

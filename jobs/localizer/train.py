@@ -23,11 +23,11 @@ import numpy as np
 import polars as pl
 
 from jobs.localizer.corpus import check_corpus
+from pipelines.localizer.fit import fit_ranker, lambdarank_params, training_rows  # noqa: F401 (re-exported)
 from semantica.config import LocalizerTrainConfig
 from semantica.languages import language_of
-from semantica.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION
-from semantica.localizer.fit import fit_ranker, lambdarank_params, training_rows  # noqa: F401 (re-exported)
-from semantica.localizer.models import FILE_MODEL, FUNCTION_MODEL, META
+from semantica.stores.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION
+from semantica.stores.localizer.models import FILE_MODEL, FUNCTION_MODEL, META
 
 LEVELS = {"files": (FILE_FEATURES, "n_gold_files_in_snapshot", FILE_MODEL, "train_file_depth"),
           "functions": (FUNCTION_FEATURES, "n_gold_functions_in_snapshot", FUNCTION_MODEL, "train_function_depth")}

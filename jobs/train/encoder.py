@@ -1,8 +1,8 @@
 """`semantica train-encoder`: contrastive fine-tuning of the bi-encoder on mined pairs (`semantica mine-pairs`).
 
 InfoNCE over each batch: a query's positive against every other query's positive (in-batch negatives)
-and the mined BM25 hard negatives, on mean-pooled, L2-normalised embeddings (`semantica.pooling.torch_mean_pool`,
-the pooling `semantica.encoder.Encoder` serves with). CUDA with bf16 autocast when torch sees a GPU, else CPU.
+and the mined BM25 hard negatives, on mean-pooled, L2-normalised embeddings (`semantica.runtime.pooling.torch_mean_pool`,
+the pooling `semantica.runtime.encoder.Encoder` serves with). CUDA with bf16 autocast when torch sees a GPU, else CPU.
 Resumable: `OUT/checkpoints/last.pt` holds model, optimizer, step and RNG state; a re-run with the same
 pairs continues from it and reaches the same weights as an uninterrupted run (the batch order is a
 function of seed and epoch alone). `OUT` ends as a `from_pretrained` model directory plus
@@ -24,8 +24,8 @@ from typing import Any
 from jobs.benchmark_repos import is_benchmark_repo
 from jobs.train.pair_parts import PairsError, read_pair_rows
 from semantica.config import Config, TrainEncoderConfig
-from semantica.encoder import EncoderLoadError, choose_device, resolve_model_path
-from semantica.pooling import torch_mean_pool
+from semantica.runtime.encoder import EncoderLoadError, choose_device, resolve_model_path
+from semantica.runtime.pooling import torch_mean_pool
 
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_FILE = "last.pt"

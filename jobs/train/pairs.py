@@ -35,10 +35,10 @@ from jobs.train.pairs_source import Commit, FunctionSpan, changed_python_lines, 
 from pipelines.discover import RepoSource, repo_name_from_path
 from pipelines.granular import GranularIndexWriter
 from semantica.config import Config, DiscoverConfig, PairsConfig
-from semantica.granular import Granularity, function_key
-from semantica.lucene import LuceneDoc, LuceneShardSearcher, raw_document
 from semantica.schema import FileError
-from semantica.tokenizer import tokenize
+from semantica.stores.granular import Granularity, function_key
+from semantica.stores.lucene import LuceneDoc, LuceneShardSearcher, raw_document
+from semantica.stores.tokenizer import tokenize
 
 FunctionsAt = dict[str, tuple[list[str], list[FunctionSpan]]]
 """path -> (the file's lines, its outer functions), at one commit."""

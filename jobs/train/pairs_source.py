@@ -1,10 +1,10 @@
 """What the pair miner reads from a bare git repository: function spans, commits and their diffs.
 
-The readers live in `semantica.history.gitread` (the history index reads the same facts); file text at a
+The readers live in `pipelines.history.gitread` (the history index reads the same facts); file text at a
 commit is read through `pipelines.discover.RepoSource` (git objects, no checkout), as the indexer reads it.
 """
 
-from semantica.history.gitread import (  # noqa: F401  (the miner's names)
+from pipelines.history.gitread import (  # noqa: F401  (the miner's names)
     HUNK,
     ISSUE_REF,
     PR_MERGE,

@@ -26,7 +26,7 @@ THREAD_COUNTS = (2, 1)
 
 def main(argv: list[str] | None = None) -> int:
     from semantica.config import load_config
-    from semantica.token_vectors import Quantization, TokenCodec
+    from semantica.stores.token_vectors import Quantization, TokenCodec
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=3000, help="token vectors to fit on (a small first repository)")

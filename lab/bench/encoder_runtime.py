@@ -44,7 +44,7 @@ import numpy as np
 from jobs.bench.ratios import REQUESTS_QUERIES, SELF_QUERIES
 from jobs.bench.stats import report_result
 from semantica.config import load_config
-from semantica.encoder import Encoder, FastTokenizer, resolve_model_path
+from semantica.runtime.encoder import Encoder, FastTokenizer, resolve_model_path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS = REPO_ROOT / "lab" / "results" / "encoder_runtime.json"
@@ -64,9 +64,9 @@ def chunk_texts(index_root: str, repo: str, limit: int) -> list[str]:
 def function_texts(index_root: str, repo: str, limit: int) -> list[str]:
     """The dense channel's input: every function's source in the snapshot, any parsed language (spread as
     `chunk_texts`)."""
-    from semantica.index_kinds.localizer import source_texts
-    from semantica.localizer.dense import function_sources
     from semantica.snapshot import SnapshotSet
+    from semantica.stores.index_kinds.localizer import source_texts
+    from semantica.stores.localizer.dense import function_sources
 
     config = load_config(None, [f"paths.index_root={index_root}"])
     files = source_texts(SnapshotSet(config).get(repo).chunks)
@@ -80,7 +80,7 @@ def base_config(dense_channel: bool) -> Any:
     config = load_config(None, [])
     if not dense_channel:
         return config.encoder
-    from semantica.localizer.dense import channel_encoder_config
+    from semantica.stores.localizer.dense import channel_encoder_config
 
     return channel_encoder_config(config.localizer, config.encoder)
 
@@ -121,7 +121,7 @@ def fused_encoder(config: Any, quantized: bool) -> Encoder:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
 
-    from semantica.onnx_runtime import OnnxForward
+    from semantica.runtime.onnx_runtime import OnnxForward
 
     encoder = Encoder(config)
     source = encoder.forward_pass.onnx_path

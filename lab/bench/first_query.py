@@ -4,7 +4,7 @@
 
 Each pair runs `semantica query --no-daemon` in a fresh process twice, order alternating: once with an empty
 `encoder.export_dir` (a fresh install before this change: the query exports, importing torch) and once
-after `python -m semantica.onnx_export` filled it (what `make install` now runs; its own time is reported as
+after `python -m semantica.runtime.export_encoders` filled it (what `make install` now runs; its own time is reported as
 the install step). The index must have been built with this machine's export (exports are deterministic:
 the same sha256 in any directory). The load average is recorded beside every run: the machine may be shared.
 """
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="first-query-") as work:
         for number in range(args.pairs):
             fresh, installed = Path(work) / f"fresh{number}", Path(work) / f"installed{number}"
-            runs["install_export_step"].append(timed([sys.executable, "-m", "semantica.onnx_export", "--set",
+            runs["install_export_step"].append(timed([sys.executable, "-m", "semantica.runtime.export_encoders", "--set",
                                                       f"encoder.export_dir={installed}"]))
             sides = [("fresh_no_export", fresh), ("after_install_export", installed)]
             for name, directory in sides if number % 2 == 0 else sides[::-1]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from semantica.api import SearchRequest
 from semantica.config import load_config
-from semantica.knowledge.service import KnowledgeService
+from serving.knowledge.service import KnowledgeService
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = REPO_ROOT / "conf" / "golden" / "knowledge.jsonl"
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.warnings or result.conflicts:
             warnings[row["key"]] = result.warnings + [f"conflicts {result.conflicts}"] * bool(result.conflicts)
 
-    from semantica.knowledge.after_index import after_index
+    from serving.knowledge.after_index import after_index
 
     curated = after_index(config, REPO, service)  # what `semantica index` adds: candidates + a curator pass
     on = SearchPipeline(config)

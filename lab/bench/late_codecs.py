@@ -11,7 +11,7 @@ import numpy as np
 
 from jobs.eval.golden import GoldenEval, load_golden_set
 from semantica.config import load_config
-from semantica.token_vectors import TokenCodec, TokenProjection
+from semantica.stores.token_vectors import TokenCodec, TokenProjection
 from serving.pipeline import SearchPipeline
 from serving.rerankers.late_interaction import maxsim
 

@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 from pipelines.discover import RepoSource
 from pipelines.indexer import Indexer
 from semantica.config import load_config
-from semantica.encoder import Encoder
 from semantica.layout import IndexLayout
+from semantica.runtime.encoder import Encoder
 
 KIB = 1024
 

@@ -31,7 +31,7 @@ from jobs.eval.replay import LocalizationReplay
 from jobs.eval.swebench import TOP_N
 from lab.localizer.function_dense import SnapshotVectors, StudyEncoders, TextEncoder, snapshot_texts
 from semantica.config import load_config
-from semantica.localizer.dense import DenseFusion, channel_keys, cosines
+from semantica.stores.localizer.dense import DenseFusion, channel_keys, cosines
 
 KS = (1, 5, 10)
 GROUP = "dev"  # the group these texts are recorded and read under (`lab.train.text_vectors`)

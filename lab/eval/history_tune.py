@@ -1,6 +1,6 @@
 """Choosing the history vote parameters by leave-one-repository-out over stored similar commits (`mine history`).
 
-The votes are a pure function of the stored commits (`semantica.history.index.vote`), so a grid over
+The votes are a pure function of the stored commits (`semantica.stores.history.index.vote`), so a grid over
 `top_commits`, `similarity_power`, `half_life_days` and `share_exponent` costs no git and no index. For each
 held-out repository the setting with the best file Acc@5 on the other repositories is scored on it; the pooled
 held-out scores estimate what the chosen setting gives on a repository it never saw.

@@ -16,8 +16,8 @@ from pathlib import Path
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from jobs.train.pairs_source import git
-from semantica.localizer.blobcache import CACHE_FILE, BlobCache
-from semantica.localizer.snapshot import SnapshotBuilder
+from semantica.stores.localizer.blobcache import CACHE_FILE, BlobCache
+from semantica.stores.localizer.table import LocalizerTableBuilder
 
 
 def main(argv: list[str]) -> int:
@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     cache_file.unlink(missing_ok=True)
     timings = {}
     for name, texts in (("cold_s", first), ("warm_neighbour_s", second), ("warm_same_s", second)):
-        builder = SnapshotBuilder(BlobCache(cache_file))
+        builder = LocalizerTableBuilder(BlobCache(cache_file))
         start = time.perf_counter()
         builder.build(texts)
         timings[name] = round(time.perf_counter() - start, 2)

@@ -17,9 +17,9 @@ from pathlib import Path
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from semantica.config import load_config
-from semantica.localizer.blobcache import open_blob_cache
-from semantica.localizer.snapshot import SnapshotBuilder
-from serving.core.localizer.stage import LearnedLocalizer, LocalizerModels
+from semantica.stores.localizer.blobcache import open_blob_cache
+from semantica.stores.localizer.table import LocalizerTableBuilder
+from serving.localizer.stage import LearnedLocalizer, LocalizerModels
 
 
 def _pcts(values: list[float]) -> dict[str, float]:
@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
     instances = [i for i in load_instances(instances_file) if i.repo == repo]
     git_dir = mirror_clone(repo)
     start = time.perf_counter()
-    builder = SnapshotBuilder(open_blob_cache(config.blob_cache_file, full.paths.cache_dir))
+    builder = LocalizerTableBuilder(open_blob_cache(config.blob_cache_file, full.paths.cache_dir))
     snapshot = builder.build(TreeReader(str(git_dir), config.max_file_bytes).texts(instances[0].base_commit))
     build = time.perf_counter() - start
     localizer = LearnedLocalizer(config, LocalizerModels(model_dir))

@@ -23,16 +23,16 @@ from jobs.eval.instances import load_instances, mirror_clone
 from jobs.localizer.gitread import TreeReader
 from lab.localizer.cost import _pcts
 from semantica.config import Config, load_config
-from semantica.localizer.blobcache import open_blob_cache
-from semantica.localizer.features import CandidateGenerator
-from semantica.localizer.models import candidate_config
-from semantica.localizer.snapshot import Snapshot, SnapshotBuilder
-from serving.core.localizer.stage import LearnedLocalizer, LocalizerModels
+from semantica.stores.localizer.blobcache import open_blob_cache
+from semantica.stores.localizer.features import CandidateGenerator
+from semantica.stores.localizer.models import candidate_config
+from semantica.stores.localizer.table import LocalizerTable, LocalizerTableBuilder
+from serving.localizer.stage import LearnedLocalizer, LocalizerModels
 
 REPEATS = 3  # every query this many times per setting: per-query times are a few ms, load noise is not
 
 
-def answerer(config: Config, learned: bool) -> Callable[[Snapshot, str], object]:
+def answerer(config: Config, learned: bool) -> Callable[[LocalizerTable, str], object]:
     """One setting's query: the candidates alone, or the learned file ranker's path (`--learned`)."""
     if not learned:
         generator = CandidateGenerator(candidate_config(config.localizer))
@@ -51,11 +51,11 @@ def main(argv: list[str]) -> int:
     old_config, new_config = load_config(None, [*shared, *old_only]), load_config(None, overrides)
     instances = [i for i in load_instances(instances_file) if i.repo == repo]
     loc = old_config.localizer
-    builder = SnapshotBuilder(open_blob_cache(loc.blob_cache_file, old_config.paths.cache_dir))
+    builder = LocalizerTableBuilder(open_blob_cache(loc.blob_cache_file, old_config.paths.cache_dir))
     snapshot = builder.build(TreeReader(str(mirror_clone(repo)), loc.max_file_bytes).texts(instances[0].base_commit))
     answerers = {"old": answerer(old_config, learned), "new": answerer(new_config, learned)}
     seconds: dict[str, list[float]] = {name: [] for name in answerers}
-    for answer in answerers.values():  # per-snapshot tables (Snapshot.derived) are built before timing
+    for answer in answerers.values():  # per-snapshot tables (LocalizerTable.derived) are built before timing
         answer(snapshot, instances[0].problem_statement)
     for _ in range(REPEATS):
         for inst in instances:

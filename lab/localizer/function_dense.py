@@ -37,15 +37,15 @@ from lab.localizer.function_order import REPORTED, criterion, weighted
 from lab.localizer.function_recall import candidate_mask, function_parts, learned_file_ranks
 from lab.train.text_vectors import StoredTextVectors, TextRecorder
 from semantica.config import EncoderConfig, is_train_override, load_config, load_train_config
-from semantica.encoder import Encoder
-from semantica.localizer.dense import (
+from semantica.runtime.encoder import Encoder
+from semantica.stores.localizer.dense import (
     DenseFusion,
     channel_keys,
     cosines,
     file_cosines,
     function_sources,
 )
-from semantica.localizer.features import FunctionScore
+from semantica.stores.localizer.features import FunctionScore
 
 NO_CHANNEL = "off"
 DEEP = "deep+head"  # a deep fusion, then the shipped head fusion over the same cosines (`--deep-depths`)

@@ -22,7 +22,7 @@ import polars as pl
 
 from jobs.localizer.train import load_features, ranking_metrics
 from semantica.config import load_config
-from semantica.localizer.features import RRF_K, FunctionScore
+from semantica.stores.localizer.features import RRF_K, FunctionScore
 
 CRITERION = ("Acc@10", "Recall@50")
 REPORTED = ("Acc@1", "Acc@5", "Acc@10", "NDCG@10", "Recall@50", "MRR")

@@ -23,7 +23,7 @@ import polars as pl
 
 from jobs.localizer.corpus import load_corpus
 from jobs.localizer.train import load_features, ranking_metrics
-from semantica.localizer.features import FILE_FEATURES
+from semantica.stores.localizer.features import FILE_FEATURES
 
 
 def out_of_fold(frame: pl.DataFrame, models: Path) -> np.ndarray:

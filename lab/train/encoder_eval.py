@@ -24,7 +24,7 @@ from typing import Any
 from jobs.train.encoder import embed_batch
 from jobs.train.pair_parts import read_pair_rows
 from semantica.config import TrainEncoderConfig, load_train_config
-from semantica.encoder import FastTokenizer, choose_device, resolve_model_path
+from semantica.runtime.encoder import FastTokenizer, choose_device, resolve_model_path
 
 EVAL_COLUMNS = ("repo", "kind", "query", "positive_documents", "negative_documents")
 LONGEST_QUERY = 1_000_000  # tokens: counting a query's length cuts nothing
@@ -108,7 +108,7 @@ def long_queries(task: RetrievalTask, tokenizer: FastTokenizer, min_tokens: int)
 
 
 class PooledEncoder:
-    """A checkpoint's mean-pooled, L2-normalised vectors, as `semantica.encoder` serves and the trainer trains them."""
+    """A checkpoint's mean-pooled, L2-normalised vectors, as `semantica.runtime.encoder` serves and the trainer trains them."""
 
     def __init__(self, model_path: str, settings: TrainEncoderConfig, batch_size: int) -> None:
         import torch

@@ -8,7 +8,7 @@ from pipelines.parse.extract import CodeExtraction
 from pipelines.parse.facts import ParsedFile
 from pipelines.parse.families import spec_of
 from semantica.schema import ChunkKind
-from semantica.tokenizer import count_tokens
+from semantica.stores.tokenizer import count_tokens
 
 
 class FileParser(ChunkBuilder):

@@ -1,4 +1,4 @@
-"""Configuration of the history signal (semantica/history, serving/retrievers/history.py): which past
+"""Configuration of the history signal (semantica/stores/history, serving/retrievers/history.py): which past
 commits are read, which are dropped, how their messages vote, and how votes and priors are fused.
 Mirrors the `history` block of conf/default.yaml."""
 
@@ -49,6 +49,6 @@ class HistoryConfig:
 
 @dataclass
 class HistorySettings:
-    """The history section of `Config` (semantica/history, serving/retrievers/history.py)."""
+    """The history section of `Config` (semantica/stores/history, serving/retrievers/history.py)."""
 
     history: HistoryConfig = field(default_factory=HistoryConfig)

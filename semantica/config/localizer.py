@@ -10,7 +10,7 @@ FUNCTION_FILE_ORDERS = ("fusion", "learned")  # which file order draws and ranks
 
 @dataclass
 class LocalizerConfig:
-    """The learned localizer: LightGBM rankers over cheap candidate lists (semantica/localizer/, the stage in serving/core/localizer/)."""
+    """The learned localizer: LightGBM rankers over cheap candidate lists (semantica/stores/localizer/, the stage in serving/localizer/)."""
 
     enabled: bool = True  # the learned file ranker with history alone by default (lab/notes/localizer.md "Decision")
     model_dir: str = "models/localizer-history"

@@ -94,7 +94,7 @@ class PlanConfig:
 
 @dataclass
 class ObservabilityConfig:
-    """Traces and structured logs (semantica/observability.py): all off by default."""
+    """Traces and structured logs (semantica/runtime/observability.py): all off by default."""
 
     tracing: bool = False  # OpenTelemetry spans per query stage (kept in process unless otlp_endpoint is set)
     otlp_endpoint: str = ""  # e.g. http://otel-collector:4318/v1/traces: export spans over OTLP/HTTP (turns tracing on)

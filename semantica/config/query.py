@@ -161,7 +161,7 @@ class QueryConfig:
 
 @dataclass
 class GranularConfig:
-    """Whole-file and function-level BM25 (semantica/granular.py) and how localization fuses them.
+    """Whole-file and function-level BM25 (semantica/stores/granular.py) and how localization fuses them.
 
     A file (function) at rank r in its granular list adds `file_weight / (rrf_k + r)`
     (`function_weight / ...`) to its localization score, in the units of the fused strategy lists.
@@ -194,7 +194,7 @@ class GraphOpsConfig:
 
 @dataclass
 class ExactConfig:
-    """Exact and regex search (semantica/exact, serving/retrievers/exact.py, docs/grep.md): a trigram index of
+    """Exact and regex search (semantica/stores/exact, serving/retrievers/exact.py, docs/grep.md): a trigram index of
     every indexed file's content (`index`), RE2 as the verifier, and the guardrails of one request."""
 
     index: bool = True  # write the `exact` index kind (trigram postings + file contents) into each snapshot

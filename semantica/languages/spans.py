@@ -70,7 +70,7 @@ SPAN_NODES: dict[str, SpanNodes] = {
 
 def source_lines(lines: Sequence[str], start: int, end: int) -> str:
     """Lines `start`..`end` (1-based, inclusive) of a file: a function's source as the commit pairs hold it and the
-    dense channel encodes it (semantica/localizer/dense.py `function_text`)."""
+    dense channel encodes it (semantica/stores/localizer/dense.py `function_text`)."""
     return "\n".join(lines[start - 1: end])
 
 

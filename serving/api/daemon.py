@@ -2,7 +2,7 @@
 pays a socket round trip instead of loading the encoder, the JVM and the indexes in every process.
 
 Why not Ray Serve: the CLI needs one small local process, and Ray must never start where the JVM runs
-(semantica/ray_runtime.py). Why a unix socket: file permissions (0600 in a 0700 directory) are the
+(semantica/runtime/ray_runtime.py). Why a unix socket: file permissions (0600 in a 0700 directory) are the
 access control, no port is opened. New snapshots are picked up as the pipeline picks them up
 (`SnapshotSet` re-resolves CURRENT on every request). The daemon exits after `daemon.idle_timeout_s`
 without a request, on `{"op": "stop"}`, on SIGTERM, or when its socket file is removed or replaced.

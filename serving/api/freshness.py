@@ -1,5 +1,5 @@
 """The freshness of an answer: one shape on every front and every answer (search, grep, graph, map), an
-object keyed by repository whose values are `semantica.freshness.Freshness`; and the commit a snapshot
+object keyed by repository whose values are `semantica.ondisk.freshness.Freshness`; and the commit a snapshot
 was built from, which a worktree snapshot records in its source, not in its manifest's `commit`."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from semantica.config import Config
 from semantica.errors import public_message
-from semantica.freshness import Freshness
+from semantica.ondisk.freshness import Freshness
 from semantica.schema import Manifest
 from semantica.snapshot import SnapshotSet
 

@@ -6,7 +6,7 @@ For each hit, best first:
 2. dedupe: a hit whose chunk overlaps (same repo and path, intersecting line ranges) a block
    already taken is dropped (the earlier, better hit wins); repeated chunk ids likewise;
 3. trim: at most `max_block_lines` lines, from the top of the span (signatures come first);
-4. pack: tokens (`semantica.tokenizer.count_tokens` of the citation plus the text) are added
+4. pack: tokens (`semantica.stores.tokenizer.count_tokens` of the citation plus the text) are added
    while they fit in `fill_ratio` x budget. A block that does not fit is cut to the lines that do
    fit when at least `MIN_PARTIAL_LINES` lines fit, else skipped (smaller later blocks may still
    fit); either way `truncated` is set.
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from semantica.config import ContextConfig
 from semantica.hits import Hit
 from semantica.schema import Chunk
-from semantica.tokenizer import count_tokens
+from semantica.stores.tokenizer import count_tokens
 
 MIN_PARTIAL_LINES = 3
 """A block cut to fit the budget keeps at least this many lines, or is skipped."""

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from semantica.config import GranularConfig
-from semantica.granular import path_of_key
 from semantica.hits import RankedList
+from semantica.stores.granular import path_of_key
 
 REPO_SEPARATOR = "\x00"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from semantica.config import HistoryConfig
-from semantica.history.index import HistoryVotes
 from semantica.hits import RankedList
+from semantica.stores.history.index import HistoryVotes
 from serving.core.granular_fusion import localizer_key
 
 

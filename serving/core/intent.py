@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from semantica import linear_regex
 from semantica.config import IntentConfig
+from semantica.runtime import linear_regex
 from semantica.schema import ParsableEnum
 
 MAX_INTENT_CHARS = 4000

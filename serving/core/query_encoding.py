@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from semantica.encoder import Encoder
+from semantica.runtime.encoder import Encoder
 
 QueryEncoding = tuple[np.ndarray, np.ndarray]
 """(sentence vector (dim,), token vectors (n_tokens, dim)), both unit length."""

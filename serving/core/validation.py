@@ -9,7 +9,7 @@ from typing import Any
 from semantica.api import QueryError, SearchRequest
 from semantica.config import Config
 from semantica.languages import KNOWN_LANGUAGES
-from semantica.repo_names import normalize_repo_name
+from semantica.ondisk.repo_names import normalize_repo_name
 
 
 def validate_request(request: SearchRequest, config: Config, planner: Any, lookup: Callable[[str], Any],

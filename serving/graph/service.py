@@ -13,7 +13,7 @@ from typing import Any
 from semantica.config import Config
 from semantica.errors import ErrorKind, public_message
 from semantica.layout import RepoState
-from semantica.layout_errors import BrokenSnapshotError
+from semantica.ondisk.layout_errors import BrokenSnapshotError
 from semantica.snapshot import SNAPSHOT_STAGE, RepoHealth, Snapshot, SnapshotSet
 from serving.graph.ops import GraphOps, SnapshotGraph
 from serving.graph.structural import GraphOp

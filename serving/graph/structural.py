@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from semantica import linear_regex
+from semantica.runtime import linear_regex
 
 
 class GraphOp(str, Enum):

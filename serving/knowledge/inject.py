@@ -26,12 +26,12 @@ from typing import Any
 
 from semantica.config import Config
 from semantica.hits import Hit
-from semantica.knowledge.entry import GLOBAL, Entry, iso
-from semantica.knowledge.service import KnowledgeService
-from semantica.knowledge.store import entry_terms, query_terms
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
-from semantica.tokenizer import count_tokens
+from semantica.stores.tokenizer import count_tokens
+from serving.knowledge.entry import GLOBAL, Entry, iso
+from serving.knowledge.service import KnowledgeService
+from serving.knowledge.store import entry_terms, query_terms
 
 _SPACE = re.compile(r"\s+")
 UNREADABLE = (-1,)

@@ -1,7 +1,7 @@
 """Query analysis without an LLM: cheap features, then a rule-based choice of search mode and dynamic K.
 
 Bounded work: only `planning.analyzer.max_chars` leading characters are read and every pattern runs on
-RE2 (`semantica.linear_regex`), linear in the text whatever it holds.
+RE2 (`semantica.runtime.linear_regex`), linear in the text whatever it holds.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from semantica import linear_regex
 from semantica.config import PlanningConfig
+from semantica.runtime import linear_regex
 from serving.core.intent import FILE_EXTENSIONS
 from serving.planning.modes import SearchMode
 

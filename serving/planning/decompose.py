@@ -25,8 +25,8 @@ import builtins
 import keyword
 from dataclasses import dataclass, field
 
-from semantica import linear_regex
 from semantica.config import DecomposeConfig
+from semantica.runtime import linear_regex
 from semantica.schema import ParsableEnum
 from serving.core.intent import MAX_INTENT_CHARS, IntentResult
 

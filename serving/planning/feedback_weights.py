@@ -29,7 +29,7 @@ from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
 from semantica.feature_schema import FEATURE_STRATEGIES
 from semantica.hits import RankedList
 from semantica.layout import IndexLayout
-from semantica.repo_names import normalize_repo_name
+from semantica.ondisk.repo_names import normalize_repo_name
 from serving.core.fusion import WeightedRRF
 from serving.core.intent import INTENTS, Intent, IntentClassifier
 

@@ -14,8 +14,8 @@ import json
 import threading
 from pathlib import Path
 
-from semantica.encoder import safe_name
-from semantica.source import GitError, run_git
+from semantica.ondisk.source import GitError, run_git
+from semantica.runtime.encoder import safe_name
 
 _DAY_S = 86400.0
 AGES_DIR = "file_ages"

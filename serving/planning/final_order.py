@@ -24,10 +24,10 @@ import numpy as np
 
 from semantica.config import FinalOrderConfig
 from semantica.hits import Hit
+from semantica.ondisk.source import GitError
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
-from semantica.source import GitError
-from semantica.token_vectors import single_thread_blas
+from semantica.stores.token_vectors import single_thread_blas
 from serving.planning.file_ages import FileAges, freshness
 from serving.rerankers.base import RerankInput
 from serving.rerankers.registry import register_reranker
@@ -51,7 +51,7 @@ class TrustRules:
 
 class FileRecency:
     """Per-file recency score of a snapshot: how recently each file changed, for the final order (0 everywhere
-    when its source cannot be read: a note says why). Not `semantica.freshness.Freshness`, whether a snapshot is stale."""
+    when its source cannot be read: a note says why). Not `semantica.ondisk.freshness.Freshness`, whether a snapshot is stale."""
 
     def __init__(self, config: FinalOrderConfig, cache_dir: str) -> None:
         self.config = config

@@ -15,7 +15,7 @@ from typing import Any
 from semantica.api import QueryError, SearchRequest
 from semantica.config import Config
 from semantica.hits import Hit
-from semantica.repo_names import normalize_repo_name
+from semantica.ondisk.repo_names import normalize_repo_name
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
 from serving.planning.analyzer import FORCED, ModeChoice, QueryAnalyzer, StrategySelector

@@ -19,13 +19,13 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from semantica import linear_regex
 from semantica.api import QueryError
 from semantica.config import Config, RepoMapConfig
 from semantica.hits import Hit
+from semantica.runtime import linear_regex
 from semantica.schema import ParsableEnum, Symbol
 from semantica.snapshot import Snapshot, SnapshotSet
-from semantica.tokenizer import count_tokens
+from semantica.stores.tokenizer import count_tokens
 from serving.rerankers.base import RerankInput
 from serving.rerankers.registry import register_reranker
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from semantica.snapshot import Snapshot
 from serving.core.answer import degraded_entry
 from serving.core.localization import LocalizationInputs
-from serving.core.localizer.stage import reads_history
+from serving.localizer.stage import reads_history
 from serving.query.state import QueryState
 from serving.retrievers.base import Filters
 from serving.retrievers.granular import granular_lists

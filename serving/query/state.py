@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from semantica import observability
 from semantica.api import SearchRequest, SearchResponse
 from semantica.hits import Hit, RankedList
+from semantica.runtime import observability
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
 from serving.core.context import Context

@@ -33,13 +33,13 @@ from pydantic import BaseModel
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from semantica import observability
 from semantica.api import SearchRequest
-from semantica.branch_keys import split_branch_key
-from semantica.build_stats import build_stats_path, read_build_stats
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
 from semantica.errors import describe, kind_of
 from semantica.layout import IndexLayout
+from semantica.ondisk.branch_keys import split_branch_key
+from semantica.ondisk.build_stats import build_stats_path, read_build_stats
+from semantica.runtime import observability
 from semantica.snapshot import RepoHealth
 from serving.api.freshness import answer_freshness, built_commit, snapshot_freshness
 from serving.api.http.admission import AdmissionController

@@ -7,7 +7,7 @@ in `rerank.order` whose class says `deployed = True` gets its own deployment, na
 The Serve ingress runs `SearchPipeline(stages=remote_stages(...))`: exactly the in-process orchestration,
 with no subclass and nothing patched.
 
-Each call carries the request (`semantica.observability.carrier()`: the W3C `traceparent` of the stage's
+Each call carries the request (`semantica.runtime.observability.carrier()`: the W3C `traceparent` of the stage's
 span and the request id) through `StageDeployment.traced`, so the replica's spans join the request's trace
 and its log lines carry the request id.
 """
@@ -19,9 +19,9 @@ from typing import Any
 
 from ray.serve.handle import DeploymentHandle
 
-from semantica import observability
 from semantica.config import Config
 from semantica.errors import ErrorKind, kind_of
+from semantica.runtime import observability
 from semantica.snapshot import Snapshot
 from serving.rerankers.base import Reranker, RerankInput
 from serving.rerankers.registry import deployed_rerankers, registered_rerankers

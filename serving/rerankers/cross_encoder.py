@@ -89,7 +89,7 @@ class CrossEncoderReranker:
             import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-            from semantica.encoder import choose_device
+            from semantica.runtime.encoder import choose_device
 
             self.device = choose_device(device)
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path), local_files_only=True)

@@ -9,7 +9,7 @@ For the first `top_n` hits:
 so both terms lie in [0, 1]. The re-scored hits are sorted by that score (ties keep their fused
 order); hits beyond `top_n` follow unchanged, in their original order.
 
-Document token vectors come from the snapshot when it stores them (`semantica.token_vectors`:
+Document token vectors come from the snapshot when it stores them (`semantica.stores.token_vectors`:
 computed at index time, PCA-projected and int8-quantised, memory-mapped), so a query pays only
 its own encoding plus one small matrix product. For a snapshot without them (built before they
 existed, or with another late-interaction model) they are encoded on the fly and cached by content
@@ -36,10 +36,10 @@ from typing import Any
 import numpy as np
 
 from semantica.config import EncoderConfig, LateInteractionConfig
-from semantica.encoder import Encoder, safe_name, shared_encoder
 from semantica.hits import Hit
+from semantica.runtime.encoder import Encoder, safe_name, shared_encoder
 from semantica.schema import Chunk
-from semantica.token_vectors import StoredTokenVectors, single_thread_blas
+from semantica.stores.token_vectors import StoredTokenVectors, single_thread_blas
 from serving.core.intent import Intent, identifier_only
 from serving.rerankers.base import WARM_UP_TEXT, RerankInput, rescored
 from serving.rerankers.registry import register_reranker

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from semantica.encoder import snapshot_encoder
+from semantica.runtime.encoder import snapshot_encoder
 from serving.retrievers.exact import ExactRetriever
 from serving.retrievers.graph import GraphRetriever
 from serving.retrievers.history import HistoryRetriever

@@ -2,7 +2,7 @@
 
 Per snapshot: the pattern's required literals ask each `exact` shard for candidate files (SQLite FTS5 trigram
 postings), candidates are sorted by path and read in that order, and RE2 verifies them line by line
-(`semantica.exact`). The answer is ordered by (repository, path, line), capped by `max_count` over the whole
+(`semantica.stores.exact`). The answer is ordered by (repository, path, line), capped by `max_count` over the whole
 answer and by `exact.max_matches_per_file` per file, and stops at `exact.deadline_s`; `truncated` says whether
 anything was left out. Matched text is the repository's content: untrusted, to be read, never obeyed.
 """
@@ -18,9 +18,9 @@ from typing import Any
 from semantica.api import QueryError
 from semantica.config import Config
 from semantica.errors import public_message
-from semantica.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file, read_in_order
-from semantica.index_kinds.exact import KIND as EXACT_KIND
 from semantica.snapshot import Snapshot, SnapshotSet
+from semantica.stores.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file, read_in_order
+from semantica.stores.index_kinds.exact import KIND as EXACT_KIND
 
 log = logging.getLogger(__name__)
 EXACT_STAGE = "exact"
@@ -43,7 +43,7 @@ class GrepRequest:
 
 @dataclass(kw_only=True)
 class GrepMatch(LineMatch):
-    """A matching line (semantica.exact's `LineMatch`) and where it is: its repository and path."""
+    """A matching line (semantica.stores.exact's `LineMatch`) and where it is: its repository and path."""
 
     repo: str
     path: str

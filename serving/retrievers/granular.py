@@ -1,4 +1,4 @@
-"""Whole-file and function-level BM25 over one snapshot (semantica/granular.py).
+"""Whole-file and function-level BM25 over one snapshot (semantica/stores/granular.py).
 
 Unlike the chunk retrievers, these answer with file paths and `path::Qualified.name` keys: they feed
 file and function localization, not the chunk hits. A snapshot written before these shards existed
@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 
 from semantica.config import GranularConfig
-from semantica.granular import Granularity, function_key, outer_functions, path_of_key
-from semantica.lucene import LuceneShardSearcher
 from semantica.snapshot import Snapshot
+from semantica.stores.granular import Granularity, function_key, outer_functions, path_of_key
+from semantica.stores.lucene import LuceneShardSearcher
 from serving.core.granular_fusion import GranularLists, localizer_key
 from serving.retrievers.base import Filters, ScoredList, merge_scored, to_ranked
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from semantica import linear_regex
 from semantica.config import GraphConfig
-from semantica.graph import GraphStore
 from semantica.languages import is_test_path
+from semantica.runtime import linear_regex
 from semantica.schema import Chunk, Symbol, file_node_id
+from semantica.stores.graph import GraphStore
 from serving.core.intent import Intent
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 

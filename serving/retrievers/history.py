@@ -1,6 +1,6 @@
 """The `history` retriever: past commits whose messages match the query vote for what they changed.
 
-It searches one snapshot's stored history (semantica/history: first-parent commits at or before the
+It searches one snapshot's stored history (semantica/stores/history: first-parent commits at or before the
 snapshot's commit only). As a chunk retriever it answers with the chunks of the voted functions (scored
 by their vote), then the first chunk of each voted file none of whose functions was voted (scored by the
 file's vote). For localization, `lists` gives the vote and prior lists in localizer keys, and `voters`
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cached_property
 
-from semantica.history.index import HistoryVotes, Voter
 from semantica.snapshot import Snapshot
+from semantica.stores.history.index import HistoryVotes, Voter
 from serving.core.granular_fusion import localizer_key
 from serving.core.history_fusion import HistoryLists
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from semantica.lucene import LuceneShardSearcher
 from semantica.schema import Chunk
+from semantica.stores.lucene import LuceneShardSearcher
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, merge_scored
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from semantica.encoder import Encoder
+from semantica.runtime.encoder import Encoder
 from semantica.snapshot import Snapshot
 from serving.retrievers.granular import GranularRetriever
 from serving.retrievers.registry import retriever_spec

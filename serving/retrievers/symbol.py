@@ -10,9 +10,9 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 
-from semantica import linear_regex
+from semantica.runtime import linear_regex
 from semantica.schema import Chunk, Symbol
-from semantica.tokenizer import tokenize
+from semantica.stores.tokenizer import tokenize
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 
 TIER_FQN = 5.0

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from semantica.schema import Chunk
-from semantica.vectors import VectorShardSearcher, omp_threads
+from semantica.stores.vectors import VectorShardSearcher, omp_threads
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList, merge_scored
 
 

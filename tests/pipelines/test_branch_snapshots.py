@@ -13,10 +13,10 @@ import pytest
 from jobs.cli import main as cli_main
 from pipelines.indexer import Indexer
 from pipelines.manifest import ManifestError, load_manifest, resolve_repo_path
-from semantica.branch_keys import branch_key
 from semantica.layout import IndexLayout
+from semantica.ondisk.branch_keys import branch_key
+from semantica.ondisk.snapshot_paths import MANIFEST
 from semantica.snapshot import Snapshot
-from semantica.snapshot_paths import MANIFEST
 from tests.conftest import make_config
 from tests.pipelines.test_shards import FILES, GIT, git_repo
 

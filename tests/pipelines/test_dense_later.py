@@ -10,7 +10,7 @@ from pipelines.indexer import DENSE_KINDS, FIRST_ANSWER_STAGE, Indexer
 from pipelines.runner import LocalRunner
 from semantica.api import SearchRequest
 from semantica.layout import IndexLayout
-from semantica.layout_errors import UnknownRepoError
+from semantica.ondisk.layout_errors import UnknownRepoError
 from semantica.snapshot import Snapshot
 from serving.pipeline import PENDING, SearchPipeline
 from tests.conftest import make_config

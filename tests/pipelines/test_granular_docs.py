@@ -6,8 +6,8 @@ from pipelines.discover import SourceFile
 from pipelines.granular import GranularIndexWriter, file_texts_from_chunks, snapshot_documents
 from pipelines.parse import FileParser
 from semantica.config import Config
-from semantica.granular import Granularity
-from semantica.lucene import LuceneShardSearcher
+from semantica.stores.granular import Granularity
+from semantica.stores.lucene import LuceneShardSearcher
 
 BILLING = '''"""Billing of shop orders."""
 

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.indexer import Indexer
-from semantica.encoder import shared_encoder
 from semantica.layout import CURRENT, IndexLayout
+from semantica.runtime.encoder import shared_encoder
 from semantica.snapshot import Snapshot
 from tests.conftest import REPO_ROOT, REQUESTS_COMMIT, SHORT_EMBEDDINGS, WITHOUT_TOKEN_VECTORS, make_config
 

@@ -36,5 +36,5 @@ def test_pipelines_and_semantica_do_not_import_serving() -> None:
 
 def test_the_scan_sees_an_import_inside_a_function(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from serving.core.localizer.stage import LearnedStage\n    return LearnedStage\n")
-    assert imports_of(module) == {"serving.core.localizer.stage"}
+    module.write_text("def f():\n    from serving.localizer.stage import LearnedStage\n    return LearnedStage\n")
+    assert imports_of(module) == {"serving.localizer.stage"}

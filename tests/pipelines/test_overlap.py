@@ -23,7 +23,7 @@ from tests.conftest import REPO_ROOT, make_config
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 # three files parsed one at a time ahead of the encoder (index.overlap_files=1): three partitions, so the
 # prefetcher runs ahead while the encoder works; a cold build of each costs most of this module's time
-SOURCES = ("pipelines/overlap.py", "pipelines/ignore.py", "semantica/repo_names.py")
+SOURCES = ("pipelines/overlap.py", "pipelines/ignore.py", "semantica/ondisk/repo_names.py")
 QUERIES = ("prefetch the next partition on a thread", "gitignore patterns", "normalise a repository name")
 OVERLAP_FILES = 1
 

@@ -12,7 +12,7 @@ from pipelines.discover import RepoSource, SourceFile, git_blob_sha, language_of
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
 from semantica.config import ChunkConfig, DiscoverConfig
 from semantica.schema import Edge, EdgeType
-from semantica.tokenizer import count_tokens
+from semantica.stores.tokenizer import count_tokens
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REQUESTS_MIRROR = Path("/work/.mirror/psf+requests/repo")

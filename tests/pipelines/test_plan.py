@@ -16,7 +16,7 @@ from pipelines.indexer import Indexer
 from pipelines.manifest import RepoSpec
 from pipelines.plan import IndexPlanner
 from semantica.layout import IndexLayout
-from semantica.source import FileBlobs
+from semantica.ondisk.source import FileBlobs
 from tests.conftest import REPO_ROOT, REQUESTS_COMMIT, make_config, self_corpus
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from pipelines.ray_job import EmbedActor, RayRunner
 from semantica.config import config_to_dict
-from semantica.encoder import encoder_identity, shared_encoder
+from semantica.runtime.encoder import encoder_identity, shared_encoder
 from tests.conftest import make_config
 
 pytestmark = pytest.mark.timeout(300)

@@ -1,6 +1,6 @@
 """The Ray Data runner on real git repositories (local Ray, fractional CPUs), against the local runner.
 
-The Ray driver runs in its own process (semantica.ray_runtime): this pytest process has already run
+The Ray driver runs in its own process (semantica.runtime.ray_runtime): this pytest process has already run
 the JVM (Lucene) in earlier tests, and starting Ray here would crash it.
 """
 
@@ -93,7 +93,7 @@ def test_index_batch_publishes_each_repo_and_reports_failures(tmp_path, monkeypa
                 "faiss.shard_max_vectors=2", "lucene.shard_max_docs=2", "graph.store=memgraph",
                 "graph.memgraph_uri=bolt://127.0.0.1:7687")
     calls: list[tuple[str, dict]] = []
-    monkeypatch.setattr("semantica.memgraph.connect", lambda uri: RecordingCypher(calls))
+    monkeypatch.setattr("semantica.stores.memgraph.connect", lambda uri: RecordingCypher(calls))
     config = make_config(tmp_path, *settings)
     summary = Indexer(config, RayRunner(config)).run(load_manifest(manifest))
     by_repo = {r.repo: r for r in summary.repos}
@@ -169,7 +169,7 @@ def test_index_batch_workers_make_the_token_vectors(tmp_path, monkeypatch):
     from pipelines.indexer import Indexer
     from pipelines.manifest import load_manifest
     from pipelines.ray_job import RayRunner
-    from semantica.encoder import Encoder
+    from semantica.runtime.encoder import Encoder
 
     alpha = _git_repo(tmp_path / "alpha", ALPHA)
     manifest = tmp_path / "repos.yaml"
@@ -208,7 +208,7 @@ def test_index_batch_workers_make_the_token_vectors(tmp_path, monkeypatch):
 
 
 # real code of this repository (both Python and a docs page): a small real tree with a few dozen functions
-REAL_FILES = ("pipelines/overlap.py", "pipelines/embed.py", "semantica/index_kinds/sharding.py", "docs/plan.md")
+REAL_FILES = ("pipelines/overlap.py", "pipelines/embed.py", "semantica/stores/index_kinds/sharding.py", "docs/plan.md")
 
 
 def test_index_batch_workers_make_the_function_vectors_an_in_process_build_makes(tmp_path, monkeypatch):
@@ -218,9 +218,9 @@ def test_index_batch_workers_make_the_function_vectors_an_in_process_build_makes
     from pipelines.indexer import Indexer
     from pipelines.manifest import load_manifest
     from pipelines.ray_job import RayRunner
-    from semantica.encoder import Encoder
-    from semantica.index_kinds.function_vectors import KIND
+    from semantica.runtime.encoder import Encoder
     from semantica.snapshot import Snapshot
+    from semantica.stores.index_kinds.function_vectors import KIND
     from tests.conftest import REPO_ROOT
 
     repo = _git_repo(tmp_path / "real", {path: (REPO_ROOT / path).read_bytes() for path in REAL_FILES})

@@ -14,10 +14,10 @@ import pytest
 from pipelines.indexer import Indexer
 from pipelines.shards import PARTITIONS_STAT, partition_count, partition_of, partition_rows
 from semantica.config import ShardsConfig
-from semantica.encoder import shared_encoder
 from semantica.layout import IndexLayout
+from semantica.ondisk.snapshot_paths import SnapshotPaths
+from semantica.runtime.encoder import shared_encoder
 from semantica.snapshot import Snapshot
-from semantica.snapshot_paths import SnapshotPaths
 from tests.conftest import make_config
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]

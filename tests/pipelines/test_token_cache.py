@@ -11,7 +11,7 @@ from pipelines.discover import SourceFile, git_blob_sha
 from pipelines.parse import FileParser
 from pipelines.token_cache import new_token_builder
 from semantica.config import ChunkConfig
-from semantica.encoder import shared_encoder
+from semantica.runtime.encoder import shared_encoder
 from tests.conftest import make_config
 
 pytestmark = pytest.mark.timeout(300)

@@ -18,8 +18,8 @@ import pytest
 
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
-from semantica.build_stats import DEFAULT_FILE
 from semantica.layout import LOCK_SUFFIX, PUBLISH_LOCK, TMP_SUFFIX, IndexLayout
+from semantica.ondisk.build_stats import DEFAULT_FILE
 from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from tests.conftest import REPO_ROOT

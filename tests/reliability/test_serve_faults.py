@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from semantica.ray_runtime import run_in_fresh_process
+from semantica.runtime.ray_runtime import run_in_fresh_process
 from tests.conftest import REPO_ROOT, free_port
 from tests.serving import local_ingress
 from tests.serving.api.http.test_http_admission import GatedFusion

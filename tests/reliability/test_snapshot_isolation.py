@@ -13,7 +13,7 @@ import pytest
 
 from semantica.api import SearchRequest
 from semantica.layout import CURRENT, IndexLayout, RepoState
-from semantica.layout_errors import BrokenSnapshotError
+from semantica.ondisk.layout_errors import BrokenSnapshotError
 from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from tests.reliability.conftest import cli

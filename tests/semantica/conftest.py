@@ -9,7 +9,7 @@ from pipelines.parse import FileParser
 from semantica.config import ChunkConfig
 from tests.conftest import REPO_ROOT
 
-REAL_FILES = ("semantica/encoder.py", "semantica/onnx_export.py", "pipelines/discover.py", "jobs/cli.py")
+REAL_FILES = ("semantica/runtime/encoder.py", "semantica/runtime/onnx_export.py", "pipelines/discover.py", "jobs/cli.py")
 MIXED_CHUNKS = 24
 
 

@@ -19,8 +19,8 @@ from semantica.errors import (
     public_message,
     scrub,
 )
-from semantica.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
-from semantica.repo_names import RepoNameError
+from semantica.ondisk.layout_errors import BrokenSnapshotError, LayoutError, UnknownRepoError
+from semantica.ondisk.repo_names import RepoNameError
 
 
 def test_paths_are_cut_to_their_last_component():
@@ -135,7 +135,7 @@ def test_the_daemon_answers_an_error_with_its_kind(tmp_path, op, kind):
 
 
 def test_mcp_turns_the_callers_mistakes_into_tool_errors_and_lets_bugs_raise():
-    from semantica.source import GitError
+    from semantica.ondisk.source import GitError
     from serving.api.mcp.server import is_user_error
 
     for mistake in (UnknownRepoError("a/b", []), ValueError("bad k"), GitError("not a repository"), OSError("gone"),

@@ -3,9 +3,9 @@ import json
 import pytest
 
 from semantica.layout import CURRENT, IndexLayout
-from semantica.layout_errors import LayoutError, UnknownRepoError
+from semantica.ondisk.layout_errors import LayoutError, UnknownRepoError
+from semantica.ondisk.snapshot_paths import directory_checksums
 from semantica.schema import Manifest
-from semantica.snapshot_paths import directory_checksums
 
 
 def _finish(paths, repo):
@@ -74,8 +74,8 @@ def test_manifest_round_trip(tmp_path):
 # -- repository names: one reversible, collision-free mapping ------------------------------------
 
 from semantica.layout import RepoState  # noqa: E402
-from semantica.layout_errors import BrokenSnapshotError  # noqa: E402
-from semantica.repo_names import RepoNameError, normalize_repo_name, repo_dir_name, repo_from_dir_name  # noqa: E402
+from semantica.ondisk.layout_errors import BrokenSnapshotError  # noqa: E402
+from semantica.ondisk.repo_names import RepoNameError, normalize_repo_name, repo_dir_name, repo_from_dir_name  # noqa: E402
 
 
 def _publish(layout, repo, manifest_repo=None):
@@ -130,7 +130,7 @@ def test_old_layout_directory_is_served_under_its_manifest_name_and_moved_aside(
 
 
 def SnapshotPathsFor(root):  # noqa: N802 - reads like the class it builds
-    from semantica.snapshot_paths import SnapshotPaths
+    from semantica.ondisk.snapshot_paths import SnapshotPaths
 
     return SnapshotPaths(root)
 
@@ -165,7 +165,7 @@ def test_stale_builds_are_removed_at_the_next_build_but_live_ones_are_kept(tmp_p
     import os
     import time
 
-    from semantica.build_lock import BuildLock
+    from semantica.ondisk.build_lock import BuildLock
 
     layout = IndexLayout(tmp_path, stale_build_s=60)
     _publish(layout, "r")
@@ -223,7 +223,7 @@ def test_a_build_lock_waits_out_a_cleanup_probing_it(tmp_path):
     import os
     import threading
 
-    from semantica.build_lock import BuildLock
+    from semantica.ondisk.build_lock import BuildLock
 
     path = tmp_path / "snap.lock"
     probe = os.open(path, os.O_CREAT | os.O_RDWR)

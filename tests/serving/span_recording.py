@@ -20,7 +20,7 @@ def _memory_spans() -> Any:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from semantica import observability
+    from semantica.runtime import observability
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -52,9 +52,9 @@ def call_across_processes(config_values: dict[str, Any]) -> dict[str, Any]:
     """In a fresh process: a loopback Ray node, the Intent deployment, one traced call through the proxy."""
     import ray
 
-    from semantica import observability
     from semantica.config import config_from_dict
-    from semantica.ray_runtime import start_ray
+    from semantica.runtime import observability
+    from semantica.runtime.ray_runtime import start_ray
     from serving.ray.remote import _RemoteIntent
 
     config = config_from_dict(config_values)

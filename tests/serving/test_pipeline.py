@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from semantica.api import QueryError, SearchRequest
-from semantica.layout_errors import UnknownRepoError
+from semantica.ondisk.layout_errors import UnknownRepoError
 from serving.pipeline import SearchPipeline
 
 
@@ -26,7 +26,7 @@ def test_who_calls_returns_the_callers(pipeline):
 
 def test_camel_case_identifier_returns_its_definition_first(pipeline):
     for name, path in [("WeightedRRF", "serving/core/fusion.py"), ("SnapshotWriter", "pipelines/write.py"),
-                       ("CsrGraphStore", "semantica/graph.py")]:
+                       ("CsrGraphStore", "semantica/stores/graph.py")]:
         response = pipeline.search(SearchRequest(name, k=5))
         assert symbols_of(response)[0] == f"{path}::{name}", (name, symbols_of(response))
 
@@ -34,7 +34,7 @@ def test_camel_case_identifier_returns_its_definition_first(pipeline):
 def test_natural_language_description_finds_the_function(pipeline):
     cases = {
         "rebuild the lines of a file from the chunks that cover it": "semantica/snapshot.py::Snapshot.file_lines",
-        "compute pagerank of the code graph by power iteration": "semantica/graph.py::CsrGraphStore.pagerank",
+        "compute pagerank of the code graph by power iteration": "semantica/stores/graph.py::CsrGraphStore.pagerank",
         "git blob sha of file bytes": "pipelines/discover.py::git_blob_sha",
     }
     for query, expected in cases.items():

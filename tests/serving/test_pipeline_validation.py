@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from semantica.api import QueryError, SearchRequest
-from semantica.repo_names import RepoNameError
+from semantica.ondisk.repo_names import RepoNameError
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 

@@ -6,9 +6,9 @@ import pytest
 
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
-from semantica.lucene import LuceneShardSearcher
-from semantica.lucene_multi import LuceneMultiShardSearcher
 from semantica.snapshot import SnapshotSet
+from semantica.stores.lucene import LuceneShardSearcher
+from semantica.stores.lucene_multi import LuceneMultiShardSearcher
 from serving.pipeline import SearchPipeline
 from serving.retrievers.base import RetrievalQuery
 from tests.conftest import make_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from semantica.api import SearchRequest
-from semantica.encoder import resolve_model_path
+from semantica.runtime.encoder import resolve_model_path
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from semantica.config import Config
 from semantica.errors import ErrorKind
-from semantica.knowledge.entry import Status
 from semantica.languages import KNOWN_LANGUAGES
 from serving.graph.structural import GraphOp
+from serving.knowledge.entry import Status
 from serving.planning.modes import SearchMode
 from serving.retrievers.registry import enabled_specs
 
@@ -95,7 +95,7 @@ since control characters are dropped before a text is used."""
 _NAME_CHAR = r"[^\u0000-\u001f\u007f-\u009f\u2028\u2029]"
 _NAME_KEY = r"[^\s/\u0000-\u001f\u007f-\u009f\u2028\u2029]"
 REPO_NAME_PATTERN = rf"^(?!(?:.*/)?\s*\.{{1,2}}\s*(?:/|$)){_NAME_CHAR}*{_NAME_KEY}{_NAME_CHAR}*$"
-"""`semantica.repo_names.normalize_repo_name` as a JSON-schema pattern: printable, some character that is not
+"""`semantica.ondisk.repo_names.normalize_repo_name` as a JSON-schema pattern: printable, some character that is not
 a space or `/`, no `.` or `..` segment (the 255-byte bound on the encoded name is the server's alone)."""
 
 

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from semantica.errors import ErrorKind, RepoFilter, declared_error_types, describe, scrub
-from semantica.observability import request_id_var
+from semantica.runtime.observability import request_id_var
 
 log = logging.getLogger("semantica.http")
 

@@ -9,9 +9,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from semantica.branch_keys import check_branch, split_branch_key
 from semantica.config import LimitsConfig
-from semantica.repo_names import RepoNameError
+from semantica.ondisk.branch_keys import check_branch, split_branch_key
+from semantica.ondisk.repo_names import RepoNameError
 from serving.api.http.body import NO_JSON, PARSED, UNPARSED
 from serving.api.http.errors import (
     ApiError,

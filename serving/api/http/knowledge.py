@@ -15,12 +15,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from semantica.api import CONTENT_TRUST
-from semantica.knowledge.entry import SourceKind, Status
-from semantica.knowledge.service import KnowledgeService
-from semantica.knowledge.store import KnowledgeInputError, UnknownEntryError
-from semantica.repo_names import RepoNameError, normalize_repo_name
+from semantica.ondisk.repo_names import RepoNameError, normalize_repo_name
 from serving.api.http.errors import Forbidden, NotFound, PayloadTooLarge, Unprocessable
 from serving.api.http.security import Principal, check_repo_name
+from serving.knowledge.entry import SourceKind, Status
+from serving.knowledge.service import KnowledgeService
+from serving.knowledge.store import KnowledgeInputError, UnknownEntryError
 
 TOO_LARGE = 413
 STATUSES = tuple(s.value for s in Status)

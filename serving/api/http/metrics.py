@@ -2,7 +2,7 @@
 
 Each app owns its `CollectorRegistry` (several apps in one process, e.g. tests, never collide). Snapshot age
 and health per repository and the index build counters are computed at scrape time: the builds are recorded
-by `semantica index` / `index-batch` in `metrics.build_stats_file` (see `semantica.build_stats`).
+by `semantica index` / `index-batch` in `metrics.build_stats_file` (see `semantica.ondisk.build_stats`).
 """
 
 from __future__ import annotations

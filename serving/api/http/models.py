@@ -11,7 +11,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, create_model, field_validator, model_validator
 
 from semantica.api import SearchRequest
-from semantica.branch_keys import check_branch
+from semantica.ondisk.branch_keys import check_branch
 from serving.api.http.security import check_repo_name
 from serving.planning.modes import SearchMode
 from serving.retrievers.registry import retriever_spec

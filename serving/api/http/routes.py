@@ -15,9 +15,9 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from semantica import observability
 from semantica.errors import ErrorKind
-from semantica.observability import RequestContextMiddleware
+from semantica.runtime import observability
+from semantica.runtime.observability import RequestContextMiddleware
 from serving.api import catalog
 from serving.api.http.admission import AdmissionMiddleware
 from serving.api.http.body import add_body_schemas, json_body, request_body

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from semantica.config import AuthConfig, ConfigError
-from semantica.repo_names import normalize_repo_name
+from semantica.ondisk.repo_names import normalize_repo_name
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 TOKEN_BYTES = 32
@@ -189,7 +189,7 @@ def _is_ip(text: str) -> bool:
 
 
 def check_repo_name(name: str) -> str:
-    """A repository name a request may carry: the one validator (`semantica.repo_names.normalize_repo_name`)."""
+    """A repository name a request may carry: the one validator (`semantica.ondisk.repo_names.normalize_repo_name`)."""
     if not isinstance(name, str):
         raise ValueError(f"repository name must be a string, got {type(name).__name__}")
     return normalize_repo_name(name)

@@ -60,7 +60,7 @@ class TokenCounter:
 
 @lru_cache(maxsize=4)
 def _tokenizer(model_path: str) -> tuple[Tokenizer, str]:
-    from semantica.encoder import resolve_model_path
+    from semantica.runtime.encoder import resolve_model_path
 
     path = resolve_model_path(model_path)
     tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))

@@ -29,11 +29,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from semantica import observability
 from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.errors import ErrorKind, local_kind_of
-from semantica.repo_names import normalize_repo_name
+from semantica.ondisk.repo_names import normalize_repo_name
+from semantica.runtime import observability
 from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
 from serving.api.freshness import answer_freshness, built_commit
 from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
@@ -304,7 +304,7 @@ class SemanticaTools:
                          repos: Repos = [],  # noqa: B006
                          status: Annotated[list[str], Field(description="active (default), candidate, review, retired")] = [],  # noqa: B006
                          limit: Annotated[int, Field(ge=1, le=200)] = 20) -> KnowledgeOut:
-        from semantica.knowledge.entry import Status
+        from serving.knowledge.entry import Status
 
         service = self.pipeline.knowledge.service
         statuses = self._guard(lambda: tuple(Status.parse(s) for s in status)) or (Status.ACTIVE,)

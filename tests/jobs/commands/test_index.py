@@ -1,10 +1,10 @@
-"""`semantica index` records each build's outcome and duration for `/metrics` (semantica.build_stats)."""
+"""`semantica index` records each build's outcome and duration for `/metrics` (semantica.ondisk.build_stats)."""
 
 from __future__ import annotations
 
 import subprocess
 
-from semantica.build_stats import DEFAULT_FILE, read_build_stats
+from semantica.ondisk.build_stats import DEFAULT_FILE, read_build_stats
 from tests.jobs.commands.test_cli import run_cli
 from tests.serving.ray.test_app import FILES
 

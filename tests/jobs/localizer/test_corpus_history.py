@@ -76,7 +76,7 @@ def test_dev_replay_reads_history_as_of_the_base_commit(tmp_path: Path) -> None:
     from jobs.eval.instances import Instance
     from jobs.localizer.replay import LearnedReplay
     from semantica.config import load_config
-    from semantica.localizer.features import FILE_FEATURES
+    from semantica.stores.localizer.features import FILE_FEATURES
 
     git_dir, snapshot, later = _repo(tmp_path)
     config = load_config(None, [f"paths.cache_dir={tmp_path / 'cache'}", "localizer.enabled=true",

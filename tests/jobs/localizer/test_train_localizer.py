@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from jobs.cli import main
-from semantica.localizer.snapshot import SnapshotBuilder
-from serving.core.localizer.stage import LearnedLocalizer, LocalizerModels
+from semantica.stores.localizer.table import LocalizerTableBuilder
+from serving.localizer.stage import LearnedLocalizer, LocalizerModels
 
 TOPICS = ["discount", "currency", "shipping", "invoice", "refund", "coupon", "tax", "receipt", "basket", "loyalty"]
 
@@ -93,7 +93,7 @@ def test_corpus_features_and_models_end_to_end(tmp_path, capsys):
     assert main(train) == 0  # resumable: the fold models are reused
     assert [p.stat().st_mtime_ns for p in fold_models] == stamps
 
-    snapshot = SnapshotBuilder().build(dict(_module({})))
+    snapshot = LocalizerTableBuilder().build(dict(_module({})))
     ranked = LearnedLocalizer(load_localizer_config(), LocalizerModels(models)).rank(
         snapshot, "compute_refund rounds the refund total wrongly")
     assert ranked.files[0][0] == "pkg/refund.py"

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from jobs.train.pairs import PAIR_SCHEMA, Pair
-from semantica.encoder import resolve_model_path
+from semantica.runtime.encoder import resolve_model_path
 
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 

@@ -14,7 +14,7 @@ import torch
 from jobs.cli import main
 from jobs.train.encoder import CARD_FILE, EncoderTrainer, TrainEncoderError, pairs_hash
 from semantica.config import EncoderConfig, load_config, load_train_config
-from semantica.encoder import Encoder
+from semantica.runtime.encoder import Encoder
 from tests.jobs.train.conftest import FUNCTIONS, with_second_repo
 
 

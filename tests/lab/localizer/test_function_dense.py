@@ -9,7 +9,7 @@ import numpy as np
 
 from lab.localizer.function_dense import SnapshotVectors, snapshot_texts, trained_repos
 from semantica.config import EncoderConfig
-from semantica.encoder import Encoder
+from semantica.runtime.encoder import Encoder
 from tests.dated_git import commit, git, one_commit_repo
 
 FIRST = 'def total(items):\n    return sum(items)\n\n\nclass Cart:\n    def add(self, item):\n        self.items.append(item)\n'

@@ -15,7 +15,7 @@ from jobs.cli import main
 from jobs.localizer.train import load_features
 from lab.localizer.function_recall import candidate_mask, function_parts, ranker_study, search, study_inputs
 from semantica.config import load_config, load_train_config
-from semantica.localizer.features import FUNCTION_FEATURES
+from semantica.stores.localizer.features import FUNCTION_FEATURES
 from tests.jobs.localizer.test_train_localizer import labelled_mirrors
 
 SMALL_TRAIN = ["localizer_train.num_rounds=10", "localizer_train.min_data_in_leaf=2", "localizer_train.num_threads=1",

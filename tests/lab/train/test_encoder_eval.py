@@ -15,7 +15,7 @@ import torch
 from jobs.train.pairs import PAIR_SCHEMA, Pair
 from lab.train.encoder_eval import PooledEncoder, QueryReading, RetrievalTask, long_queries, main
 from semantica.config import load_train_config
-from semantica.encoder import FastTokenizer, resolve_model_path
+from semantica.runtime.encoder import FastTokenizer, resolve_model_path
 
 MINILM = resolve_model_path("")
 FILLER = " ".join(["The page shows the basket and the customer reviews it before paying."] * 6)

@@ -11,7 +11,7 @@ import pytest
 from lab.train.encoder_eval import PooledEncoder
 from lab.train.text_vectors import StoredTextVectors, TextRecorder, encode_file, model_for_groups, split_file
 from semantica.config import load_train_config
-from semantica.localizer.dense import cosines
+from semantica.stores.localizer.dense import cosines
 from tests.jobs.train.conftest import make_tiny_bert
 
 QUERY_LENGTH, DOCUMENT_LENGTH = 16, 64

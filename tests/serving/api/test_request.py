@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from semantica.api import QueryError, SearchRequest
-from semantica.branch_keys import BranchNotIndexed
+from semantica.ondisk.branch_keys import BranchNotIndexed
 from semantica.snapshot import SnapshotSet
 from serving.api.request import RequestBuilder
 from serving.graph.service import GraphRequest

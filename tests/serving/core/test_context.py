@@ -7,7 +7,7 @@ import pytest
 from semantica.config import ContextConfig
 from semantica.hits import Hit
 from semantica.schema import Chunk
-from semantica.tokenizer import count_tokens
+from semantica.stores.tokenizer import count_tokens
 from serving.core.context import ContextBuilder
 
 FILE = [f"line_{i} = compute({i})" for i in range(1, 201)]  # 200 lines, 3 tokens each

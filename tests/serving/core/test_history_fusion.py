@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from semantica.config import HistoryConfig, QueryConfig
-from semantica.history.index import HistoryVotes, Vote
+from semantica.stores.history.index import HistoryVotes, Vote
 from serving.core.fusion import WeightedRRF
 from serving.core.granular_fusion import localizer_key
 from serving.core.history_fusion import HistoryFusion, HistoryLists

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from semantica.config import load_config
 from semantica.hits import Hit
-from semantica.knowledge.entry import Entry
 from semantica.schema import Chunk
+from serving.knowledge.entry import Entry
 from serving.knowledge.inject import KnowledgeInjector, UsedEntry
 
 

@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
-from semantica.knowledge.after_index import after_index
-from semantica.knowledge.curator import Curator
-from semantica.knowledge.entry import Status, Verification
-from semantica.knowledge.service import KnowledgeService
+from serving.knowledge.after_index import after_index
+from serving.knowledge.curator import Curator
+from serving.knowledge.entry import Status, Verification
+from serving.knowledge.service import KnowledgeService
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
 

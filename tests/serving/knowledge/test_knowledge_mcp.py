@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from semantica.knowledge.curator import Curator
 from serving.api.mcp.server import SemanticaTools
+from serving.knowledge.curator import Curator
 from serving.pipeline import SearchPipeline
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
 

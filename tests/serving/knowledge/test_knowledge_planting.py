@@ -12,9 +12,9 @@ import pytest
 
 from jobs.cli import main
 from semantica.api import SearchRequest
-from semantica.knowledge.curator import Curator
-from semantica.knowledge.service import KnowledgeService
 from serving.api.mcp.server import SemanticaTools
+from serving.knowledge.curator import Curator
+from serving.knowledge.service import KnowledgeService
 from serving.pipeline import SearchPipeline
 from tests.serving.local_ingress import client, local_stage_handles, make_core, run
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index

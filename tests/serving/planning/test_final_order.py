@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from semantica.api import SearchRequest
-from semantica.source import GitError
+from semantica.ondisk.source import GitError
 from serving.pipeline import SearchPipeline
 from serving.planning.file_ages import AGES_DIR, FileAges
 from serving.planning.final_order import TrustRules

@@ -8,7 +8,7 @@ import pytest
 
 from jobs.cli import main
 from semantica.api import QueryError, SearchRequest
-from semantica.layout_errors import UnknownRepoError
+from semantica.ondisk.layout_errors import UnknownRepoError
 from serving.api.mcp.server import SemanticaTools
 from serving.pipeline import SearchPipeline
 from serving.planning.repo_map import RepoMapService, ScopeMode

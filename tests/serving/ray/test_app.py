@@ -11,7 +11,7 @@ from ray import serve
 
 from semantica.api import QueryError
 from semantica.config import load_config
-from semantica.layout_errors import UnknownRepoError
+from semantica.ondisk.layout_errors import UnknownRepoError
 from serving.ray.app import (
     FeedbackLog,
     StageDeployment,

@@ -2,7 +2,7 @@
 replica process, called through `serving.ray.remote`'s proxy exactly as the ingress calls it. The replica's span
 must join the caller's trace under the caller's stage span, and carry the caller's request id.
 (test_http_observability covers the whole HTTP app in Serve's local testing mode; this covers the process
-hop that mode cannot.) Ray runs in a fresh child process: never next to a JVM (semantica/ray_runtime.py)."""
+hop that mode cannot.) Ray runs in a fresh child process: never next to a JVM (semantica/runtime/ray_runtime.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 import pytest
 
 from semantica.config import config_to_dict
-from semantica.ray_runtime import run_in_fresh_process
+from semantica.runtime.ray_runtime import run_in_fresh_process
 from tests.conftest import REPO_ROOT
 from tests.serving.ray.test_app import make_tiny_index
 from tests.serving.span_recording import REQUEST_ID, call_across_processes

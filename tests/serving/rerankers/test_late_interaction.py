@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from semantica.config import EncoderConfig, LateInteractionConfig
-from semantica.encoder import Encoder, shared_encoder
 from semantica.hits import Hit
+from semantica.runtime.encoder import Encoder, shared_encoder
 from semantica.schema import Chunk
 from serving.rerankers.late_interaction import LateInteractionReranker, TokenEmbeddingCache, maxsim
 

@@ -10,8 +10,8 @@ import pytest
 
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
-from semantica.encoder import encoder_identity
 from semantica.layout import IndexLayout
+from semantica.runtime.encoder import encoder_identity
 from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config

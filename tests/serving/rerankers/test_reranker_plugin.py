@@ -9,7 +9,7 @@ from ray import serve
 
 from semantica.api import SearchRequest
 from semantica.config import load_config
-from semantica.encoder import shared_encoder
+from semantica.runtime.encoder import shared_encoder
 from serving.pipeline import SearchPipeline
 from serving.ray.app import StageDeployment, build_graph, deployment_options, error_status
 from serving.ray.remote import StageUnavailable, stage_deployments

@@ -11,10 +11,10 @@ import pytest
 
 from jobs.bench.grep import HAND_CASES, Case, find_rg, indexed_files, rg_lines
 from semantica.api import QueryError
-from semantica.exact import PatternError
-from semantica.index_kinds.exact import KIND as EXACT_KIND
-from semantica.layout_errors import UnknownRepoError
+from semantica.ondisk.layout_errors import UnknownRepoError
 from semantica.snapshot import SnapshotSet
+from semantica.stores.exact import PatternError
+from semantica.stores.index_kinds.exact import KIND as EXACT_KIND
 from serving.retrievers.exact import ExactSearcher, GrepRequest, PathGlobs
 from tests.conftest import EXACT_COMMIT, EXACT_CORPUS, REPO_ROOT
 

@@ -52,8 +52,8 @@ def _search(config, query: str, explain: bool = False):
 
 
 def test_snapshot_stores_history_up_to_its_commit_only(indexed, shop):
-    from semantica.history import load_history
     from semantica.layout import IndexLayout
+    from semantica.stores.history import load_history
 
     config, summary = indexed
     paths = IndexLayout(config.paths.index_root).current(R)

@@ -2,7 +2,7 @@
 
 The server runs in its own spawned process (`jobs.commands.serve.server_process`): this pytest process runs
 the JVM (Lucene) for other tests, and Ray must never start in a process that does (see
-semantica/ray_runtime.py for the crash that caused).
+semantica/runtime/ray_runtime.py for the crash that caused).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 import yaml
 
-from semantica.branch_keys import branch_key
+from semantica.ondisk.branch_keys import branch_key
 from serving.api.http.security import ensure_token_file
 from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from semantica.build_stats import build_stats_path, record_build
+from semantica.ondisk.build_stats import build_stats_path, record_build
 from tests.serving.local_ingress import client, local_stage_handles, make_core, run, variant
 from tests.serving.ray.test_app import REPO_NAME, BrokenRetriever, make_tiny_index
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from ray import serve
 
-from semantica import observability
+from semantica.runtime import observability
 from serving.api.http.security import ensure_token_file
 from serving.ray.app import StageDeployment
 from serving.retrievers.base import Filters, RetrievalQuery

@@ -27,7 +27,7 @@ BUDGETS = {"search": (1300, 1400, 1600, 1800, 2000, 2500, 3000, 4000),
            "get_context": (550, 600, 700, 800, 1000, 1500, 2500, 4000),
            "repo_map": (400, 450, 500, 600, 700, 1000, 1500, 2000),
            "grep": (700, 800, 900, 1000, 1200, 1500, 2500, 4000)}
-SMALL_CORPUS = ("serving/api/mcp/*.py", "semantica/knowledge/*.py", "serving/core/context.py", "docs/mcp.md")
+SMALL_CORPUS = ("serving/api/mcp/*.py", "serving/knowledge/*.py", "serving/core/context.py", "docs/mcp.md")
 
 
 def not_a_syncer(**_: Any) -> dict[str, Any]:
@@ -56,7 +56,7 @@ class IndependentCount:
     def __init__(self, model_path: str) -> None:
         from tokenizers import Tokenizer
 
-        from semantica.encoder import resolve_model_path
+        from semantica.runtime.encoder import resolve_model_path
 
         self.tokenizer = Tokenizer.from_file(str(resolve_model_path(model_path) / TOKENIZER_FILE))
         self.tokenizer.no_padding()

@@ -1,0 +1,200 @@
+"""Reading a repository's history as of one commit: first-parent ancestors only, cached by sha."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.history.cache import HistoryCache
+from pipelines.history.gitread import (
+    BlobReader,
+    FunctionSpan,
+    LoggedCommit,
+    file_spans,
+    first_parent_shas,
+    git,
+    log_with_source_diffs,
+    resolve_commit,
+    source_renames,
+    spans_language,
+)
+from semantica.config import HistoryConfig
+from semantica.stores.granular import function_key
+from semantica.stores.history.records import CommitFilter, CommitRecord
+
+SPAN_CACHE_BLOBS = 2048
+CACHE_BATCH = 200
+
+
+@dataclass
+class History:
+    """The kept commits of one snapshot (newest first), all at or before `commit`, and how they were read."""
+
+    commit: str
+    commit_time: int
+    records: list[CommitRecord]
+    fix_like: set[str] = field(default_factory=set)
+    read_commits: int = 0
+    cached_commits: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    live_files: set[str] | None = None
+    """Source paths (every language with function spans) that exist at `commit` (votes and priors for files deleted since are left out);
+    None = not known, keep all."""
+    renamed_paths: int = 0
+    """Record paths rewritten to the path the file has at `commit` (it was renamed later, but not after `commit`)."""
+
+
+def commit_time(repo_path: str, commit: str) -> int:
+    """Author time (unix seconds) of `commit`."""
+    return int(git(repo_path, "log", "-1", "--format=%at", commit).decode("ascii").strip() or 0)
+
+
+class HistoryReader:
+    """Reads the first-parent history of a commit from a git dir (bare or not), through the sha cache."""
+
+    def __init__(self, config: HistoryConfig, cache_path: str | Path) -> None:
+        self.config = config
+        self.filter = CommitFilter(config)
+        parse_key = f"files{config.max_commit_files}-lines{config.max_commit_lines}-blob{config.max_blob_bytes}"
+        parse_key += "" if config.functions else "-nofunctions"
+        self.cache = HistoryCache(cache_path, parse_key)
+        self._spans: OrderedDict[str, list[FunctionSpan]] = OrderedDict()
+        self._rename_scans: dict[str, tuple[set[str], dict[str, list[tuple[str, str]]]]] = {}
+
+    def read(self, repo_path: str | Path, rev: str = "HEAD") -> History:
+        """The history of `rev` (included) and its first-parent ancestors, never anything after it."""
+        started = time.perf_counter()
+        repo_path = str(repo_path)
+        commit = resolve_commit(repo_path, rev)
+        shas = first_parent_shas(repo_path, commit, self.config.max_commits)
+        known = self.cache.get_many(shas)
+        missing = [i for i, sha in enumerate(shas) if sha not in known]
+        if missing:
+            oldest = missing[-1]
+            stop = shas[oldest + 1] if oldest + 1 < len(shas) else None
+            want = {shas[i] for i in missing}
+            fresh = self._read_range(repo_path, shas[missing[0]], stop, want)
+            known.update(fresh)
+            self.cache.put_many(fresh)
+        kept: list[CommitRecord] = []
+        dropped: Counter[str] = Counter()
+        for sha in shas:
+            record = known.get(sha)
+            reason = "no source change" if record is None else self.filter.reason(record)
+            if reason:
+                dropped[reason] += 1
+            else:
+                kept.append(record)  # type: ignore[arg-type]
+        fix_like = {r.sha for r in kept if self.filter.fix_like(r)}
+        live = {path for path in git(repo_path, "ls-tree", "-r", "--name-only", commit).decode("utf-8", "replace")
+                .split("\n") if spans_language(path)}
+        kept, renamed = self._at_snapshot_paths(repo_path, commit, shas, kept, live)
+        return History(commit, commit_time(repo_path, commit), kept, fix_like, len(missing),
+                       len(shas) - len(missing), dict(dropped), time.perf_counter() - started, live, renamed)
+
+    def _renames(self, repo_path: str, commit: str, shas: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """The renames of `shas`: from the sha cache when every sha was scanned before (a re-index reads no
+        git log), else one git log of `commit`'s whole first-parent line, kept in memory and in the cache."""
+        scanned, events = self._rename_scans.get(repo_path, (set(), {}))
+        if not set(shas) <= scanned:
+            stored = self.cache.get_renames(shas)
+            if len(stored) == len(set(shas)):
+                return {sha: stored[sha] for sha in shas if stored[sha]}
+            events = {**events, **source_renames(repo_path, commit)}
+            line = first_parent_shas(repo_path, commit, 10 ** 9)
+            scanned = scanned | set(line)
+            self._rename_scans[repo_path] = (scanned, events)
+            self.cache.put_renames({sha: events.get(sha, []) for sha in line})
+        return {sha: events[sha] for sha in shas if sha in events}
+
+    def _at_snapshot_paths(self, repo_path: str, commit: str, shas: list[str], kept: list[CommitRecord],
+                           live: set[str]) -> tuple[list[CommitRecord], int]:
+        """Records with each path as the file is named at `commit`: renames made after a record and at or before
+        `commit` are followed (newest first, so chains resolve); a path that exists at `commit` is kept as is."""
+        final: dict[str, str] = {}
+        renames = self._renames(repo_path, commit, shas)
+        for sha in shas:  # newest first
+            for old, new in renames.get(sha, ()):
+                if old not in live:
+                    final[old] = final.get(new, new)
+        if not final:
+            return kept, 0
+        renamed = 0
+        out = []
+        for record in kept:
+            def moved(key: str) -> str:
+                path, sep, name = key.partition("::")
+                return final.get(path, path) + sep + name
+            files, functions = [moved(f) for f in record.files], [moved(f) for f in record.functions]
+            if files != record.files or functions != record.functions:
+                renamed += 1
+                record = dataclasses.replace(record, files=files, functions=functions)
+            out.append(record)
+        return out, renamed
+
+    def _read_range(self, repo_path: str, newest: str, stop: str | None, want: set[str]) -> dict[str, CommitRecord | None]:
+        logged = [c for c in log_with_source_diffs(repo_path, newest, stop) if c.sha in want]
+        out: dict[str, CommitRecord | None] = dict.fromkeys(want)
+        pending: dict[str, CommitRecord | None] = {}
+        with BlobReader(repo_path) as blobs:
+            for entry in logged:
+                out[entry.sha] = pending[entry.sha] = self._record(entry, blobs)
+                if len(pending) >= CACHE_BATCH:  # an interrupted read keeps what it has done
+                    self.cache.put_many(pending)
+                    pending = {}
+        self.cache.put_many(pending)
+        return out
+
+    def _record(self, entry: LoggedCommit, blobs: BlobReader) -> CommitRecord:
+        changes = [c for c in entry.changes if c.old_lines]
+        lines = sum(c.added + c.removed for c in changes)
+        record = CommitRecord(entry.sha, entry.parents[0] if entry.parents else "", entry.author, entry.author_time,
+                              entry.message, [c.path for c in changes], [], lines)
+        if not self.config.functions:
+            return record
+        if len(changes) > self.config.max_commit_files or lines > self.config.max_commit_lines:
+            record.functions_skipped = True  # dropped as huge anyway: not worth parsing
+            return record
+        for change in changes:
+            blob = entry.old_blobs.get(change.path)
+            for span in self._spans_of(change.path, blob, blobs) if blob else []:
+                if any(span.start <= n <= span.end for n in change.old_lines):
+                    record.functions.append(function_key(change.path, span.qualname))
+        return record
+
+    def _spans_of(self, path: str, blob: str, blobs: BlobReader) -> list[FunctionSpan]:
+        """The blob's function spans (its language from `path`; a blob sha names one content, and a renamed
+        file keeps its language), kept for the last `SPAN_CACHE_BLOBS` blobs."""
+        if blob in self._spans:
+            self._spans.move_to_end(blob)
+            return self._spans[blob]
+        text = blobs.read(blob, self.config.max_blob_bytes)
+        spans = file_spans(path, text) if text is not None else []
+        self._spans[blob] = spans
+        if len(self._spans) > SPAN_CACHE_BLOBS:
+            self._spans.popitem(last=False)
+        return spans
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+def read_snapshot_history(config: HistoryConfig, cache_path: str | Path, repo_path: str | Path,
+                          commit: str | None) -> History | None:
+    """The history a snapshot stores: `commit` (HEAD for a working tree) and its first-parent ancestors, read
+    through the sha cache at `cache_path`; None for a working tree whose repository has no commit yet."""
+    if commit is None:
+        try:
+            resolve_commit(str(repo_path), "HEAD")
+        except RuntimeError:
+            return None
+    reader = HistoryReader(config, cache_path)
+    try:
+        return reader.read(repo_path, commit or "HEAD")
+    finally:
+        reader.close()
+

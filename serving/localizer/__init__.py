@@ -1,0 +1,2 @@
+"""The learned localizer at query time: `LearnedStage` ranks a served snapshot's candidates (built by
+semantica.stores.localizer, the code training shares) with the shipped models."""

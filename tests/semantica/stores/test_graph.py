@@ -1,0 +1,55 @@
+import pytest
+
+from semantica.schema import Edge
+from semantica.stores.graph import CsrGraphStore
+
+COSTS = {"CALLS": 1.0, "INHERITS": 1.25, "CONTAINS": 1.7, "IMPORTS": 2.0}
+
+
+def edge(src, dst, kind="CALLS", resolved=True):
+    return Edge(src=src, dst=dst, type=kind, repo="r", path="p.py", line=1, resolved=resolved)
+
+
+@pytest.fixture()
+def store():
+    return CsrGraphStore([
+        edge("a", "b"), edge("b", "c"), edge("c", "d"), edge("a", "x", "IMPORTS"), edge("x", "c"),
+        edge("m", "a"), edge("n", "a"), edge("a", "ghost", resolved=False), edge("k", "c", "TESTS"),
+    ], extra_nodes=["lonely"])
+
+
+def test_forward_costs_are_cheapest_paths(store):
+    costs = store.expand(["a"], COSTS, max_cost=10, max_nodes=50, both_directions=False).costs
+    assert costs == {"a": 0.0, "b": 1.0, "c": 2.0, "x": 2.0, "d": 3.0}
+    assert "ghost" not in store.index  # unresolved edges never enter the graph
+
+
+def test_budget_and_node_cap(store):
+    assert set(store.expand(["a"], COSTS, max_cost=1.5, max_nodes=50, both_directions=False).costs) == {"a", "b"}
+    assert len(store.expand(["a"], COSTS, max_cost=10, max_nodes=2, both_directions=False).costs) == 2
+
+
+def test_reverse_walks_callers_and_both_walks_everything(store):
+    callers = store.expand(["a"], COSTS, max_cost=1.0, max_nodes=50, both_directions=False, reverse=True).costs
+    assert callers == {"a": 0.0, "m": 1.0, "n": 1.0}
+    both = store.expand(["b"], COSTS, max_cost=1.0, max_nodes=50, both_directions=True).costs
+    assert both == {"b": 0.0, "a": 1.0, "c": 1.0}
+
+
+def test_unknown_edge_types_are_not_walked_and_penalties_apply(store):
+    costs = store.expand(["k"], COSTS, max_cost=10, max_nodes=50, both_directions=False).costs
+    assert costs == {"k": 0.0}
+    penalised = store.expand(["a"], COSTS, max_cost=10, max_nodes=50, both_directions=False,
+                             node_penalty={"b": 3.0}).costs
+    assert penalised["b"] == 3.0 and penalised["c"] == 3.0  # via x now: 2.0 + 1.0
+
+
+def test_unknown_seeds_give_nothing(store):
+    assert store.expand(["nope"], COSTS, 10, 50, False).costs == {}
+
+
+def test_pagerank_is_a_distribution_favouring_hubs(store):
+    ranks = store.pagerank(0.85)
+    assert sum(ranks.values()) == pytest.approx(1.0, abs=1e-6)
+    assert ranks["c"] > ranks["b"] > ranks["m"] and ranks["lonely"] > 0
+    assert CsrGraphStore([]).pagerank() == {}
