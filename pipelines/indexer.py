@@ -448,7 +448,7 @@ class Indexer:
         source = work.source
         if not self.config.history.index or source is None or source.empty:
             return None
-        from semantica.stores.history import read_snapshot_history
+        from pipelines.history.reader import read_snapshot_history
 
         h = self.config.history
         return read_snapshot_history(h, h.cache_file or self.cache_dir / "history.sqlite", source.repo_path,

@@ -1,6 +1,7 @@
 """`semantica serve`: the Ray Serve query graph (serving/ray/app.py) over HTTP, until SIGINT/SIGTERM.
 
-Local Ray by default, listening on 127.0.0.1 only (`semantica.runtime.ray_runtime.start_ray`; every replica asks for a fraction of a CPU, see
+Local Ray by default, listening on 127.0.0.1 only (`semantica.runtime.ray_runtime.start_ray`; every replica asks
+for a fraction of a CPU, see
 conf/serve.yaml), or an existing cluster with `--ray-address`. `serve run conf/serve.yaml` runs the same
 application through Serve's own CLI.
 """

@@ -20,8 +20,9 @@ import polars as pl
 
 from jobs.eval.instances import Instance, find_repo
 from jobs.ltr.mine import part_name
+from pipelines.history.reader import HistoryReader
 from semantica.config import HistoryConfig
-from semantica.stores.history import CommitRecord, HistoryReader, HistorySearcher
+from semantica.stores.history import CommitRecord, HistorySearcher
 from semantica.stores.history.index import HistoryVotes, vote
 
 SIMILAR_SCHEMA = {"rank": pl.Int64, "sha": pl.Utf8, "score": pl.Float64, "author_time": pl.Int64,

@@ -21,11 +21,9 @@ from semantica.languages.spans import (  # noqa: F401  (the readers' names)
     span_suffixes,
     spans_language,
 )
+from semantica.stores.history.records import ISSUE_REF, PR_MERGE, TRAILER  # noqa: F401  (the miner's names)
 
 HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
-ISSUE_REF = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s*:?\s*#(\d+)", re.I)
-PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
-TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x00"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.history.cache import HistoryCache
@@ -23,29 +22,10 @@ from pipelines.history.gitread import (
 )
 from semantica.config import HistoryConfig
 from semantica.stores.granular import function_key
-from semantica.stores.history.records import CommitFilter, CommitRecord
+from semantica.stores.history.records import CommitFilter, CommitRecord, History
 
 SPAN_CACHE_BLOBS = 2048
 CACHE_BATCH = 200
-
-
-@dataclass
-class History:
-    """The kept commits of one snapshot (newest first), all at or before `commit`, and how they were read."""
-
-    commit: str
-    commit_time: int
-    records: list[CommitRecord]
-    fix_like: set[str] = field(default_factory=set)
-    read_commits: int = 0
-    cached_commits: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    live_files: set[str] | None = None
-    """Source paths (every language with function spans) that exist at `commit` (votes and priors for files deleted since are left out);
-    None = not known, keep all."""
-    renamed_paths: int = 0
-    """Record paths rewritten to the path the file has at `commit` (it was renamed later, but not after `commit`)."""
 
 
 def commit_time(repo_path: str, commit: str) -> int:

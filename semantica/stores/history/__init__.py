@@ -1,12 +1,14 @@
 """History as a signal: past commits vote for the files and functions an issue is about, plus fix-frequency priors.
 
-Pure core (no serving imports). The time cut: every piece reads only `commit` and its first-parent ancestors
+The stored form both sides read (pipelines/history reads git and writes it; serving votes with it).
+The time cut: every piece reads only `commit` and its first-parent ancestors
 (`git rev-list --first-parent <commit>`); the BM25 statistics, votes, ages and priors of a snapshot are computed
 from those commits alone, with ages measured from the snapshot commit's author time (never the wall clock).
 
 API::
 
-    from semantica.stores.history import HistoryReader, HistorySearcher, save_history, load_history
+    from pipelines.history.reader import HistoryReader      # the build side: git -> History
+    from semantica.stores.history import HistorySearcher, save_history, load_history
 
     reader = HistoryReader(config.history, cache_path)   # SQLite cache: sha -> CommitRecord, shared by all
     history = reader.read(git_dir, "abc123")             # bare repos work; commits at or before abc123 only
@@ -26,11 +28,10 @@ API::
 Filters and weights: `history.*` in conf/default.yaml (semantica/config/history.py).
 """
 
-from pipelines.history.reader import History, HistoryReader, read_snapshot_history
 from semantica.stores.history.index import HistoryIndex, HistoryVotes, Vote, Voter
 from semantica.stores.history.priors import Prior, Priors
-from semantica.stores.history.records import CommitFilter, CommitRecord
+from semantica.stores.history.records import CommitFilter, CommitRecord, History
 from semantica.stores.history.store import HistorySearcher, load_history, save_history
 
-__all__ = ["CommitFilter", "CommitRecord", "History", "HistoryIndex", "HistoryReader", "HistorySearcher", "read_snapshot_history",
-           "HistoryVotes", "Prior", "Priors", "Vote", "Voter", "load_history", "save_history"]
+__all__ = ["CommitFilter", "CommitRecord", "History", "HistoryIndex", "HistorySearcher", "HistoryVotes", "Prior",
+           "Priors", "Vote", "Voter", "load_history", "save_history"]

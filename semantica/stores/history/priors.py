@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.history.reader import History
 from semantica.stores.granular import path_of_key
 from semantica.stores.history.index import SECONDS_PER_DAY
+from semantica.stores.history.records import History
 
 
 @dataclass

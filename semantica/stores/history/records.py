@@ -6,8 +6,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipelines.history.gitread import ISSUE_REF, PR_MERGE, TRAILER
 from semantica.config import HistoryConfig
+
+ISSUE_REF = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s*:?\s*#(\d+)", re.I)
+PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
+TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 
 
 @dataclass
@@ -99,3 +102,22 @@ class CommitFilter:
     def fix_like(self, record: CommitRecord) -> bool:
         """A commit that reads like a bug fix (the prior counts these apart)."""
         return bool(self.fix.search(record.text()))
+
+
+@dataclass
+class History:
+    """The kept commits of one snapshot (newest first), all at or before `commit`, and how they were read."""
+
+    commit: str
+    commit_time: int
+    records: list[CommitRecord]
+    fix_like: set[str] = field(default_factory=set)
+    read_commits: int = 0
+    cached_commits: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    live_files: set[str] | None = None
+    """Source paths (every language with function spans) that exist at `commit` (votes and priors for files deleted since are left out);
+    None = not known, keep all."""
+    renamed_paths: int = 0
+    """Record paths rewritten to the path the file has at `commit` (it was renamed later, but not after `commit`)."""

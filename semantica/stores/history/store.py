@@ -9,11 +9,10 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.history.reader import History
 from semantica.config import HistoryConfig
 from semantica.stores.history.index import HistoryIndex
 from semantica.stores.history.priors import Priors
-from semantica.stores.history.records import CommitRecord
+from semantica.stores.history.records import CommitRecord, History
 
 RECORDS_FILE = "commits.parquet"
 META_FILE = "history.json"

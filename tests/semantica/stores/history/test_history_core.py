@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.history.reader import HistoryReader
 from semantica.config import HistoryConfig
-from semantica.stores.history import HistoryReader, HistorySearcher, load_history, save_history
+from semantica.stores.history import HistorySearcher, load_history, save_history
 from tests.dated_git import DAY, T0, commit, git
 
 PARSER = '''def parse(text):
