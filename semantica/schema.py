@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TypeVar
@@ -315,3 +316,14 @@ EDGE_ARROW_SCHEMA = pa.schema(
 ERROR_ARROW_SCHEMA = pa.schema(
     [("repo", pa.string()), ("path", pa.string()), ("stage", pa.string()), ("reason", pa.string())]
 )
+
+
+def chunk_lines(chunks: Iterable[Chunk]) -> list[str]:
+    """One file's lines rebuilt from its chunks in row order (lines no chunk covers are empty); the index
+    writer and the reader rebuild a file the same way."""
+    lines: dict[int, str] = {}
+    for chunk in chunks:
+        for offset, text in enumerate(chunk.content.split("\n")):
+            lines.setdefault(chunk.start_line + offset, text)
+    last = max(lines, default=0)
+    return [lines.get(n, "") for n in range(1, last + 1)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -35,7 +34,8 @@ from semantica.stores.lucene_multi import LuceneMultiShardSearcher
 if TYPE_CHECKING:
     from semantica.stores.history import HistorySearcher
 from semantica.ondisk.source import FileBlobs
-from semantica.schema import Chunk, Edge, Manifest, Symbol
+from semantica.schema import Chunk, Edge, Manifest, Symbol, chunk_lines
+from semantica.stores.memgraph import MemgraphGraphStore, connect
 from semantica.stores.token_vectors import StoredTokenVectors
 from semantica.stores.vectors import VectorShardSearcher
 
@@ -90,17 +90,6 @@ def read_table(paths: SnapshotPaths, path: Path, repo: str) -> pa.Table:
     except Exception as exc:
         log.warning("table %s of %r cannot be read", path, repo, exc_info=True)
         raise DamagedTableError(repo, [path.relative_to(paths.root).as_posix()], public_message(exc)) from exc
-
-
-def chunk_lines(chunks: Iterable[Chunk]) -> list[str]:
-    """One file's lines rebuilt from its chunks in row order (lines no chunk covers are empty); the index
-    writer and the reader rebuild a file the same way."""
-    lines: dict[int, str] = {}
-    for chunk in chunks:
-        for offset, text in enumerate(chunk.content.split("\n")):
-            lines.setdefault(chunk.start_line + offset, text)
-    last = max(lines, default=0)
-    return [lines.get(n, "") for n in range(1, last + 1)]
 
 
 @dataclass
@@ -209,8 +198,6 @@ class Snapshot:
     def graph_store(self) -> GraphStore:
         """The embedded CSR graph, or Memgraph when `graph.store: memgraph` (conf/cluster.yaml)."""
         if self.config.graph.store == GRAPH_STORE_MEMGRAPH:
-            from semantica.stores.memgraph import MemgraphGraphStore, connect
-
             return MemgraphGraphStore(connect(self.config.graph.memgraph_uri), self.repo, self.snapshot_id)
         if self.config.graph.store != GRAPH_STORE_EMBEDDED:
             raise ValueError(f"graph.store={self.config.graph.store!r}: use {GRAPH_STORE_EMBEDDED!r} or "

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from semantica.config.composed import Config
-from semantica.errors import ErrorKind
+from semantica.config.errors import ConfigError
 
 ENV_PREFIX = "SEMANTICA__"
 PACKAGE_CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
@@ -25,12 +25,6 @@ MAX_CONFIG_BYTES = 1 << 20
 MAX_CONFIG_NODES = 100_000
 """Values (scalars, list items, mapping entries) a loaded config may expand to: a YAML alias bomb is a few
 bytes of text and billions of values once its aliases are followed."""
-
-
-class ConfigError(ValueError):
-    """A configuration value or key is wrong; the message says which and what to do."""
-
-    error_kind = ErrorKind.INVALID
 
 
 def _coerce(value: Any, annotation: Any, where: str) -> Any:

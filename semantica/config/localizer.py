@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from semantica.config.errors import ConfigError
+
 FUNCTION_FILE_ORDERS = ("fusion", "learned")  # which file order draws and ranks the function candidates
 
 
@@ -53,8 +55,6 @@ class LocalizerConfig:
 
     def __post_init__(self) -> None:
         if self.function_file_order not in FUNCTION_FILE_ORDERS:
-            from semantica.config.loader import ConfigError  # the loader imports this module
-
             raise ConfigError(f"localizer.function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
                               f"got {self.function_file_order!r}")
 

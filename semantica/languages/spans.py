@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from semantica.languages.registry import language_of, language_row
+from semantica.languages.registry import ROWS, language_of, language_row
 
 COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 IDENT = re.compile(r"[A-Za-z_$][\w$]*")
@@ -111,8 +111,6 @@ def spans_language(path: str) -> bool:
 
 def span_suffixes() -> tuple[str, ...]:
     """File suffixes of every language with function spans (git pathspecs for the history reader)."""
-    from semantica.languages.registry import ROWS
-
     return tuple(sorted({s for name, row in ROWS.items() if span_nodes(name) is not None for s in row.suffixes
                          if s not in DECLARATION_SUFFIXES}))
 

