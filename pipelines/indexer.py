@@ -29,6 +29,7 @@ import numpy as np
 
 from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
 from pipelines.function_vectors import FileFunctions, FunctionVectorPass, StoredFunctions, functions_key
+from pipelines.history.reader import read_snapshot_history
 from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
@@ -55,6 +56,7 @@ from semantica.schema import FileError
 from semantica.stores.exact.store import StoredFile
 from semantica.stores.graph import GRAPH_STORE_MEMGRAPH
 from semantica.stores.index_kinds.exact import stored
+from semantica.stores.memgraph import MemgraphLoader, connect
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
@@ -448,8 +450,6 @@ class Indexer:
         source = work.source
         if not self.config.history.index or source is None or source.empty:
             return None
-        from pipelines.history.reader import read_snapshot_history
-
         h = self.config.history
         return read_snapshot_history(h, h.cache_file or self.cache_dir / "history.sqlite", source.repo_path,
                                      source.commit)
@@ -468,8 +468,6 @@ class Indexer:
         """A Memgraph loader when `graph.store: memgraph`; the embedded store reads the snapshot itself."""
         if self.config.graph.store != GRAPH_STORE_MEMGRAPH:
             return None
-        from semantica.stores.memgraph import MemgraphLoader, connect
-
         return MemgraphLoader(connect(self.config.graph.memgraph_uri))
 
 

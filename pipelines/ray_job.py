@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.embed import TokenSink
+from pipelines.embed import ChunkEmbedder, TokenSink
 from pipelines.function_vectors import STORED_DTYPE, FileFunctions
 from pipelines.indexer import BatchSummary, Indexer
 from pipelines.manifest import load_manifest
@@ -49,7 +49,7 @@ from pipelines.runner import (
 )
 from pipelines.token_cache import TokenVectorBuilder, new_token_builder
 from semantica.config import Config, config_from_dict, config_to_dict
-from semantica.runtime.encoder import encoder_identity
+from semantica.runtime.encoder import encoder_identity, shared_encoder
 from semantica.runtime.ray_runtime import run_in_fresh_process, start_ray
 from semantica.schema import FileError
 
@@ -81,9 +81,6 @@ class EmbedActor:
     nothing."""
 
     def __init__(self, config_dict: dict[str, Any], make_tokens: bool = False) -> None:
-        from pipelines.embed import ChunkEmbedder
-        from semantica.runtime.encoder import shared_encoder
-
         self.config = config_from_dict(config_dict)
         self.model_id, self.dim = encoder_identity(self.config.encoder)
         self._encoder: Any = None
@@ -278,8 +275,6 @@ class RayRunner:
     def _fit_codec(self, tasks: list[FileTask], builder: TokenVectorBuilder) -> None:
         """A token codec from the first files' chunks (parsed and encoded here, a sample only): once per model
         and codec setting in a cache, then every worker compresses with it."""
-        from semantica.runtime.encoder import shared_encoder
-
         parser, encoder = FileParser(self.config.chunk), shared_encoder(self.config.encoder)
         length, step = self.config.late_interaction.doc_max_length, max(1, self.config.ray.parse_batch_size)
         for start in range(0, len(tasks), step):

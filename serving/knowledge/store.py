@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from semantica.config import Config, KnowledgeConfig
-from semantica.ondisk.repo_names import normalize_repo_name, repo_dir_name
+from semantica.ondisk.repo_names import normalize_repo_name, repo_dir_name, repo_from_dir_name
 from semantica.stores.tokenizer import tokenize, unique_terms
 from serving.knowledge.entry import GLOBAL, Entry, Kind, Review, SourceKind, Status, iso, now_utc
 from serving.knowledge.trust import TrustScorer
@@ -349,8 +349,6 @@ class KnowledgeBase:
     def stores(self, repos: list[str] | None = None, include_global: bool = True) -> Iterator[KnowledgeStore]:
         """Stores of `repos` (None: every repository with a store file) plus the global one."""
         if repos is None:
-            from semantica.ondisk.repo_names import repo_from_dir_name
-
             repos = sorted(repo_from_dir_name(p.name[: -len(SUFFIX)]) for p in self.directory.glob(f"*{SUFFIX}")
                            if p.name != GLOBAL_FILE) if self.directory.exists() else []
         names = [*repos, GLOBAL] if include_global else list(repos)

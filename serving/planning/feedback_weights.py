@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from semantica.api import SearchRequest
 from semantica.config import Config, FeedbackWeightsConfig, FusionConfig
 from semantica.feature_schema import FEATURE_STRATEGIES
 from semantica.hits import RankedList
@@ -340,8 +341,6 @@ class LearnedFusion:
 def replay_samples(pipeline: Any, samples: list[FeedbackSample]) -> tuple[list[ReplayedSample], int]:
     """Each sample's retriever lists from the current snapshot (retrieval and fusion only, no reranking);
     a sample none of whose chunks exists any more (the repository was re-indexed since) is skipped."""
-    from semantica.api import SearchRequest
-
     classifier = pipeline.intent  # the pipeline's own stage (build_stages)
     replayed: list[ReplayedSample] = []
     skipped = 0

@@ -24,6 +24,8 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 from tokenizers import Tokenizer
 
+from semantica.runtime.encoder import resolve_model_path
+
 CURSOR_VERSION = 2
 OFFSET_DIGITS = 9  # fixed width: a cursor's length (so its tokens) does not depend on the offset
 KEY_CHARS = 16
@@ -60,8 +62,6 @@ class TokenCounter:
 
 @lru_cache(maxsize=4)
 def _tokenizer(model_path: str) -> tuple[Tokenizer, str]:
-    from semantica.runtime.encoder import resolve_model_path
-
     path = resolve_model_path(model_path)
     tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
     tokenizer.no_padding()  # the encoder's file pads to its 128-token window: every text would count 128
