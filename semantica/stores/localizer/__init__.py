@@ -1,6 +1,8 @@
-"""The learned localizer: cheap candidate lists, a versioned feature schema and LightGBM rankers.
+"""The learned localizer's shared code: the BM25 table over a snapshot's files and functions (`table`, stored in a
+snapshot by `stored`, parsed through `blobcache`), its candidate lists and versioned features (`features`,
+`query_signals`), the model directory's files (`models`) and the dense function channel's inputs (`dense`).
 
-One code path for training (jobs/localizer, over public repositories' commits) and for query time
-(serving/core/localize.py): both hand `CandidateIndex` a snapshot's source files (every language with
-function spans) and a query, and get the same candidates and the same features.
+Three sides run it, so it lives on the floor: the query stage (serving/localizer/), index-time adaptation
+(pipelines/localizer/) and training (jobs/localizer/). Each hands `CandidateGenerator` a table and a query and
+gets the same candidates and the same features.
 """
