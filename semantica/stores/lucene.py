@@ -18,8 +18,8 @@ from semantica.config import LuceneConfig
 from semantica.stores.tokenizer import tokenize, unique_terms
 
 _INCUBATOR_MODULE = "jdk.incubator.vector"
-LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2.xml"
-JUL_CONFIG = Path(__file__).resolve().parent / "resources" / "jul.properties"
+LOG4J_CONFIG = Path(__file__).resolve().parents[1] / "resources" / "log4j2.xml"
+JUL_CONFIG = Path(__file__).resolve().parents[1] / "resources" / "jul.properties"
 DOC_IDS_FILE = "doc_ids.json"
 """Next to a shard's Lucene files: each document's id in Lucene's doc-number order. Reading the id of every
 hit back through JNI costs ~25 us a hit (most of a short query's BM25 time); a list lookup costs nothing."""

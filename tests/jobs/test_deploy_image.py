@@ -155,8 +155,8 @@ def _context(stage: Stage, into: Path) -> None:
 def _tiny_repo(path: Path) -> None:
     """A real (small) git repository: two modules of this project."""
     (path / "pkg").mkdir(parents=True)
-    for name in ("hits.py", "repo_names.py"):
-        shutil.copy2(REPO_ROOT / "semantica" / name, path / "pkg" / name)
+    for name in ("hits.py", "ondisk/repo_names.py"):
+        shutil.copy2(REPO_ROOT / "semantica" / name, path / "pkg" / Path(name).name)
     git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)

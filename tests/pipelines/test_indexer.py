@@ -79,7 +79,7 @@ def test_requests_at_fixed_commit(indexed_requests):
 def small_repo(tmp_path) -> Path:
     repo = tmp_path / "small"
     (repo / "pkg").mkdir(parents=True)
-    for name in ("config/loader.py", "schema.py", "tokenizer.py"):
+    for name in ("config/loader.py", "schema.py", "stores/tokenizer.py"):
         (repo / "pkg" / Path(name).name).write_text((REPO_ROOT / "semantica" / name).read_text())
     (repo / "README.md").write_text("# Small\n\nA test repository.\n\n## Usage\n\nImport pkg.\n")
     git(repo, "init", "-q")

@@ -10,7 +10,7 @@ from semantica.config import LocalizerConfig
 from semantica.stores.localizer.features import CandidateConfig
 
 FILE_MODEL, FUNCTION_MODEL, META = "files.txt", "functions.txt", "meta.json"
-SHIPPED_ROOT = Path(__file__).resolve().parents[2]  # the checkout whose models/ holds the shipped models
+SHIPPED_ROOT = Path(__file__).resolve().parents[3]  # the checkout whose models/ holds the shipped models
 
 
 def model_root(model_dir: str | Path) -> Path:

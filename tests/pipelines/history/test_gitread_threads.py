@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pipelines.history.gitread import function_spans
 
-SOURCE = (Path(__file__).resolve().parents[3] / "semantica" / "localizer" / "features.py").read_text()
+SOURCE = (Path(__file__).resolve().parents[3] / "semantica" / "stores" / "localizer" / "features.py").read_text()
 THREADS, PARSES, GARBAGE = 4, 150, 50
 
 

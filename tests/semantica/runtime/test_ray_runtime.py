@@ -22,7 +22,7 @@ from semantica.config import RayConfig
 from semantica.runtime.ray_runtime import RayProcessError, run_in_fresh_process, start_ray
 from tests.conftest import free_port
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
 
 

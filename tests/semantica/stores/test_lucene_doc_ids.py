@@ -12,7 +12,7 @@ from semantica.config import LuceneConfig
 from semantica.stores.lucene import DOC_IDS_FILE, LuceneDoc, LuceneShardWriter
 from semantica.stores.lucene_multi import LuceneMultiShardSearcher
 
-SOURCE = Path(__file__).resolve().parents[2] / "semantica"
+SOURCE = Path(__file__).resolve().parents[3] / "semantica"
 QUERIES = ["start_jvm", "LuceneShardWriter close", "snapshot manifest checksum", "tokenize identifiers",
            "config loader yaml", "encoder onnx runtime session"]
 DEPTH = 50

@@ -13,12 +13,12 @@ from semantica.stores.localizer.blobcache import BlobCache, blob_key, blob_sha, 
 from semantica.stores.localizer.table import LocalizerTable, LocalizerTableBuilder
 from semantica.stores.tokenizer import tokenize
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 QUERY = "blend the learned ranking into today's fusion with reciprocal rank weights"
 
 
 def _texts() -> dict[str, str]:
-    return {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "semantica" / "localizer").glob("*.py"))}
+    return {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "semantica" / "stores" / "localizer").glob("*.py"))}
 
 
 def _scores(snapshot: LocalizerTable) -> dict[str, dict]:
@@ -31,7 +31,7 @@ def _scores(snapshot: LocalizerTable) -> dict[str, dict]:
 
 
 def test_blob_sha_is_gits() -> None:
-    text = (ROOT / "semantica" / "localizer" / "bm25.py").read_text()
+    text = (ROOT / "semantica" / "stores" / "localizer" / "bm25.py").read_text()
     git = subprocess.run(["git", "hash-object", "--stdin"], input=text.encode(), capture_output=True, check=True)
     assert blob_sha(text) == git.stdout.decode().strip()
 
@@ -62,7 +62,7 @@ def test_cached_snapshot_ranks_like_a_fresh_one_and_parses_only_changed_files(tm
 
 def test_unpacked_blob_keeps_counts(tmp_path: Path) -> None:
     cache = BlobCache(tmp_path / "blobs.sqlite")
-    text = (ROOT / "serving" / "core" / "localizer" / "stage.py").read_text()
+    text = (ROOT / "serving" / "localizer" / "stage.py").read_text()
     builder = LocalizerTableBuilder(cache)
     builder.build({"stage.py": text})
     key = blob_key("stage.py", text)  # the language and the blob sha
