@@ -53,10 +53,10 @@ from semantica.ondisk.repo_names import normalize_repo_name
 from semantica.ondisk.snapshot_paths import SnapshotPaths
 from semantica.runtime.encoder import Encoder, shared_encoder
 from semantica.schema import FileError
+from semantica.stores import memgraph  # its client is looked up per call (a test records it there)
 from semantica.stores.exact.store import StoredFile
 from semantica.stores.graph import GRAPH_STORE_MEMGRAPH
 from semantica.stores.index_kinds.exact import stored
-from semantica.stores.memgraph import MemgraphLoader, connect
 
 PARSE_CACHE_FILE = "parsed.sqlite"
 ERROR_KEY_PREFIX = "error\x00"  # parse-cache keys of files whose bytes cannot be indexed
@@ -468,7 +468,7 @@ class Indexer:
         """A Memgraph loader when `graph.store: memgraph`; the embedded store reads the snapshot itself."""
         if self.config.graph.store != GRAPH_STORE_MEMGRAPH:
             return None
-        return MemgraphLoader(connect(self.config.graph.memgraph_uri))
+        return memgraph.MemgraphLoader(memgraph.connect(self.config.graph.memgraph_uri))
 
 
 def _raiser(exc: Exception) -> Callable[[_RepoWork], None]:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from semantica.stores.history import HistorySearcher
 from semantica.ondisk.source import FileBlobs
 from semantica.schema import Chunk, Edge, Manifest, Symbol, chunk_lines
-from semantica.stores.memgraph import MemgraphGraphStore, connect
+from semantica.stores import memgraph  # its client is looked up per call (a test records it there)
 from semantica.stores.token_vectors import StoredTokenVectors
 from semantica.stores.vectors import VectorShardSearcher
 
@@ -198,7 +198,7 @@ class Snapshot:
     def graph_store(self) -> GraphStore:
         """The embedded CSR graph, or Memgraph when `graph.store: memgraph` (conf/cluster.yaml)."""
         if self.config.graph.store == GRAPH_STORE_MEMGRAPH:
-            return MemgraphGraphStore(connect(self.config.graph.memgraph_uri), self.repo, self.snapshot_id)
+            return memgraph.MemgraphGraphStore(memgraph.connect(self.config.graph.memgraph_uri), self.repo, self.snapshot_id)
         if self.config.graph.store != GRAPH_STORE_EMBEDDED:
             raise ValueError(f"graph.store={self.config.graph.store!r}: use {GRAPH_STORE_EMBEDDED!r} or "
                              f"{GRAPH_STORE_MEMGRAPH!r}")
