@@ -18,16 +18,25 @@ QUERIES = ["start_jvm", "LuceneShardWriter close", "snapshot manifest checksum",
 DEPTH = 50
 
 
+def modules() -> list[Path]:
+    """Every module of the package, its rooms included (a document id is its path inside the package)."""
+    return sorted(SOURCE.rglob("*.py"))
+
+
+def doc_id(path: Path, shard: int | str) -> str:
+    return f"{path.relative_to(SOURCE)}#{shard}"
+
+
 @pytest.fixture(scope="module")
 def shard_dirs(tmp_path_factory) -> list[Path]:
     """Two shards over this package's own modules, one document per module."""
     root = tmp_path_factory.mktemp("doc-ids")
-    files = sorted(SOURCE.glob("*.py"))
+    files = modules()
     halves = [files[::2], files[1::2]]
     dirs = []
     for number, half in enumerate(halves):
         writer = LuceneShardWriter(root / f"shard{number}", LuceneConfig())
-        writer.add(LuceneDoc(f"{p.name}#{number}", p.read_text(encoding="utf-8"), p.name, p.stem) for p in half)
+        writer.add(LuceneDoc(doc_id(p, number), p.read_text(encoding="utf-8"), p.name, p.stem) for p in half)
         writer.close()
         dirs.append(root / f"shard{number}")
     return dirs
@@ -44,7 +53,7 @@ def _answers(dirs: list[Path]) -> list[list[tuple[str, float]]]:
 def test_the_stored_list_holds_every_document_once(shard_dirs) -> None:
     for directory in shard_dirs:
         ids = json.loads((directory / DOC_IDS_FILE).read_text(encoding="utf-8"))
-        expected = {f"{p.name}#{directory.name[-1]}" for p in sorted(SOURCE.glob("*.py"))[int(directory.name[-1])::2]}
+        expected = {doc_id(p, directory.name[-1]) for p in modules()[int(directory.name[-1])::2]}
         assert sorted(ids) == sorted(expected)
 
 
