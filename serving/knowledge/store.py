@@ -15,6 +15,7 @@ The clock is injected (`clock()` -> aware datetime), so tests move time without 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import re
@@ -232,31 +233,24 @@ class KnowledgeStore:
         self._db.execute("INSERT INTO entries_fts (id, title, text, terms) VALUES (?, ?, ?, ?)",
                          (entry.id, entry.title, entry.text, entry_terms(entry)))
 
-    class _Tx:
+    @contextlib.contextmanager
+    def _write(self, revise: bool = True) -> Iterator[None]:
         """One transaction under the store's lock; a nested one (an `update` inside `edit`) joins the outer."""
-
-        def __init__(self, store: KnowledgeStore, revise: bool) -> None:
-            self.store, self.revise, self.outer = store, revise, False
-
-        def __enter__(self) -> None:
-            self.store._lock.acquire()
-            self.outer = not self.store._db.in_transaction
-            if self.outer:
-                self.store._db.execute("BEGIN IMMEDIATE")
-
-        def __exit__(self, kind: Any, *_: Any) -> None:
+        with self._lock:
+            outer = not self._db.in_transaction
+            if outer:
+                self._db.execute("BEGIN IMMEDIATE")
             try:
-                if not self.outer:
-                    return
-                if kind is None and self.revise:
-                    self.store._db.execute("INSERT INTO meta VALUES ('revision', '1') ON CONFLICT(key) DO UPDATE "
-                                           "SET value = CAST(value AS INTEGER) + 1")
-                self.store._db.execute("COMMIT" if kind is None else "ROLLBACK")
-            finally:
-                self.store._lock.release()
-
-    def _write(self, revise: bool = True) -> KnowledgeStore._Tx:
-        return KnowledgeStore._Tx(self, revise)
+                yield
+            except BaseException:
+                if outer:
+                    self._db.execute("ROLLBACK")
+                raise
+            if outer:
+                if revise:
+                    self._db.execute("INSERT INTO meta VALUES ('revision', '1') ON CONFLICT(key) DO UPDATE "
+                                     "SET value = CAST(value AS INTEGER) + 1")
+                self._db.execute("COMMIT")
 
     def _read(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
         with self._lock:
