@@ -107,7 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--repo-filter", action="extend", nargs="+", default=[], metavar="OWNER/NAME",
                         help="only instances of these repositories")
     replay.add_argument("--repos-dir", metavar="DIR",
-                        help="bare clones (<owner>+<name>/repo), read for final_order.beta (default: $SEMANTICA_MIRRORS)")
+                        help="bare clones (<owner>+<name>/repo), read by the learned localizer (default: $SEMANTICA_MIRRORS)")
     replay.add_argument("--history", metavar="DIR", help="history lists from `mine history` (used when history.enabled)")
     replay.add_argument("--json", action="store_true", help="print JSON")
     add_common(replay)

@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from jobs.eval.granular_lists import INVENTORY, load_granular
-from jobs.eval.instances import MIRRORS_ENV, Instance, find_clone, mirrors_dir, repo_candidates
+from jobs.eval.instances import Instance, mirrors_dir
 from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
 from jobs.eval.plan_lists import load_plan, merged_lists
 from jobs.eval.swebench import TOP_N
@@ -54,7 +54,7 @@ class LocalizationReplay:
                  repos_dir: str | os.PathLike[str] | None = None,
                  history_dir: str | os.PathLike[str] | None = None) -> None:
         self.config = config
-        self.repos_dir = mirrors_dir(repos_dir)  # bare clones: freshness (`final_order.beta`) and the learned localizer
+        self.repos_dir = mirrors_dir(repos_dir)  # bare clones: the learned localizer reads them
         self.history_dir = history_dir
         self.lists_dir = Path(mined_dir) / LISTS_DIR
         if not self.lists_dir.is_dir():
@@ -110,7 +110,6 @@ class LocalizationReplay:
         files, functions = self.stages.localization.run(
             LocalizationInputs(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth), granular,
                                multipliers, history),
-            lambda ranked: self._final_order(inst, ranked),  # trust (and freshness) on the file list
             lambda ranked, ranked_functions: self._learned_blend(inst, ranked, ranked_functions))
         return Prediction([f["path"] for f in files[:TOP_N]], [f["function"] for f in functions[:TOP_N]])
 
@@ -131,19 +130,6 @@ class LocalizationReplay:
 
             self._learned, self._learned_for = LearnedReplay(self.config, self.repos_dir), key
         return self._learned
-
-    def _final_order(self, inst: Instance, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """`final_order` on the replayed files: trust rules, and freshness from the repository's clone under
-        `repos_dir` (or $SEMANTICA_MIRRORS) at the instance's base commit."""
-        order = self.stages.ranking_hooks.final  # the pipeline's FinalOrder, fed the clone's file ages
-        fresh = None
-        if self.config.final_order.beta:
-            if self.repos_dir is None:
-                raise MineError("final_order.beta reads file ages from the repositories' clones: pass --repos-dir DIR "
-                                f"(or set {MIRRORS_ENV})")
-            git_dir = find_clone(self.repos_dir, inst.repo) or repo_candidates(self.repos_dir, inst.repo)[0]
-            fresh = order.freshness.of_git(str(git_dir), inst.base_commit, inst.repo)
-        return order.order_files(files, lambda _repo, path: fresh(path) if fresh else 0.0)
 
     def reconfigure(self, config: Config) -> None:
         """Replay again with other `query`/`fusion`/`granular` settings, keeping what was read."""

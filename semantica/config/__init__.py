@@ -55,7 +55,6 @@ from semantica.config.ops import (
 from semantica.config.planning import (
     DecomposeConfig,
     FeedbackWeightsConfig,
-    FinalOrderConfig,
     PlanningAnalyzerConfig,
     PlanningBudgetsConfig,
     PlanningConfig,
@@ -120,7 +119,6 @@ __all__ = [
     "EncoderConfig",
     "FaissConfig",
     "FeedbackWeightsConfig",
-    "FinalOrderConfig",
     "FreshnessConfig",
     "FusionConfig",
     "GranularConfig",

@@ -129,8 +129,7 @@ class LtrConfig:
 class RerankConfig:
     """Which registered rerankers run after fusion, in this order (`serving.rerankers.registry.RERANKERS`)."""
 
-    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder", "repo_scope",
-                                                      "final_order"])
+    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder", "repo_scope"])
 
 
 @dataclass

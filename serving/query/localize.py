@@ -97,7 +97,6 @@ class LocalizeStage:
         state.files, state.functions = stages.localization.run(
             LocalizationInputs(state.lists, state.chunks, state.intent, depth, state.granular,
                                plan.localize_multipliers if plan else None, state.history, state.voters),
-            lambda ranked: stages.ranking_hooks.files(ranked, snapshots),  # trust and freshness in the file order
             lambda ranked, ranked_functions: stages.learned_localizer.apply(request.query, snapshots, ranked,
                                                                             ranked_functions),
             timed=state.timer.run, on_learned_error=lambda exc: state.degraded.append(degraded_entry("localizer", exc)))

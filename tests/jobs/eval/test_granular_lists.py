@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from jobs.eval.granular_lists import INVENTORY, GranularListMiner, load_granular
-from jobs.eval.instances import MIRRORS_ENV, Instance, find_clone, mirrors_dir
+from jobs.eval.instances import Instance
 from jobs.eval.replay import LocalizationReplay
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import load_config
@@ -118,15 +118,3 @@ def test_replay_without_granular_lists_says_how_to_make_them(mined, tmp_path):
     config = load_config(None, [NO_LEARNED, "granular.enabled=true"], environ={})
     with pytest.raises(MineError, match="mine granular"):
         LocalizationReplay(config, other).predict(inst)
-
-
-def test_replay_freshness_reads_the_clones_it_is_given_and_has_no_default_path(mined, monkeypatch):
-    out, inst, repos, _, _ = mined
-    monkeypatch.delenv(MIRRORS_ENV, raising=False)
-    config = load_config(None, [NO_LEARNED, "final_order.beta=0.1"], environ={})
-    with pytest.raises(MineError, match="--repos-dir"):
-        LocalizationReplay(config, out).predict(inst)
-    assert find_clone(repos, inst.repo) == repos / "acme+shop" / "repo"
-    assert LocalizationReplay(config, out, repos).predict(inst).files == ["shop/billing.py"]
-    monkeypatch.setenv(MIRRORS_ENV, str(repos))
-    assert mirrors_dir() == repos and LocalizationReplay(config, out).predict(inst).files == ["shop/billing.py"]

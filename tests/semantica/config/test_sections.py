@@ -50,7 +50,6 @@ SECTIONS = {
     "plan": 13,
     "observability": 6,
     "repo_map": 17,
-    "final_order": 9,
     "feedback_weights": 11,
     "planning": 4,
     "planning.analyzer": 14,
@@ -59,7 +58,7 @@ SECTIONS = {
     "planning.decompose": 18,
     "history": 23,
 }
-FIELD_BUDGET = 399  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 390  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
