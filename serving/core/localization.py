@@ -1,6 +1,6 @@
 """The localization tail of a search: retriever lists -> ranked files and functions.
 
-Two steps: the fixed fusion (`Localizer`, with the granular and history lists when on) and the learned
+Two steps: the fixed fusion (`Localizer`) and the learned
 localizer's blend (`localizer.enabled`). The localize query stage and the offline replay
 (jobs/eval/replay.py) both call `LocalizationTail.run`, so a replayed number is what the pipeline answers;
 they differ only in where the learned ranking reads the repository (a snapshot, or a bare clone at the
@@ -16,8 +16,6 @@ from typing import Any
 from semantica.config import Config
 from semantica.hits import RankedList
 from serving.core.answer import attach_voters
-from serving.core.granular_fusion import GranularLists
-from serving.core.history_fusion import HistoryLists
 from serving.core.intent import IntentResult
 from serving.core.localize import Localizer
 
@@ -34,15 +32,13 @@ def untimed(_step: str, step: Callable[[], Any]) -> Any:
 
 @dataclass
 class LocalizationInputs:
-    """What one query brings to localization: its retriever lists and the optional extra lists."""
+    """What one query brings to localization: its retriever lists, and who voted (history) for the answer."""
 
     lists: dict[str, RankedList]
     chunks: Mapping[str, Any]  # chunk id -> its Chunk (or any object with repo, path, symbol and kind)
     intent: IntentResult
     depth: int
-    granular: GranularLists | None = None
     multipliers: Mapping[str, float] | None = None  # the search mode's weights (planning.modes.apply_to_localize)
-    history: HistoryLists | None = None  # fused only when history.enabled
     voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file/function, for the answer
 
 
@@ -57,9 +53,8 @@ class LocalizationTail:
             timed: Timed = untimed, on_learned_error: Callable[[Exception], None] | None = None) -> tuple[Ranked, Ranked]:
         """The files and functions. A failing learned blend raises, or, given `on_learned_error`, is reported
         there and the fixed-fusion lists stand (the pipeline degrades; a replay must not hide it)."""
-        history = inputs.history if self.config.history.enabled else None
         files, functions = timed("localize", lambda: self.localizer.localize(
-            inputs.lists, inputs.chunks, inputs.intent, inputs.depth, inputs.granular, inputs.multipliers, history))
+            inputs.lists, inputs.chunks, inputs.intent, inputs.depth, inputs.multipliers))
         attach_voters(files, functions, inputs.voters)
         if self.config.localizer.enabled:
             try:

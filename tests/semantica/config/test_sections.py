@@ -31,7 +31,7 @@ SECTIONS = {
     "rerank": 1,
     "context": 6,
     "query": 8,
-    "granular": 9,
+    "granular": 1,
     "graph_ops": 5,
     "exact": 13,
     "localizer": 36,
@@ -56,9 +56,9 @@ SECTIONS = {
     "planning.modes": 6,
     "planning.budgets": 2,
     "planning.decompose": 18,
-    "history": 23,
+    "history": 18,
 }
-FIELD_BUDGET = 390  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 377  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
