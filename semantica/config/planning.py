@@ -96,8 +96,8 @@ class PlanningAnalyzerConfig:
 
 @dataclass
 class PlanningModesConfig:
-    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), MMR for mmr_diverse,
-    and the dynamic K each mode asks for (clamped to [planning.k_min, planning.k_max])."""
+    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), and MMR for
+    mmr_diverse."""
 
     multipliers: dict[str, dict[str, float]] = field(default_factory=lambda: {
         "hybrid": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
@@ -109,8 +109,6 @@ class PlanningModesConfig:
     mmr_enabled: bool = False  # a selected mmr_diverse reorders by MMR (a request forcing it always does)
     mmr_lambda: float = 0.7  # relevance vs novelty (1 = plain relevance order)
     mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
-    k_by_mode: dict[str, int] = field(default_factory=lambda: {
-        "exact_vector": 3, "lexical_heavy": 5, "hybrid": 6, "vector_heavy": 6, "mmr_diverse": 8})
     apply_to_localize: bool = False  # the mode's multipliers also weight file/function localization (docs/defaults.md)
 
 
@@ -161,9 +159,6 @@ class PlanningConfig:
     """The query planner (serving/planning/planner.py): each piece has its own switch and section."""
 
     enabled: bool = True
-    dynamic_k: bool = False  # a request without k gets one from the analysis, in [k_min, k_max]
-    k_min: int = 3
-    k_max: int = 8
     analyzer: PlanningAnalyzerConfig = field(default_factory=PlanningAnalyzerConfig)
     modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
     budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)

@@ -51,14 +51,14 @@ SECTIONS = {
     "observability": 6,
     "repo_map": 17,
     "feedback_weights": 11,
-    "planning": 4,
+    "planning": 1,
     "planning.analyzer": 14,
-    "planning.modes": 6,
+    "planning.modes": 5,
     "planning.budgets": 2,
     "planning.decompose": 18,
     "history": 18,
 }
-FIELD_BUDGET = 377  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 373  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
