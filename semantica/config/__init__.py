@@ -44,7 +44,6 @@ from semantica.config.localizer import (
 from semantica.config.ops import (
     FreshnessConfig,
     KnowledgeConfig,
-    KnowledgeTrustConfig,
     MetricsConfig,
     ObservabilityConfig,
     OpsSettings,
@@ -131,7 +130,6 @@ __all__ = [
     "IndexSettings",
     "IntentConfig",
     "KnowledgeConfig",
-    "KnowledgeTrustConfig",
     "LateInteractionConfig",
     "LimitsConfig",
     "LocalizerConfig",

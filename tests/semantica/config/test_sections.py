@@ -45,8 +45,7 @@ SECTIONS = {
     "metrics": 2,
     "freshness": 4,
     "watch": 2,
-    "knowledge": 19,
-    "knowledge.trust": 10,
+    "knowledge": 20,
     "plan": 13,
     "observability": 6,
     "repo_map": 17,
@@ -58,7 +57,7 @@ SECTIONS = {
     "planning.decompose": 18,
     "history": 18,
 }
-FIELD_BUDGET = 373  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 364  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
