@@ -2,7 +2,7 @@
 collaborators `build_stages` makes, the same ones the Ray Serve graph wraps.
 
 learned prefetch -> intent -> scope -> plan -> retrieve -> expand -> fuse -> rerank -> finish plan
--> graph route -> granular -> history -> localize -> knowledge -> context -> answer,
+-> graph route -> history -> localize -> knowledge -> context -> answer,
 with per-stage timings, a `degraded` list for stages that failed but did not sink the answer,
 and an LRU cache keyed by snapshot ids, query and parameters.
 """

@@ -62,8 +62,8 @@ class Stages:
         local_fusion = WeightedRRF(config.fusion)
         self.fusion = fusion or local_fusion
         voters = conf_retriever_names(config.query.localize_strategies, "query.localize_strategies")
-        self.localizer = Localizer(config.query, local_fusion, config.granular, config.history, voters)  # cheap: always in the caller
-        self.localization = LocalizationTail(config, self.localizer)  # fixed fusion, file order, learned blend
+        self.localizer = Localizer(config.query, local_fusion, voters)  # cheap: always in the caller
+        self.localization = LocalizationTail(config, self.localizer)  # fixed fusion, learned blend
         self.learned_localizer = LearnedStage(config.localizer, config.paths.cache_dir, config.encoder)  # models: first use
         self.context_builder = context or ContextBuilder(config.context)
         self.planner = QueryPlanner(config)  # mode, dynamic K, budgets, retry (serving/planning/)

@@ -107,8 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--repo-filter", action="extend", nargs="+", default=[], metavar="OWNER/NAME",
                         help="only instances of these repositories")
     replay.add_argument("--repos-dir", metavar="DIR",
-                        help="bare clones (<owner>+<name>/repo), read for final_order.beta (default: $SEMANTICA_MIRRORS)")
-    replay.add_argument("--history", metavar="DIR", help="history lists from `mine history` (used when history.enabled)")
+                        help="bare clones (<owner>+<name>/repo), read by the learned localizer (default: $SEMANTICA_MIRRORS)")
     replay.add_argument("--json", action="store_true", help="print JSON")
     add_common(replay)
     replay.set_defaults(handler=run_localize)
@@ -211,7 +210,7 @@ def run_localize(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     instances = _load_instances(args.instances, args.repo_filter)
     try:
-        result = LocalizationReplay(config, args.mined, args.repos_dir, args.history).run(instances)
+        result = LocalizationReplay(config, args.mined, args.repos_dir).run(instances)
     except MineError as exc:
         raise CliError(str(exc)) from None
     if args.json:

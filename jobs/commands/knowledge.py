@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     show = action("show", "one entry with its trust signals and history")
     show.add_argument("id")
     for name in ("pin", "unpin"):
-        action(name, f"{name} an entry (a pin adds knowledge.trust.pin)").add_argument("id")
+        action(name, f"{name} an entry (a pin adds 0.30 to its trust)").add_argument("id")
     retire = action("retire", "retire an entry (it stays readable with the reason)")
     retire.add_argument("id")
     retire.add_argument("--reason", required=True)

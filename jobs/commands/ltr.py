@@ -43,21 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_training(swe)
     swe.set_defaults(handler=run_mine_swebench)
 
-    granular = sources.add_parser(
-        "granular", help="whole-file and function BM25 lists per SWE-bench instance (for `eval localize`)",
-        description="Add OUT/granular/<instance>.parquet beside OUT/lists/: the file- and function-level BM25 "
-                    "lists of each instance's issue over its repository at the base commit, read from git "
-                    "objects (no indexing, no embedding). A re-run skips instances already written.")
-    granular.add_argument("--instances", required=True, metavar="FILE", help="instances JSONL")
-    granular.add_argument("--repos-dir", required=True, metavar="DIR", help="directory of clones (as for eval swebench)")
-    granular.add_argument("--out", required=True, metavar="DIR", help="the mine output directory")
-    granular.add_argument("--repo-filter", action="extend", nargs="+", default=[], metavar="OWNER/NAME",
-                          help="only instances of these repositories")
-    add_common(granular)
-    granular.set_defaults(handler=run_mine_granular)
-
     history = sources.add_parser(
-        "history", help="the history signal per SWE-bench instance (for `eval localize --history DIR`)",
+        "history", help="the history signal per SWE-bench instance (votes and priors, for the history studies)",
         description="Write OUT/<instance>.parquet: the past commits (first-parent ancestors of the base commit "
                     "only) whose messages best match the issue, with the files and functions they changed, and "
                     "OUT/<instance>.priors.parquet (fix-frequency priors). Read from git objects through the "
@@ -121,20 +108,6 @@ def run_mine_swebench(args: argparse.Namespace) -> int:
           f"{len(result.failed)} failed) in {result.wall_s:.0f} s into {miner.parts}")
     if result.failed:
         print(f"failed instances: {', '.join(result.failed)} (see {result.paths.timings})", file=sys.stderr)
-        return 1
-    return 0
-
-
-def run_mine_granular(args: argparse.Namespace) -> int:
-    from jobs.commands.eval import _explicit_keys, _load_instances, apply_eval_defaults
-    from jobs.eval.granular_lists import GranularListMiner
-
-    instances = _load_instances(args.instances, args.repo_filter)
-    config = apply_eval_defaults(config_from_args(args), _explicit_keys(args), {i.language for i in instances})
-    failed = GranularListMiner(config, args.repos_dir, args.out).run(instances)
-    print(f"{len(instances) - len(failed)} of {len(instances)} instances have granular lists under {args.out}")
-    if failed:
-        print(f"failed instances: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

@@ -19,7 +19,7 @@ context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, erro
 timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
 freshness: {repo: {commit, built_at, source, path, ref, branch, stale, reason, current_commit,
 current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}},
-plan: null, or {mode, why, features, k, k_source, weights, budgets: {primary, why, shares}, verdict: {weak,
+plan: null, or {mode, why, features, k, weights, budgets: {primary, why, shares}, verdict: {weak,
 reasons}, retries: [{level, name, verdict, kept, ...}], partial, partial_why, mmr, sub_queries}}"""
 
 
@@ -133,7 +133,7 @@ def _search_in_process(config, fields: dict, branch: str | None):
 
 def render_plan(plan: dict) -> str:
     """The planner's decisions, one line each (`--explain`)."""
-    lines = [f"plan: mode {plan['mode']} ({plan['why']}); k {plan['k']} ({plan['k_source']})"]
+    lines = [f"plan: mode {plan['mode']} ({plan['why']}); k {plan['k']}"]
     features = plan["features"]
     lines.append("  features: " + ", ".join(f"{k} {v}" for k, v in features.items() if v not in ([], 0, 0.0)))
     if plan.get("weights"):

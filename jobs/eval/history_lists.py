@@ -1,4 +1,4 @@
-"""`semantica mine history`: the history signal of each SWE-bench instance, for `eval localize --history DIR`.
+"""`semantica mine history`: the history signal of each SWE-bench instance, for the history studies (lab/eval/history_tune.py).
 
 For each instance the repository's bare clone is read at its base commit (first-parent ancestors only, through
 the sha cache of semantica/stores/history), a BM25 index over those commits' messages answers the issue text, and

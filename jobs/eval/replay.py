@@ -20,17 +20,13 @@ from typing import Any
 
 import polars as pl
 
-from jobs.eval.granular_lists import INVENTORY, load_granular
-from jobs.eval.instances import MIRRORS_ENV, Instance, find_clone, mirrors_dir, repo_candidates
+from jobs.eval.instances import Instance, mirrors_dir
 from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
 from jobs.eval.plan_lists import load_plan, merged_lists
 from jobs.eval.swebench import TOP_N
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.api import SearchRequest
 from semantica.config import Config
-from semantica.stores.granular import Granularity, path_of_key
-from serving.core.granular_fusion import GranularLists, localizer_key
-from serving.core.history_fusion import HistoryLists
 from serving.core.intent import identifier_only
 from serving.core.localization import LocalizationInputs, Ranked
 from serving.planning.merge import PlanTrace
@@ -51,21 +47,17 @@ class LocalizationReplay:
     """Runs the configured `Localizer` over stored lists."""
 
     def __init__(self, config: Config, mined_dir: str | os.PathLike[str],
-                 repos_dir: str | os.PathLike[str] | None = None,
-                 history_dir: str | os.PathLike[str] | None = None) -> None:
+                 repos_dir: str | os.PathLike[str] | None = None) -> None:
         self.config = config
-        self.repos_dir = mirrors_dir(repos_dir)  # bare clones: freshness (`final_order.beta`) and the learned localizer
-        self.history_dir = history_dir
+        self.repos_dir = mirrors_dir(repos_dir)  # bare clones: the learned localizer reads them
         self.lists_dir = Path(mined_dir) / LISTS_DIR
         if not self.lists_dir.is_dir():
             raise MineError(f"no retriever lists under {self.lists_dir}: run `semantica mine swebench --out "
                             f"{mined_dir}` (or `eval swebench --mine {mined_dir}`) first")
         self.stages: Stages = build_stages(config)  # no retriever, no graph is used: their lists were mined
         self.intent = self.stages.intent  # intents are classified once, when an instance is first read
-        self._history_loaded: dict[str, Any] = {}
         self.mined_dir = Path(mined_dir)
         self._loaded: dict[str, Any] = {}
-        self._granular_loaded: dict[str, GranularLists] = {}
         self.modes_used: dict[str, int] = {}
         self._plans: dict[str, PlanTrace] = {}
 
@@ -101,16 +93,12 @@ class LocalizationReplay:
         if self.config.planning.enabled and inst.instance_id in self._plans:
             expansion = self.stages.expansion
             lists = merged_lists(expansion.merger, expansion.decomposer, lists, self._plans[inst.instance_id])
-        granular = self._granular(inst) if self.config.granular.enabled else None
         plan = self.stages.planner.begin(SearchRequest(query=inst.problem_statement))  # the search mode's weights
         multipliers = plan.localize_multipliers if plan else None
         if plan is not None and self.config.planning.modes.apply_to_localize:
             self.modes_used[plan.mode.value] = self.modes_used.get(plan.mode.value, 0) + 1
-        history = self._history(inst) if self.config.history.enabled else None
         files, functions = self.stages.localization.run(
-            LocalizationInputs(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth), granular,
-                               multipliers, history),
-            lambda ranked: self._final_order(inst, ranked),  # trust (and freshness) on the file list
+            LocalizationInputs(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth), multipliers),
             lambda ranked, ranked_functions: self._learned_blend(inst, ranked, ranked_functions))
         return Prediction([f["path"] for f in files[:TOP_N]], [f["function"] for f in functions[:TOP_N]])
 
@@ -132,59 +120,10 @@ class LocalizationReplay:
             self._learned, self._learned_for = LearnedReplay(self.config, self.repos_dir), key
         return self._learned
 
-    def _final_order(self, inst: Instance, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """`final_order` on the replayed files: trust rules, and freshness from the repository's clone under
-        `repos_dir` (or $SEMANTICA_MIRRORS) at the instance's base commit."""
-        order = self.stages.ranking_hooks.final  # the pipeline's FinalOrder, fed the clone's file ages
-        fresh = None
-        if self.config.final_order.beta:
-            if self.repos_dir is None:
-                raise MineError("final_order.beta reads file ages from the repositories' clones: pass --repos-dir DIR "
-                                f"(or set {MIRRORS_ENV})")
-            git_dir = find_clone(self.repos_dir, inst.repo) or repo_candidates(self.repos_dir, inst.repo)[0]
-            fresh = order.freshness.of_git(str(git_dir), inst.base_commit, inst.repo)
-        return order.order_files(files, lambda _repo, path: fresh(path) if fresh else 0.0)
-
     def reconfigure(self, config: Config) -> None:
-        """Replay again with other `query`/`fusion`/`granular` settings, keeping what was read."""
+        """Replay again with other `query`/`fusion` settings, keeping what was read."""
         self.config = config
         self.stages = build_stages(config)
-
-    def _history(self, inst: Instance) -> HistoryLists:
-        """The instance's history lists (`mine history`), voted with the current `history.*` weights."""
-        from jobs.eval.history_lists import MinedHistory
-
-        if self.history_dir is None:
-            raise MineError("history.enabled but no history lists: pass --history DIR (from `semantica mine history`)")
-        mined = self._history_loaded.get(inst.instance_id)
-        if mined is None:
-            mined = self._history_loaded[inst.instance_id] = MinedHistory(self.history_dir, inst.instance_id)
-        if not mined.available:
-            raise MineError(f"no history lists for {inst.instance_id} under {self.history_dir}: run `semantica mine "
-                            f"history --out {self.history_dir}` first")
-        return HistoryLists.from_votes(inst.repo, mined.votes(self.config.history), mined.prior_ranking("file"),
-                                       mined.prior_ranking("function"), self.config.history.k)
-
-    def _granular(self, inst: Instance) -> GranularLists:
-        """The instance's stored whole-file/function BM25 lists (`mine granular`), in localizer keys."""
-        if inst.instance_id in self._granular_loaded:
-            return self._granular_loaded[inst.instance_id]
-        frame = load_granular(self.mined_dir, inst.instance_id)
-        if frame is None:
-            raise MineError(f"granular.enabled but no granular lists for {inst.instance_id}: run `semantica mine "
-                            f"granular --out {self.mined_dir}` first")
-        k = self.config.granular.k
-        by_kind: dict[str, list[tuple[str, int]]] = {}
-        for kind, rank, key in frame.sort(["kind", "rank"]).select("kind", "rank", "key").iter_rows():
-            by_kind.setdefault(kind, []).append((localizer_key(inst.repo, key), rank))
-        by_file: dict[str, list[str]] = {}
-        for key, _ in by_kind.get(INVENTORY, []):
-            by_file.setdefault(localizer_key(inst.repo, path_of_key(key.split("\x00", 1)[1])), []).append(key)
-        lists = GranularLists(files=[kr for kr in by_kind.get(Granularity.FILE.value, []) if kr[1] <= k],
-                              functions=[kr for kr in by_kind.get(Granularity.FUNCTION.value, []) if kr[1] <= k],
-                              functions_of=lambda file_key: by_file.get(file_key, ()))
-        self._granular_loaded[inst.instance_id] = lists
-        return lists
 
     def run(self, instances: Sequence[Instance], function_metrics: Sequence[str] = FUNCTION_METRICS) -> dict[str, Any]:
         """LocAgent metrics over the mined instances (the count of unmined ones is in `missing`)."""

@@ -2,8 +2,7 @@
 
 1. golden: the golden set over an indexed repository, every variant per query back to back (so machine load
    hits them alike), NDCG@10 / MRR / R@10 and the query's wall time p50/p99; plus the repository map's time.
-2. localize: the SWE-bench dev split replayed (`eval localize` machinery) with final-order trust and freshness
-   on the file lists (freshness from the bare clones under $SEMANTICA_MIRRORS at each base commit).
+2. localize: the SWE-bench dev split replayed (`eval localize` machinery) at the defaults.
 3. feedback: the A/B gate of the learned weights, with each dev instance as one feedback record whose
    selected chunks are the mined candidates inside its gold functions (files when it has none).
 Results: lab/results/planning.json and markdown on stdout.
@@ -32,21 +31,13 @@ from serving.planning.repo_map import RepoMapService
 FORCED_SCOPE = ["repo_map.scope_min_files=1", "repo_map.scope_min_query_words=1"]
 GOLDEN_VARIANTS: dict[str, list[str]] = {
     "baseline (planning ranking off)": [],
-    "trust alpha 0.2 (default rules)": ["final_order.alpha=0.2"],
-    "freshness beta 0.1 (half-life 0.25 d)": ["final_order.beta=0.1", "final_order.freshness_half_life_days=0.25"],
-    "diversity gamma 0.05": ["final_order.gamma=0.05"],
-    "diversity gamma 0.1": ["final_order.gamma=0.1"],
-    "diversity gamma 0.3": ["final_order.gamma=0.3"],
     "scope boost 0.3 (forced on)": ["repo_map.scope_mode=boost", *FORCED_SCOPE],
     "scope narrow (forced on)": ["repo_map.scope_mode=narrow", *FORCED_SCOPE],
 }
 LOCALIZE_VARIANTS: dict[str, list[str]] = {
     "baseline": [],
-    "trust alpha 1.0 (default rules)": ["final_order.alpha=1.0"],
-    **{f"freshness beta {b} half-life {h} d": [f"final_order.beta={b}", f"final_order.freshness_half_life_days={h}"]
-       for b in (0.05, 0.1, 0.2) for h in (30, 180, 365)},
 }
-PLANNING_STAGES = ("final_order", "repo_scope")
+PLANNING_STAGES = ("repo_scope",)
 LOCALIZE_KEYS = ("file Acc@1", "file Acc@3", "file Acc@5", "func Acc@10")
 
 
@@ -59,7 +50,7 @@ def golden(base: list[str], golden_set: str, repo: str, repeats: int) -> dict[st
     pipelines = {name: SearchPipeline(_config(base, extra)) for name, extra in GOLDEN_VARIANTS.items()}
     scores: dict[str, list[dict[str, float]]] = {name: [] for name in pipelines}
     times: dict[str, list[float]] = {name: [] for name in pipelines}
-    stage_ms: dict[str, list[float]] = {name: [] for name in pipelines}  # final_order + repo_scope, as timed inside
+    stage_ms: dict[str, list[float]] = {name: [] for name in pipelines}  # repo_scope, as timed inside
     for pipeline in pipelines.values():  # warm: models, shards, file graphs, file ages
         pipeline.search(SearchRequest(query=queries[0].query, repos=[repo], k=GOLDEN_K))
     names = list(pipelines)

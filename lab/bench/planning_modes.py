@@ -29,17 +29,14 @@ from serving.pipeline import SearchPipeline
 
 GOLDEN_SET = Path(__file__).resolve().parents[2] / "conf" / "golden" / "semantica.jsonl"
 UNIT = "{vector: 1.0, lexical: 1.0, symbol: 1.0, graph: 1.0}"
-ALL_OFF = ["planning.dynamic_k=false", "planning.modes.mmr_enabled=false", "planning.analyzer.enabled=false",
+ALL_OFF = ["planning.modes.mmr_enabled=false", "planning.analyzer.enabled=false",
            "planning.budgets.enabled=false"]
 VARIANTS: dict[str, list[str]] = {
     "planning off": ["planning.enabled=false"],
     "modes only (weights + MMR)": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true",
                                    "planning.modes.mmr_enabled=true"],
     "mode weights only": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true"],
-    "dynamic K only": ["planning.enabled=true", *ALL_OFF, "planning.dynamic_k=true", "planning.analyzer.enabled=true",
-                       "planning.modes.multipliers={" + ", ".join(f"{m}: {UNIT}" for m in (
-                           "hybrid", "vector_heavy", "lexical_heavy", "mmr_diverse", "exact_vector")) + "}"],
-    "all on": ["planning.enabled=true", "planning.dynamic_k=true", "planning.modes.mmr_enabled=true",
+    "all on": ["planning.enabled=true", "planning.modes.mmr_enabled=true",
                "planning.budgets.enabled=true"],
     "default (mode weights + localization)": [],
 }

@@ -162,13 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.queries:
         queries = [json.loads(line)["problem_statement"] for line in Path(args.queries).read_text().splitlines()
                    if line.strip() and (not args.repo_filter or json.loads(line)["repo"] == args.repo_filter)]
-        variants = {"history off": ["history.enabled=false"],
-                    "+ history": ["history.enabled=true", "history.file_weight=0.5", "history.function_weight=0.5"],
-                    "+ history + priors": ["history.enabled=true", "history.file_weight=0.5",
-                                           "history.function_weight=0.5", "history.prior_weight=0.25"],
-                    "+ localizer": ["history.enabled=false", "localizer.enabled=true"],
-                    "+ localizer with history features": ["history.enabled=false", "localizer.enabled=true",
-                                                          "localizer.history_features=true"]}
+        variants = {"+ localizer": ["localizer.enabled=true"],
+                    "+ localizer with history features": ["localizer.enabled=true", "localizer.history_features=true"]}
         if args.compare_defaults:
             variants = {"old defaults": OLD_DEFAULTS, "new defaults": []}
         queries = queries[: args.limit or None]

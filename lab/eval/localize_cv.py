@@ -8,7 +8,7 @@ current setting). The pooled held-out predictions give the honest number; the po
 repositories is what a default would ship.
 
     python -m lab.eval.localize_cv --instances FILE --mined DIR \\
-        --grid granular.file_weight=0,0.5,1 --grid granular.function_weight=0,1 --set granular.enabled=true
+        --grid query.localize_test_factor=0.25,0.5,1 --grid query.localize_path_boost=1,5
 """
 
 from __future__ import annotations

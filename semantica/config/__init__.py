@@ -44,7 +44,6 @@ from semantica.config.localizer import (
 from semantica.config.ops import (
     FreshnessConfig,
     KnowledgeConfig,
-    KnowledgeTrustConfig,
     MetricsConfig,
     ObservabilityConfig,
     OpsSettings,
@@ -55,7 +54,6 @@ from semantica.config.ops import (
 from semantica.config.planning import (
     DecomposeConfig,
     FeedbackWeightsConfig,
-    FinalOrderConfig,
     PlanningAnalyzerConfig,
     PlanningBudgetsConfig,
     PlanningConfig,
@@ -120,7 +118,6 @@ __all__ = [
     "EncoderConfig",
     "FaissConfig",
     "FeedbackWeightsConfig",
-    "FinalOrderConfig",
     "FreshnessConfig",
     "FusionConfig",
     "GranularConfig",
@@ -133,7 +130,6 @@ __all__ = [
     "IndexSettings",
     "IntentConfig",
     "KnowledgeConfig",
-    "KnowledgeTrustConfig",
     "LateInteractionConfig",
     "LimitsConfig",
     "LocalizerConfig",

@@ -1,5 +1,5 @@
 """Configuration of the history signal (semantica/stores/history, serving/retrievers/history.py): which past
-commits are read, which are dropped, how their messages vote, and how votes and priors are fused.
+commits are read, which are dropped, and how their messages vote.
 Mirrors the `history` block of conf/default.yaml."""
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ class HistoryConfig:
     `max_commit_files` Python files or `max_commit_lines` lines. Voting: the `top_commits` most similar
     messages (BM25) vote for the files and outer functions they changed with weight
     `(score / best score) ** similarity_power * 0.5 ** (age_days / half_life_days)` (half-life 0 = no age
-    decay), divided by `changed ** share_exponent` (a commit that changed many files votes less for each).
-    Fusion: `file_weight` / `function_weight` add `weight / (rrf_k + rank)` of the vote lists to the
-    localizer's scores, `prior_weight` adds the fix-frequency prior's rank the same way (0 = off)."""
+    decay), divided by `changed ** share_exponent` (a commit that changed many files votes less for each);
+    the best `k` files and functions are kept."""
 
     index: bool = True  # on: the learned file ranker reads the stored history (lab/notes/localizer.md "Decision")
-    enabled: bool = False
     max_commits: int = 3000  # as the shipped models/localizer-history was mined (localizer.history_max_commits)
     min_message_chars: int = 15
     max_commit_files: int = 10
@@ -39,10 +37,6 @@ class HistoryConfig:
     share_exponent: float = 0.0
     explain_commits: int = 3
     k: int = 200
-    rrf_k: float = 60.0
-    file_weight: float = 0.0
-    function_weight: float = 0.0
-    prior_weight: float = 0.0
     prior_half_life_days: float = 365.0
     cache_file: str = ""
 

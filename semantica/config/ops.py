@@ -7,23 +7,6 @@ from dataclasses import dataclass, field
 
 
 @dataclass
-class KnowledgeTrustConfig:
-    """Weights of the trust score (docs/knowledge.md): trust = clamp(sum of weighted signals in [0, 1]) with
-    freshness halving every `half_life_days` since the entry was last verified or used; a pin adds `pin`."""
-
-    source: float = 0.30  # x source reliability (knowledge.source_reliability by source kind)
-    verification: float = 0.25  # x 1 when the scope checked green against the newest snapshot, 0.5 unchecked, 0 failed
-    evidence: float = 0.15  # x min(1, evidence items / evidence_saturation)
-    references: float = 0.10  # x clamp((uses + votes) / references_saturation, -1, 1): bad feedback lowers trust
-    freshness: float = 0.20  # x 0.5 ** (days since last used, edited or created / half_life_days)
-    pin: float = 0.30  # added once for a pinned entry (still capped at 1)
-    failed_factor: float = 0.5  # the whole score x this while verification fails (a demoted entry)
-    half_life_days: float = 90.0
-    evidence_saturation: int = 3
-    references_saturation: int = 10
-
-
-@dataclass
 class KnowledgeConfig:
     """Knowledge entries (decisions, rules, facts, how-tos) injected first into the context; curated by trust."""
 
@@ -48,7 +31,7 @@ class KnowledgeConfig:
     curate_after_index: bool = True  # `semantica index` ingests candidates and curates that repository
     source_reliability: dict[str, float] = field(default_factory=lambda: {
         "person": 0.8, "adr": 0.9, "doc": 0.7, "agent": 0.4})
-    trust: KnowledgeTrustConfig = field(default_factory=KnowledgeTrustConfig)
+    trust_half_life_days: float = 90.0  # an unused entry's freshness share halves this often
 
 
 # chunks per file, per KiB and per function by language (python -m lab.bench.plan_chunk_fit; conf/default.yaml)

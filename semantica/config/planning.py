@@ -1,12 +1,12 @@
 """Configuration sections of query planning (serving/planning/), split out of
 `semantica.config` by concern: `Config` composes them like every other section, and each mirrors a
-block of conf/default.yaml (`repo_map`, `final_order`, `feedback_weights`, `planning`)."""
+block of conf/default.yaml (`repo_map`, `feedback_weights`, `planning`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# -- query planning: repository map, final order, learned weights (serving/planning/) -----------------------
+# -- query planning: repository map, learned weights (serving/planning/) -----------------------
 
 
 @dataclass
@@ -35,29 +35,6 @@ class RepoMapConfig:
     scope_min_query_words: int = 12
     scope_top_files: int = 30
     scope_boost: float = 0.3  # boost mode: a hit in the map's top files gets score * (1 + scope_boost)
-
-
-@dataclass
-class FinalOrderConfig:
-    """The final-order stage (`final_order` in rerank.order): score = fused + alpha*trust + beta*freshness
-    + gamma*diversity, on the current score scaled to [0, 1]. A weight of 0 turns its term off.
-
-    trust: the first matching glob of `trust_rules` (+ pinned, - generated/vendored/deprecated), else 0.
-    freshness: 2 ** (-age / half_life) of the file's last commit before the snapshot's commit (git log,
-    once per snapshot, cached on disk; files untouched within `freshness_horizon_days` get 0).
-    diversity: MMR, minus the highest cosine similarity to a hit already placed (chunk embeddings)."""
-
-    alpha: float = 0.0
-    beta: float = 0.0
-    gamma: float = 0.0
-    top_n: int = 50
-    trust_rules: dict[str, float] = field(default_factory=lambda: {
-        "*_pb2.py": -1.0, "*.min.js": -1.0, "*/generated/*": -1.0, "*/vendor/*": -1.0, "*/third_party/*": -1.0,
-        "*/_vendor/*": -1.0, "*deprecated*": -0.5, "*/migrations/*": -0.5})
-    freshness_half_life_days: float = 180.0
-    freshness_horizon_days: float = 730.0
-    git_timeout_s: float = 60.0
-    apply_to_files: bool = True  # also reorder the localized file list by trust and freshness
 
 
 @dataclass
@@ -119,8 +96,8 @@ class PlanningAnalyzerConfig:
 
 @dataclass
 class PlanningModesConfig:
-    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), MMR for mmr_diverse,
-    and the dynamic K each mode asks for (clamped to [planning.k_min, planning.k_max])."""
+    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), and MMR for
+    mmr_diverse."""
 
     multipliers: dict[str, dict[str, float]] = field(default_factory=lambda: {
         "hybrid": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
@@ -132,8 +109,6 @@ class PlanningModesConfig:
     mmr_enabled: bool = False  # a selected mmr_diverse reorders by MMR (a request forcing it always does)
     mmr_lambda: float = 0.7  # relevance vs novelty (1 = plain relevance order)
     mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
-    k_by_mode: dict[str, int] = field(default_factory=lambda: {
-        "exact_vector": 3, "lexical_heavy": 5, "hybrid": 6, "vector_heavy": 6, "mmr_diverse": 8})
     apply_to_localize: bool = False  # the mode's multipliers also weight file/function localization (docs/defaults.md)
 
 
@@ -184,9 +159,6 @@ class PlanningConfig:
     """The query planner (serving/planning/planner.py): each piece has its own switch and section."""
 
     enabled: bool = True
-    dynamic_k: bool = False  # a request without k gets one from the analysis, in [k_min, k_max]
-    k_min: int = 3
-    k_max: int = 8
     analyzer: PlanningAnalyzerConfig = field(default_factory=PlanningAnalyzerConfig)
     modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
     budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
@@ -198,6 +170,5 @@ class PlanningSettings:
     """The query-planning sections of `Config` (serving/planning/)."""
 
     repo_map: RepoMapConfig = field(default_factory=RepoMapConfig)
-    final_order: FinalOrderConfig = field(default_factory=FinalOrderConfig)
     feedback_weights: FeedbackWeightsConfig = field(default_factory=FeedbackWeightsConfig)
     planning: PlanningConfig = field(default_factory=PlanningConfig)

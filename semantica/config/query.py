@@ -129,8 +129,7 @@ class LtrConfig:
 class RerankConfig:
     """Which registered rerankers run after fusion, in this order (`serving.rerankers.registry.RERANKERS`)."""
 
-    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder", "repo_scope",
-                                                      "final_order"])
+    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder", "repo_scope"])
 
 
 @dataclass
@@ -161,23 +160,9 @@ class QueryConfig:
 
 @dataclass
 class GranularConfig:
-    """Whole-file and function-level BM25 (semantica/stores/granular.py) and how localization fuses them.
-
-    A file (function) at rank r in its granular list adds `file_weight / (rrf_k + r)`
-    (`function_weight / ...`) to its localization score, in the units of the fused strategy lists.
-    Candidates first: every function of the top `candidate_files` files becomes a function candidate,
-    and each function adds `file_prior_weight / (rrf_k + rank of its file)` (0 = off).
-    `query_repeats`: a query term counts as often as it occurs (an issue repeats what matters)."""
+    """Whole-file and function-level BM25 shards (semantica/stores/granular.py, index kind `granular`) in each snapshot."""
 
     index: bool = True
-    enabled: bool = False
-    k: int = 200
-    query_repeats: bool = True
-    rrf_k: float = 60.0
-    file_weight: float = 0.0
-    function_weight: float = 0.0
-    candidate_files: int = 0
-    file_prior_weight: float = 0.0
 
 
 @dataclass

@@ -1,11 +1,10 @@
 """The localization tail of a search: retriever lists -> ranked files and functions.
 
-Three steps, each behind its own switch: the fixed fusion (`Localizer`, with the granular and history lists
-when on), the learned localizer's blend (`localizer.enabled`), and the final file order (trust and
-freshness, `final_order.apply_to_files`), last so that no blend undoes a demotion. The localize query stage and the offline replay
+Two steps: the fixed fusion (`Localizer`) and the learned
+localizer's blend (`localizer.enabled`). The localize query stage and the offline replay
 (jobs/eval/replay.py) both call `LocalizationTail.run`, so a replayed number is what the pipeline answers;
-they differ only in where freshness and the learned ranking read the repository (a snapshot, or a bare
-clone at the instance's base commit), which they pass in.
+they differ only in where the learned ranking reads the repository (a snapshot, or a bare clone at the
+instance's base commit), which they pass in.
 """
 
 from __future__ import annotations
@@ -17,14 +16,10 @@ from typing import Any
 from semantica.config import Config
 from semantica.hits import RankedList
 from serving.core.answer import attach_voters
-from serving.core.granular_fusion import GranularLists
-from serving.core.history_fusion import HistoryLists
 from serving.core.intent import IntentResult
 from serving.core.localize import Localizer
 
 Ranked = list[dict[str, Any]]
-FileOrder = Callable[[Ranked], Ranked]
-"""Localized files -> the same files in their final order (trust, freshness)."""
 LearnedBlend = Callable[[Ranked, Ranked], tuple[Ranked, Ranked]]
 """(files, functions) -> both blended with the learned localizer's ranking."""
 Timed = Callable[[str, Callable[[], Any]], Any]
@@ -37,32 +32,29 @@ def untimed(_step: str, step: Callable[[], Any]) -> Any:
 
 @dataclass
 class LocalizationInputs:
-    """What one query brings to localization: its retriever lists and the optional extra lists."""
+    """What one query brings to localization: its retriever lists, and who voted (history) for the answer."""
 
     lists: dict[str, RankedList]
     chunks: Mapping[str, Any]  # chunk id -> its Chunk (or any object with repo, path, symbol and kind)
     intent: IntentResult
     depth: int
-    granular: GranularLists | None = None
     multipliers: Mapping[str, float] | None = None  # the search mode's weights (planning.modes.apply_to_localize)
-    history: HistoryLists | None = None  # fused only when history.enabled
     voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file/function, for the answer
 
 
 class LocalizationTail:
-    """Fixed fusion, learned blend, final file order: the one localization path (see the module docstring)."""
+    """Fixed fusion, learned blend: the one localization path (see the module docstring)."""
 
     def __init__(self, config: Config, localizer: Localizer) -> None:
         self.config = config
         self.localizer = localizer
 
-    def run(self, inputs: LocalizationInputs, order_files: FileOrder, learned: LearnedBlend, *,
+    def run(self, inputs: LocalizationInputs, learned: LearnedBlend, *,
             timed: Timed = untimed, on_learned_error: Callable[[Exception], None] | None = None) -> tuple[Ranked, Ranked]:
         """The files and functions. A failing learned blend raises, or, given `on_learned_error`, is reported
         there and the fixed-fusion lists stand (the pipeline degrades; a replay must not hide it)."""
-        history = inputs.history if self.config.history.enabled else None
         files, functions = timed("localize", lambda: self.localizer.localize(
-            inputs.lists, inputs.chunks, inputs.intent, inputs.depth, inputs.granular, inputs.multipliers, history))
+            inputs.lists, inputs.chunks, inputs.intent, inputs.depth, inputs.multipliers))
         attach_voters(files, functions, inputs.voters)
         if self.config.localizer.enabled:
             try:
@@ -71,6 +63,4 @@ class LocalizationTail:
                 if on_learned_error is None:
                     raise
                 on_learned_error(exc)
-        if self.config.final_order.apply_to_files:  # last, so the learned blend cannot undo trust's demotions
-            files = order_files(files)
         return files, functions

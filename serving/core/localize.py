@@ -5,17 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from semantica.config import GranularConfig, HistoryConfig, QueryConfig
+from semantica.config import QueryConfig
 from semantica.hits import ChunkMeta, RankedList
 from semantica.languages import is_test_path
 from semantica.schema import Chunk
 from serving.core.fusion import ExpansionMatcher, WeightedRRF
-from serving.core.granular_fusion import GranularFusion, GranularLists
-from serving.core.history_fusion import HistoryFusion, HistoryLists
 from serving.core.intent import IntentResult
 
 FUNCTION_KINDS = frozenset({"function", "method"})
 PATH_MATCH = "path"
+REPO_SEPARATOR = "\x00"
+
+
+def localizer_key(repo: str, key: str) -> str:
+    """A file (`path`) or function (`path::Qualified.name`) key of one repository as the localizer spells it."""
+    return f"{repo}{REPO_SEPARATOR}{key}"
 
 
 class Localizer:
@@ -32,16 +36,13 @@ class Localizer:
     under test far more often than in the test).
     """
 
-    def __init__(self, config: QueryConfig, fusion: WeightedRRF, granular: GranularConfig | None = None,
-                 history: HistoryConfig | None = None, voters: Iterable[str] | None = None) -> None:
+    def __init__(self, config: QueryConfig, fusion: WeightedRRF, voters: Iterable[str] | None = None) -> None:
         """`voters`: the registered names of `query.localize_strategies` (`build_stages` checks them against
         the retriever registry, which core does not import); by default the conf names, case folded."""
         self.config = config
         self.fusion = fusion
         self.voters = set(voters if voters is not None else
                           (name.strip().lower() for name in config.localize_strategies))
-        self.granular = GranularFusion(granular or GranularConfig())
-        self.history = HistoryFusion(history or HistoryConfig())
 
     @staticmethod
     def _project(ranked: RankedList, key_of: Callable[[str], str | None]) -> RankedList:
@@ -56,13 +57,10 @@ class Localizer:
     def _rank(self, lists: dict[str, RankedList], key_of: Callable[[str], str | None],
               intent: IntentResult, path_of: Callable[[str], str], depth: int,
               voters: set[str] | None = None,
-              adjust: Callable[[dict[str, float]], dict[str, float]] | None = None,
               multipliers: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
         projected = {s: self._project(ranked, key_of) for s, ranked in lists.items() if voters is None or s in voters}
         base = dict(self.fusion.scores(projected, intent, k=sum(len(v) for v in projected.values()),
                                        multipliers=multipliers))
-        if adjust is not None:  # granular BM25 lists and candidates (serving/core/granular_fusion.py)
-            base = adjust(base)
         matcher = ExpansionMatcher(intent.expansions)
         scored: list[tuple[str, float]] = []
         for key, score in base.items():
@@ -76,11 +74,8 @@ class Localizer:
 
     def localize(self, lists: dict[str, RankedList], chunks: dict[str, Chunk],
                  intent: IntentResult, depth: int,
-                 granular: GranularLists | None = None,
-                 multipliers: Mapping[str, float] | None = None,
-                 history: HistoryLists | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """`multipliers`: a search mode's weights (serving/planning, planning.modes.apply_to_localize);
-        `history`: the history retriever's vote and prior lists (fused when `history.enabled`)."""
+                 multipliers: Mapping[str, float] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """`multipliers`: a search mode's weights (serving/planning, planning.modes.apply_to_localize)."""
         def file_of(chunk_id: str) -> str | None:
             chunk = chunks.get(chunk_id)
             return f"{chunk.repo}\x00{chunk.path}" if chunk else None
@@ -97,23 +92,8 @@ class Localizer:
         voters = self.voters
         if not voters & set(lists):
             voters = set(lists)  # an ablation without any of them: let what ran vote
-        use_granular = granular is not None and self.granular.config.enabled
-        use_history = history is not None and self.history.config.enabled
-
-        def adjust_files(scores: dict[str, float]) -> dict[str, float]:
-            scores = self.granular.files(scores, granular) if use_granular else scores
-            return self.history.files(scores, history) if use_history else scores
-
-        def adjust_functions(scores: dict[str, float]) -> dict[str, float]:
-            scores = self.history.functions(scores, history) if use_history else scores
-            return self.granular.functions(scores, granular, ranked_files) if use_granular else scores
-
-        adjusting = use_granular or use_history
-        files = self._rank(lists, file_of, intent, path_of, depth, voters, adjust_files if adjusting else None,
-                           multipliers)
-        ranked_files = [key for key, _ in files]
-        functions = self._rank(lists, function_of, intent, path_of, depth, voters,
-                               adjust_functions if adjusting else None, multipliers)
+        files = self._rank(lists, file_of, intent, path_of, depth, voters, multipliers)
+        functions = self._rank(lists, function_of, intent, path_of, depth, voters, multipliers)
         return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
                 [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
                  for k, v in functions])

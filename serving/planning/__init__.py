@@ -1,4 +1,4 @@
-"""The query planner: a rule-based query analyzer picks a search mode and a dynamic K, budgets
+"""The query planner: a rule-based query analyzer picks a search mode, budgets
 split K across repositories, and `SearchResponse.plan` records every decision. Decomposition lives
 beside it (decompose.py, expand.py)."""
 

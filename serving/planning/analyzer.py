@@ -1,4 +1,4 @@
-"""Query analysis without an LLM: cheap features, then a rule-based choice of search mode and dynamic K.
+"""Query analysis without an LLM: cheap features, then a rule-based choice of search mode.
 
 Bounded work: only `planning.analyzer.max_chars` leading characters are read and every pattern runs on
 RE2 (`semantica.runtime.linear_regex`), linear in the text whatever it holds.
@@ -59,11 +59,10 @@ class QueryFeatures:
 
 @dataclass
 class ModeChoice:
-    """The selected mode, the rule that decided it, and the dynamic K it asks for."""
+    """The selected mode and the rule that decided it."""
 
     mode: SearchMode
     why: str
-    k: int
     features: QueryFeatures
 
 
@@ -158,10 +157,5 @@ class StrategySelector:
         return next((m for m in self.markers if f" {m} " in text), "")
 
     def _choice(self, mode: SearchMode, why: str, f: QueryFeatures) -> ModeChoice:
-        return ModeChoice(mode, why, self.dynamic_k(mode), f)
-
-    def dynamic_k(self, mode: SearchMode) -> int:
-        c = self.config
-        wanted = int(c.modes.k_by_mode.get(mode.value, c.k_max))
-        return max(c.k_min, min(c.k_max, wanted))
+        return ModeChoice(mode, why, f)
 

@@ -1,7 +1,7 @@
-"""The query planner: mode and dynamic K before retrieval; MMR and budgets after reranking.
+"""The query planner: the mode before retrieval; MMR and budgets after reranking.
 
-The query stages call it in three places: request validation (`validate`: mode, primary repository,
-dynamic K), the plan stage before retrieval (`begin`: the plan and the mode's fusion multipliers) and the
+The query stages call it in three places: request validation (`validate`: mode, primary repository),
+the plan stage before retrieval (`begin`: the plan and the mode's fusion multipliers) and the
 finish stage after reranking (`finish`: MMR for mmr_diverse, budgets across repositories). Everything it
 decides goes into `Plan`, which the response carries as `SearchResponse.plan`.
 """
@@ -30,7 +30,6 @@ class Plan:
 
     choice: ModeChoice
     k: int
-    k_source: str
     multipliers: dict[str, float] | None
     localize_multipliers: dict[str, float] | None
     budgets: BudgetPlan | None = None
@@ -48,7 +47,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode.value, "why": self.choice.why, "features": self.choice.features.to_dict(),
-            "k": self.k, "k_source": self.k_source,
+            "k": self.k,
             "weights": dict(self.multipliers) if self.multipliers else None,
             "budgets": ({"primary": self.budgets.primary, "why": self.budgets.why, "shares": self.budgets.budgets}
                         if self.budgets else None),
@@ -61,8 +60,6 @@ class QueryPlanner:
 
     def __init__(self, config: Config) -> None:
         p = config.planning
-        if not 1 <= p.k_min <= p.k_max:
-            raise ValueError(f"planning: need 1 <= k_min <= k_max, got k_min={p.k_min}, k_max={p.k_max}")
         self.config = config
         self.analyzer = QueryAnalyzer(p)
         self.selector = StrategySelector(p)
@@ -73,8 +70,7 @@ class QueryPlanner:
     # -- before retrieval ------------------------------------------------------------------------
 
     def validate(self, request: SearchRequest) -> None:
-        """Check `mode` and `primary_repo` (QueryError listing the valid values); give a request without k
-        its dynamic K when planning is on."""
+        """Check `mode` and `primary_repo` (QueryError listing the valid values)."""
         if request.mode is not None:
             try:
                 request.mode = SearchMode.parse(request.mode).value
@@ -85,8 +81,6 @@ class QueryPlanner:
             if request.repos and request.primary_repo not in request.repos:
                 raise QueryError(f"primary_repo {request.primary_repo!r} is not among the repos asked for: "
                                  f"{request.repos}")
-        if request.k is None and self.config.planning.enabled and self.config.planning.dynamic_k:
-            request.k = self._choose(request).k
 
     def _choose(self, request: SearchRequest) -> ModeChoice:
         forced = SearchMode.parse(request.mode) if request.mode else None
@@ -98,11 +92,10 @@ class QueryPlanner:
         if not p.enabled and request.mode is None:
             return None
         choice = self._choose(request)
-        dynamic = p.enabled and p.dynamic_k and request.k == choice.k
         multipliers = self.multipliers[choice.mode]
         if all(v == 1.0 for v in multipliers.values()):
             multipliers = None
-        return Plan(choice, request.k or 0, "dynamic" if dynamic else "request", multipliers,
+        return Plan(choice, request.k or 0, multipliers,
                     multipliers if p.modes.apply_to_localize else None)
 
     # -- after reranking -------------------------------------------------------------------------

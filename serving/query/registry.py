@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from serving.query.answer import AnswerStage, ContextStage, KnowledgeStage
 from serving.query.base import QueryStage
-from serving.query.localize import GranularStage, HistoryStage, LocalizeStage
+from serving.query.localize import HistoryStage, LocalizeStage
 from serving.query.rank import FinishPlanStage, FuseStage, GraphRouteStage
 from serving.query.rerank import RerankStage, TokenVectorWarningStage
 from serving.query.retrieve import ExpandStage, IntentStage, LearnedPrefetchStage, PlanStage, RetrieveStage, ScopeStage
@@ -31,7 +31,6 @@ QUERY_STAGES: tuple[StageFactory, ...] = (
     FinishPlanStage,  # planning: MMR, budgets
     GraphRouteStage,
     TokenVectorWarningStage,
-    GranularStage,
     HistoryStage,
     LocalizeStage,
     KnowledgeStage,

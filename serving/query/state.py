@@ -14,8 +14,6 @@ from semantica.runtime import observability
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot
 from serving.core.context import Context
-from serving.core.granular_fusion import GranularLists
-from serving.core.history_fusion import HistoryLists
 from serving.core.intent import IntentResult
 from serving.graph.route import RoutedAnswer
 from serving.knowledge.inject import InjectedKnowledge, UsedEntry
@@ -64,8 +62,6 @@ class QueryState:
     chunks: dict[str, Chunk] = field(default_factory=dict)  # every chunk of the answering snapshots, by id
     hits: list[Hit] = field(default_factory=list)
     routed: RoutedAnswer | None = None  # the graph's exact answer to a structural question
-    granular: GranularLists | None = None
-    history: HistoryLists | None = None
     voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file/function
     files: list[dict[str, Any]] = field(default_factory=list)
     functions: list[dict[str, Any]] = field(default_factory=list)

@@ -56,5 +56,5 @@ def registered_rerankers() -> list[str]:
 def _load_builtins() -> None:
     """The built-in and query-planning rerankers register themselves on import (kept lazy, like the retrievers'
     builtins: planning imports this registry, so a module-level import would be a cycle)."""
-    from serving.planning import final_order, repo_map  # noqa: F401  (registers final_order, repo_scope)
+    from serving.planning import repo_map  # noqa: F401  (registers repo_scope)
     from serving.rerankers import cross_encoder, late_interaction, ltr  # noqa: F401  (register themselves)

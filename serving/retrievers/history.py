@@ -3,27 +3,25 @@
 It searches one snapshot's stored history (semantica/stores/history: first-parent commits at or before the
 snapshot's commit only). As a chunk retriever it answers with the chunks of the voted functions (scored
 by their vote), then the first chunk of each voted file none of whose functions was voted (scored by the
-file's vote). For localization, `lists` gives the vote and prior lists in localizer keys, and `voters`
-which past commits voted for a file or function (sha, subject, date) for explanations. A snapshot with no
+file's vote). `voters` gives which past commits voted for a file or function (sha, subject, date), for the
+answer. A snapshot with no
 stored history (not a git source, or indexed with `history.index: false`) answers nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cached_property
 
 from semantica.snapshot import Snapshot
 from semantica.stores.history.index import HistoryVotes, Voter
-from serving.core.granular_fusion import localizer_key
-from serving.core.history_fusion import HistoryLists
+from serving.core.localize import localizer_key
 from serving.retrievers.base import BaseRetriever, RetrievalQuery, ScoredList
 
 FUNCTION_KINDS = frozenset({"function", "method"})
 
 
 class HistoryRetriever(BaseRetriever):
-    """Votes of past commits over one snapshot, as chunks (`search`) or as file/function lists (`lists`)."""
+    """Votes of past commits over one snapshot, as chunks (`search`) and as who voted for what (`voters`)."""
 
     strategy = "history"  # a registered retriever beyond the four built-in strategies (fused by name)
 
@@ -65,31 +63,8 @@ class HistoryRetriever(BaseRetriever):
                 scored.setdefault(by_path[vote.key][0], vote.score)
         return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:k]
 
-    def lists(self, query: str, allowed: Callable[[str], bool] = lambda _path: True) -> HistoryLists:
-        """The vote and prior lists of `query` in localizer keys (paths that fail `allowed` left out)."""
-        if self.searcher is None:
-            return HistoryLists()
-        votes = self.votes(query)
-        repo, k = self.snapshot.repo, self.snapshot.config.history.k
-        votes = HistoryVotes([v for v in votes.files if allowed(v.key)],
-                             [v for v in votes.functions if allowed(v.key.split("::", 1)[0])], votes.commits)
-        priors = self.searcher.priors
-        return HistoryLists.from_votes(repo, votes, [kv for kv in priors.ranked_files() if allowed(kv[0])],
-                                       [kv for kv in priors.ranked_functions() if allowed(kv[0].split("::", 1)[0])], k)
-
     def voters(self, query: str) -> dict[str, list[Voter]]:
         """Localizer key (`repo\\x00path[::name]`) -> the past commits that voted for it, strongest first."""
         votes = self.votes(query)
         return {localizer_key(self.snapshot.repo, v.key): v.voters for v in votes.files + votes.functions}
 
-
-def merge_history_lists(parts: list[HistoryLists]) -> HistoryLists:
-    """Several snapshots' lists as one (ranks interleaved: rank r of each snapshot before rank r + 1)."""
-    if len(parts) == 1:
-        return parts[0]
-
-    def merged(lists: list[list[tuple[str, int]]]) -> list[tuple[str, int]]:
-        ordered = sorted(((rank, n, key) for n, ranked in enumerate(lists) for key, rank in ranked))
-        return [(key, rank) for rank, (_, _, key) in enumerate(ordered, 1)]
-    return HistoryLists(merged([p.files for p in parts]), merged([p.functions for p in parts]),
-                        merged([p.prior_files for p in parts]), merged([p.prior_functions for p in parts]))

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from functools import cached_property
 from typing import Any
 
 from semantica.runtime.encoder import Encoder
 from semantica.snapshot import Snapshot
-from serving.retrievers.granular import GranularRetriever
 from serving.retrievers.registry import retriever_spec
 
 
@@ -43,7 +41,3 @@ class RepoRetrievers:
         spec = retriever_spec(name)
         with self._lock:
             self._built[spec.name] = retriever
-
-    @cached_property
-    def granular(self) -> GranularRetriever:
-        return GranularRetriever(self.snapshot)

@@ -50,7 +50,7 @@ def test_the_history_localizer_defaults_turn_back_with_set():
     previous defaults (candidates-first, no history in the index) one key at a time."""
     new = load_config(None, [], environ={})
     history = new.history
-    assert (history.index, history.functions, history.max_commits, history.enabled) == (True, False, 3000, False)
+    assert (history.index, history.functions, history.max_commits) == (True, False, 3000)
     loc = new.localizer
     assert (loc.learned_files, loc.history_features, loc.model_dir) == (True, True, "models/localizer-history")
     old = load_config(None, ["history.index=false", "history.functions=true", "history.max_commits=20000",

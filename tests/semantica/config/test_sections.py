@@ -31,7 +31,7 @@ SECTIONS = {
     "rerank": 1,
     "context": 6,
     "query": 8,
-    "granular": 9,
+    "granular": 1,
     "graph_ops": 5,
     "exact": 13,
     "localizer": 36,
@@ -45,21 +45,19 @@ SECTIONS = {
     "metrics": 2,
     "freshness": 4,
     "watch": 2,
-    "knowledge": 19,
-    "knowledge.trust": 10,
+    "knowledge": 20,
     "plan": 13,
     "observability": 6,
     "repo_map": 17,
-    "final_order": 9,
     "feedback_weights": 11,
-    "planning": 4,
+    "planning": 1,
     "planning.analyzer": 14,
-    "planning.modes": 6,
+    "planning.modes": 5,
     "planning.budgets": 2,
     "planning.decompose": 18,
-    "history": 23,
+    "history": 18,
 }
-FIELD_BUDGET = 400  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 365  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

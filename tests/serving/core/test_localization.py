@@ -32,43 +32,34 @@ def paths(ranked):
     return [item["path"] for item in ranked]
 
 
-def test_fixed_fusion_then_the_file_order_and_no_learned_step_when_off():
+def test_fixed_fusion_and_no_learned_step_when_off():
     tail, inputs = tail_and_inputs()
-    seen = []
-    files, functions = tail.run(inputs, lambda ranked: seen.append(paths(ranked)) or list(reversed(ranked)),
-                                lambda *_: pytest.fail("localizer.enabled is off"))
-    assert seen == [["shop/shipping.py", "shop/billing.py"]]  # shipping holds two of the three hits
-    assert paths(files) == ["shop/billing.py", "shop/shipping.py"]  # the file order's answer stands
+    files, functions = tail.run(inputs, lambda *_: pytest.fail("localizer.enabled is off"))
+    assert paths(files) == ["shop/shipping.py", "shop/billing.py"]  # shipping holds two of the three hits
     assert {f["function"] for f in functions} == {"shop/shipping.py::courier_for", "shop/shipping.py::parcel_weight",
                                                   "shop/billing.py::invoice_total"}
-
-
-def test_file_order_is_skipped_when_not_applied_to_files():
-    tail, inputs = tail_and_inputs("final_order.apply_to_files=false")
-    files, _ = tail.run(inputs, lambda ranked: pytest.fail("apply_to_files is off"), lambda *_: pytest.fail("off"))
-    assert paths(files) == ["shop/shipping.py", "shop/billing.py"]
 
 
 def test_voters_are_attached_to_the_files_they_voted_for():
     tail, inputs = tail_and_inputs()
     voter = type("Voter", (), {"to_dict": lambda self: {"sha": "abc"}})()
     inputs = dataclasses.replace(inputs, voters={f"{R}\x00shop/billing.py": [voter]})
-    files, _ = tail.run(inputs, lambda ranked: ranked, lambda *_: pytest.fail("off"))
+    files, _ = tail.run(inputs, lambda *_: pytest.fail("off"))
     assert [f.get("history") for f in files] == [None, [{"sha": "abc"}]]
 
 
 def test_learned_blend_replaces_the_lists_and_a_failure_raises_or_degrades():
     tail, inputs = tail_and_inputs("localizer.enabled=true")
     learned = ([{"repo": R, "path": "shop/billing.py"}], [{"repo": R, "function": "shop/billing.py::invoice_total"}])
-    assert tail.run(inputs, lambda ranked: ranked, lambda files, functions: learned) == learned
+    assert tail.run(inputs, lambda files, functions: learned) == learned
 
     def broken(files, functions):
         raise RuntimeError("no model")
 
     with pytest.raises(RuntimeError, match="no model"):
-        tail.run(inputs, lambda ranked: ranked, broken)
+        tail.run(inputs, broken)
     errors = []
-    files, _ = tail.run(inputs, lambda ranked: ranked, broken, on_learned_error=errors.append)
+    files, _ = tail.run(inputs, broken, on_learned_error=errors.append)
     assert paths(files) == ["shop/shipping.py", "shop/billing.py"] and [str(e) for e in errors] == ["no model"]
 
 
@@ -77,14 +68,3 @@ def test_an_unknown_voter_is_a_config_error_naming_the_registered_retrievers():
         tail_and_inputs("query.localize_strategies=[vector,lexicl]")
     tail, inputs = tail_and_inputs("query.localize_strategies=[VECTOR]")  # names fold case like the registry
     assert tail.localizer.voters == {"vector"}
-
-
-def test_the_file_order_comes_after_the_learned_blend():
-    """Trust and freshness have the last word: a learned blend must not undo a demotion."""
-    tail, inputs = tail_and_inputs("localizer.enabled=true")
-    blended = [{"repo": R, "path": "shop/billing.py"}, {"repo": R, "path": "shop/shipping.py"}]
-    seen = []
-    files, _ = tail.run(inputs, lambda ranked: seen.append(paths(ranked)) or list(reversed(ranked)),
-                        lambda files, functions: (blended, functions))
-    assert seen == [["shop/billing.py", "shop/shipping.py"]]  # the order saw the blend's answer
-    assert paths(files) == ["shop/shipping.py", "shop/billing.py"]

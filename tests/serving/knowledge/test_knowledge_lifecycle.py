@@ -141,7 +141,7 @@ def test_lifecycle_on_a_real_index(world):
     assert up > before > down
 
     # decay: unused for two half-lives, the curator lowers trust and says why
-    clock.now += dt.timedelta(days=2 * config.knowledge.trust.half_life_days)
+    clock.now += dt.timedelta(days=2 * config.knowledge.trust_half_life_days)
     report = Curator(service).run([REPO])
     decayed = service.base.find(rule.id).get(rule.id)
     assert decayed.trust < down and decayed.status == Status.ACTIVE.value

@@ -8,7 +8,7 @@ import pytest
 
 from serving.knowledge.entry import Status, Verification
 from serving.knowledge.store import KnowledgeBase, KnowledgeInputError, UnknownEntryError
-from serving.knowledge.trust import TrustScorer
+from serving.knowledge.trust import TRUST_WEIGHTS, TrustScorer
 from tests.conftest import make_config
 
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -79,10 +79,10 @@ def test_trust_formula_and_decay_curve(base):
     config = kb.config.knowledge
     scorer = TrustScorer(config)
     entry = kb.store().add("A rule", "Always do the thing.", kind="rule")
-    w = config.trust
+    w = TRUST_WEIGHTS
     fresh = w.source * config.source_reliability["person"] + w.verification * 0.5 + w.freshness * 1.0
     assert scorer.score(entry, START) == pytest.approx(fresh)
-    curve = [scorer.score(entry, START + dt.timedelta(days=d * w.half_life_days)) for d in range(4)]
+    curve = [scorer.score(entry, START + dt.timedelta(days=d * config.trust_half_life_days)) for d in range(4)]
     assert curve == sorted(curve, reverse=True)
     assert curve[0] - curve[1] == pytest.approx(w.freshness * 0.5)  # one half-life halves the freshness share
     entry.verification = Verification.FAILED.value

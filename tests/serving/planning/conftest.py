@@ -73,6 +73,6 @@ def planning_repo(tmp_path_factory) -> PlanningRepo:
 
     tmp = tmp_path_factory.mktemp("planning")
     repo = make_repo(tmp / "shop")
-    config = make_config(tmp, "final_order.freshness_horizon_days=3650", *WITHOUT_TOKEN_VECTORS)
+    config = make_config(tmp, *WITHOUT_TOKEN_VECTORS)
     Indexer(config, progress=False).index(str(repo), PLANNING_REPO)
     return PlanningRepo(config, PLANNING_REPO, repo, tmp)

@@ -28,7 +28,6 @@ def test_each_query_class_gets_its_mode(query, mode):
     features = QueryAnalyzer(config).analyze(query)
     choice = StrategySelector(config).select(query, features)
     assert choice.mode is mode, choice.why
-    assert config.k_min <= choice.k <= config.k_max
 
 
 def test_features():
@@ -52,12 +51,6 @@ def test_forced_mode_and_analyzer_off():
     assert StrategySelector(config).select(TRACE, features, SearchMode.MMR_DIVERSE).mode is SearchMode.MMR_DIVERSE
     config.analyzer.enabled = False
     assert StrategySelector(config).select(TRACE, features).mode is SearchMode.HYBRID
-
-
-def test_dynamic_k_is_clamped():
-    config = PlanningConfig(k_min=4, k_max=5)
-    selector = StrategySelector(config)
-    assert [selector.dynamic_k(m) for m in (SearchMode.EXACT_VECTOR, SearchMode.MMR_DIVERSE)] == [4, 5]
 
 
 def test_unknown_names_list_the_valid_ones():

@@ -25,7 +25,7 @@ FILES = {
                           '    return principal * (1 + rate) ** years\n',
 }
 DECLARED = ["learned_prefetch", "intent", "scope", "plan", "retrieve", "expand", "fuse", "rerank", "finish_plan",
-            "graph_route", "token_vector_warning", "granular", "history", "localize", "knowledge", "context",
+            "graph_route", "token_vector_warning", "history", "localize", "knowledge", "context",
             "answer"]
 
 

@@ -40,7 +40,7 @@ def indexed(shop, tmp_path_factory):
     from pipelines.indexer import Indexer
 
     config = make_config(tmp_path_factory.mktemp("shop-history-index"), "history.index=true", "history.functions=true",
-                         "history.enabled=true", "history.file_weight=1.0", "history.function_weight=1.0", "history.min_message_chars=5")
+                         "history.min_message_chars=5")
     summary = Indexer(config, progress=False).index(str(shop["repo"]), R, shop["snapshot"])
     return config, summary
 
@@ -99,5 +99,5 @@ def test_mcp_file_answers_carry_the_voters(indexed, shop):
     from serving.api.mcp.models import FileOut
 
     config, _ = indexed
-    top = _search(config, "refund of a discounted invoice is positive").files[0]
+    top = _search(config, "refund of a discounted invoice is positive", explain=True).files[0]
     assert FileOut(**top).history[0]["sha"] == shop["fix"]
