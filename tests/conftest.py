@@ -237,11 +237,16 @@ def mined_golden(indexed_self, tmp_path_factory) -> MinedGolden:
     """The golden set's fused hits over `indexed_self`, mined with labels through the real CLI."""
     from jobs.cli import main
     from jobs.eval.golden import load_golden_set
+    from semantica.feature_schema import FEATURE_STRATEGIES
 
     out = tmp_path_factory.mktemp("mined-golden")
     root = Path(indexed_self.config.paths.index_root)
+    # the retrievers the LTR features describe (semantica.feature_schema.FEATURE_STRATEGIES): a model learns
+    # their ranks, so the mined lists hold those and no others
+    strategies = ",".join(FEATURE_STRATEGIES)
     args = ["mine", "golden", "--golden", str(GOLDEN_SET), "--repo", indexed_self.name, "--out", str(out),
-            "--index-root", str(root), "--set", f"paths.cache_dir={indexed_self.config.paths.cache_dir}"]
+            "--index-root", str(root), "--set", f"paths.cache_dir={indexed_self.config.paths.cache_dir}",
+            "--set", f"retrieval.retrievers=[{strategies}]"]
     assert main(args) == 0
     return MinedGolden(out, len(load_golden_set(GOLDEN_SET)))
 

@@ -17,13 +17,13 @@ def test_prefetch_loads_every_index_before_the_first_query(tmp_path) -> None:
     prefetcher = pipeline.prefetch(["t/toolbox", "t/not-indexed"])
     assert prefetcher.wait(timeout=600) == {}
     assert set(prefetcher.futures) == {"encoder", "t/toolbox:tables", "t/toolbox:localizer",
-                                       *(f"t/toolbox:{name}" for name in ("vector", "lexical", "symbol", "graph"))}
+                                       *(f"t/toolbox:{name}" for name in ("vector", "lexical", "symbol", "graph", "exact"))}
     snapshot = pipeline.snapshots.get("t/toolbox")
     retrievers = pipeline.retrievers(snapshot)
     for loaded in ("chunks", "symbols", "chunk_row"):
         assert loaded in snapshot.__dict__, loaded
     assert {"tokens", "lucene", "faiss"} <= snapshot.opened()
-    assert retrievers.built() == {"lexical", "vector", "symbol", "graph"}
+    assert retrievers.built() == {"lexical", "vector", "symbol", "graph", "exact"}
     shards = snapshot.lucene_shards
     assert pipeline.prefetch(["t/toolbox"]) is prefetcher  # started loads are not started again
     response = pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"], k=3))
