@@ -8,9 +8,10 @@ from typing import Annotated
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from pipelines.discover import DiscoveryError, repo_name_from_path
+from pipelines.discover import repo_name_from_path
 from pipelines.manifest import ManifestError, RepoSpec, load_manifest
 from pipelines.plan import IndexPlanner
+from pipelines.source_files import DiscoveryError
 from semantica.config import Config
 from serving.api.catalog import TOOLS
 from serving.api.mcp.models import PlanOut

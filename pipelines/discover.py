@@ -15,13 +15,13 @@ import os
 import re
 import subprocess
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.ignore import IgnoreMatch, NestedIgnore, UnevaluatedIgnore, directory_of, git_ignored
+from pipelines.source_files import NON_UTF8_NAME_REASON, Discovery, DiscoveryError, FileEntry, SourceFile, printable_path
 from semantica.config import DiscoverConfig
 from semantica.errors import path_exists
-from semantica.languages import LANGUAGE_BY_NAME, LANGUAGE_BY_SUFFIX, language_of  # noqa: F401 (re-exported)
+from semantica.languages import language_of
 from semantica.schema import FileError
 
 STAGE = "discover"
@@ -30,56 +30,6 @@ GIT_MODE_SUBMODULE = "160000"
 READ_CHUNK_BYTES = 1 << 16
 # https://host/owner/name(.git), ssh://git@host/owner/name, git@host:owner/name (not local paths).
 _REMOTE_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.I)
-
-NON_UTF8_NAME_REASON = "file name is not valid UTF-8"
-
-
-def printable_path(path: str) -> str:
-    """`path` as UTF-8 text: a name git gave as non-UTF-8 bytes (held as surrogate escapes) shows them as `\\xNN`,
-    so a report, a cache key or a table never has to encode a surrogate."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-class DiscoveryError(ValueError):
-    """The repository or commit cannot be read; the message says what is wrong and what to do."""
-
-
-@dataclass
-class FileEntry:
-    """A file selected for indexing (content not read yet)."""
-
-    path: str
-    blob_sha: str
-    size: int
-    language: str
-
-
-@dataclass
-class SourceFile:
-    """A file's decoded text, ready to parse (CRLF normalised to LF so lines match tree-sitter)."""
-
-    path: str
-    blob_sha: str
-    language: str
-    text: str
-
-
-@dataclass
-class Discovery:
-    """Everything discovery decided about a snapshot: files to read, files skipped (with why), and paths
-    ignored by git's rules or `.semanticaignore` (a wholly ignored directory is one path ending in "/")."""
-
-    entries: list[FileEntry]
-    errors: list[FileError]
-    ignored: list[FileError]
-
-
-def git_blob_sha(data: bytes) -> str:
-    """The sha git gives these bytes as a blob."""
-    digest = hashlib.sha1(b"blob %d\0" % len(data))
-    digest.update(data)
-    return digest.hexdigest()
-
 
 def _run_git(repo_path: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", "-C", repo_path, *args], capture_output=True, check=False)

@@ -27,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.discover import FileEntry, RepoSource, repo_name_from_path
+from pipelines.discover import RepoSource, repo_name_from_path
 from pipelines.function_vectors import FileFunctions, FunctionVectorPass, StoredFunctions, functions_key
 from pipelines.history.reader import read_snapshot_history
 from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
 from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache, function_pass, parse_tasks
+from pipelines.source_files import FileEntry
 from pipelines.source_record import record_source
 from pipelines.summary import (  # noqa: F401 (re-exported: callers import the summaries from the driver)
     STATUS_FAILED,

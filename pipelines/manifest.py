@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from pipelines.discover import Discovery, FileEntry, RepoSource, repo_name_from_path
+from pipelines.discover import RepoSource, repo_name_from_path
+from pipelines.source_files import Discovery, FileEntry
 from semantica.config import DiscoverConfig
 from semantica.ondisk.branch_keys import branch_key, plain_repo_name, split_branch_key
 from semantica.ondisk.layout_errors import LayoutError

@@ -18,8 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.discover import STAGE, SourceFile
+from pipelines.discover import STAGE
 from pipelines.manifest import RepoSpec, open_spec
+from pipelines.source_files import SourceFile
 from semantica.config import Config, PlanConfig
 from semantica.languages.spans import file_spans
 from semantica.schema import FileError

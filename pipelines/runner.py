@@ -19,12 +19,13 @@ from typing import Protocol
 
 import numpy as np
 
-from pipelines.discover import FileEntry, RepoSource
+from pipelines.discover import RepoSource
 from pipelines.embed import ChunkEmbedder, EmbeddingCache, TokenSink, embed_files
 from pipelines.function_vectors import FileFunctions, FunctionVectorPass, channel_enabled, function_cache_dir
 from pipelines.overlap import Prefetcher, partitions
 from pipelines.parse import FileParser, ParsedFile
 from pipelines.progress import StageProgress
+from pipelines.source_files import FileEntry
 from semantica.config import Config
 from semantica.runtime.encoder import Encoder, encoder_identity, shared_encoder
 from semantica.schema import FileError

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from jobs.eval.metrics import capped_recall_at_k, recall_at_k, reciprocal_rank
-from pipelines.discover import RepoSource, SourceFile
+from pipelines.discover import RepoSource
 from pipelines.parse import FileParser, GraphResolver
+from pipelines.source_files import SourceFile
 from semantica.config import Config
 from semantica.schema import SymbolKind
 from serving.graph.ops import GraphOps, SnapshotGraph, UnknownNameError

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import nnls
 
-from pipelines.discover import SourceFile
 from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import FileParser
 from pipelines.plan import DEFAULT_RATE, KIB, RATE_TERMS, IndexPlanner, function_count
+from pipelines.source_files import SourceFile
 from semantica.config import load_config
 
 MIN_FILES_TO_FIT = 5

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from jobs.eval.flow import FLOW_K, load_rows, ranked_functions
 from jobs.eval.instances import MIRRORS_ENV, find_clone, mirrors_dir
-from pipelines.discover import RepoSource, SourceFile
+from pipelines.discover import RepoSource
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
+from pipelines.source_files import SourceFile
 from semantica.config import load_config
 from semantica.schema import EdgeType
 from serving.graph.ops import GraphOps, SnapshotGraph

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from pipelines.discover import SourceFile
 from pipelines.parse.facts import ParsedFile
+from pipelines.source_files import SourceFile
 from semantica.config import ChunkConfig
 from semantica.schema import Chunk, ChunkKind
 

@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.discover import SourceFile
 from pipelines.parse import python, python_locals
 from pipelines.parse.chunking import ChunkBuilder
 from pipelines.parse.facts import (
@@ -31,6 +30,7 @@ from pipelines.parse.families import family_of_language, grammar_of, spec_of
 from pipelines.parse.languages import COMMENT_TYPES, parser_and_query, type_refs_query
 from pipelines.parse.nodes import IDENT, dotted, node_text, receiver_name
 from pipelines.parse.python_calls import VALUE_CALL, PythonCallTyping
+from pipelines.source_files import SourceFile
 from semantica.config import ChunkConfig
 from semantica.schema import Chunk, ChunkKind, Edge, EdgeType, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
 

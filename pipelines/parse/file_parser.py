@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pipelines.discover import SourceFile
 from pipelines.parse.chunking import ChunkBuilder
 from pipelines.parse.extract import CodeExtraction
 from pipelines.parse.facts import ParsedFile
 from pipelines.parse.families import spec_of
+from pipelines.source_files import SourceFile
 from semantica.schema import ChunkKind
 from semantica.stores.tokenizer import count_tokens
 

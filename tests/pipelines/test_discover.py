@@ -9,16 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.discover import (
-    DiscoveryError,
-    FileEntry,
-    RepoSource,
-    SourceFile,
-    git_blob_sha,
-    language_of,
-    repo_name_from_path,
-)
+from pipelines.discover import RepoSource, repo_name_from_path
+from pipelines.source_files import DiscoveryError, FileEntry, SourceFile, git_blob_sha
 from semantica.config import DiscoverConfig
+from semantica.languages import language_of
 from semantica.schema import FileError
 
 BIG_FILE_BYTES = 50 * 1024 * 1024

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pipelines.discover import SourceFile
 from pipelines.granular import GranularIndexWriter, file_texts_from_chunks, snapshot_documents
 from pipelines.parse import FileParser
+from pipelines.source_files import SourceFile
 from semantica.config import Config
 from semantica.stores.granular import Granularity
 from semantica.stores.lucene import LuceneShardSearcher

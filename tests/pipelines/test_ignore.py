@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.discover import Discovery, RepoSource
+from pipelines.discover import RepoSource
 from pipelines.ignore import IgnoreRulesError, NestedIgnore
+from pipelines.source_files import Discovery
 from semantica.config import DiscoverConfig
 
 ROOT_RULES = "\n".join([

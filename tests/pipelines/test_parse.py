@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.discover import RepoSource, SourceFile, git_blob_sha, language_of
+from pipelines.discover import RepoSource
 from pipelines.parse import FileParser, GraphResolver, ParsedFile
+from pipelines.source_files import SourceFile, git_blob_sha
 from semantica.config import ChunkConfig, DiscoverConfig
+from semantica.languages import language_of
 from semantica.schema import Edge, EdgeType
 from semantica.stores.tokenizer import count_tokens
 

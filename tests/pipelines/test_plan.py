@@ -178,9 +178,9 @@ HELD_OUT = ("spf13+pflag", "dtolnay+anyhow", "square+javapoet", "sindresorhus+ky
 
 def parsed_chunks(config, repo: Path, commit: str = "HEAD") -> int:  # noqa: ANN001
     """The chunks `index` publishes for the repository: its own discovery and parser (a build's count)."""
-    from pipelines.discover import SourceFile
     from pipelines.manifest import open_spec
     from pipelines.parse import FileParser
+    from pipelines.source_files import SourceFile
 
     opened = open_spec(RepoSpec(name="r", path=str(repo), commit=commit), config.discover,
                        Path(config.paths.cache_dir), config.ray.clone_timeout_s)

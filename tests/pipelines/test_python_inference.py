@@ -7,8 +7,9 @@ import textwrap
 
 import pytest
 
-from pipelines.discover import RepoSource, SourceFile
+from pipelines.discover import RepoSource
 from pipelines.parse import FileParser, GraphResolver
+from pipelines.source_files import SourceFile
 from semantica.config import ChunkConfig, DiscoverConfig
 from semantica.schema import Edge, EdgeType
 from tests.dated_git import one_commit_repo

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.discover import SourceFile, git_blob_sha
 from pipelines.parse import FileParser
+from pipelines.source_files import SourceFile, git_blob_sha
 from pipelines.token_cache import new_token_builder
 from semantica.config import ChunkConfig
 from semantica.runtime.encoder import shared_encoder

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.discover import SourceFile
 from pipelines.parse import FileParser
+from pipelines.source_files import SourceFile
 from semantica.config import ChunkConfig
 from tests.conftest import REPO_ROOT
 

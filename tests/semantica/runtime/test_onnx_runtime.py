@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from jobs.eval.golden import load_golden_set
-from pipelines.discover import SourceFile
 from pipelines.parse import FileParser
+from pipelines.source_files import SourceFile
 from semantica.config import ChunkConfig, EncoderConfig
 from semantica.runtime.encoder import (
     Encoder,

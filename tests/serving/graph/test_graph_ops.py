@@ -7,9 +7,11 @@ import textwrap
 
 import pytest
 
-from pipelines.discover import RepoSource, SourceFile, git_blob_sha, language_of
+from pipelines.discover import RepoSource
 from pipelines.parse import FileParser, GraphResolver
+from pipelines.source_files import SourceFile, git_blob_sha
 from semantica.config import ChunkConfig, DiscoverConfig
+from semantica.languages import language_of
 from serving.graph.ops import GraphOps, SnapshotGraph, UnknownNameError
 from serving.graph.structural import GraphOp
 from tests.conftest import REQUESTS_COMMIT

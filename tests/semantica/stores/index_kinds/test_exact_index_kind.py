@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipelines.discover import RepoSource, SourceFile
+from pipelines.discover import RepoSource
 from pipelines.indexer import SourceTexts
+from pipelines.source_files import SourceFile
 from semantica.stores.exact import ExactShard, PatternSpec, fts_query
 from semantica.stores.exact.pattern import required_literals
 from semantica.stores.exact.store import StoredFile
