@@ -19,6 +19,11 @@ import numpy as np
 from pipelines.embed import EmbeddingCache
 from pipelines.parse import ParsedFile
 from semantica.config import Config
+from semantica.languages.spans import spans_language
+from semantica.runtime.encoder import shared_encoder
+from semantica.schema import chunk_lines
+from semantica.stores.localizer.blobcache import CACHE_VERSION
+from semantica.stores.localizer.dense import channel_encoder_config, channel_keys, function_sources, text_sha
 
 FUNCTION_VECTORS_DIR = "function_vectors"
 STORED_DTYPE = np.float16  # as a snapshot stores them; the cache holds the same rounded values
@@ -27,8 +32,6 @@ STORED_DTYPE = np.float16  # as a snapshot stores them; the cache holds the same
 def functions_key(parse_key: str) -> str:
     """The parse-cache key of a file's (function key, source sha) list: the file's parse key under the span
     reader's version (a change of how spans are read never meets an old list)."""
-    from semantica.stores.localizer.blobcache import CACHE_VERSION
-
     return f"functions\x00{CACHE_VERSION}\x00{parse_key}"
 
 
@@ -68,9 +71,6 @@ class FunctionVectorPass:
 
     def __init__(self, config: Config, cache: EmbeddingCache, model_id: str, dim: int,
                  encoder_factory: Callable[[], object] | None = None) -> None:
-        from semantica.runtime.encoder import shared_encoder
-        from semantica.stores.localizer.dense import channel_encoder_config
-
         self.config = config.localizer
         self.model_id, self.dim = model_id, dim
         self.cache = cache
@@ -80,8 +80,6 @@ class FunctionVectorPass:
 
     def covers(self, path: str) -> bool:
         """Whether the channel encodes this file's functions (test code is left out)."""
-        from semantica.stores.localizer.dense import channel_keys
-
         return bool(channel_keys([path]))
 
     def lookup(self, pairs: Sequence[tuple[str, str]]) -> FileFunctions | None:
@@ -96,8 +94,6 @@ class FunctionVectorPass:
              progress: Callable[[int], None] | None = None) -> list[tuple[FileFunctions, int]]:
         """Per file (None: not parsed): its functions' vectors and how many of their sources were encoded now (a
         source shared by two files counted once, for the first)."""
-        from semantica.stores.localizer.dense import text_sha
-
         sources = [self._sources(parsed) if parsed is not None and self.covers(parsed.path) else {}
                    for parsed in files]
         shas = [[text_sha(text) for text in file.values()] for file in sources]
@@ -137,10 +133,6 @@ class FunctionVectorPass:
     def _sources(parsed: ParsedFile) -> dict[str, str]:
         """Function key -> source of one parsed file, from its chunks' lines (as the writer and the served
         snapshot rebuild a file); none for a language without function spans."""
-        from semantica.languages.spans import spans_language
-        from semantica.snapshot import chunk_lines
-        from semantica.stores.localizer.dense import function_sources
-
         if not spans_language(parsed.path):
             return {}
         return function_sources(parsed.path, "\n".join(chunk_lines(parsed.chunks)))

@@ -31,7 +31,7 @@ from pipelines.discover import RepoSource, repo_name_from_path
 from pipelines.function_vectors import FileFunctions, FunctionVectorPass, StoredFunctions, functions_key
 from pipelines.history.reader import read_snapshot_history
 from pipelines.manifest import RepoSpec, open_spec
-from pipelines.parse import GraphResolver, ParsedFile, parse_problems
+from pipelines.parse import FileParser, GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
 from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache, function_pass, parse_tasks
 from pipelines.source_files import FileEntry
@@ -191,8 +191,6 @@ class Indexer:
         """Parse the tasks here and publish a first snapshot of `work` without the model-built kinds (its manifest
         lists them as `pending`); the tasks keep their parses, so the runner then only runs the model passes and
         the driver publishes the complete successor. The first snapshot is atomic like any other."""
-        from pipelines.parse import FileParser
-
         first = dataclasses.replace(work, result=RepoResult(repo=work.spec.name), errors=list(work.errors),
                                     parsed=dict(work.parsed), vectors={}, functions={})
         with _timed(work.result, "parse"):

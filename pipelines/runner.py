@@ -29,6 +29,7 @@ from pipelines.source_files import FileEntry
 from semantica.config import Config
 from semantica.runtime.encoder import Encoder, encoder_identity, shared_encoder
 from semantica.schema import FileError
+from semantica.stores.localizer.dense import channel_encoder_config
 
 EMBEDDINGS_DIR = "embeddings"
 
@@ -160,8 +161,6 @@ def function_pass(config: Config) -> FunctionVectorPass | None:
     Named without loading the channel's encoder (it loads on the first cache miss)."""
     if not channel_enabled(config):
         return None
-    from semantica.stores.localizer.dense import channel_encoder_config
-
     model_id, dim = encoder_identity(channel_encoder_config(config.localizer, config.encoder))
     cache = open_vector_cache(function_cache_dir(config), model_id, dim, config.localizer.dense_max_length)
     return FunctionVectorPass(config, cache, model_id, dim)

@@ -21,6 +21,7 @@ from semantica.errors import public_message
 from semantica.snapshot import Snapshot, SnapshotSet
 from semantica.stores.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file, read_in_order
 from semantica.stores.index_kinds.exact import KIND as EXACT_KIND
+from serving.retrievers.base import RetrievalQuery, to_ranked
 
 log = logging.getLogger(__name__)
 EXACT_STAGE = "exact"
@@ -238,8 +239,6 @@ class ExactRetriever:
         self.chunk_by_id = snapshot.chunk_by_id
 
     def search_scored(self, query: Any, k: int, filters: Any = None) -> list[tuple[str, float]]:
-        from serving.retrievers.base import RetrievalQuery
-
         text = RetrievalQuery.of(query).text
         limits = self.snapshot.config.exact
         fragments = PastedLineClassifier(limits.fragment_min_chars).fragments(text)
@@ -260,8 +259,6 @@ class ExactRetriever:
         return sorted(votes.items(), key=lambda item: (-item[1], item[0]))[:k]
 
     def search(self, query: Any, k: int, filters: Any = None) -> Any:
-        from serving.retrievers.base import to_ranked
-
         return to_ranked(self.search_scored(query, k, filters))
 
     def batch_search(self, queries: list[Any], k: int, filters: Any = None) -> list[Any]:
