@@ -35,7 +35,7 @@ def test_natural_language_description_finds_the_function(pipeline):
     cases = {
         "rebuild the lines of a file from the chunks that cover it": "semantica/snapshot.py::Snapshot.file_lines",
         "compute pagerank of the code graph by power iteration": "semantica/stores/graph.py::CsrGraphStore.pagerank",
-        "git blob sha of file bytes": "pipelines/discover.py::git_blob_sha",
+        "git blob sha of file bytes": "pipelines/source_files.py::git_blob_sha",
     }
     for query, expected in cases.items():
         response = pipeline.search(SearchRequest(query, k=5))
