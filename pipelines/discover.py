@@ -222,6 +222,9 @@ class RepoSource:
             if mode == GIT_MODE_SYMLINK:
                 errors.append(self._error(path, "symlink"))
                 continue
+            if not size_text.isdigit():  # `ls-tree -l` prints "BAD" for a blob the object store lacks
+                errors.append(self._error(path, f"blob {sha} missing from the repository (a partial clone?)"))
+                continue
             reason = self._path_reason(path) or self._size_reason(int(size_text))
             if reason:
                 errors.append(self._error(path, reason))

@@ -29,6 +29,7 @@ import numpy as np
 
 from pipelines.discover import RepoSource, repo_name_from_path
 from pipelines.function_vectors import FileFunctions, FunctionVectorPass, StoredFunctions, functions_key
+from pipelines.history.gitread import GitReadError
 from pipelines.history.reader import read_snapshot_history
 from pipelines.manifest import RepoSpec, open_spec
 from pipelines.parse import FileParser, GraphResolver, ParsedFile, parse_problems
@@ -450,8 +451,12 @@ class Indexer:
         if not self.config.history.index or source is None or source.empty:
             return None
         h = self.config.history
-        return read_snapshot_history(h, h.cache_file or self.cache_dir / "history.sqlite", source.repo_path,
-                                     source.commit)
+        try:
+            return read_snapshot_history(h, h.cache_file or self.cache_dir / "history.sqlite", source.repo_path,
+                                         source.commit)
+        except GitReadError as exc:  # history is a feature of the snapshot, not a condition of publishing it
+            self.log(f"{work.spec.name}: history skipped: {exc}")
+            return None
 
     def _token_builder(self, model_id: str, dim: int) -> TokenVectorBuilder | None:
         """Stored token vectors for late interaction (`new_token_builder`); one kept builder (and its loaded

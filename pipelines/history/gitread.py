@@ -64,10 +64,14 @@ class Commit:
         return sorted(set(ISSUE_REF.findall(self.message)), key=int)
 
 
+class GitReadError(RuntimeError):
+    """A git command that history needs failed (a missing object in a partial mirror, a corrupt pack)."""
+
+
 def git(repo_path: str, *args: str) -> bytes:
     result = subprocess.run(["git", "-C", repo_path, *args], capture_output=True, check=False)
     if result.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args[:2])} failed in {repo_path}: "
+        raise GitReadError(f"git {' '.join(args[:2])} failed in {repo_path}: "
                            f"{result.stderr.decode('utf-8', 'replace').strip()}")
     return result.stdout
 

@@ -147,6 +147,24 @@ def test_bare_clone_at_commit(messy_repo: Path, tmp_path: Path) -> None:
     assert source.repo == "mirror"  # origin is a local path: the directory name is used
 
 
+def test_a_blob_the_object_store_lacks_is_skipped_with_a_reason(tmp_path: Path) -> None:
+    """A partial mirror (a promisor clone fetched without some blobs) lists them with size "BAD": that file is
+    reported, the rest is indexed."""
+    repo = init_repo(tmp_path / "partial")
+    (repo / "kept.py").write_text("def kept():\n    return 1\n")
+    (repo / "lost.py").write_text("def lost():\n    return 2\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "two files")
+    lost_sha = git(repo, "rev-parse", "HEAD:lost.py")
+    (repo / ".git" / "objects" / lost_sha[:2] / lost_sha[2:]).unlink()
+    source = RepoSource(str(repo), "HEAD", DiscoverConfig())
+    entries, errors = source.entries()
+    assert [e.path for e in entries] == ["kept.py"]
+    assert "missing from the repository" in reasons(errors)["lost.py"]
+    files, failed = read_all(source, entries)
+    assert set(files) == {"kept.py"} and not failed
+
+
 def test_empty_repository_gives_empty_lists(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "empty")
     for commit in (None, "HEAD"):

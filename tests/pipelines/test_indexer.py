@@ -225,3 +225,27 @@ def test_a_file_name_that_is_not_utf8_does_not_fail_the_build(tmp_path):
         assert summary.files == 1
         assert any(e["path"] == "caf\\xe9.py" and "not valid UTF-8" in e["reason"] for e in summary.error_samples)
     assert {c.symbol for c in open_current(config, "names").chunks} >= {"still_indexed"}
+
+
+def test_a_partial_mirror_missing_a_blob_indexes_the_rest(tmp_path):
+    """A mirror fetched without some blobs (a partial clone offline): discovery skips the file it lacks, history
+    (whose diffs need every blob) is skipped with a reason, and the rest is published."""
+    repo = tmp_path / "partial"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "kept.py").write_text("def kept_function():\n    return 1\n")
+    (repo / "lost.py").write_text("def lost_function():\n    return 2\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two files")
+    lost = subprocess.run(["git", "rev-parse", "HEAD:lost.py"], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    (repo / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    config = make_config(tmp_path / "idx", *SHORT_EMBEDDINGS, *WITHOUT_TOKEN_VECTORS)
+    lines: list[str] = []
+    indexer = Indexer(config, progress=False)
+    indexer.log = lines.append
+    summary = indexer.index(str(repo), "partial", "HEAD")
+    assert summary.files == 1
+    assert any(e["path"] == "lost.py" and "missing from the repository" in e["reason"] for e in summary.error_samples)
+    assert {c.symbol for c in open_current(config, "partial").chunks} >= {"kept_function"}
+    assert any("history skipped" in line for line in lines), lines
