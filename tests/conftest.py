@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 from dataclasses import dataclass
@@ -136,6 +137,37 @@ def build_indexed_self(base: Path) -> IndexedRepo:
     config = make_config(base, f"discover.include_globs={json.dumps(self_corpus())}")
     summary = Indexer(config, progress=False).index(str(REPO_ROOT), SELF_NAME)
     return IndexedRepo(config, SELF_NAME, summary)
+
+
+HANG_EXIT_S = float(os.environ.get("SEMANTICA_TEST_HANG_EXIT_S", "1200"))
+"""A test still running after this long is hung, not slow (pytest-timeout's --timeout is 900 s). pytest-timeout's
+SIGALRM handler never runs while a thread blocks inside a JVM call holding the GIL; faulthandler's watchdog is a
+C thread that needs no GIL: it prints every thread's stack to the terminal and ends the run, so a hang costs
+minutes and leaves its stacks in the log instead of stalling CI until its own limit."""
+_TERMINAL_FD: list[int] = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep a descriptor of the real stderr (captured output is lost when the watchdog ends the process)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.suspend_global_capture()
+    try:
+        _TERMINAL_FD.append(os.dup(2))
+    finally:
+        if capture is not None:
+            capture.resume_global_capture()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if _TERMINAL_FD:
+        faulthandler.dump_traceback_later(HANG_EXIT_S, exit=True, file=_TERMINAL_FD[0])
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 SELF_FIXTURE = "indexed_self"
