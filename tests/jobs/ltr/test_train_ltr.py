@@ -15,6 +15,9 @@ from semantica.config import LtrTrainConfig
 from semantica.feature_schema import FEATURE_SCHEMA_VERSION
 from serving.rerankers.ltr import LTR_FEATURE_NAMES, META_FILE, SCHEMA_KEY, LtrModel, LtrModelError
 
+MIN_GAP_CLOSED = 0.1  # share of (1 - fused NDCG@10) the fitted ranker wins back on its own training queries
+MIN_MRR_GAIN = 0.05
+
 
 def test_ndcg_and_mrr_arithmetic():
     # gains 2^l - 1: [3, 0, 1]; ideal [3, 1, 0]
@@ -42,8 +45,11 @@ def test_model_fits_the_mined_golden_hits_better_than_the_fused_order(mined_gold
     model, report = trainer.train(frame, holdout_groups=[], cv=False)
     seen = report.holdout[0]
     assert seen.scope == "train (seen)" and seen.fused.queries == _rankable(frame)
-    # on the queries it was fit to, a working ranker must beat the order it learns to replace
-    assert seen.ltr.ndcg > seen.fused.ndcg + 0.05, report.table(10)
+    # on the queries it was fit to, a working ranker must beat the order it learns to replace: it closes a share of
+    # the fused order's gap to a perfect ranking (a share, not a fixed margin, because the golden set is mined from
+    # this repository's own index, whose fused order moves with every commit) and lifts the first relevant hit
+    gap_closed = (seen.ltr.ndcg - seen.fused.ndcg) / (1.0 - seen.fused.ndcg)
+    assert gap_closed > MIN_GAP_CLOSED and seen.ltr.mrr > seen.fused.mrr + MIN_MRR_GAIN, report.table(10)
     assert set(report.importance) == set(LTR_FEATURE_NAMES)
     assert sum(report.importance.values()) == pytest.approx(1.0, abs=1e-3)
 
