@@ -96,6 +96,7 @@ class SourceTexts:
     def __init__(self, source: RepoSource, entries: list[FileEntry]) -> None:
         self.source = source
         self.files = [(e.path, e.blob_sha) for e in entries]
+        self.bytes = sum(e.size for e in entries)
         self._entries = {e.path: e for e in entries}
 
     def read(self, wanted: list[tuple[str, str]]) -> Iterator[StoredFile]:

@@ -32,24 +32,30 @@ class FileMatches:
 def match_file(data: bytes, compiled: CompiledPattern, limit: int, context: int = 0,
                max_line_chars: int = 0) -> FileMatches:
     """The first `limit` matching lines of `data` (UTF-8). One RE2 search runs over the whole text (the program
-    never matches a line break, `pattern.compile_pattern`); a match that still ends past its line is checked again
-    inside that line alone."""
-    program, group = compiled.program, compiled.group
+    never matches a line break, `pattern.compile_pattern`), or `bytes.find` for a plain fixed string; a match that
+    still ends past its line is checked again inside that line alone."""
+    program, group, literal = compiled.program, compiled.group, compiled.literal
     found: list[LineMatch] = []
     position, line_number, counted_to = 0, 1, 0
     size = len(data)
     while position <= size:
-        match = program.search(data, position)
-        if match is None:
-            break
-        start = match.start(group)
+        if literal is not None:  # a fixed string never holds a line break: the first hit is its line's first
+            start = data.find(literal, position)
+            if start < 0:
+                break
+            end = start + len(literal)
+        else:
+            match = program.search(data, position)
+            if match is None:
+                break
+            start, end = match.start(group), match.end()
         if start >= size and (size == 0 or data.endswith(NEWLINE)):  # no line after the last line break
             break
         line_start = data.rfind(NEWLINE, 0, start) + 1 if start > 0 else 0
         line_end = data.find(NEWLINE, start)
         if line_end < 0:
             line_end = size
-        if match.end() > line_end:  # crossed a line break: does the line match on its own?
+        if end > line_end:  # crossed a line break: does the line match on its own?
             alone = program.search(data[line_start:line_end])
             start = line_start + alone.start(group) if alone is not None else -1
         if start >= 0:

@@ -1,9 +1,14 @@
 """Exact-search shards (`exact/`, semantica.stores.exact): every indexed file's whole content and its trigram postings,
 partitioned by the same path hash as the chunks and keyed by each file's path and blob sha, so a file that did
-not change keeps its shard (hard-linked from the previous snapshot, its content never read again)."""
+not change keeps its shard (hard-linked from the previous snapshot, its content never read again).
+
+The partition count comes from the text's size (`exact.shard_bytes` per shard), not from the chunks': every
+pattern asks every shard, and each FTS5 query has a fixed cost, so a shard holds megabytes rather than the
+chunks' thousand-chunk partitions."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
@@ -18,9 +23,11 @@ SHARD_SUFFIX = ".sqlite"
 
 
 class FileTexts(Protocol):
-    """The snapshot's indexed files (path, blob sha, in path order) and a reader of their decoded text."""
+    """The snapshot's indexed files (path, blob sha, in path order), their size in bytes and a reader of their
+    decoded text."""
 
     files: list[tuple[str, str]]
+    bytes: int
 
     def read(self, wanted: list[tuple[str, str]]) -> Iterator[StoredFile]: ...
 
@@ -33,9 +40,10 @@ class ExactKind:
         texts: FileTexts | None = context.inputs.texts
         if not context.config.exact.index or texts is None:
             return KindWritten()
-        partitions: list[list[tuple[str, str]]] = [[] for _ in range(context.partitions)]
+        count = partition_count(texts.bytes, context.config.exact.shard_bytes, context.config.shards.max_partitions)
+        partitions: list[list[tuple[str, str]]] = [[] for _ in range(count)]
         for path, blob in texts.files:
-            partitions[partition_of(path, context.partitions)].append((path, blob))
+            partitions[partition_of(path, count)].append((path, blob))
         shards: list[ShardInfo] = []
         for number, files in enumerate(partitions):
             if not files:
@@ -52,6 +60,11 @@ class ExactKind:
     def open(self, snapshot: Any) -> list[ExactShard]:
         """One reader per shard; [] for a snapshot built without the kind."""
         return [ExactShard(p) for p in snapshot.shard_paths(KIND)]
+
+
+def partition_count(text_bytes: int, shard_bytes: int, max_partitions: int) -> int:
+    """Partitions of about `shard_bytes` of text each, at least one and at most `max_partitions`."""
+    return max(1, min(max_partitions, math.ceil(text_bytes / max(1, shard_bytes))))
 
 
 def stored(files: Iterable[Any]) -> Iterator[StoredFile]:

@@ -17,7 +17,7 @@ from semantica.stores.exact import ExactShard, PatternSpec, fts_query
 from semantica.stores.exact.pattern import required_literals
 from semantica.stores.exact.store import StoredFile
 from semantica.stores.index_kinds import ShardInputs, WriteContext
-from semantica.stores.index_kinds.exact import ExactKind
+from semantica.stores.index_kinds.exact import ExactKind, partition_count
 from semantica.stores.index_kinds.sharding import PreviousShards, ShardLinker
 from tests.conftest import EXACT_COMMIT, REPO_ROOT, make_config
 
@@ -34,7 +34,9 @@ def source_files() -> tuple[RepoSource, list[SourceFile]]:
 
 
 def write(root: Path, texts: object, previous: PreviousShards | None = None) -> tuple[list, ShardLinker]:
-    config = make_config(root)
+    # shards of a quarter of the text each: PARTITIONS of them (the shipped size would hold this corpus in one)
+    shard_bytes = -(-texts.bytes // PARTITIONS) if texts is not None else 1
+    config = make_config(root, f"exact.shard_bytes={shard_bytes}")
     linker = ShardLinker(previous or PreviousShards(), root)
     inputs = ShardInputs([], np.zeros((0, 4), dtype=np.float32), [], "m", texts=texts)
     written = ExactKind().write(WriteContext(root, inputs, config, PARTITIONS, [], linker))
@@ -75,6 +77,7 @@ class ChangedOne:
     def __init__(self, texts: SourceTexts, path: str) -> None:
         self.inner, self.path = texts, path
         self.files = [(p, "0" * 40 if p == path else b) for p, b in texts.files]
+        self.bytes = texts.bytes
         self.read_paths: list[str] = []
 
     def read(self, wanted):
@@ -103,7 +106,13 @@ def test_a_snapshot_without_texts_or_with_the_kind_off_writes_nothing(tmp_path) 
     assert write(tmp_path, None)[0] == []
     config = make_config(tmp_path, "exact.index=false")
     inputs = ShardInputs([], np.zeros((0, 4), dtype=np.float32), [], "m",
-                         texts=type("T", (), {"files": [("a.py", "1" * 40)], "read": lambda self, w: iter(
+                         texts=type("T", (), {"files": [("a.py", "1" * 40)], "bytes": 1, "read": lambda self, w: iter(
                              [StoredFile("a.py", "1" * 40, "x")])})())
     linker = ShardLinker(PreviousShards(), tmp_path)
     assert ExactKind().write(WriteContext(tmp_path, inputs, config, 1, [], linker)).shards == []
+
+
+def test_the_partition_count_follows_the_text_size() -> None:
+    assert partition_count(0, 4 << 20, 64) == 1  # an empty snapshot still has one (empty) partition
+    assert partition_count(30_000_000, 4 << 20, 64) == 8  # about sympy's text
+    assert partition_count(10 << 30, 4 << 20, 64) == 64  # capped at shards.max_partitions
