@@ -19,6 +19,13 @@ class QueryError(ValueError):
     error_kind = ErrorKind.BAD_REQUEST
 
 
+class QueryDeadlineExceeded(RuntimeError):
+    """The query outlived `query.deadline_s` (HTTP 504): the pipeline stops at the next stage instead of spending
+    a core on an answer nobody waits for."""
+
+    error_kind = ErrorKind.DEADLINE_EXCEEDED
+
+
 def _doc(text: str, **kwargs: Any) -> Any:
     """A dataclass field with its API description (shown in the OpenAPI schema)."""
     return field(metadata={"doc": text}, **kwargs)

@@ -9,10 +9,11 @@ and an LRU cache keyed by snapshot ids, query and parameters.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
-from semantica.api import SearchRequest, SearchResponse
+from semantica.api import QueryDeadlineExceeded, SearchRequest, SearchResponse
 from semantica.config import Config
 from semantica.hits import RankedList
 from semantica.runtime import observability
@@ -185,7 +186,13 @@ class SearchPipeline:
                 warnings: list[str], degraded: list[dict[str, str]]) -> tuple[SearchResponse, dict[str, RankedList]]:
         """Run the declared stages over one query state; the answer stage writes the response."""
         state = QueryState(request, snapshots, timer, warnings, degraded)
+        limit = self.config.query.deadline_s
+        deadline = time.monotonic() + limit
         for stage in self.query_stages:
+            if time.monotonic() > deadline:
+                raise QueryDeadlineExceeded(f"the query ran past query.deadline_s ({limit} s) before its "
+                                            f"{stage.name!r} stage; narrow it (fewer repositories, a smaller k) "
+                                            "or retry")
             state = stage.run(state)
         if state.response is None:
             raise RuntimeError(f"no query stage wrote a response: {[s.name for s in self.query_stages]}")

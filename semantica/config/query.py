@@ -151,6 +151,7 @@ class QueryConfig:
     default_k: int = 10
     max_k: int = 200
     max_query_chars: int = 20_000
+    deadline_s: float = 60.0  # a query still running this long stops before its next stage (504)
     query_cache_items: int = 256
     file_rank_depth: int = 50
     localize_test_factor: float = 0.5

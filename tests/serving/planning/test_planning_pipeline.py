@@ -117,8 +117,9 @@ def test_mode_is_in_the_http_body_and_the_cache_key():
 
 DNA_QUERY = ("fix the primer search: CCAGCTACTCGGGAGGCTGAGGCTGGAGGATCGCTTGAGTCCAGGAG[ATCG]{2}C never matches "
              "in price_of")
-PATHOLOGICAL_MAX_S = 10.0
-"""Generous for a loaded machine: the backtracking analyzer held this query for over 17 minutes."""
+PATHOLOGICAL_MAX_CPU_S = 1.0
+"""CPU seconds (the process's, every thread's), which a loaded machine does not inflate as it does wall time:
+the backtracking analyzer held this query for over 17 minutes."""
 
 
 @pytest.mark.parametrize("query", [
@@ -131,7 +132,8 @@ def test_a_pathological_query_answers_within_the_bound(pipeline, query):
     through every planning stage; the old identifier pattern backtracked exponentially on them."""
     import time
 
-    started = time.perf_counter()
+    pipeline.search(SearchRequest("price of a sku", k=5))  # warm: models and tables load once, not per query
+    cpu = time.process_time()
     response = pipeline.search(SearchRequest(query, k=5))
     assert response.plan is not None
-    assert time.perf_counter() - started < PATHOLOGICAL_MAX_S
+    assert time.process_time() - cpu < PATHOLOGICAL_MAX_CPU_S

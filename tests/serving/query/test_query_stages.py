@@ -4,9 +4,13 @@ repository: tree-sitter, MiniLM, FAISS, Lucene)."""
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import pytest
 
-from semantica.api import SearchRequest
+from semantica.api import QueryDeadlineExceeded, SearchRequest
+from semantica.errors import ErrorKind, kind_of
 from serving.pipeline import SearchPipeline
 from serving.query.registry import QUERY_STAGES, register_query_stage, unregister_query_stage
 from serving.query.state import QueryState
@@ -89,3 +93,45 @@ def test_registering_needs_a_known_place_and_a_new_name():
         register_query_stage("fuse", AuditStage, after="rerank")
     with pytest.raises(ValueError, match="built in"):
         unregister_query_stage("fuse")
+
+
+class BurnStage:
+    """A plug-in stage that spends `BURN_S` of CPU (a stage stuck in pure Python, as the old identifier regex was)."""
+
+    name = "burn"
+    runs = 0
+
+    def __init__(self, stages) -> None:
+        pass
+
+    def run(self, state: QueryState) -> QueryState:
+        BurnStage.runs += 1
+        started = time.thread_time()
+        while time.thread_time() - started < BURN_S:
+            pass
+        return state
+
+
+class AfterBurnStage(AuditStage):
+    name = "after_burn"
+
+
+BURN_S = 0.5
+
+
+def test_a_query_past_its_deadline_stops_before_the_next_stage(config):
+    slow = dataclasses.replace(config, query=dataclasses.replace(config.query, deadline_s=BURN_S / 2))
+    register_query_stage("burn", BurnStage, after="retrieve")
+    register_query_stage("after_burn", AfterBurnStage, after="burn")
+    AuditStage.built.clear()
+    try:
+        pipeline = SearchPipeline(slow)
+        with pytest.raises(QueryDeadlineExceeded, match=r"query.deadline_s \(0.25 s\)") as raised:
+            pipeline.search(SearchRequest("reconcile the ledger", repos=[REPO], k=3))
+        assert kind_of(raised.value) is ErrorKind.DEADLINE_EXCEEDED  # 504 over HTTP, a tool error over MCP
+        assert BurnStage.runs <= 1 and all(not stage.seen for stage in AuditStage.built)  # nothing ran after it
+        answered = SearchPipeline(config).search(SearchRequest("reconcile the ledger", repos=[REPO], k=3))
+        assert answered.hits  # the shipped deadline lets the same slow stage finish
+    finally:
+        unregister_query_stage("burn")
+        unregister_query_stage("after_burn")
