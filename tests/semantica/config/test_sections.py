@@ -48,16 +48,16 @@ SECTIONS = {
     "knowledge": 20,
     "plan": 13,
     "observability": 6,
-    "repo_map": 17,
-    "feedback_weights": 11,
+    "repo_map": 6,
+    "feedback_weights": 6,
     "planning": 1,
-    "planning.analyzer": 14,
+    "planning.analyzer": 2,
     "planning.modes": 5,
     "planning.budgets": 2,
-    "planning.decompose": 18,
+    "planning.decompose": 6,
     "history": 18,
 }
-FIELD_BUDGET = 365  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 325  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
