@@ -23,10 +23,10 @@ SECTIONS = {
     "branches": 2,
     "intent": 3,
     "retrieval": 5,
-    "graph": 12,
-    "fusion": 12,
+    "graph": 6,
+    "fusion": 7,
     "late_interaction": 9,
-    "cross_encoder": 11,
+    "cross_encoder": 7,
     "ltr": 4,
     "rerank": 1,
     "context": 6,
@@ -57,7 +57,7 @@ SECTIONS = {
     "planning.decompose": 6,
     "history": 18,
 }
-FIELD_BUDGET = 320  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 305  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
