@@ -50,22 +50,14 @@ CHUNK_RATES: dict[str, dict[str, float]] = {
 @dataclass
 class PlanConfig:
     """`semantica plan`: the dry run's estimates and warnings. The rates come from
-    `python -m lab.bench.plan_rates` on this machine (docs/plan.md)."""
+    `python -m lab.bench.plan_rates` on this machine (docs/plan.md). The report's list lengths and the
+    warnings' lockfile names, artifact directories and data suffixes are constants of pipelines/plan.py."""
 
     # chunks per file, per KiB and per function, by language (conf/default.yaml holds the fitted table)
     chunk_rates: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in CHUNK_RATES.items()})
     embed_chunks_per_s: float = 50.0  # cold encoder throughput, no cache
     index_bytes_per_chunk: int = 14612  # snapshot bytes on disk per chunk, all shards
-    top_dirs: int = 10
     dir_depth: int = 2  # directories are reported at most this deep
-    examples_per_reason: int = 5
-    lockfile_names: list[str] = field(default_factory=lambda: [
-        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock", "Cargo.lock",
-        "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "pdm.lock"])
-    artifact_dirs: list[str] = field(default_factory=lambda: [
-        "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "obj"])
-    data_suffixes: list[str] = field(default_factory=lambda: [
-        ".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log"])
     data_dump_bytes: int = 200_000  # an included data file at least this big is flagged
     http_roots: list[str] = field(default_factory=list)  # POST /v1/plan: `path` entries only under these ([]: any)
     http_url_schemes: list[str] = field(default_factory=list)  # POST /v1/plan: `url` schemes allowed ([]: no url)

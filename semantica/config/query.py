@@ -168,7 +168,8 @@ class GraphOpsConfig:
 @dataclass
 class ExactConfig:
     """Exact and regex search (semantica/stores/exact, serving/retrievers/exact.py, docs/grep.md): a trigram index of
-    every indexed file's content (`index`), RE2 as the verifier, and the guardrails of one request."""
+    every indexed file's content (`index`), RE2 as the verifier, and the guardrails of one request. The trigrams sent
+    per literal and the retriever's shortest fragment are constants of serving/retrievers/exact.py."""
 
     index: bool = True  # write the `exact` index kind (trigram postings + file contents) into each snapshot
     compress_level: int = 0  # zlib level of the stored contents; 0 stores them raw (inflating was half a query's time)
@@ -179,9 +180,7 @@ class ExactConfig:
     default_max_count: int = 200  # matching lines per answer when the request names none
     max_matches: int = 5000  # the most a request may ask for (`max_count` above it is capped)
     max_context_lines: int = 10  # `-C N` above it is capped
-    max_query_trigrams: int = 32  # trigrams per required literal sent to the index (a superset either way)
     max_line_chars: int = 2000  # a reported line is cut to this many characters
-    fragment_min_chars: int = 4  # the `exact` retriever: shortest quoted string or code fragment it looks for
     retriever_max_lines: int = 200  # the `exact` retriever: matching lines it turns into chunk hits
 
 

@@ -33,7 +33,7 @@ SECTIONS = {
     "query": 8,
     "granular": 1,
     "graph_ops": 5,
-    "exact": 13,
+    "exact": 11,
     "localizer": 36,
     "serve": 5,
     "auth": 5,
@@ -46,7 +46,7 @@ SECTIONS = {
     "freshness": 4,
     "watch": 2,
     "knowledge": 15,
-    "plan": 13,
+    "plan": 8,
     "observability": 6,
     "repo_map": 6,
     "feedback_weights": 6,
@@ -55,9 +55,9 @@ SECTIONS = {
     "planning.modes": 5,
     "planning.budgets": 2,
     "planning.decompose": 6,
-    "history": 18,
+    "history": 17,
 }
-FIELD_BUDGET = 305  # leaf fields in all; the target is 300: lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 297  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
