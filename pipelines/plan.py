@@ -44,6 +44,16 @@ KIB = 1024
 EXCLUDED_REASON = "excluded by the manifest's exclude globs"
 DEFAULT_RATE = "default"
 RATE_TERMS = ("per_file", "per_kib", "per_function")  # chunks = per_file * files + per_kib * KiB + per_function * functions
+# the report's shape and its warnings' word lists (constants of the dry run, not per-deployment settings)
+TOP_DIRS = 10  # top included / excluded directories listed
+EXAMPLES_PER_REASON = 5  # example paths listed per skip reason and per warning
+LOCKFILE_NAMES = frozenset({  # an included file of this name is warned about as a lockfile
+    "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock", "Cargo.lock",
+    "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "pdm.lock"})
+ARTIFACT_DIRS = frozenset({  # an included file under a directory of this name is warned about as a build artifact
+    "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "obj"})
+# an included file at least `plan.data_dump_bytes` big with one of these suffixes is warned about as a data dump
+DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log")
 
 
 def function_count(path: str, text: str) -> int:
@@ -194,7 +204,7 @@ class IndexPlanner:
                     tally.bytes += (root / error.path).lstat().st_size
                 except OSError:
                     pass
-            if len(tally.examples) < self.settings.examples_per_reason:
+            if len(tally.examples) < EXAMPLES_PER_REASON:
                 tally.examples.append({"path": error.path, "reason": error.reason})
         return dict(sorted(tallies.items(), key=lambda kv: -kv[1].files))
 
@@ -207,26 +217,24 @@ class IndexPlanner:
             directory = "/".join(parts) or "."
             counts[directory] += 1
             volume[directory] += size
-        return [DirTally(files=n, bytes=volume[d], path=d) for d, n in counts.most_common(self.settings.top_dirs)]
+        return [DirTally(files=n, bytes=volume[d], path=d) for d, n in counts.most_common(TOP_DIRS)]
 
     def _warnings(self, paths: list[str], sizes: dict[str, int]) -> list[str]:
         """Included files that are probably not worth embedding: lockfiles, build artifacts, data dumps."""
         settings = self.settings
-        locks = set(settings.lockfile_names)
-        artifact_dirs = set(settings.artifact_dirs)
         notes: dict[str, list[str]] = defaultdict(list)
         for path in paths:
             parts = path.split("/")
-            if parts[-1] in locks:
+            if parts[-1] in LOCKFILE_NAMES:
                 notes["lockfile"].append(path)
-            if artifact_dirs & set(parts[:-1]):
+            if ARTIFACT_DIRS & set(parts[:-1]):
                 notes["build artifact directory"].append(path)
-            if sizes[path] >= settings.data_dump_bytes and path.lower().endswith(tuple(settings.data_suffixes)):
+            if sizes[path] >= settings.data_dump_bytes and path.lower().endswith(DATA_SUFFIXES):
                 notes["data dump"].append(path)
         warnings = []
         for kind, found in notes.items():
-            shown = ", ".join(found[: settings.examples_per_reason])
-            more = f" and {len(found) - settings.examples_per_reason} more" if len(found) > settings.examples_per_reason else ""
+            shown = ", ".join(found[:EXAMPLES_PER_REASON])
+            more = f" and {len(found) - EXAMPLES_PER_REASON} more" if len(found) > EXAMPLES_PER_REASON else ""
             warnings.append(f"{len(found)} likely {kind} file(s) would be indexed: {shown}{more} "
                             f"(add them to .semanticaignore to skip)")
         return warnings

@@ -53,6 +53,7 @@ from semantica.stores.graph import CsrGraphStore
 MIB = 1024 * 1024
 JAVA_DISK_FULL = "No space left on device"  # java.io.IOException's message for ENOSPC (Lucene writes from the JVM)
 CAUSE_DEPTH = 8  # how far down an exception's causes a full disk is looked for
+PAGERANK_DAMPING = 0.85  # the index-time PageRank prior's damping (the usual 0.85; the graph retriever weighs the prior)
 
 
 class DiskFullError(OSError):
@@ -198,7 +199,7 @@ class SnapshotWriter:
     def _write_pagerank(self, paths: SnapshotPaths, content: SnapshotContent) -> None:
         """The graph prior, computed once here rather than per query."""
         nodes = [s.symbol_id for s in content.symbols] + [file_node_id(c.path) for c in content.chunks]
-        ranks = CsrGraphStore(content.edges, nodes).pagerank(self.config.graph.pagerank_damping)
+        ranks = CsrGraphStore(content.edges, nodes).pagerank(PAGERANK_DAMPING)
         table = pa.table({"node": list(ranks), "score": list(ranks.values())},
                          schema=pa.schema([("node", pa.string()), ("score", pa.float64())]))
         pq.write_table(table, paths.pagerank)

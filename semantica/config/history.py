@@ -35,7 +35,6 @@ class HistoryConfig:
     similarity_power: float = 1.0
     half_life_days: float = 0.0
     share_exponent: float = 0.0
-    explain_commits: int = 3
     k: int = 200
     prior_half_life_days: float = 365.0
     cache_file: str = ""

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 @dataclass
 class KnowledgeConfig:
-    """Knowledge entries (decisions, rules, facts, how-tos) injected first into the context; curated by trust."""
+    """Knowledge entries (decisions, rules, facts, how-tos) injected first into the context; curated by trust.
+    The lookup depth, hit boost, vote step, conflict overlap and curator's re-verify count are constants of
+    serving/knowledge/ (inject.py, service.py, conflicts.py, curator.py)."""
 
     enabled: bool = True  # false: search and get_context neither look entries up nor boost hits
     directory: str = ""  # "" = <paths.index_root>/.knowledge (one SQLite file per repository + global.sqlite)
@@ -17,13 +19,8 @@ class KnowledgeConfig:
     grace_days: float = 14.0
     max_entries: int = 3  # entries injected into one answer
     max_context_share: float = 0.25  # of the context budget, at most this much goes to entries
-    lookup_candidates: int = 20  # FTS5 matches read per store before trust filtering
-    hit_boost: float = 0.15  # a hit in an injected entry's scope: score x (1 + hit_boost x trust)
-    feedback_step: float = 1.0  # one vote per feedback on an answer that used the entry (sign of the rating)
     min_matched_terms: int = 2  # an entry is relevant to a query sharing this many terms (fewer when the query has fewer)
-    verify_top: int = 50  # the curator re-verifies this many most trusted entries per repository
     auto_promote: bool = True  # the curator makes a verified candidate above the threshold active
-    conflict_similarity: float = 0.6  # word overlap (of the shorter text) at which opposite claims conflict
     max_text_chars: int = 8000  # longer text: HTTP 413 / CLI error
     max_title_chars: int = 200
     candidate_globs: list[str] = field(default_factory=lambda: [
@@ -53,22 +50,14 @@ CHUNK_RATES: dict[str, dict[str, float]] = {
 @dataclass
 class PlanConfig:
     """`semantica plan`: the dry run's estimates and warnings. The rates come from
-    `python -m lab.bench.plan_rates` on this machine (docs/plan.md)."""
+    `python -m lab.bench.plan_rates` on this machine (docs/plan.md). The report's list lengths and the
+    warnings' lockfile names, artifact directories and data suffixes are constants of pipelines/plan.py."""
 
     # chunks per file, per KiB and per function, by language (conf/default.yaml holds the fitted table)
     chunk_rates: dict[str, dict[str, float]] = field(default_factory=lambda: {k: dict(v) for k, v in CHUNK_RATES.items()})
     embed_chunks_per_s: float = 50.0  # cold encoder throughput, no cache
     index_bytes_per_chunk: int = 14612  # snapshot bytes on disk per chunk, all shards
-    top_dirs: int = 10
     dir_depth: int = 2  # directories are reported at most this deep
-    examples_per_reason: int = 5
-    lockfile_names: list[str] = field(default_factory=lambda: [
-        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Pipfile.lock", "Cargo.lock",
-        "go.sum", "composer.lock", "Gemfile.lock", "uv.lock", "pdm.lock"])
-    artifact_dirs: list[str] = field(default_factory=lambda: [
-        "target", "out", "dist", "build", "_build", ".next", "coverage", "htmlcov", "generated", "obj"])
-    data_suffixes: list[str] = field(default_factory=lambda: [
-        ".json", ".jsonl", ".csv", ".tsv", ".sql", ".xml", ".yaml", ".yml", ".txt", ".log"])
     data_dump_bytes: int = 200_000  # an included data file at least this big is flagged
     http_roots: list[str] = field(default_factory=list)  # POST /v1/plan: `path` entries only under these ([]: any)
     http_url_schemes: list[str] = field(default_factory=list)  # POST /v1/plan: `url` schemes allowed ([]: no url)

@@ -29,7 +29,8 @@ class RetrievalConfig:
 
 @dataclass
 class GraphConfig:
-    """Cost-aware graph walk (RFC values)."""
+    """Cost-aware graph walk (RFC values). The test-path penalty, directed seeds, flow scales and PageRank
+    weight are constants of serving/retrievers/graph.py, the index-time PageRank damping of pipelines/write.py."""
 
     edge_costs: dict[str, float] = field(
         default_factory=lambda: {
@@ -37,22 +38,17 @@ class GraphConfig:
             "CONTAINS": 1.7, "IMPORTS": 2.0, "TESTS": 2.5,
         }
     )
-    test_path_penalty: float = 1.5
     max_cost: float = 4.0
     max_nodes: int = 200
     seeds: int = 10
-    directed_seeds: int = 2
-    pagerank_weight: float = 0.2
-    pagerank_damping: float = 0.85
-    flow_cost_scale: float = 0.8
-    flow_budget_scale: float = 1.5
     store: str = "embedded"
     memgraph_uri: str = ""
 
 
 @dataclass
 class FusionConfig:
-    """Weighted RRF + consensus (RFC values)."""
+    """Weighted RRF + consensus (RFC values). The boosts' probability floors, the expansion boost and the
+    consensus beta and cap are constants of serving/core/fusion.py."""
 
     rrf_k: dict[str, float] = field(
         default_factory=lambda: {"vector": 70.0, "lexical": 70.0, "symbol": 50.0, "graph": 50.0, "exact": 20.0}
@@ -67,12 +63,7 @@ class FusionConfig:
         }
     )
     flow_boost: float = 1.3
-    flow_boost_min_p: float = 0.2
     symbol_boost: float = 1.2
-    symbol_boost_min_p: float = 0.3
-    expansion_boost: float = 1.1
-    consensus_beta: float = 0.3
-    consensus_cap: float = 1.5
     consensus_q0: float = 10.0
     cutoffs: dict[str, int] = field(
         default_factory=lambda: {"symbol": 20, "flow": 15, "concept": 60, "code": 40, "balanced": 40}
@@ -98,7 +89,8 @@ class LateInteractionConfig:
 
 @dataclass
 class CrossEncoderConfig:
-    """Conditional cross-encoder. Off by default: no weights can be had offline."""
+    """Conditional cross-encoder. Off by default: no weights can be had offline. The gate's word count and
+    keywords and the score blend's weights are constants of serving/rerankers/cross_encoder.py."""
 
     enabled: bool = False
     model_path: str = ""
@@ -107,10 +99,6 @@ class CrossEncoderConfig:
     max_length: int = 384
     top_n: int = 20
     intents: list[str] = field(default_factory=lambda: ["flow", "concept"])
-    min_query_words: int = 6
-    keywords: list[str] = field(default_factory=lambda: ["why", "how", "explain", "trace"])
-    cross_weight: float = 0.8
-    fused_weight: float = 0.2
 
 
 @dataclass
@@ -181,7 +169,8 @@ class GraphOpsConfig:
 @dataclass
 class ExactConfig:
     """Exact and regex search (semantica/stores/exact, serving/retrievers/exact.py, docs/grep.md): a trigram index of
-    every indexed file's content (`index`), RE2 as the verifier, and the guardrails of one request."""
+    every indexed file's content (`index`), RE2 as the verifier, and the guardrails of one request. The trigrams sent
+    per literal and the retriever's shortest fragment are constants of serving/retrievers/exact.py."""
 
     index: bool = True  # write the `exact` index kind (trigram postings + file contents) into each snapshot
     compress_level: int = 0  # zlib level of the stored contents; 0 stores them raw (inflating was half a query's time)
@@ -193,9 +182,7 @@ class ExactConfig:
     default_max_count: int = 200  # matching lines per answer when the request names none
     max_matches: int = 5000  # the most a request may ask for (`max_count` above it is capped)
     max_context_lines: int = 10  # `-C N` above it is capped
-    max_query_trigrams: int = 32  # trigrams per required literal sent to the index (a superset either way)
     max_line_chars: int = 2000  # a reported line is cut to this many characters
-    fragment_min_chars: int = 4  # the `exact` retriever: shortest quoted string or code fragment it looks for
     retriever_max_lines: int = 200  # the `exact` retriever: matching lines it turns into chunk hits
 
 

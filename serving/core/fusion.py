@@ -3,14 +3,14 @@
 For each strategy s that returned chunk c at 1-based rank r_s(c):
 
     weights      w_s   = sum_i p(i) * profile[i][s]                      (i over the 5 intents)
-                 w_graph  *= flow_boost    if dominant is flow   and p(flow)   > flow_boost_min_p
-                 w_symbol *= symbol_boost  if dominant is symbol and p(symbol) > symbol_boost_min_p
+                 w_graph  *= flow_boost    if dominant is flow   and p(flow)   > FLOW_BOOST_MIN_P
+                 w_symbol *= symbol_boost  if dominant is symbol and p(symbol) > SYMBOL_BOOST_MIN_P
                  w_s   /= sum_s w_s
     RRF          rrf_s(c) = w_s / (k_s + r_s(c))
     fused        f(c)     = sum_s rrf_s(c)                         (strategies that returned c)
-    consensus    C(c)     = min(cap, 1 + beta * (sqrt(M) - 1)) * (0.5 + 0.5 / (1 + avg_rank / q0))
+    consensus    C(c)     = min(CONSENSUS_CAP, 1 + CONSENSUS_BETA * (sqrt(M) - 1)) * (0.5 + 0.5 / (1 + avg_rank / q0))
                             M = strategies that returned c, avg_rank = mean of its ranks
-    expansion    E(c)     = expansion_boost if c's symbol or path matches a query expansion else 1
+    expansion    E(c)     = EXPANSION_BOOST if c's symbol or path matches a query expansion else 1
     score        S(c)     = f(c) * C(c) * E(c)
 
 Hits are sorted by S descending, ties broken by best (lowest) rank, then chunk id. The list is cut
@@ -33,6 +33,13 @@ GRAPH = "graph"
 """The retriever the flow intent boosts (fusion.flow_boost)."""
 SYMBOL = "symbol"
 """The retriever the symbol intent boosts (fusion.symbol_boost)."""
+
+# the formula's constants (the RFC's values, not per-deployment settings)
+FLOW_BOOST_MIN_P = 0.2  # the flow boost applies when flow is dominant with p(flow) above this
+SYMBOL_BOOST_MIN_P = 0.3  # the symbol boost applies when symbol is dominant with p(symbol) above this
+EXPANSION_BOOST = 1.1  # a hit matching a query expansion (symbol, path or module): score x this
+CONSENSUS_BETA = 0.3  # agreement term of the consensus factor: min(cap, 1 + beta * (sqrt(M) - 1)) ...
+CONSENSUS_CAP = 1.5  # ... at most this
 
 
 def consensus_factor(
@@ -119,7 +126,7 @@ class WeightedRRF:
 
     def consensus(self, n_strategies: int, avg_rank: float) -> float:
         c = self.config
-        return consensus_factor(n_strategies, avg_rank, c.consensus_beta, c.consensus_cap, c.consensus_q0)
+        return consensus_factor(n_strategies, avg_rank, CONSENSUS_BETA, CONSENSUS_CAP, c.consensus_q0)
 
     def weights(self, intent: IntentResult | None, extra: Iterable[str] = (),
                 multipliers: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -137,9 +144,9 @@ class WeightedRRF:
                                  f"fusion weight for a registered retriever (fusion.extra_weights.{name}, "
                                  f"fusion.rrf_k.{name})")
             raw[name] = float(c.extra_weights[name])
-        if intent.dominant is Intent.FLOW and intent.p(Intent.FLOW) > c.flow_boost_min_p:
+        if intent.dominant is Intent.FLOW and intent.p(Intent.FLOW) > FLOW_BOOST_MIN_P:
             raw[GRAPH] *= c.flow_boost
-        if intent.dominant is Intent.SYMBOL and intent.p(Intent.SYMBOL) > c.symbol_boost_min_p:
+        if intent.dominant is Intent.SYMBOL and intent.p(Intent.SYMBOL) > SYMBOL_BOOST_MIN_P:
             raw[SYMBOL] *= c.symbol_boost
         for s, factor in (multipliers or {}).items():
             raw[s] *= factor
@@ -219,7 +226,7 @@ class WeightedRRF:
             consensus = self.consensus(len(ranks), sum(ranks.values()) / len(ranks))
             meta = self._meta(chunk_meta, chunk_id)
             matched = matcher.match(meta) if meta else ""
-            boost = self.config.expansion_boost if matched else 1.0
+            boost = EXPANSION_BOOST if matched else 1.0
             scored.append((fused * consensus * boost, min(ranks.values()), chunk_id, ranks, matched))
         scored.sort(key=lambda item: (-item[0], item[1], item[2]))
         return scored[: self.cutoff(intent, k)], weights
@@ -246,7 +253,7 @@ class WeightedRRF:
         consensus = self.consensus(n, avg)
         raw_meta = chunk_meta.get(chunk_id) if chunk_meta else None
         meta = self._meta(chunk_meta, chunk_id)
-        boost = c.expansion_boost if matched else 1.0
+        boost = EXPANSION_BOOST if matched else 1.0
         score = fused * consensus * boost
 
         features = (

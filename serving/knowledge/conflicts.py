@@ -5,7 +5,7 @@ Two entries conflict when all hold:
 - their scopes overlap: a shared path or symbol, or both name none (a claim about the whole repository);
 - one is negated and the other is not (`never`, `not`, `no longer`, `don't`, `avoid`, `deprecated` ...);
 - their texts say nearly the same thing once negations are removed: the overlap coefficient of their word sets
-  (shared words / words of the shorter one, plural `s` dropped) >= conflict_similarity.
+  (shared words / words of the shorter one, plural `s` dropped) >= CONFLICT_SIMILARITY.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import re
 
 from serving.knowledge.entry import Entry, Kind
 
+CONFLICT_SIMILARITY = 0.6  # word overlap (of the shorter text) at which opposite claims conflict
 CLAIM_KINDS = frozenset({Kind.DECISION.value, Kind.RULE.value, Kind.FACT.value})
 NEGATIONS = frozenset({"never", "not", "no", "don't", "dont", "doesn't", "doesnt", "mustn't", "shouldn't", "cannot",
                        "can't", "won't", "avoid", "deprecated", "forbidden", "nor", "without", "isn't", "aren't"})

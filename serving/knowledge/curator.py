@@ -1,7 +1,7 @@
 """The curator: one pass over the knowledge stores that keeps trust honest, with a report of every change.
 
 Per repository (its newest snapshot, when it has one):
-1. re-verify the `verify_top` most trusted open entries (active, review, candidate): a scope whose path
+1. re-verify the `VERIFY_TOP` most trusted open entries (active, review, candidate): a scope whose path
    or symbol is gone fails and the entry is demoted (its trust x failed_factor); one that passes again is restored;
 2. promote verified (green) candidates at or above the threshold that contradict nothing (`auto_promote`);
    an agent's candidate is never promoted: only `knowledge review ID --keep` by a person makes it active;
@@ -24,6 +24,7 @@ from serving.knowledge.store import KnowledgeStore
 
 SECONDS_PER_DAY = 86400.0
 REPORTS_DIR = "reports"
+VERIFY_TOP = 50  # the curator re-verifies this many most trusted open entries per repository (bounds a pass)
 
 
 @dataclass
@@ -79,7 +80,7 @@ class Curator:
         index = self.service.snapshot_index(store.repo)
         checked = 0
         if index is not None:
-            for entry in store.entries(OPEN)[: self.config.verify_top]:
+            for entry in store.entries(OPEN)[:VERIFY_TOP]:
                 checked += 1
                 changes += self._reverify(store, entry, index)
         for entry in store.entries((Status.CANDIDATE,)):

@@ -4,7 +4,7 @@ lookup   FTS5 over the asked repositories' stores and the global one; an entry c
          least `min_matched_terms` terms with the query (fewer for a shorter query) and its trust now is at
          or above `threshold`; the best `max_entries` by (shared terms, trust).
 boost    a hit of the answer (the first k) whose symbol, or whose exact file, an entry names: score x
-         (1 + hit_boost x trust), moved up past the lower-scored hits just above it (directory and glob scopes
+         (1 + HIT_BOOST x trust), moved up past the lower-scored hits just above it (directory and glob scopes
          are verified but boost nothing: "all of serving/" is no ranking signal).
 dedupe   a code hit of the very document an entry came from, or whose text holds the entry's claim, is dropped:
          the entry already says it.
@@ -35,6 +35,8 @@ from serving.knowledge.store import entry_terms, query_terms
 
 _SPACE = re.compile(r"\s+")
 UNREADABLE = (-1,)
+LOOKUP_CANDIDATES = 20  # FTS5 matches read per store before trust filtering
+HIT_BOOST = 0.15  # a hit in an injected entry's scope: score x (1 + HIT_BOOST x trust), so at most +15%
 log = logging.getLogger(__name__)
 
 
@@ -114,7 +116,7 @@ class KnowledgeInjector:
         now = self.service.clock()
         found: list[UsedEntry] = []
         for store in self.service.base.stores(repos):
-            for entry in store.search(query, self.settings.lookup_candidates):
+            for entry in store.search(query, LOOKUP_CANDIDATES):
                 matched = len(terms & set(entry_terms(entry).split()))
                 trust = store.scorer.score(entry, now)
                 if entry.needs_review:  # an agent's entry no person approved: never injected
@@ -125,11 +127,11 @@ class KnowledgeInjector:
         return found[: self.settings.max_entries]
 
     def boost(self, hits: list[Hit], used: list[UsedEntry], chunks: dict[str, Chunk], k: int) -> list[Hit]:
-        """A hit among the first `k` that an entry names gets score x (1 + hit_boost x trust) and moves up past
+        """A hit among the first `k` that an entry names gets score x (1 + HIT_BOOST x trust) and moves up past
         the unboosted hits just above it that it now outscores. Nothing else moves: the order that came in is
         not always by score (exact graph answers lead, planning may diversify), so it is never re-sorted as a
         whole, and a hit below `k` is never pulled in: knowledge orders the answer, retrieval chooses it."""
-        if not used or self.settings.hit_boost <= 0:
+        if not used:
             return hits
         out = list(hits)
         boosted: set[str] = set()
@@ -138,7 +140,7 @@ class KnowledgeInjector:
             trust = max((u.trust for u in used if chunk is not None and _about(u.entry, chunk)), default=0.0)
             if not trust:
                 continue
-            factor = 1.0 + self.settings.hit_boost * trust
+            factor = 1.0 + HIT_BOOST * trust
             hit.score *= factor
             hit.explanation = f"{hit.explanation} knowledge boost x{factor:.3f}".strip()
             boosted.add(hit.chunk_id)

@@ -10,13 +10,14 @@ from typing import Any
 from semantica.config import Config
 from semantica.ondisk.layout_errors import LayoutError
 from semantica.snapshot import SnapshotSet
-from serving.knowledge.conflicts import find_conflicts
+from serving.knowledge.conflicts import CONFLICT_SIMILARITY, find_conflicts
 from serving.knowledge.entry import GLOBAL, Entry, Review, SourceKind, Status, iso, now_utc
 from serving.knowledge.store import Clock, KnowledgeBase, KnowledgeInputError, KnowledgeStore
 from serving.knowledge.verify import SnapshotIndex, Verifier, VerifyResult
 
 log = logging.getLogger(__name__)
 OPEN = (Status.ACTIVE, Status.REVIEW, Status.CANDIDATE)
+FEEDBACK_STEP = 1.0  # one vote per feedback on an answer that used the entry (its sign is the rating's)
 
 
 @dataclass
@@ -74,7 +75,7 @@ class KnowledgeService:
         if entry.status == Status.RETIRED.value:
             return []
         found = find_conflicts(entry, [e for e in store.entries((Status.ACTIVE, Status.REVIEW))],
-                               self.config.knowledge.conflict_similarity)
+                               CONFLICT_SIMILARITY)
         if not found:
             return []
         for other in [entry, *found]:
@@ -158,7 +159,7 @@ class KnowledgeService:
         """`voter`'s vote on each entry an answer used: up unless the rating is zero or negative. One vote per
         voter per entry (a repeat replaces it); ids outside `repos` (and the global store unless
         `include_global`) are skipped like unknown ones."""
-        step = self.config.knowledge.feedback_step * (1.0 if rating is None or rating > 0 else -1.0)
+        step = FEEDBACK_STEP * (1.0 if rating is None or rating > 0 else -1.0)
         moved = []
         for entry_id in dict.fromkeys(entry_ids):
             store = next((s for s in self.base.stores(repos, include_global) if s.has(entry_id)), None)

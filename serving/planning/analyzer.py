@@ -31,6 +31,27 @@ _PATH = linear_regex.compile(r"[\w.-]*(?:/[\w.-]+)+|[\w-]+\.[A-Za-z0-9]{1,8}\b")
 _PUNCT = ".,;:!?()[]{}'\"<>"
 FORCED = "forced by the request"
 MIN_BARE_PATH_PARTS = 3
+
+# the mode rules' thresholds (StrategySelector.select, first match wins): constants of the rules, not per-deployment settings
+MIN_TRACE_FRAMES = 1  # this many stack-trace frames -> lexical_heavy
+QUOTED_MAX_WORDS = 30  # quoted code in an issue-length text is one clue among many, not the target
+EXACT_MAX_WORDS = 3  # a query of at most this many words, all identifiers -> exact_vector
+MIN_PATHS = 1  # this many file paths -> lexical_heavy
+LEXICAL_IDENTIFIER_SHARE = 0.5  # identifiers at least this share of the words -> lexical_heavy
+KEYWORD_BAG_MIN_WORDS = 2  # a stop-word-free bag of this many words ...
+KEYWORD_BAG_MAX_WORDS = 6  # ... up to this many ...
+KEYWORD_BAG_MIN_DENSITY = 1.0  # ... with at least this share of non-stop words -> lexical_heavy
+DIVERSE_MAX_WORDS = 20  # a breadth marker in an issue-length text says nothing
+VECTOR_MIN_WORDS = 6  # prose of this many words without identifiers -> vector_heavy
+# breadth markers that select mmr_diverse (matched as whole lower-case words)
+DIVERSE_MARKERS = ("all", "every", "each", "examples", "overview", "various", "different", "kinds of", "ways to", "list of")
+# English function words: a query's share of other words is its keyword density
+STOP_WORDS = frozenset((
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "of", "to", "in", "on", "at", "for", "by", "with",
+    "from", "and", "or", "not", "it", "this", "that", "these", "those", "there", "do", "does", "did", "i", "we",
+    "you", "my", "our", "me", "can", "could", "should", "would", "will", "when", "where", "what", "which", "who",
+    "how", "why", "if", "then", "so", "as", "into", "about", "any", "some", "all", "get", "gets", "use", "used",
+))
 """A path without a file extension needs this many segments (`and/or`, `input/output` are words)."""
 
 
@@ -71,7 +92,7 @@ class QueryAnalyzer:
 
     def __init__(self, config: PlanningConfig) -> None:
         self.config = config.analyzer
-        self.stop_words = frozenset(w.lower() for w in self.config.stop_words)
+        self.stop_words = STOP_WORDS
 
     def analyze(self, query: str) -> QueryFeatures:
         text = query[: self.config.max_chars]
@@ -117,38 +138,37 @@ def is_path(token: str) -> bool:
 
 
 class StrategySelector:
-    """`select(features)` -> `ModeChoice` by the rules in `planning.analyzer` (first match wins)."""
+    """`select(features)` -> `ModeChoice` by the rules above (first match wins; `planning.analyzer.enabled` off: hybrid)."""
 
     def __init__(self, config: PlanningConfig) -> None:
         self.config = config
-        self.markers = [m.lower() for m in config.analyzer.diverse_markers]
+        self.markers = list(DIVERSE_MARKERS)
 
     def select(self, query: str, f: QueryFeatures, forced: SearchMode | None = None) -> ModeChoice:
         if forced is not None:
             return self._choice(forced, FORCED, f)
         if not self.config.analyzer.enabled:
             return self._choice(SearchMode.HYBRID, "analyzer off (planning.analyzer.enabled)", f)
-        a = self.config.analyzer
         ids = len(f.identifiers)
-        if f.trace_frames >= a.min_trace_frames:
+        if f.trace_frames >= MIN_TRACE_FRAMES:
             return self._choice(SearchMode.LEXICAL_HEAVY, f"{f.trace_frames} stack-trace frame(s)", f)
-        if f.quoted_code and f.words <= a.quoted_max_words:
+        if f.quoted_code and f.words <= QUOTED_MAX_WORDS:
             return self._choice(SearchMode.EXACT_VECTOR, f"{f.quoted_code} quoted code span(s)", f)
-        if ids and f.words <= a.exact_max_words and ids + len(f.paths) >= f.words:
+        if ids and f.words <= EXACT_MAX_WORDS and ids + len(f.paths) >= f.words:
             return self._choice(SearchMode.EXACT_VECTOR, f"{f.words} word(s), all identifiers: {f.identifiers}", f)
-        if len(f.paths) >= a.min_paths:
+        if len(f.paths) >= MIN_PATHS:
             return self._choice(SearchMode.LEXICAL_HEAVY, f"file path(s) {f.paths[:3]}", f)
-        if ids and f.identifier_share >= a.lexical_identifier_share:
+        if ids and f.identifier_share >= LEXICAL_IDENTIFIER_SHARE:
             return self._choice(SearchMode.LEXICAL_HEAVY,
-                                f"identifier share {f.identifier_share:.2f} >= {a.lexical_identifier_share}", f)
-        if (not ids and a.keyword_bag_min_words <= f.words <= a.keyword_bag_max_words
-                and f.keyword_density >= a.keyword_bag_min_density):
+                                f"identifier share {f.identifier_share:.2f} >= {LEXICAL_IDENTIFIER_SHARE}", f)
+        if (not ids and KEYWORD_BAG_MIN_WORDS <= f.words <= KEYWORD_BAG_MAX_WORDS
+                and f.keyword_density >= KEYWORD_BAG_MIN_DENSITY):
             return self._choice(SearchMode.LEXICAL_HEAVY,
                                 f"keyword bag: {f.words} words, keyword density {f.keyword_density:.2f}", f)
-        marker = self._marker(query) if f.words <= a.diverse_max_words else ""
+        marker = self._marker(query) if f.words <= DIVERSE_MAX_WORDS else ""
         if marker:
             return self._choice(SearchMode.MMR_DIVERSE, f"breadth marker {marker!r}", f)
-        if not ids and f.words >= a.vector_min_words:
+        if not ids and f.words >= VECTOR_MIN_WORDS:
             return self._choice(SearchMode.VECTOR_HEAVY, f"prose: {f.words} words, no identifier", f)
         return self._choice(SearchMode.HYBRID, "no rule matched", f)
 

@@ -48,6 +48,16 @@ DIRECT_KINDS = frozenset({SubQueryKind.FRAME, SubQueryKind.PATH})
 MAX_SCAN_CHARS = 4 * MAX_INTENT_CHARS
 """Only this many leading characters are scanned for frames and errors (caps the work on huge queries)."""
 
+# caps on what each sub-query kind takes from the report (constants of the split, not per-deployment settings)
+MAX_FRAMES = 8  # stack frames, innermost first
+MAX_ERRORS = 2  # exception lines, last first
+MAX_PATHS = 6  # file paths the query names, beyond the frames' own
+MAX_IDENTIFIERS = 8  # identifiers in the identifiers sub-query
+MAX_CALLS = 8  # names the report's code calls, in the calls sub-query
+ERROR_MAX_CHARS = 300  # an exception line is cut here
+GIST_MAX_CHARS = 1200  # the prose gist is cut here
+GIST_MIN_WORDS = 4  # a prose line has at least this many words (shorter lines are headings or noise)
+
 _PY_FRAME = linear_regex.compile(r'File "(?P<path>[^"\n]+)", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]+))?')
 _PYTEST_FRAME = linear_regex.compile(r"(?m)^\s*(?P<path>[\w./\\-]+\.py):(?P<line>\d{1,7}):(?: in (?P<func>[\w<>.]+))?")
 _AT_FRAME = linear_regex.compile(r"\bat (?:(?P<func>[\w.$<>]+) \(|(?P<jfunc>[\w.$<>]+)\()"
@@ -120,22 +130,21 @@ class QueryDecomposer:
     def decompose(self, query: str, intent: IntentResult) -> list[SubQuery]:
         if not self.wanted(query):
             return []
-        c = self.config
         text = query[:MAX_SCAN_CHARS]
         out: list[SubQuery] = []
-        frames = self.frames(text)[: c.max_frames]
+        frames = self.frames(text)[:MAX_FRAMES]
         if frames:
             out.append(SubQuery(SubQueryKind.FRAME, "; ".join(f.describe() for f in frames), frames=frames))
-        for error in self.errors(text)[: c.max_errors]:
+        for error in self.errors(text)[:MAX_ERRORS]:
             out.append(SubQuery(SubQueryKind.ERROR, error))
         frame_paths = {f.path for f in frames}
-        paths = [p for p in intent.expansions.paths if p not in frame_paths][: c.max_paths]
+        paths = [p for p in intent.expansions.paths if p not in frame_paths][:MAX_PATHS]
         if paths:
             out.append(SubQuery(SubQueryKind.PATH, " ".join(paths), paths=paths))
-        identifiers = intent.expansions.symbols[: c.max_identifiers]
+        identifiers = intent.expansions.symbols[:MAX_IDENTIFIERS]
         if identifiers:
             out.append(SubQuery(SubQueryKind.IDENTIFIERS, " ".join(identifiers)))
-        calls = self.calls(text)[: c.max_calls]
+        calls = self.calls(text)[:MAX_CALLS]
         if calls:
             out.append(SubQuery(SubQueryKind.CALLS, " ".join(calls)))
         gist = self.gist(text)
@@ -164,12 +173,12 @@ class QueryDecomposer:
         return list(dict.fromkeys(ordered))
 
     def errors(self, text: str) -> list[str]:
-        """Exception lines, last first (the one that surfaced), each cut at `error_max_chars`."""
+        """Exception lines, last first (the one that surfaced), each cut at `ERROR_MAX_CHARS`."""
         lines = []
         for match in _ERROR_LINE.finditer(text):
             message = (match.group("msg") or "").strip()
             line = f"{match.group('exc')}: {message}" if message else match.group("exc")
-            lines.append(line[: self.config.error_max_chars])
+            lines.append(line[: ERROR_MAX_CHARS])
         return list(dict.fromkeys(reversed(lines)))
 
     @staticmethod
@@ -201,7 +210,7 @@ class QueryDecomposer:
         return list(dict.fromkeys(n for n in names if n not in _NOT_CALLS and n not in own))
 
     def gist(self, text: str) -> str:
-        """The prose lines (outside code fences, tracebacks and code-looking lines), up to `gist_max_chars`."""
+        """The prose lines (outside code fences, tracebacks and code-looking lines), up to `GIST_MAX_CHARS`."""
         kept: list[str] = []
         in_fence = False
         in_trace = False
@@ -218,13 +227,13 @@ class QueryDecomposer:
                 continue
             if in_fence or _CODE_LINE.search(line) or _PY_FRAME.search(line):
                 continue
-            if len(_WORD.findall(line)) < self.config.gist_min_words:
+            if len(_WORD.findall(line)) < GIST_MIN_WORDS:
                 continue
             kept.append(line.strip())
             size += len(line)
-            if size >= self.config.gist_max_chars:
+            if size >= GIST_MAX_CHARS:
                 break
-        return " ".join(kept)[: self.config.gist_max_chars]
+        return " ".join(kept)[: GIST_MAX_CHARS]
 
 
 def _block_code(block: list[str]) -> list[str]:

@@ -1,7 +1,7 @@
 """Direct lookups for decomposition: stack frames and file paths -> the snapshot's chunks.
 
 A frame names a file as the reporter's machine saw it (`/home/u/venv/lib/site-packages/requests/models.py`),
-so it matches an indexed file by its trailing path segments (at least `min_path_segments`, or the whole
+so it matches an indexed file by its trailing path segments (at least `MIN_PATH_SEGMENTS`, or the whole
 path when it is shorter), and then the chunk of the named function (the one holding the line when the
 name is ambiguous), else the chunk holding the line, else the file's first chunk. A path from the prose
 gives the file's first chunk. Frames or paths that match nothing (the standard library, the user's own
@@ -23,6 +23,7 @@ MAX_PATH_MATCHES = 3
 """A path suffix matching more indexed files than this is too ambiguous to vote for any of them."""
 MAX_SUFFIX_INDEXES = 16
 """Suffix tables kept (one per snapshot graph)."""
+MIN_PATH_SEGMENTS = 2  # a frame path matches an indexed file by at least this many trailing segments
 
 
 class PathSuffixIndex:
@@ -67,7 +68,7 @@ class DirectResolver:
         index = self._index(graph)
         chosen: list[str] = []
         for frame in frames:
-            for path in index.match(frame.path, self.config.min_path_segments):
+            for path in index.match(frame.path, MIN_PATH_SEGMENTS):
                 chunk = _frame_chunk(graph.chunks_by_path.get(path, []), frame)
                 if chunk is not None:
                     chosen.append(chunk.chunk_id)
@@ -77,7 +78,7 @@ class DirectResolver:
         index = self._index(graph)
         chosen: list[str] = []
         for wanted in paths:
-            for path in index.match(wanted, self.config.min_path_segments):
+            for path in index.match(wanted, MIN_PATH_SEGMENTS):
                 chunks = graph.chunks_by_path.get(path, [])
                 if chunks:
                     chosen.append(min(chunks, key=lambda c: (c.start_line, c.end_line)).chunk_id)

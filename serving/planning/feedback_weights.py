@@ -3,11 +3,11 @@
 Learning (`semantica weights --learn`): each feedback record names the hits a user found useful. The query is
 replayed (retrieval only) to get every strategy's ranked list; a selected chunk credits each strategy that
 found it with 1 / (rrf_k_s + rank_s), and the credits, as shares, pull an exponential moving average of the
-query's intent's strategy shares (`ema_rate`). The learned multiplier of a strategy is that share over the
-conf profile's share, clipped to [min_multiplier, max_multiplier]; it is blended in with confidence
-n / (n + confidence_k) and not at all below `min_count` records of that intent.
+query's intent's strategy shares (`EMA_RATE`). The learned multiplier of a strategy is that share over the
+conf profile's share, clipped to [MIN_MULTIPLIER, MAX_MULTIPLIER]; it is blended in with confidence
+n / (n + CONFIDENCE_K) and not at all below `min_count` records of that intent.
 
-A/B gate: records are split (seeded, `holdout_fraction`); the weights are learned on one part, then the other
+A/B gate: records are split (seeded, `HOLDOUT_FRACTION` held back); the weights are learned on one part, then the other
 part is fused with the conf profiles and with the learned ones, and the reciprocal rank of the first selected
 chunk compared. Only a verdict of `learned` (mean RR better by more than `min_gain`, over >= `min_holdout`
 records) lets the search use them. Everything, verdict included, is in `<index_root>/<repo>/feedback-weights.json`.
@@ -40,6 +40,13 @@ if TYPE_CHECKING:
 VERDICT_LEARNED = "learned"
 VERDICT_DEFAULT = "default"
 VERDICT_NONE = "untested"
+
+# the learner's constants (formula parameters, not per-deployment settings; `feedback_weights` keeps the switch and gates)
+EMA_RATE = 0.1  # each feedback record moves its intent's strategy shares this far toward its credits
+MIN_MULTIPLIER = 0.5  # a learned multiplier on the conf profile is clipped to [MIN_MULTIPLIER, MAX_MULTIPLIER]
+MAX_MULTIPLIER = 2.0
+CONFIDENCE_K = 20.0  # the learned multiplier is blended in with confidence n / (n + CONFIDENCE_K)
+HOLDOUT_FRACTION = 0.3  # the A/B gate holds back this share of the records
 
 
 @dataclass
@@ -147,7 +154,7 @@ class WeightLearner:
 
     def update(self, state: LearnedWeights, intent: Intent, shares: dict[str, float]) -> None:
         current = state.intents.setdefault(intent.value, IntentState(self.default_shares(intent.value)))
-        rate = self.config.ema_rate
+        rate = EMA_RATE
         current.shares = {s: (1 - rate) * current.shares.get(s, 0.0) + rate * shares.get(s, 0.0)
                           for s in current.shares}
         current.count += 1
@@ -155,16 +162,15 @@ class WeightLearner:
     def confidence(self, count: int) -> float:
         if count < self.config.min_count:
             return 0.0
-        return count / (count + self.config.confidence_k)
+        return count / (count + CONFIDENCE_K)
 
     def multipliers(self, state: LearnedWeights, intent: str) -> dict[str, float]:
-        """Learned share / default share per strategy, within [min_multiplier, max_multiplier]."""
+        """Learned share / default share per strategy, within [MIN_MULTIPLIER, MAX_MULTIPLIER]."""
         learned = state.intents.get(intent)
         defaults = self.default_shares(intent)
         if learned is None:
             return {s: 1.0 for s in defaults}
-        c = self.config
-        return {s: min(c.max_multiplier, max(c.min_multiplier, learned.shares.get(s, 0.0) / d if d > 0 else 1.0))
+        return {s: min(MAX_MULTIPLIER, max(MIN_MULTIPLIER, learned.shares.get(s, 0.0) / d if d > 0 else 1.0))
                 for s, d in defaults.items()}
 
     def profiles(self, state: LearnedWeights) -> dict[str, dict[str, float]]:
@@ -211,7 +217,7 @@ class AbGate:
         c = self.config.feedback_weights
         order = list(range(len(samples)))
         random.Random(c.seed).shuffle(order)
-        n_hold = int(round(len(samples) * c.holdout_fraction))
+        n_hold = int(round(len(samples) * HOLDOUT_FRACTION))
         held = set(order[:n_hold])
         return ([s for i, s in enumerate(samples) if i not in held], [s for i, s in enumerate(samples) if i in held])
 

@@ -6,12 +6,13 @@ stage expects (`{retriever name: RankedList}`): chunk fusion, localization and m
 
 For strategy s, a chunk c scores
 
-    main_weight / (rrf_k + r_main,s(c))  +  sum over sub-queries q feeding s of  w_kind(q) / (rrf_k + r_q,s(c))
+    MAIN_WEIGHT / (RRF_K + r_main,s(c))  +  sum over sub-queries q feeding s of  w_kind(q) / (RRF_K + r_q,s(c))
 
 where a direct list (frames, paths) feeds the strategies in `decompose.direct_into`, and a sub-query's
 list of strategy t feeds t, or the strategies `decompose.routes["kind.t"]` names instead (so that, e.g.,
 the calls sub-query's symbol hits can vote in localization, which reads only the vector and lexical
-lists). Ties keep the main list's order. A strategy no sub-query feeds keeps its list unchanged.
+lists), kept to the best `MAX_LIST` (or the main list's length if longer). Ties keep the main list's order.
+A strategy no sub-query feeds keeps its list unchanged.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from serving.retrievers.registry import conf_retriever_names, retriever_name
 DIRECT = "direct"
 """The list key of a frame/path lookup (not a retriever)."""
 MAIN_SOURCE = "main"
+RRF_K = 60.0  # the RRF constant of the merge (the usual 60; the sub-query weights are what is tuned)
+MAIN_WEIGHT = 1.0  # the main query's list weight: each kind's `planning.decompose.weights` entry is relative to it
+MAX_LIST = 150  # merged list length per strategy (a main list longer than this keeps its length)
 
 
 @dataclass
@@ -74,7 +78,6 @@ class ListMerger:
         return float(self.config.decompose.weights.get(kind.value, 0.0))
 
     def merge(self, main: dict[str, RankedList], sub_queries: list[SubQueryLists]) -> dict[str, RankedList]:
-        d = self.config.decompose
         feeds: dict[str, list[tuple[float, RankedList]]] = {s: [] for s in main}
         for sub in sub_queries:
             w = self.weight(sub.kind)
@@ -88,7 +91,7 @@ class ListMerger:
         merged: dict[str, RankedList] = {}
         for strategy, ranked in main.items():
             extra = [(w, r) for w, r in feeds[strategy] if r]
-            merged[strategy] = self._fuse(ranked, extra, d.rrf_k, d.main_weight, max(d.max_list, len(ranked))) \
+            merged[strategy] = self._fuse(ranked, extra, RRF_K, MAIN_WEIGHT, max(MAX_LIST, len(ranked))) \
                 if extra else ranked
         return merged
 

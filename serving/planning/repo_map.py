@@ -1,7 +1,7 @@
 """Repository map: a repository's files ranked by personalised PageRank over its file graph (Aider's repo map).
 
 The graph: one node per indexed file; each resolved code-graph edge (calls, imports, inheritance, references)
-between two files adds `repo_map.edge_weights[type]` to the edge from the using file to the defining file.
+between two files adds `EDGE_WEIGHTS[type]` to the edge from the using file to the defining file.
 The personalisation: the query's identifiers resolved through the symbol table (the files defining them),
 plus the file paths the query names. With no seed, it is plain PageRank (the repository's central files).
 Each ranked file lists its top symbols (seeded names first, then the most used from the ranked files) with
@@ -37,6 +37,20 @@ _SIGNATURE_MAX_LINES = 4
 # Line comments by language, and Rust's attributes (`#[inline]`); `#` opens a JavaScript private method
 _LINE_COMMENTS = {"": ("//",), "python": ("#",), "rust": ("//", "#[", "#![")}
 _DECORATOR = linear_regex.compile(r"@[\w.]+")  # a decorator or annotation's name (`@Override`, `@app.route`)
+
+# the ranking's constants (formula weights and caps, not per-deployment settings)
+DAMPING = 0.85  # PageRank's damping (networkx's and the paper's default)
+# weight each resolved code-graph edge type adds from the using file to the defining file
+EDGE_WEIGHTS = {"CALLS": 1.0, "INHERITS": 1.0, "REFERENCES": 0.5, "IMPORTS": 0.5, "OVERRIDES": 0.5, "TESTS": 0.2}
+REVERSE_WEIGHT = 0.5  # each edge also links the defining file back to the user, at this fraction
+CODE_IDENTIFIER_WEIGHT = 1.0  # seed weight of a snake_case / CamelCase / dotted name in the query
+PLAIN_WORD_WEIGHT = 0.2  # seed weight of a plain word that is exactly a symbol's name (e.g. `search`)
+MIN_PLAIN_WORD_CHARS = 4  # a plain word shorter than this seeds nothing
+PATH_WEIGHT = 3.0  # seed weight of a file path (or its tail) named in the query
+MAX_SEED_DEFINITIONS = 20  # a name defined in more places than this is too common to seed
+SYMBOLS_PER_FILE = 6  # symbols listed under each ranked file
+SIGNATURE_MAX_CHARS = 160  # a longer signature is cut with "..."
+SCOPE_BOOST = 0.3  # scope_mode boost: a hit in the map's top files gets score * (1 + SCOPE_BOOST)
 
 
 def signature_start(lines: list[str], language: str = "") -> int:
@@ -160,13 +174,13 @@ class FileGraph:
         self.used_by: dict[str, dict[str, float]] = defaultdict(dict)  # symbol id -> using file -> weight
         weights: dict[tuple[str, str], float] = defaultdict(float)
         for edge in snapshot.edges:
-            w = config.edge_weights.get(edge.type, 0.0)
+            w = EDGE_WEIGHTS.get(edge.type, 0.0)
             if not edge.resolved or w <= 0:
                 continue
             src, dst = _path_of(edge.src), _path_of(edge.dst)
             if src != dst:
                 weights[(src, dst)] += w
-                weights[(dst, src)] += w * config.reverse_weight  # rank flows to callers/importers too
+                weights[(dst, src)] += w * REVERSE_WEIGHT  # rank flows to callers/importers too
             if "::" in edge.dst:
                 self.used_by[edge.dst][src] = self.used_by[edge.dst].get(src, 0.0) + w
         import networkx as nx  # here, not at module level: a query that never builds a repo map skips its import
@@ -198,26 +212,25 @@ class RepoMapper:
 
     def seeds(self, graph: FileGraph, query: str) -> tuple[dict[str, float], dict[str, list[str]], set[str]]:
         """(file -> personalisation weight, query name -> files, seeded symbol ids) for the query's names."""
-        c = self.config
         weights: dict[str, float] = defaultdict(float)
         named: dict[str, list[str]] = {}
         seeded: set[str] = set()
         for token in dict.fromkeys(_PATHLIKE.findall(query)):
             hits = [p for p in graph.paths if p == token or p.endswith("/" + token)]
-            if 0 < len(hits) <= c.max_seed_definitions:
+            if 0 < len(hits) <= MAX_SEED_DEFINITIONS:
                 named[token] = hits
                 for p in hits:
-                    weights[p] += c.path_weight / len(hits)
+                    weights[p] += PATH_WEIGHT / len(hits)
         for token in dict.fromkeys(_IDENTIFIER.findall(query)):
             code_like = bool(_CODE_LOOKING.fullmatch(token))
             defs = graph.by_name.get(token) or (graph.by_name.get(token.rsplit(".", 1)[-1]) if "." in token else None)
             if not defs and code_like:
                 defs = graph.by_lower.get(token.rsplit(".", 1)[-1].lower())
-            if not defs or len(defs) > c.max_seed_definitions:
+            if not defs or len(defs) > MAX_SEED_DEFINITIONS:
                 continue
-            if not code_like and len(token) < c.min_plain_word_chars:
+            if not code_like and len(token) < MIN_PLAIN_WORD_CHARS:
                 continue
-            weight = c.code_identifier_weight if code_like else c.plain_word_weight
+            weight = CODE_IDENTIFIER_WEIGHT if code_like else PLAIN_WORD_WEIGHT
             named[token] = sorted({s.path for s in defs})
             for sym in defs:
                 weights[sym.path] += weight / len(defs)
@@ -232,7 +245,7 @@ class RepoMapper:
         weights, named, seeded = self.seeds(graph, query)
         import networkx as nx
 
-        ranks = nx.pagerank(graph.graph, alpha=self.config.damping, personalization=weights or None, weight="weight")
+        ranks = nx.pagerank(graph.graph, alpha=DAMPING, personalization=weights or None, weight="weight")
         order = sorted(ranks.items(), key=lambda kv: (-kv[1], kv[0]))
         return order, named, seeded
 
@@ -276,7 +289,7 @@ class RepoMapper:
 
         symbols = graph.symbols_by_path.get(path, [])
         ordered = sorted(symbols, key=lambda s: (s.symbol_id not in seeded, -use(s), s.start_line))
-        return sorted(ordered[: self.config.symbols_per_file], key=lambda s: s.start_line)
+        return sorted(ordered[: SYMBOLS_PER_FILE], key=lambda s: s.start_line)
 
     def _signature(self, snapshot: Snapshot, sym: Symbol) -> str:
         lines = snapshot.file_lines(sym.path)[sym.start_line - 1: sym.end_line]
@@ -287,7 +300,7 @@ class RepoMapper:
             if text.rstrip().endswith(_SIGNATURE_ENDS):
                 break
         signature = " ".join(p for p in parts if p) or sym.qualname
-        limit = self.config.signature_max_chars
+        limit = SIGNATURE_MAX_CHARS
         return signature if len(signature) <= limit else signature[: limit - 3] + "..."
 
 
@@ -352,7 +365,7 @@ class RepoScopeStage:
                 outside.append(hit)
                 continue
             if self.mode is ScopeMode.BOOST:
-                hit.score *= 1.0 + self.config.scope_boost
+                hit.score *= 1.0 + SCOPE_BOOST
             hit.explanation = f"{hit.explanation}; repo map: file rank {rank}".lstrip("; ")
             inside.append(hit)
         if self.mode is ScopeMode.NARROW:

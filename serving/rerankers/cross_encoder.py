@@ -1,14 +1,14 @@
 """Conditional cross-encoder reranking of the top hits (a local checkpoint, fully offline).
 
 When it runs (`should_run`): the dominant intent is one of `intents` (flow, concept), OR the
-query has at least `min_query_words` words, OR it contains one of `keywords` (why, how, explain,
+query has at least `MIN_QUERY_WORDS` words, OR it contains one of `KEYWORDS` (why, how, explain,
 trace) as a whole word. Any one condition is enough: each marks a query whose wording matters more
 than its identifiers. Whether the stage exists at all is `CrossEncoderConfig.enabled` (the
 pipeline's concern).
 
 Scoring of the first `top_n` hits:
 
-    score = cross_weight * sigmoid(logit) + fused_weight * prev / max(prev over those hits)
+    score = CROSS_WEIGHT * sigmoid(logit) + FUSED_WEIGHT * prev / max(prev over those hits)
 
 where `prev` is the hit's incoming `score` (the fused score, or the late-interaction score when
 that stage ran before). A model with two labels uses logit[1] - logit[0] (so sigmoid = softmax p1).
@@ -41,6 +41,10 @@ from serving.rerankers.registry import register_reranker  # noqa: E402
 
 _WORD = re.compile(r"\w+")
 CROSS_STAGE = "cross_encoder"
+MIN_QUERY_WORDS = 6  # the gate: a query of this many words runs the stage whatever its intent
+KEYWORDS = frozenset({"why", "how", "explain", "trace"})  # ... and so does one holding one of these whole words
+CROSS_WEIGHT = 0.8  # a re-scored hit's score: CROSS_WEIGHT x the cross-encoder's probability ...
+FUSED_WEIGHT = 0.2  # ... + FUSED_WEIGHT x its incoming score over the head's best
 
 CHARS_PER_TOKEN_CAP = 16
 """Texts are cut to max_length x this many characters before tokenizing: no tokenizer piece is
@@ -186,7 +190,7 @@ class CrossEncoderReranker:
             resolved.append(chunk)
         logits = self.score_pairs(query, [c.embedding_text() for c in resolved])
         top_prev = max(h.score for h in head)
-        cw, fw = self.config.cross_weight, self.config.fused_weight
+        cw, fw = CROSS_WEIGHT, FUSED_WEIGHT
         ordered = []
         for position, (hit, chunk, logit) in enumerate(zip(head, resolved, logits)):
             prob = _sigmoid(logit)
@@ -209,10 +213,9 @@ def should_run(
         if dominant.value in {i.lower() for i in config.intents}:
             return True
     words = [w.lower() for w in _WORD.findall(query or "")]
-    if len(words) >= config.min_query_words:
+    if len(words) >= MIN_QUERY_WORDS:
         return True
-    keywords = {k.lower() for k in config.keywords}
-    return any(w in keywords for w in words)
+    return any(w in KEYWORDS for w in words)
 
 
 @register_reranker(CROSS_STAGE)

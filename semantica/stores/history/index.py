@@ -23,6 +23,7 @@ from semantica.stores.tokenizer import tokenize
 
 SECONDS_PER_DAY = 86400.0
 RECENT_VOTES = 64  # queries whose votes a HistoryIndex keeps (one query asks several times)
+EXPLAIN_COMMITS = 3  # each ranked file or function keeps at most this many voters, most similar first (its explanation)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def vote(similar: list[tuple[CommitRecord, float]], as_of: int, config: HistoryC
     def ranked(table: dict[str, Vote]) -> list[Vote]:
         out = sorted(table.values(), key=lambda v: (-v.score, v.key))[: config.k]
         for item in out:
-            item.voters = sorted(item.voters, key=lambda v: -v.similarity)[: config.explain_commits]
+            item.voters = sorted(item.voters, key=lambda v: -v.similarity)[:EXPLAIN_COMMITS]
         return out
     return HistoryVotes(ranked(files), ranked(functions), voters)
 

@@ -9,9 +9,10 @@ import pytest
 
 from semantica.config import ConfigError, DecomposeConfig, LtrTrainConfig, PlanningConfig
 from serving.core.intent import IntentClassifier
+from serving.planning import decompose
 from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
-from serving.planning.merge import DIRECT, ListMerger, SubQueryLists
+from serving.planning.merge import DIRECT, MAIN_WEIGHT, ListMerger, SubQueryLists
 from tests.conftest import make_config
 from tests.dated_git import one_commit_repo
 
@@ -62,7 +63,7 @@ def test_bug_report_splits_into_frames_error_paths_identifiers_and_gist():
     assert gist.startswith("Posting a refund crashes") and "post_batch(rows)" not in gist and "BALANCES" not in gist
 
 
-def test_calls_are_what_the_reports_code_calls_not_its_output_builtins_or_own_names():
+def test_calls_are_what_the_reports_code_calls_not_its_output_builtins_or_own_names(monkeypatch):
     assert _decompose(REPORT)[4].kind is SubQueryKind.CALLS  # after the frames, error, path and identifiers
     assert {s.kind: s.text for s in _decompose(REPORT)}[SubQueryKind.CALLS] == "post_batch"
     repl = ("The LaTeX printer disagrees with pretty printing for this product of functions here:\n\n"
@@ -72,7 +73,8 @@ def test_calls_are_what_the_reports_code_calls_not_its_output_builtins_or_own_na
             "```python\ndef helper(expr):\n    return expr.rewrite(sin)\nf = helper(x)\nf(2)\n```\n"
             "Both should read the same, shouldn't they? It looks like a plain bug in latex().")
     assert QueryDecomposer.calls(repl) == ["var", "latex", "exp", "log", "pretty", "rewrite"]
-    assert {s.kind: s.text for s in _decompose(repl, max_calls=2)}[SubQueryKind.CALLS] == "var latex"  # capped
+    monkeypatch.setattr(decompose, "MAX_CALLS", 2)
+    assert {s.kind: s.text for s in _decompose(repl)}[SubQueryKind.CALLS] == "var latex"  # capped
     assert QueryDecomposer.code_lines("Out[3]: frac(x)\nprose with call(x) in it") == []  # neither code nor prompt
 
 
@@ -100,7 +102,7 @@ def test_frame_paths_match_indexed_files_by_trailing_segments():
 
 def test_merge_folds_direct_lists_into_voters_and_keeps_untouched_strategies():
     config = PlanningConfig()
-    config.decompose.weights["frame"] = config.decompose.main_weight  # the mechanics at equal weights
+    config.decompose.weights["frame"] = MAIN_WEIGHT  # the mechanics at equal weights
     merger = ListMerger(config)
     main = {"vector": [("a", 1), ("b", 2)], "symbol": [("s", 1)]}
     frame = SubQueryLists(SubQueryKind.FRAME, "x.py:1", {DIRECT: [("b", 1), ("c", 2)]})
@@ -116,8 +118,8 @@ def test_routes_send_a_sub_query_list_to_other_strategies_and_reject_unknown_nam
     plain = ListMerger(PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND))))
     assert plain.merge(main, [calls])["lexical"] == main["lexical"]  # its own strategy only
     assert plain.merge(main, [calls])["symbol"] != main["symbol"]
-    config = PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND), routes={"calls.symbol": ["lexical"]},
-                                                      main_weight=0.5))
+    config = PlanningConfig(decompose=DecomposeConfig(weights=dict.fromkeys(EVERY_KIND, MAIN_WEIGHT),
+                                                      routes={"calls.symbol": ["lexical"]}))  # equal weights
     routed = ListMerger(config).merge(main, [calls])
     assert [c for c, _ in routed["lexical"]] == ["b", "a"] and routed["symbol"] == main["symbol"]
     for bad, said in (("calls.symbl", "symbl"), ("call.symbol", "call"), ("calls", "''")):
@@ -215,8 +217,8 @@ def test_conf_names_are_checked_against_the_retriever_registry():
     with pytest.raises(ConfigError, match=r"planning\.decompose\.direct_into: unknown strategy 'vectr'.*vector"):
         ListMerger(PlanningConfig(decompose=DecomposeConfig(direct_into=["vectr"])))
     # a registered retriever that owns no LTR feature (history) is routed to like a built-in
-    config = PlanningConfig(decompose=DecomposeConfig(weights=dict(EVERY_KIND), routes={"calls.symbol": ["History"]},
-                                                      main_weight=0.5))
+    config = PlanningConfig(decompose=DecomposeConfig(weights=dict.fromkeys(EVERY_KIND, MAIN_WEIGHT),
+                                                      routes={"calls.symbol": ["History"]}))  # equal weights
     main = {"history": [("a", 1), ("b", 2)], "symbol": [("s", 1)]}
     calls = SubQueryLists(SubQueryKind.CALLS, "latex", {"symbol": [("b", 1)]})
     routed = ListMerger(config).merge(main, [calls])

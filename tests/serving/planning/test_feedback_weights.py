@@ -38,7 +38,7 @@ def _lexical_wins(n: int) -> list[ReplayedSample]:
 
 
 def test_feedback_moves_weights_toward_the_strategy_that_found_the_hit_within_bounds():
-    config = FeedbackWeightsConfig(min_count=5, max_multiplier=2.0, min_multiplier=0.5)
+    config = FeedbackWeightsConfig(min_count=5)  # multipliers within [0.5, 2.0]
     learner = WeightLearner(config, FusionConfig())
     state = learner.learn(_lexical_wins(3), LearnedWeights("acme/shop"))
     mult = learner.multipliers(state, "concept")
