@@ -23,6 +23,9 @@ from pipelines.manifest import RepoSpec, open_spec
 from pipelines.source_files import SourceFile
 from semantica.config import Config, PlanConfig
 from semantica.languages.spans import file_spans
+from semantica.layout import IndexLayout
+from semantica.ondisk.layout_errors import LayoutError
+from semantica.ondisk.source import FileBlobs
 from semantica.schema import FileError
 
 # A skip reason's kind, by how discovery words it (first match wins): what `semantica plan` groups by.
@@ -109,13 +112,27 @@ class DirTally(Tally):
 
 
 @dataclass
+class WarmEstimate:
+    """A build over the published snapshot of the same name: a file whose blob is unchanged keeps its chunks'
+    vectors (the embedding cache is keyed by content), so only the changed and new files' chunks are embedded."""
+
+    snapshot: str
+    unchanged_files: int
+    changed_files: int
+    chunks: int
+    embed_seconds: float
+
+
+@dataclass
 class Estimate:
-    """Cold-build estimates (nothing in the embedding cache) and the rates they came from."""
+    """Cold-build estimates (nothing in the embedding cache), the warm one when a snapshot is published, and the
+    rates they came from."""
 
     chunks: int
     embed_seconds: float
     index_bytes: int
     rates: dict[str, Any]
+    warm: WarmEstimate | None = None
 
 
 @dataclass
@@ -159,24 +176,21 @@ class IndexPlanner:
         included: list[SourceFile] = []
         for item in source.read(opened.entries):
             (included if isinstance(item, SourceFile) else skipped).append(item)
-        languages: dict[str, LanguageTally] = defaultdict(LanguageTally)
-        for file in included:
-            tally = languages[file.language]
-            tally.files += 1
-            tally.bytes += sizes[file.path]
-            tally.functions += function_count(file.path, file.text)
-        for name, tally in languages.items():
-            tally.chunks = self.rates.estimate(name, tally.files, tally.bytes / KIB, tally.functions)
+        functions = {f.path: function_count(f.path, f.text) for f in included}
+        languages = self._tally(included, sizes, functions)
         paths = [f.path for f in included]
         total_bytes = sum(t.bytes for t in languages.values())
+        repo = source.repo if not spec.name else spec.name
+        estimate = self._estimate(sum(t.chunks for t in languages.values()))
+        estimate.warm = self._warm(repo, included, sizes, functions)
         return RepoPlan(
-            repo=source.repo if not spec.name else spec.name, path=source.repo_path,
+            repo=repo, path=source.repo_path,
             commit=source.commit or "worktree", files=len(included), bytes=total_bytes,
             languages=dict(sorted(languages.items(), key=lambda kv: -kv[1].bytes)),
             skipped=self._skips(skipped, source.repo_path, source.commit),
             top_included_dirs=self._top_dirs({p: sizes[p] for p in paths}),
             top_excluded_dirs=self._top_dirs({e.path: 0 for e in skipped}),
-            estimate=self._estimate(sum(t.chunks for t in languages.values())),
+            estimate=estimate,
             warnings=self._warnings(paths, sizes),
             included=paths, seconds=round(time.perf_counter() - start, 3),
         )
@@ -192,6 +206,33 @@ class IndexPlanner:
                                "index_bytes_per_chunk": self.settings.index_bytes_per_chunk,
                                "measured_by": "python -m lab.bench.plan_chunk_fit, python -m lab.bench.plan_rates "
                                               "(docs/plan.md)"})
+
+    def _tally(self, files: list[SourceFile], sizes: dict[str, int], functions: dict[str, int]) -> dict[str, LanguageTally]:
+        """Files, bytes, functions and estimated chunks per language."""
+        languages: dict[str, LanguageTally] = defaultdict(LanguageTally)
+        for file in files:
+            tally = languages[file.language]
+            tally.files += 1
+            tally.bytes += sizes[file.path]
+            tally.functions += functions[file.path]
+        for name, tally in languages.items():
+            tally.chunks = self.rates.estimate(name, tally.files, tally.bytes / KIB, tally.functions)
+        return languages
+
+    def _warm(self, repo: str, included: list[SourceFile], sizes: dict[str, int],
+              functions: dict[str, int]) -> WarmEstimate | None:
+        """The warm estimate against `repo`'s published snapshot; None when none is published (or it is unreadable)."""
+        try:
+            paths = IndexLayout(self.config.paths.index_root).current(repo)
+            published = FileBlobs.read(paths.files).blobs
+        except (LayoutError, OSError, ValueError):
+            return None
+        changed = [f for f in included if published.get(f.path) != f.blob_sha]
+        chunks = sum(t.chunks for t in self._tally(changed, sizes, functions).values())
+        rate = self.settings.embed_chunks_per_s
+        return WarmEstimate(snapshot=paths.root.name, unchanged_files=len(included) - len(changed),
+                            changed_files=len(changed), chunks=chunks,
+                            embed_seconds=round(chunks / rate, 1) if rate > 0 else 0.0)
 
     def _skips(self, skipped: list[FileError], repo_path: str, commit: str | None) -> dict[str, SkipTally]:
         tallies: dict[str, SkipTally] = defaultdict(SkipTally)

@@ -67,6 +67,10 @@ def print_plan(plan, files: bool) -> None:  # noqa: ANN001 (pipelines.plan.RepoP
         print(f"    {language:<12} {tally.files:>6} files {tally.bytes / MIB:>9.2f} MiB  ~{tally.chunks} chunks{functions}")
     print(f"  estimate (cold): ~{est.chunks} chunks, embedding ~{est.embed_seconds:.0f}s "
           f"at {est.rates['embed_chunks_per_s']} chunks/s, index ~{est.index_bytes / MIB:.1f} MiB")
+    if est.warm is not None:
+        warm = est.warm
+        print(f"  estimate (warm, over snapshot {warm.snapshot}): {warm.changed_files} changed or new files, "
+              f"{warm.unchanged_files} unchanged; ~{warm.chunks} chunks to embed, ~{warm.embed_seconds:.0f}s")
     if plan.skipped:
         print("  would skip:")
         for kind, tally in plan.skipped.items():

@@ -223,3 +223,30 @@ def test_the_chunk_estimate_is_within_15_percent_on_public_repositories(tmp_path
     built = parsed_chunks(config, repo)
     estimate = IndexPlanner(config).plan(RepoSpec(name=mirror, path=str(repo), commit="HEAD")).estimate.chunks
     assert abs(estimate - built) <= ESTIMATE_TOLERANCE * built, (estimate, built)
+
+
+def test_the_warm_estimate_counts_only_what_changed_since_the_published_snapshot(tmp_path: Path) -> None:
+    repo = tmp_path / "warm"
+    files = {f"pkg/m{i}.py": "".join(f"def f{i}_{j}():\n    return {j}\n\n\n" for j in range(5)) for i in range(6)}
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "six modules")
+    config = make_config(tmp_path / "index", "token_vectors.enabled=false", "history.index=false")
+    planner = IndexPlanner(config)
+    spec = RepoSpec(name="t/warm", path=str(repo), commit="HEAD")
+    cold = planner.plan(spec)
+    assert cold.estimate.warm is None  # nothing published under that name: every chunk is embedded
+    Indexer(config, progress=False).index(str(repo), "t/warm", "HEAD")
+    again = planner.plan(spec).estimate
+    assert again.warm is not None and (again.warm.changed_files, again.warm.unchanged_files) == (0, 6)
+    assert again.warm.chunks == 0 and again.warm.embed_seconds == 0.0 and again.chunks == cold.estimate.chunks
+    (repo / "pkg/m0.py").write_text(files["pkg/m0.py"] + "def added():\n    return 1\n")
+    (repo / "pkg/new.py").write_text("def fresh():\n    return 2\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one changed, one new")
+    warm = planner.plan(spec).estimate.warm
+    assert warm is not None and (warm.changed_files, warm.unchanged_files) == (2, 5)
+    assert 0 < warm.chunks < cold.estimate.chunks and warm.snapshot == IndexLayout(config.paths.index_root).current_id("t/warm")
