@@ -18,6 +18,7 @@ from semantica.layout import IndexLayout
 from semantica.ondisk.snapshot_paths import SnapshotPaths
 from semantica.runtime.encoder import shared_encoder
 from semantica.snapshot import Snapshot
+from semantica.stores.index_kinds import exact as exact_kind
 from tests.conftest import make_config
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
@@ -85,9 +86,13 @@ def test_one_file_change_rebuilds_one_partition_and_links_the_rest(builds) -> No
     assert second.shards_written == len(kinds)
     assert second.shards_linked + second.shards_written == first.shards_written
     old = {s.path for s in before.manifest.shards}
-    changed_partition = partition_of(CHANGED, count)
+    # the exact kind partitions by the same path hash into as many partitions as its text needs (exact.shard_bytes)
+    stored = [shard.content(row) for shard in after.index(exact_kind.KIND) for row, _ in shard.candidates(None)]
+    exact_count = exact_kind.partition_count(sum(len(text) for text in stored), builds["config"].exact.shard_bytes,
+                                             builds["config"].shards.max_partitions)
     for shard in after.manifest.shards:
         number = int(Path(shard.path).name[1:4])
+        changed_partition = partition_of(CHANGED, exact_count if shard.kind == exact_kind.KIND else count)
         if shard.path in old:  # unchanged content: the very same files (inodes), not copies
             assert number != changed_partition
             for new_file, old_file in zip(shard_files(after.paths.root, shard.path),
