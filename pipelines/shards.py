@@ -2,12 +2,11 @@
 
 Chunks go to `count` partitions by a hash of their path (all chunks of a file stay together; the count
 is kept from the previous snapshot while its partitions stay within 2x of `shards.partition_chunks`).
-Each registered index kind (`semantica.stores.index_kinds`: FAISS, Lucene, whole-file and function Lucene,
-token vectors, history) writes its shards in turn, each named `p<partition>s<piece>-<key>`. The key is a sha256 over what the shard is built
+Each registered index kind (`semantica.stores.index_kinds`: FAISS, Lucene, token vectors,
+history, the localizer's fields, function vectors, exact) writes its shards in turn, each named `p<partition>s<piece>-<key>`. The key is a sha256 over what the shard is built
 from:
 - FAISS: the encoder, the index settings and the vectors' bytes;
 - Lucene: each document's id, path, symbol and content sha (the raw document is a function of these);
-- granular Lucene: each document's id, path, symbol and text;
 - token vectors: the codec and each chunk's content sha and token count.
 A shard of the same name in the previous snapshot therefore holds exactly these bytes and is hard-linked
 instead of rebuilt. A snapshot stays self-contained and immutable (links, not references: pruning the

@@ -132,7 +132,7 @@ class Snapshot:
         return read_table(self.paths, path, self.repo)
 
     def index(self, kind: str) -> Any:
-        """The reader of one index kind (`semantica.stores.index_kinds`: "faiss", "lucene", "granular", "tokens",
+        """The reader of one index kind (`semantica.stores.index_kinds`: "faiss", "lucene", "tokens",
         "history" or a registered one), opened once per snapshot; KeyError for an unregistered kind."""
         with self._lock:
             if kind not in self._indexes:

@@ -32,7 +32,7 @@ from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, git
 from pipelines.history.gitread import changed_source_lines, file_spans
 from semantica.config import LocalizerCorpusConfig
 from semantica.languages.registry import is_test_path
-from semantica.stores.granular import function_key
+from semantica.stores.function_keys import function_key
 
 SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
 RECORD_SEP, FIELD_SEP = "\x1e", "\x00"

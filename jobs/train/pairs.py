@@ -33,11 +33,10 @@ from jobs.eval.instances import find_repo
 from jobs.train.pair_parts import PairsError, pair_parts  # noqa: F401  (PairsError re-exported)
 from jobs.train.pairs_source import Commit, FunctionSpan, changed_python_lines, first_parent_history, function_spans
 from pipelines.discover import RepoSource, repo_name_from_path
-from pipelines.granular import GranularIndexWriter
 from semantica.config import Config, DiscoverConfig, PairsConfig
 from semantica.schema import FileError
-from semantica.stores.granular import Granularity, function_key
-from semantica.stores.lucene import LuceneDoc, LuceneShardSearcher, raw_document
+from semantica.stores.function_keys import function_key
+from semantica.stores.lucene import LuceneDoc, LuceneShardSearcher, LuceneShardWriter, raw_document
 from semantica.stores.tokenizer import tokenize
 
 FunctionsAt = dict[str, tuple[list[str], list[FunctionSpan]]]
@@ -137,9 +136,13 @@ class PairMiner:
             return
         text_of = {d.doc_id: d.text for d in docs}
         with tempfile.TemporaryDirectory(prefix="pairs-") as tmp:
-            shards = GranularIndexWriter(self.config.lucene).write(
-                Path(tmp), {Granularity.FUNCTION: [raw_document(d) for d in docs]})
-            searchers = [LuceneShardSearcher(Path(tmp) / s.path, self.config.lucene) for s in shards]
+            raw, size, searchers = [raw_document(d) for d in docs], max(1, self.config.lucene.shard_max_docs), []
+            for number, start in enumerate(range(0, len(raw), size)):  # one function-level BM25 index, in shards
+                directory = Path(tmp) / f"functions-{number:03d}"
+                writer = LuceneShardWriter(directory, self.config.lucene)
+                writer.add_raw(raw[start:start + size])
+                writer.close()
+                searchers.append(LuceneShardSearcher(directory, self.config.lucene))
             for pair in tqdm(pairs, desc="hard negatives", disable=not self.progress):
                 found = sorted((hit for s in searchers for hit in s.search(pair.query, self.pairs.hard_negatives + 5)),
                                key=lambda hit: -hit[1])

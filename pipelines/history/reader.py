@@ -21,7 +21,7 @@ from pipelines.history.gitread import (
     spans_language,
 )
 from semantica.config import HistoryConfig
-from semantica.stores.granular import function_key
+from semantica.stores.function_keys import function_key
 from semantica.stores.history.records import CommitFilter, CommitRecord, History
 
 SPAN_CACHE_BLOBS = 2048

@@ -94,7 +94,7 @@ class IndexConfig:
     keep_snapshots: int = 2
     stale_build_s: float = 3600.0  # a `.tmp` build without a lock file (older versions) is stale after this
     # index kinds a build writes, in order (semantica.stores.index_kinds; each may also have its own switch)
-    kinds: list[str] = field(default_factory=lambda: ["faiss", "lucene", "granular", "tokens", "history", "localizer",
+    kinds: list[str] = field(default_factory=lambda: ["faiss", "lucene", "tokens", "history", "localizer",
                                                           "function_vectors", "exact"])
     overlap_files: int = 256  # in-process indexing parses this many files ahead of the encoder (0: parse all, then embed)
     overlap_depth: int = 2  # partitions parsed ahead at most (bounds the memory the overlap holds)

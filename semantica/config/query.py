@@ -148,13 +148,6 @@ class QueryConfig:
 
 
 @dataclass
-class GranularConfig:
-    """Whole-file and function-level BM25 shards (semantica/stores/granular.py, index kind `granular`) in each snapshot."""
-
-    index: bool = True
-
-
-@dataclass
 class GraphOpsConfig:
     """Exact structural answers (callers, callees, defs, refs, impls, imports) from the code graph."""
 
@@ -200,6 +193,5 @@ class QuerySettings:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     query: QueryConfig = field(default_factory=QueryConfig)
-    granular: GranularConfig = field(default_factory=GranularConfig)
     graph_ops: GraphOpsConfig = field(default_factory=GraphOpsConfig)
     exact: ExactConfig = field(default_factory=ExactConfig)

@@ -4,13 +4,12 @@
 <snapshot>/manifest.json
            chunks.parquet symbols.parquet edges.parquet errors.parquet pagerank.parquet files.parquet
            vectors/p000s00-<key>.faiss vectors/p000s00-<key>.ids.npy
-           lucene/p000s00-<key>/ lucene_file/... lucene_function/...
+           lucene/p000s00-<key>/
            tokens/p000s00-<key>/{codes,scales,offsets}.npy tokens/rows.npy  (semantica.stores.token_vectors)
            history/commits.parquet history/history.json  (semantica.stores.history; git sources)
 ```
 Every directory but the tables belongs to one index kind (`semantica.stores.index_kinds`, written in the order of
-`index.kinds`): `vectors/` faiss, `lucene/` lucene, `lucene_file/` and `lucene_function/` granular, `tokens/`
-tokens, `history/` history; a registered kind adds its own (`IndexKind.directories`). The manifest holds the
+`index.kinds`): `vectors/` faiss, `lucene/` lucene, `tokens/` tokens, `history/` history; a registered kind adds its own (`IndexKind.directories`). The manifest holds the
 sha256 of every other file; a snapshot is published (`semantica.layout`) only when they all match.
 """
 

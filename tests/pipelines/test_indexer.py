@@ -42,7 +42,7 @@ def test_self_index_has_known_symbols_and_edges(indexed_self):
     manifest = snapshot.manifest
     assert manifest.counts["chunks"] == len(snapshot.chunks) > 100
     assert manifest.dim == 384 and {s.kind for s in manifest.shards} == {
-        "faiss", "function_vectors", "lucene", "lucene_file", "lucene_function", "exact"}
+        "faiss", "function_vectors", "lucene", "exact"}
     assert all(len(s.checksum) == 64 for s in manifest.shards)
     assert indexed_self.summary.chunks_embedded + indexed_self.summary.chunks_reused == manifest.counts["chunks"]
 

@@ -54,7 +54,7 @@ def _repo(root: Path, files: dict[str, str]) -> Path:
 
 
 def _index(root: Path, files: dict[str, str], name: str) -> Any:
-    config: Config = make_config(root, "granular.index=false")
+    config: Config = make_config(root)
     Indexer(config, progress=False).index(str(_repo(root, files)), name)
     from semantica.snapshot import Snapshot
 

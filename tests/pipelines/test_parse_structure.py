@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(600)
 
 
 def _index(root: Path, files: dict[str, str], name: str) -> Snapshot:
-    config: Config = make_config(root, "granular.index=false")
+    config: Config = make_config(root)
     Indexer(config, progress=False).index(str(one_commit_repo(root / "repo", files)), name)
     return Snapshot.open(IndexLayout(config.paths.index_root).current(name), config)
 

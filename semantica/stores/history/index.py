@@ -17,7 +17,7 @@ import bm25s
 import numpy as np
 
 from semantica.config import HistoryConfig
-from semantica.stores.granular import path_of_key
+from semantica.stores.function_keys import path_of_key
 from semantica.stores.history.records import CommitRecord
 from semantica.stores.tokenizer import tokenize
 

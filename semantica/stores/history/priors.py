@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from semantica.stores.granular import path_of_key
+from semantica.stores.function_keys import path_of_key
 from semantica.stores.history.index import SECONDS_PER_DAY
 from semantica.stores.history.records import History
 

@@ -19,7 +19,7 @@ import numpy as np
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.languages import TEST_PATH
 from semantica.languages.spans import file_spans, source_lines
-from semantica.stores.granular import function_key
+from semantica.stores.function_keys import function_key
 from semantica.stores.localizer.models import model_root
 
 

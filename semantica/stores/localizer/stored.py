@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from semantica.stores.granular import function_key
+from semantica.stores.function_keys import function_key
 from semantica.stores.localizer.bm25 import Bm25Field, Vocabulary
 from semantica.stores.localizer.table import FileDoc, FunctionDoc, LocalizerTable
 

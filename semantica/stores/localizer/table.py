@@ -19,12 +19,12 @@ import numpy as np
 
 from semantica.languages import language_of
 from semantica.languages.spans import strip_suffix
-from semantica.stores.granular import function_key
+from semantica.stores.function_keys import function_key
 from semantica.stores.localizer.blobcache import BlobCache, ParsedBlob, blob_key
 from semantica.stores.localizer.bm25 import Bm25Field, TermCounts, Vocabulary, term_counts
 
 PATH_WORDS = re.compile(r"[/._\-]+")
-BM25_K1, BM25_B = 1.2, 0.75  # Lucene's defaults, as the granular shards use
+BM25_K1, BM25_B = 1.2, 0.75  # Lucene's defaults (its BM25Similarity)
 
 
 @dataclass

@@ -31,7 +31,6 @@ SECTIONS = {
     "rerank": 1,
     "context": 6,
     "query": 9,
-    "granular": 1,
     "graph_ops": 5,
     "exact": 12,
     "localizer": 36,
@@ -57,7 +56,7 @@ SECTIONS = {
     "planning.decompose": 6,
     "history": 17,
 }
-FIELD_BUDGET = 299  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 298  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

@@ -154,7 +154,7 @@ SIGNATURES = {
 def test_the_map_shows_signatures_not_doc_comments_in_every_language(tmp_path):
     from pipelines.indexer import Indexer
 
-    config = make_config(tmp_path, "granular.index=false", *WITHOUT_TOKEN_VECTORS)
+    config = make_config(tmp_path, *WITHOUT_TOKEN_VECTORS)
     Indexer(config, progress=False).index(str(one_commit_repo(tmp_path / "repo", DOCUMENTED)), "acme/documented")
     answer = RepoMapService(config).run("acme/documented", "", config.repo_map.max_tokens)
     shown = {s["name"]: s["signature"] for f in answer["files"] for s in f["symbols"]}

@@ -66,7 +66,7 @@ def _repo(root: Path) -> Path:
 def built(tmp_path_factory):
     """One real index written with the toy kind registered (the built-in kinds are written as always)."""
     root = tmp_path_factory.mktemp("index-kinds")
-    config = make_config(root, f"serve.feedback_dir={root / 'feedback'}", f"index.kinds=[faiss,lucene,granular,tokens,history,{TOY}]",
+    config = make_config(root, f"serve.feedback_dir={root / 'feedback'}", f"index.kinds=[faiss,lucene,tokens,history,{TOY}]",
                          "history.index=false")  # history: a registered kind that writes nothing here
     register_index_kind(PathWordsKind())
     try:
@@ -91,11 +91,10 @@ def test_every_file_of_a_snapshot_is_a_table_or_belongs_to_a_registered_kind(bui
     files = set(snapshot.manifest.checksums)
     owned = {f for f in files if f.split("/", 1)[0] in directories}
     assert files - owned == TABLES
-    assert {f.split("/", 1)[0] for f in owned} == {"vectors", "lucene", "lucene_file", "lucene_function", "tokens",
-                                                   TOY}
-    assert {s.kind for s in snapshot.manifest.shards} == {"faiss", "lucene", "lucene_file", "lucene_function", TOY}
+    assert {f.split("/", 1)[0] for f in owned} == {"vectors", "lucene", "tokens", TOY}
+    assert {s.kind for s in snapshot.manifest.shards} == {"faiss", "lucene", TOY}
     counts = snapshot.manifest.counts
-    assert counts["lucene_file_docs"] == 3 and counts[f"{TOY}_words"] == len(json.loads(
+    assert counts[f"{TOY}_words"] == len(json.loads(
         (snapshot.paths.root / TOY / "words.json").read_text()))
     assert snapshot.manifest.token_vectors["chunks"] == len(snapshot.chunks)
 
@@ -121,9 +120,6 @@ def test_registry_readers_answer_as_the_direct_readers(built):
     assert snapshot.vector_shards is snapshot.index("faiss") and snapshot.lucene_shards is snapshot.index("lucene")
     assert snapshot.token_vectors is snapshot.index("tokens") and snapshot.token_vectors is not None
     assert snapshot.history is None  # a history index is stored only with `history.index`
-    granular = snapshot.index("granular")
-    assert {g.value for g in granular} == {"file", "function"}
-    assert granular[next(iter(granular))][0].search("shipping parcels warehouse", 1)
 
 
 def test_a_toy_index_kind_is_searched_by_a_toy_retriever_through_the_pipeline(built):
