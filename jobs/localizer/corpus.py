@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from jobs.benchmark_repos import SWEBENCH_OWNERS, SWEBENCH_PROJECTS, is_benchmark_repo  # noqa: F401  (re-exported)
 from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, git
-from pipelines.history.gitread import changed_source_lines, file_spans
+from pipelines.history.gitread import BlobReader, changed_source_lines, file_spans
 from semantica.config import LocalizerCorpusConfig
 from semantica.languages.registry import is_test_path
 from semantica.stores.function_keys import function_key
@@ -86,30 +85,6 @@ def history(repo_path: str, limit: int) -> list[RawCommit]:
         if len(parts) == 5:
             out.append(RawCommit(parts[0], parts[1].split(), parts[2], int(parts[3] or 0), parts[4]))
     return out
-
-
-class BlobReader:
-    """`git cat-file --batch` kept open: file text at `commit:path` without a checkout."""
-
-    def __init__(self, repo_path: str) -> None:
-        self.proc = subprocess.Popen(["git", "-C", repo_path, "cat-file", "--batch"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-
-    def read(self, spec: str) -> str | None:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(spec.encode() + b"\n")
-        self.proc.stdin.flush()
-        header = self.proc.stdout.readline().split()
-        if len(header) < 3 or header[1] != b"blob":
-            return None
-        size = int(header[2])
-        data = self.proc.stdout.read(size + 1)[:size]
-        return data.decode("utf-8", "replace")
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        self.proc.wait()
 
 
 class CorpusMiner:
@@ -177,8 +152,7 @@ class CorpusMiner:
             return sum(1 for _ in target.open())
         rows: list[LabelledCommit] = []
         seen: set[str] = set()
-        blobs = BlobReader(repo_path)
-        try:
+        with BlobReader(repo_path) as blobs:
             for commit in history(repo_path, self.config.max_history):
                 row = self.label(repo_path, repo, commit, blobs)
                 if row is None or " ".join(row.query.lower().split()) in seen:
@@ -187,8 +161,6 @@ class CorpusMiner:
                 rows.append(row)
                 if len(rows) >= self.config.max_per_repo:
                     break
-        finally:
-            blobs.close()
         self.out.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(".tmp")
         with tmp.open("w") as fh:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import subprocess
 
-from jobs.localizer.corpus import BlobReader
 from jobs.train.pairs_source import git
+from pipelines.history.gitread import BlobReader
 from semantica.languages.spans import spans_language
 
 
 class TreeReader:
-    """`{path: text}` of the source files (`spans_language`) at a commit; a blob read once is not read again."""
+    """`{path: text}` of the source files (`spans_language`) at a commit; a blob read once is not read again.
+    It holds one `git cat-file --batch` process: close it (or use it as a context manager)."""
 
     def __init__(self, repo_path: str, max_file_bytes: int) -> None:
         self.repo_path = repo_path
@@ -46,3 +47,9 @@ class TreeReader:
 
     def close(self) -> None:
         self.blobs.close()
+
+    def __enter__(self) -> TreeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -212,17 +212,17 @@ class BlobReader:
         self._process = subprocess.Popen(["git", "-C", repo_path, "cat-file", "--batch"],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
-    def read(self, sha: str, max_bytes: int) -> str | None:
-        """The blob's text, or None when it is missing or larger than `max_bytes`."""
+    def read(self, spec: str, max_bytes: int | None = None) -> str | None:
+        """The text of a blob (a sha, or `commit:path`), or None when it is missing or larger than `max_bytes`."""
         assert self._process.stdin is not None and self._process.stdout is not None
-        self._process.stdin.write(sha.encode("ascii") + b"\n")
+        self._process.stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
         self._process.stdin.flush()
         header = self._process.stdout.readline().split()
         if len(header) < 3 or header[1] != b"blob":
             return None
         size = int(header[2])
         data = self._process.stdout.read(size + 1)[:size]
-        return None if size > max_bytes else data.decode("utf-8", "replace")
+        return None if max_bytes is not None and size > max_bytes else data.decode("utf-8", "replace")
 
     def close(self) -> None:
         if self._process.poll() is None:
