@@ -22,22 +22,23 @@ from jobs.bench.stats import PERCENTILE_99, percentile
 from jobs.eval.golden import GOLDEN_K, load_golden_set, score_hits
 from jobs.eval.instances import load_instances
 from jobs.eval.replay import LocalizationReplay
+from lab.plugins.repo_scope import NAME as BOOST, NARROW_NAME as NARROW, RepoScope, ScopeSettings
 from semantica.api import SearchRequest
 from semantica.config import Config, load_config
 from serving.pipeline import SearchPipeline
 from serving.planning.feedback_weights import AbGate, FeedbackSample, ReplayedSample
 from serving.planning.repo_map import RepoMapService
 
-FORCED_SCOPE = ["repo_map.scope_min_files=1", "repo_map.scope_min_query_words=1"]
+RepoScope.settings = ScopeSettings(min_files=1, min_query_words=1)  # forced on: the golden queries are short
 GOLDEN_VARIANTS: dict[str, list[str]] = {
     "baseline (planning ranking off)": [],
-    "scope boost 0.3 (forced on)": ["repo_map.scope_mode=boost", *FORCED_SCOPE],
-    "scope narrow (forced on)": ["repo_map.scope_mode=narrow", *FORCED_SCOPE],
+    "scope boost 0.3 (forced on)": [f"rerank.order=[ltr, late_interaction, cross_encoder, {BOOST}]"],
+    "scope narrow (forced on)": [f"rerank.order=[ltr, late_interaction, cross_encoder, {NARROW}]"],
 }
 LOCALIZE_VARIANTS: dict[str, list[str]] = {
     "baseline": [],
 }
-PLANNING_STAGES = ("repo_scope",)
+PLANNING_STAGES = (BOOST, NARROW)
 LOCALIZE_KEYS = ("file Acc@1", "file Acc@3", "file Acc@5", "func Acc@10")
 
 

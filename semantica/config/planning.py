@@ -13,17 +13,10 @@ from dataclasses import dataclass, field
 class RepoMapConfig:
     """Repository map (`semantica map`, /v1/map, MCP `repo_map`): files ranked by personalised PageRank over the
     file graph, seeded with the query's identifiers resolved through the symbol table (Aider's repo map). The
-    ranking's weights and caps are constants of serving/planning/repo_map.py.
-
-    Scope selection (`scope_mode`): for a broad query (>= `scope_min_query_words` words) over a large repository
-    (>= `scope_min_files` files), the map's top `scope_top_files` files boost (or narrow to) the search hits."""
+    ranking's weights and caps are constants of serving/planning/repo_map.py."""
 
     default_tokens: int = 1024
     max_tokens: int = 32768
-    scope_mode: str = "off"  # off | boost | narrow (serving.planning.repo_map.ScopeMode)
-    scope_min_files: int = 300
-    scope_min_query_words: int = 12
-    scope_top_files: int = 30
 
 
 @dataclass

@@ -117,7 +117,7 @@ class LtrConfig:
 class RerankConfig:
     """Which registered rerankers run after fusion, in this order (`serving.rerankers.registry.RERANKERS`)."""
 
-    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder", "repo_scope"])
+    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder"])
 
 
 @dataclass

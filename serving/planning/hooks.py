@@ -1,6 +1,6 @@
 """The two places the query pipeline calls into the ranking side of query planning:
 which fusion to use (a repository's feedback-learned weights, when their A/B said so) and the per-snapshot
-file graphs of the repository map. The `repo_scope` reranker needs no hook."""
+file graphs of the repository map (shared with the MCP `repo_map` tool)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class RankingHooks:
     def __init__(self, config: Any) -> None:
         self.config = config
         self.learned = LearnedFusion(config)
-        self.mapper = RepoMapper(config.repo_map)  # per-snapshot file graphs, shared by `repo_map` and scope
+        self.mapper = RepoMapper(config.repo_map)  # per-snapshot file graphs, shared with MCP `repo_map`
 
     def fusion(self, snapshots: list[Snapshot], default: Any) -> Any:
         """The repository's learned fusion for a one-repository query whose weights won their A/B, else `default`."""

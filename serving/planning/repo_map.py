@@ -6,9 +6,6 @@ The personalisation: the query's identifiers resolved through the symbol table (
 plus the file paths the query names. With no seed, it is plain PageRank (the repository's central files).
 Each ranked file lists its top symbols (seeded names first, then the most used from the ranked files) with
 the line and signature, packed greedily into a token budget: `semantica map`, `POST /v1/map`, MCP `repo_map`.
-
-The same ranking also serves scope selection (`RepoScopeStage`, `repo_scope` in `rerank.order`): for a broad
-query over a large repository, hits in the map's top files are boosted, or the hits narrowed to them.
 """
 
 from __future__ import annotations
@@ -21,13 +18,10 @@ from typing import Any
 
 from semantica.api import QueryError
 from semantica.config import Config, RepoMapConfig
-from semantica.hits import Hit
 from semantica.runtime import linear_regex
-from semantica.schema import ParsableEnum, Symbol
+from semantica.schema import Symbol
 from semantica.snapshot import Snapshot, SnapshotSet
 from semantica.stores.tokenizer import count_tokens
-from serving.rerankers.base import RerankInput
-from serving.rerankers.registry import register_reranker
 
 _IDENTIFIER = linear_regex.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PATHLIKE = linear_regex.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.[A-Za-z]{1,5}\b")
@@ -50,7 +44,6 @@ PATH_WEIGHT = 3.0  # seed weight of a file path (or its tail) named in the query
 MAX_SEED_DEFINITIONS = 20  # a name defined in more places than this is too common to seed
 SYMBOLS_PER_FILE = 6  # symbols listed under each ranked file
 SIGNATURE_MAX_CHARS = 160  # a longer signature is cut with "..."
-SCOPE_BOOST = 0.3  # scope_mode boost: a hit in the map's top files gets score * (1 + SCOPE_BOOST)
 
 
 def signature_start(lines: list[str], language: str = "") -> int:
@@ -100,14 +93,6 @@ def _balance(text: str, depth: int) -> tuple[int, str]:
             if depth == 0:
                 return 0, text[i + 1:]
     return depth, ""
-
-
-class ScopeMode(ParsableEnum):
-    """How the repository map scopes a broad query's hits: not at all, a boost, or a filter."""
-
-    OFF = "off"
-    BOOST = "boost"
-    NARROW = "narrow"
 
 
 @dataclass
@@ -319,59 +304,6 @@ class RepoMapService:
             raise QueryError(f"query must be a string, got {query!r}")
         query = query[: self.config.query.max_query_chars]
         return self.mapper.map(self.snapshots.get(repo), query, tokens).to_dict()
-
-
-def is_broad(query: str, files: int, config: RepoMapConfig) -> bool:
-    """Scope selection applies to a long query over a large repository only."""
-    return len(query.split()) >= config.scope_min_query_words and files >= config.scope_min_files
-
-
-@register_reranker("repo_scope")
-class RepoScopeStage:
-    """Scope selection: for broad queries over large repositories, the repository map's top files boost the
-    hits in them (`boost`) or the hits are narrowed to them (`narrow`, never below k hits)."""
-
-    name, optional, deployed = "repo_scope", True, False
-
-    def __init__(self, pipeline: Any) -> None:
-        self.pipeline = pipeline
-        self.config: RepoMapConfig = pipeline.config.repo_map
-        self.mode = ScopeMode.parse(self.config.scope_mode)
-        hooks = getattr(pipeline, "ranking_hooks", None)
-        self.mapper = hooks.mapper if hooks is not None else RepoMapper(self.config)
-
-    def warm_up(self) -> None:  # no model: what it reads is per snapshot, loaded on first use
-        pass
-
-    def wanted(self, given: RerankInput) -> bool:
-        return self.mode is not ScopeMode.OFF and len(given.request.query.split()) >= self.config.scope_min_query_words
-
-    def rerank(self, hits: list[Hit], given: RerankInput) -> list[Hit]:
-        top: dict[tuple[str, str], int] = {}
-        for repo in dict.fromkeys(c.repo for c in given.chunks.values()):
-            snapshot = self.pipeline.snapshots.get(repo)
-            graph = self.mapper.file_graph(snapshot)
-            if not is_broad(given.request.query, len(graph.paths), self.config):
-                continue
-            order, _, _ = self.mapper.rank(snapshot, given.request.query)
-            top.update({(repo, p): r for r, (p, _) in enumerate(order[: self.config.scope_top_files], 1)})
-        if not top:
-            return hits
-        inside, outside = [], []
-        for hit in hits:
-            chunk = given.chunks[hit.chunk_id]
-            rank = top.get((chunk.repo, chunk.path))
-            if rank is None:
-                outside.append(hit)
-                continue
-            if self.mode is ScopeMode.BOOST:
-                hit.score *= 1.0 + SCOPE_BOOST
-            hit.explanation = f"{hit.explanation}; repo map: file rank {rank}".lstrip("; ")
-            inside.append(hit)
-        if self.mode is ScopeMode.NARROW:
-            keep = max(given.request.k or 0, len(inside))
-            return (inside + outside)[:keep]
-        return sorted(hits, key=lambda h: -h.score)
 
 
 _SERVICES: dict[int, RepoMapService] = {}

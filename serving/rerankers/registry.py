@@ -54,7 +54,5 @@ def registered_rerankers() -> list[str]:
 
 
 def _load_builtins() -> None:
-    """The built-in and query-planning rerankers register themselves on import (kept lazy, like the retrievers'
-    builtins: planning imports this registry, so a module-level import would be a cycle)."""
-    from serving.planning import repo_map  # noqa: F401  (registers repo_scope)
+    """The built-in rerankers register themselves on import (kept lazy, like the retrievers' builtins)."""
     from serving.rerankers import cross_encoder, late_interaction, ltr  # noqa: F401  (register themselves)

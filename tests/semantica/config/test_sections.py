@@ -47,7 +47,7 @@ SECTIONS = {
     "knowledge": 15,
     "plan": 8,
     "observability": 6,
-    "repo_map": 6,
+    "repo_map": 2,
     "feedback_weights": 6,
     "planning": 1,
     "planning.analyzer": 2,
@@ -56,7 +56,7 @@ SECTIONS = {
     "planning.decompose": 6,
     "history": 17,
 }
-FIELD_BUDGET = 298  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 294  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

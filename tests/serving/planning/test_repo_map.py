@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from jobs.cli import main
@@ -11,13 +9,9 @@ from semantica.api import QueryError, SearchRequest
 from semantica.ondisk.layout_errors import UnknownRepoError
 from serving.api.mcp.server import SemanticaTools
 from serving.pipeline import SearchPipeline
-from serving.planning.repo_map import RepoMapService, ScopeMode
+from serving.planning.repo_map import RepoMapService
 from tests.conftest import WITHOUT_TOKEN_VECTORS, make_config
 from tests.dated_git import one_commit_repo
-
-
-def _variant(config, section: str, **values):
-    return dataclasses.replace(config, **{section: dataclasses.replace(getattr(config, section), **values)})
 
 
 def test_query_identifiers_seed_the_ranking(planning_repo):
@@ -69,26 +63,6 @@ def test_cli_and_mcp_print_the_map(planning_repo, capsys):
     assert "repo_map" in [spec.name for spec in tools.specs()]
     answer = tools.repo_map(planning_repo.name, "Ledger", 300)
     assert answer.files[0]["path"] == "app/models.py" and answer.tokens <= 300
-
-
-def test_scope_selection_boosts_or_narrows_to_the_map_s_top_files(planning_repo):
-    query = "charge the cart and record the payment of Ledger"
-    request = dict(query=query, repos=[planning_repo.name], k=10, explain=True, late_interaction=False)
-    base = planning_repo.config
-    scoped = dict(scope_min_files=1, scope_min_query_words=3, scope_top_files=1)
-    boosted = SearchPipeline(_variant(base, "repo_map", scope_mode=ScopeMode.BOOST.value, **scoped))
-    hits = boosted.search(SearchRequest(**request)).hits
-    marked = [h for h in hits if "repo map: file rank 1" in (h.explanation or "")]
-    assert marked and {h.path for h in marked} == {"app/models.py"}
-
-    narrowed = SearchPipeline(_variant(base, "repo_map", scope_mode=ScopeMode.NARROW.value, **scoped))
-    hits = narrowed.search(SearchRequest(**{**request, "k": 1})).hits
-    assert [h.path for h in hits] == ["app/models.py"]
-
-    off = SearchPipeline(_variant(base, "repo_map", scope_mode="off", **scoped))
-    assert not any("repo map" in (h.explanation or "") for h in off.search(SearchRequest(**request)).hits)
-    with pytest.raises(ValueError, match="boost"):
-        _ = SearchPipeline(_variant(base, "repo_map", scope_mode="wide")).rerankers
 
 
 def test_http_map_route_answers_and_errors_are_json(planning_repo):
