@@ -29,7 +29,7 @@ from serving.pipeline import SearchPipeline
 from serving.planning.feedback_weights import AbGate, FeedbackSample, ReplayedSample
 from serving.planning.repo_map import RepoMapService
 
-RepoScope.settings = ScopeSettings(min_files=1, min_query_words=1)  # forced on: the golden queries are short
+FORCED_SCOPE = ScopeSettings(min_files=1, min_query_words=1)  # the golden queries are short, the repository small
 GOLDEN_VARIANTS: dict[str, list[str]] = {
     "baseline (planning ranking off)": [],
     "scope boost 0.3 (forced on)": [f"rerank.order=[ltr, late_interaction, cross_encoder, {BOOST}]"],
@@ -48,6 +48,7 @@ def _config(base: list[str], extra: list[str]) -> Config:
 
 def golden(base: list[str], golden_set: str, repo: str, repeats: int) -> dict[str, Any]:
     queries = load_golden_set(golden_set)
+    RepoScope.settings = FORCED_SCOPE
     pipelines = {name: SearchPipeline(_config(base, extra)) for name, extra in GOLDEN_VARIANTS.items()}
     scores: dict[str, list[dict[str, float]]] = {name: [] for name in pipelines}
     times: dict[str, list[float]] = {name: [] for name in pipelines}

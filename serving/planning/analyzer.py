@@ -31,6 +31,7 @@ _PATH = linear_regex.compile(r"[\w.-]*(?:/[\w.-]+)+|[\w-]+\.[A-Za-z0-9]{1,8}\b")
 _PUNCT = ".,;:!?()[]{}'\"<>"
 FORCED = "forced by the request"
 MIN_BARE_PATH_PARTS = 3
+"""A path without a file extension needs this many segments (`and/or`, `input/output` are words)."""
 
 # the mode rules' thresholds (StrategySelector.select, first match wins): constants of the rules, not per-deployment settings
 MIN_TRACE_FRAMES = 1  # this many stack-trace frames -> lexical_heavy
@@ -52,7 +53,6 @@ STOP_WORDS = frozenset((
     "you", "my", "our", "me", "can", "could", "should", "would", "will", "when", "where", "what", "which", "who",
     "how", "why", "if", "then", "so", "as", "into", "about", "any", "some", "all", "get", "gets", "use", "used",
 ))
-"""A path without a file extension needs this many segments (`and/or`, `input/output` are words)."""
 
 
 @dataclass
@@ -92,7 +92,6 @@ class QueryAnalyzer:
 
     def __init__(self, config: PlanningConfig) -> None:
         self.config = config.analyzer
-        self.stop_words = STOP_WORDS
 
     def analyze(self, query: str) -> QueryFeatures:
         text = query[: self.config.max_chars]
@@ -109,7 +108,7 @@ class QueryAnalyzer:
             if is_path(match.group(0)):
                 paths.setdefault(match.group(0), None)
         plain = [w.lower() for w in _ALPHA_WORD.findall(text)]
-        content = [w for w in plain if w not in self.stop_words]
+        content = [w for w in plain if w not in STOP_WORDS]
         return QueryFeatures(
             chars=len(query), words=len(words), identifiers=list(identifiers),
             quoted_code=sum(1 for m in _BACKTICKS.finditer(text) if m.group(1).strip()),
@@ -142,7 +141,6 @@ class StrategySelector:
 
     def __init__(self, config: PlanningConfig) -> None:
         self.config = config
-        self.markers = list(DIVERSE_MARKERS)
 
     def select(self, query: str, f: QueryFeatures, forced: SearchMode | None = None) -> ModeChoice:
         if forced is not None:
@@ -174,7 +172,7 @@ class StrategySelector:
 
     def _marker(self, query: str) -> str:
         text = f" {' '.join(_ALPHA_WORD.findall(query[: self.config.analyzer.max_chars].lower()))} "
-        return next((m for m in self.markers if f" {m} " in text), "")
+        return next((m for m in DIVERSE_MARKERS if f" {m} " in text), "")
 
     def _choice(self, mode: SearchMode, why: str, f: QueryFeatures) -> ModeChoice:
         return ModeChoice(mode, why, f)

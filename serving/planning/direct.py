@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 
-from semantica.config import DecomposeConfig
 from semantica.hits import RankedList
 from semantica.schema import Chunk
 from serving.graph.ops import SnapshotGraph
@@ -50,8 +49,7 @@ class PathSuffixIndex:
 class DirectResolver:
     """Frames and paths -> a ranked chunk list over one snapshot's graph tables."""
 
-    def __init__(self, config: DecomposeConfig) -> None:
-        self.config = config
+    def __init__(self) -> None:
         self._indexes: dict[int, tuple[SnapshotGraph, PathSuffixIndex]] = {}
         self._lock = threading.Lock()
 

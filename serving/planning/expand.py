@@ -36,7 +36,7 @@ class QueryExpansion:
                  graph_of: Callable[[Snapshot], SnapshotGraph]) -> None:
         self.config = config
         self.decomposer = QueryDecomposer(config.decompose)
-        self.direct = DirectResolver(config.decompose)
+        self.direct = DirectResolver()
         self.merger = ListMerger(config)
         self.classify = classify
         self.graph_of = graph_of
