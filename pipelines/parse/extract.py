@@ -32,6 +32,14 @@ from pipelines.parse.nodes import IDENT, dotted, node_text, receiver_name
 from pipelines.parse.python_calls import VALUE_CALL, PythonCallTyping
 from pipelines.source_files import SourceFile
 from semantica.config import ChunkConfig
+from semantica.languages.spans import (
+    WRAPPERS,
+    class_name,
+    declared_name,
+    macro_namespace,
+    namespace_name,
+    wrapped_definition,
+)
 from semantica.schema import Chunk, ChunkKind, Edge, EdgeType, Symbol, SymbolKind, file_node_id, module_of, symbol_node_id
 
 # Lines that open a definition in any supported language (counted inside unparsed regions, for the report).
@@ -136,15 +144,19 @@ class CodeExtraction:
         """Find definitions under `node`; `container` is "module", "class", "impl" or "namespace"."""
         for child in node.named_children:
             kind, span = child.type, child
-            if kind == "decorated_definition":
-                inner = child.child_by_field_name("definition")
+            if kind in WRAPPERS:
+                inner = wrapped_definition(child)
                 if inner is None:
                     continue
                 child, kind = inner, inner.type
-            if kind in self.spec.functions:
+            hidden = macro_namespace(child) if kind in self.spec.functions else None
+            if hidden is not None:
+                name, body = hidden
+                self._walk(body, f"{prefix}{name}." if name else prefix, "", "namespace", siblings)
+            elif kind in self.spec.functions:
                 self._function(child, span, prefix, parent, container, siblings)
             elif kind in self.spec.classes:
-                name = node_text(child.child_by_field_name("name"))
+                name = node_text(class_name(child))
                 if not name:
                     continue
                 qual = prefix + name
@@ -163,6 +175,11 @@ class CodeExtraction:
     def _function(self, node: Any, span: Any, prefix: str, parent: str, container: str,
                   siblings: list[_Def]) -> None:
         name = node_text(node.child_by_field_name("name"))
+        if not name:  # C and C++: the name sits at the end of the declarator chain (`Foo::grow`: a method of Foo)
+            scope, name = declared_name(node)
+            if scope:
+                prefix = prefix + "".join(f"{part}." for part in scope)
+                container = "class"
         if not name:
             return
         kind = SymbolKind.METHOD if container in ("class", "impl") else SymbolKind.FUNCTION
@@ -177,11 +194,13 @@ class CodeExtraction:
         """Rust impl/mod, TS namespace: a name prefix, not a symbol (its items are top-level)."""
         is_impl = node.type == "impl_item"
         name_node = node.child_by_field_name("type" if is_impl else "name")
-        match = IDENT.search(node_text(name_node))
-        body = node.child_by_field_name("body")
-        if match is None or body is None:
+        name, body = namespace_name(node), node.child_by_field_name("body")
+        if name is None or body is None:
             return
-        qual = prefix + match.group(0)
+        if not name:  # C++'s `namespace { ... }`: its items keep the enclosing prefix
+            self._walk(body, prefix, "", "namespace", siblings)
+            return
+        qual = prefix + name
         parent = symbol_node_id(self.path, qual) if is_impl else ""
         trait = node.child_by_field_name("trait") if is_impl else None
         if trait is not None and _names_a_type(node, name_node):  # `impl Trait for Type`: `impls Trait` is Type
@@ -356,10 +375,13 @@ class CodeExtraction:
             return node_text(fn), ""
         fields = {"attribute": ("object", "attribute"), "member_expression": ("object", "property"),
                   "selector_expression": ("operand", "field"), "field_expression": ("value", "field"),
-                  "scoped_identifier": ("path", "name")}.get(fn.type)
+                  "scoped_identifier": ("path", "name"), "qualified_identifier": ("scope", "name")}.get(fn.type)
         if fields is None:
             return "", ""
-        return node_text(fn.child_by_field_name(fields[1])), receiver_name(fn.child_by_field_name(fields[0]))
+        holder = fn.child_by_field_name(fields[0])
+        if holder is None and fn.type == "field_expression":  # C and C++ name a field's object `argument`
+            holder = fn.child_by_field_name("argument")
+        return node_text(fn.child_by_field_name(fields[1])), receiver_name(holder)
 
     def _type_refs(self, root: Any) -> None:
         """Type names used in type positions (the spec's `type_refs` query), as references from their owner:

@@ -25,6 +25,58 @@ IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 DECLARATION_SUFFIXES = (".pyi", ".d.ts")  # stubs and type declarations: signatures only
 JS_DECLARATIONS = frozenset({"lexical_declaration", "variable_declaration"})
+# C and C++: the nodes a function's declarator chain ends in (a plain, qualified, destructor or operator name)
+C_NAME_DECLARATORS = frozenset({"identifier", "field_identifier", "qualified_identifier", "destructor_name",
+                                "operator_name", "template_function", "template_method"})
+# C and C++: blocks whose definitions are the file's own (header guards, `#if` branches, `extern "C" {}`,
+# namespace bodies, and the ERROR node tree-sitter wraps around code behind a macro it cannot expand, such as
+# `FMT_BEGIN_NAMESPACE`)
+C_DESCEND = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef",
+                       "linkage_specification", "declaration_list", "friend_declaration", "declaration",
+                       "field_declaration", "ERROR"})
+C_CLASSES = frozenset({"class_specifier", "struct_specifier", "union_specifier"})
+# nodes that hold one definition and belong to its span: Python's decorators, C++'s `template <...>` line
+WRAPPERS = frozenset({"decorated_definition", "template_declaration"})
+
+
+def namespace_name(node: Any) -> str | None:
+    """The name a namespace-like node puts before its definitions' names: a Rust impl's type (`Labeled<T>` ->
+    Labeled), a TypeScript namespace, C++'s `a::b` -> `a.b`; "" for C++'s `namespace { ... }`; None when it names
+    nothing usable."""
+    is_impl = node.type == "impl_item"
+    name = node.child_by_field_name("type" if is_impl else "name")
+    if name is None:
+        return None if is_impl else ""
+    if node.type == "namespace_definition":
+        return ".".join(m.group(0) for m in (IDENT.search(part) for part in _text(name).split("::")) if m)
+    match = IDENT.search(_text(name))
+    return match.group(0) if match is not None else None
+
+
+def macro_namespace(definition: Any) -> tuple[str, Any] | None:
+    """C++: a macro line before `namespace x {` (fmt's `FMT_BEGIN_NAMESPACE`) makes tree-sitter read a function
+    named `namespace` whose body is the namespace's; (the namespace's name, its body) for such a node, else None."""
+    declarator, body = definition.child_by_field_name("declarator"), definition.child_by_field_name("body")
+    if declarator is None or body is None or _text(declarator) != "namespace":
+        return None
+    error = next((c for c in definition.named_children if c.type == "ERROR"), None)
+    return ".".join(IDENT.findall(_text(error))), body
+
+
+def class_name(definition: Any) -> Any:
+    """The node naming a class: its `name`, or a C++ specialization's template name (`formatter<T>` -> formatter)."""
+    name = definition.child_by_field_name("name")
+    if name is not None and name.type == "template_type":
+        name = name.child_by_field_name("name")
+    return name
+
+
+def wrapped_definition(wrapper: Any) -> Any:
+    """The definition inside a `WRAPPERS` node (its `definition` field, or a template's last named child)."""
+    inner = wrapper.child_by_field_name("definition")
+    if inner is None and wrapper.type == "template_declaration" and wrapper.named_child_count:
+        inner = wrapper.named_children[-1]
+    return inner
 
 
 @dataclass(frozen=True)
@@ -65,6 +117,8 @@ SPAN_NODES: dict[str, SpanNodes] = {
     "rust": SpanNodes(functions=frozenset({"function_item"}),
                       classes=frozenset({"struct_item", "enum_item", "trait_item", "union_item"}),
                       namespaces=frozenset({"impl_item", "mod_item"})),
+    "c": SpanNodes(functions=frozenset({"function_definition"}), classes=C_CLASSES,
+                   namespaces=frozenset({"namespace_definition"}), descend=C_DESCEND),
 }
 
 
@@ -190,22 +244,25 @@ class _SpanWalk:
             pending = []
             for child in node.named_children:
                 span, kind = child, child.type
-                if kind == "decorated_definition":
-                    inner = child.child_by_field_name("definition")
+                if kind in WRAPPERS:
+                    inner = wrapped_definition(child)
                     if inner is None:
                         continue
                     child, kind = inner, inner.type
-                if kind in self.nodes.functions:
+                hidden = macro_namespace(child) if kind in self.nodes.functions else None
+                if hidden is not None:
+                    name, body = hidden
+                    pending.append((body, f"{prefix}{name}." if name else prefix))
+                elif kind in self.nodes.functions:
                     self._function(child, span, prefix)
                 elif kind in self.nodes.classes:
-                    name, body = _text(child.child_by_field_name("name")), child.child_by_field_name("body")
+                    name, body = _text(class_name(child)), child.child_by_field_name("body")
                     if name and body is not None:
                         pending.append((body, f"{prefix}{name}."))
                 elif kind in self.nodes.namespaces:
-                    match = IDENT.search(_text(child.child_by_field_name("type" if kind == "impl_item" else "name")))
-                    body = child.child_by_field_name("body")
-                    if match is not None and body is not None:
-                        pending.append((body, f"{prefix}{match.group(0)}."))
+                    name, body = namespace_name(child), child.child_by_field_name("body")
+                    if name is not None and body is not None:
+                        pending.append((body, f"{prefix}{name}." if name else prefix))
                 elif kind in JS_DECLARATIONS and self.nodes.function_values:
                     self._values(child, prefix)
                 elif kind in self.nodes.descend:
@@ -236,6 +293,9 @@ class _SpanWalk:
     def _function(self, node: Any, span: Any, prefix: str) -> None:
         name = _text(node.child_by_field_name("name"))
         if not name:
+            scope, name = declared_name(node)
+            prefix += "".join(f"{part}." for part in scope)
+        if not name:
             return
         if node.type == "method_declaration" and self.nodes.receiver_methods:
             receiver = IDENT.search(_text(node.child_by_field_name("receiver")).split(" ", 1)[-1].lstrip("(*"))
@@ -251,6 +311,28 @@ class _SpanWalk:
                     or name.type != "identifier":
                 continue
             self._add(prefix + _text(name), node if len(declarators) == 1 else decl, value)
+
+
+def declared_name(definition: Any) -> tuple[list[str], str]:
+    """C and C++: (scope, name) a `function_definition` declares through its declarator chain: `f`, `*f`, `&f`,
+    `Foo<T>::grow` -> (["Foo"], "grow"), `~Foo`, `operator==`; ([], "") where it names nothing (a macro the grammar
+    cannot expand)."""
+    node = definition.child_by_field_name("declarator")
+    while node is not None and node.type not in C_NAME_DECLARATORS:
+        inner = node.child_by_field_name("declarator")
+        if inner is None:  # `&f` and `&&f` hold their declarator as a plain child
+            inner = next((c for c in node.named_children
+                          if c.type.endswith("declarator") or c.type in C_NAME_DECLARATORS), None)
+        node = inner
+    scope: list[str] = []
+    while node is not None and node.type == "qualified_identifier":
+        match = IDENT.search(_text(node.child_by_field_name("scope")))  # `Foo<T>` -> Foo
+        if match is not None:
+            scope.append(match.group(0))
+        node = node.child_by_field_name("name")
+    if node is not None and node.type in ("template_function", "template_method"):
+        node = node.child_by_field_name("name")
+    return scope, " ".join(_text(node).split())
 
 
 def _docstring(definition: Any, span: FunctionSpan) -> None:

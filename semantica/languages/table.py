@@ -39,8 +39,10 @@ LANGUAGES: tuple[Language, ...] = (
     Language("markdown", (".md", ".markdown")),
     Language("rst", (".rst",)),
     Language("text", (".txt",), filenames=("README",)),
-    Language("c", (".c", ".h")),
-    Language("cpp", (".cc", ".cpp", ".cxx", ".hpp", ".hh")),
+    Language("c", (".c",), grammar="c", family="c"),
+    # `.h` is read by the C++ grammar: it reads C headers too, and C++ libraries keep their code in `.h` headers
+    Language("cpp", (".cc", ".cpp", ".cxx", ".h", ".hpp", ".hh", ".hxx", ".ipp", ".tpp"),
+             grammar="cpp", family="c"),
     Language("ruby", (".rb",)),
     Language("php", (".php",)),
     Language("csharp", (".cs",)),

@@ -1,4 +1,4 @@
-"""Go and Rust imports resolved to files through the real indexer, and a toy language (one table row plus
+"""Go, Rust and C++ imports resolved to files through the real indexer, and a toy language (one table row plus
 one family module) registered on a real index."""
 
 from __future__ import annotations
@@ -47,6 +47,20 @@ RUST_FILES = {
     "src/util/money/inner.rs": "pub type Cents = u64;\n",
     "src/util/helpers.rs": "pub fn round(x: u64) -> u64 { x }\n",
 }
+CPP_FILES = {
+    "include/shop/cart.h": "#ifndef SHOP_CART_H\n#define SHOP_CART_H\n#include <vector>\n#include \"money.h\"\n\n"
+                           "namespace shop {\n/** A cart of items. */\nclass Cart {\n public:\n"
+                           "  int size() const { return static_cast<int>(items_.size()); }\n  int total() const;\n\n"
+                           " private:\n  std::vector<Money> items_;\n};\n}  // namespace shop\n#endif\n",
+    "include/shop/money.h": "#pragma once\nnamespace shop {\nstruct Money { int cents; };\n"
+                            "template <typename T>\nT sum(const T* xs, int n) { T s{}; return s; }\n}\n",
+    "src/cart.cpp": "#include <shop/cart.h>\n#include \"detail.h\"\n\nnamespace shop {\nnamespace {\n"
+                    "int cents(const Money& m) { return m.cents; }\n}  // namespace\n\n"
+                    "int Cart::total() const {\n  int t = 0;\n  for (const auto& m : items_) t += cents(m);\n"
+                    "  return detail::round(t);\n}\n}  // namespace shop\n",
+    "src/detail.h": "namespace shop::detail {\ninline int round(int x) { return x; }\n}\n",
+    "src/util.c": "#include \"detail.h\"\nstatic int *first(int *xs) { return xs; }\n",
+}
 
 
 def _repo(root: Path, files: dict[str, str]) -> Path:
@@ -92,6 +106,27 @@ def test_rust_use_and_mod_resolve_to_module_files(tmp_path):
     assert _imports(snapshot, "src/util/mod.rs")["resolved"] == {"src/util/money.rs", "src/util/helpers.rs"}
     assert _imports(snapshot, "src/util/money.rs")["resolved"] == {"src/util/helpers.rs",
                                                                    "src/util/money/inner.rs"}
+
+
+def test_cpp_definitions_are_symbols_and_includes_resolve_to_the_repositorys_headers(tmp_path):
+    snapshot = _index(tmp_path, CPP_FILES, "families/cpp")
+    symbols = {(s.path, s.qualname, s.kind, s.language) for s in snapshot.symbols}
+    assert {("include/shop/cart.h", "shop.Cart", "class", "cpp"),
+            ("include/shop/cart.h", "shop.Cart.size", "method", "cpp"),
+            ("include/shop/money.h", "shop.sum", "function", "cpp"),
+            ("src/cart.cpp", "shop.cents", "function", "cpp"),  # an anonymous namespace adds no name
+            ("src/cart.cpp", "shop.Cart.total", "method", "cpp"),  # defined out of its class
+            ("src/detail.h", "shop.detail.round", "function", "cpp"),
+            ("src/util.c", "first", "function", "c")} <= symbols
+    cart = next(s for s in snapshot.symbols if s.qualname == "shop.Cart")
+    assert cart.start_line == 7  # its doc comment belongs to it
+    assert _imports(snapshot, "include/shop/cart.h") == {"resolved": {"include/shop/money.h"},
+                                                         "unresolved": {"name:vector"}}
+    assert _imports(snapshot, "src/cart.cpp")["resolved"] == {"include/shop/cart.h", "src/detail.h"}
+    assert _imports(snapshot, "src/util.c")["resolved"] == {"src/detail.h"}
+    calls = {(e.src, e.dst) for e in snapshot.edges if e.type == EdgeType.CALLS.value and e.resolved}
+    assert {("src/cart.cpp::shop.Cart.total", "src/cart.cpp::shop.cents"),
+            ("src/cart.cpp::shop.Cart.total", "src/detail.h::shop.detail.round")} <= calls
 
 
 # -- a toy language: Starlark (Bazel's .bzl files), one row + one family module --

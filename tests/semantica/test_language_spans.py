@@ -1,6 +1,6 @@
 """Function spans for every parsed language (semantica.languages.spans): the walk's node types are the parser's own
 (the family specs), Python's spans are the stdlib `ast`'s (this repository's files, the rankers' training spans),
-and Go, TypeScript, JavaScript, Java and Rust files give their functions and methods with qualified names."""
+and Go, TypeScript, JavaScript, Java, Rust, C and C++ files give their functions and methods with qualified names."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from pipelines.parse.families import FAMILIES
 from semantica.languages import parsed_languages
 from semantica.languages.spans import SPAN_NODES, file_spans, function_spans, span_suffixes, spans_language
+from tests.conftest import MIRRORS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -135,12 +136,48 @@ def test_python_trailing_comments_and_decorators_as_ast_has_them():
     assert (spans[0].docstring, spans[0].doc_start, spans[0].doc_end) == ("Doc.\n\nMore.", 3, 5)
 
 
+CPP = '''#ifndef FMT_FORMAT_H_
+#define FMT_FORMAT_H_
+#include "base.h"
+FMT_BEGIN_NAMESPACE
+namespace detail {
+/** Counts. */
+template <typename T>
+inline auto count(T x) -> int {
+  return 1; }
+}  // namespace detail
+class buffer {
+ public:
+  void push_back(int v) { grow(v); }
+  template <typename U> U get() const { return U(); }
+  ~buffer() {}
+  friend bool operator==(const buffer& a, const buffer& b) { return true; }
+};
+template <typename T> void basic_memory_buffer<T>::grow(size_t size) {}
+template <> struct formatter<buffer> {
+  auto format(const buffer& b) const -> int { return 0; }
+};
+FMT_END_NAMESPACE
+namespace {
+int hidden() { return 0; }
+}
+const char* ptr() { return ""; }
+extern "C" { int cfun(void) { return 0; } }
+#endif
+'''
+
+
 @pytest.mark.parametrize(("path", "text", "expected"), [
     ("flag/flag.go", GO, [("Parse", 3, 6), ("FlagSet.Lookup", 12, 17)]),
     ("source/index.ts", TS, [("mergeOptions", 1, 4), ("retryDelay", 6, 6), ("Ky.fetch", 9, 11), ("util.noop", 15, 15)]),
     ("source/index.js", "function a() {\n  return 1;\n}\nconst b = function () {};\n", [("a", 1, 3), ("b", 4, 4)]),
     ("src/main/java/com/acme/Cls.java", JAVA, [("Cls.Cls", 4, 5), ("Cls.method", 7, 9)]),
     ("src/lib.rs", RUST, [("add", 1, 4), ("Point.norm", 9, 11), ("inner.helper", 15, 15)]),
+    ("include/fmt/format.h", CPP, [("detail.count", 6, 9), ("buffer.push_back", 13, 13), ("buffer.get", 14, 14),
+                                   ("buffer.~buffer", 15, 15), ("buffer.operator==", 16, 16),
+                                   ("basic_memory_buffer.grow", 18, 18), ("formatter.format", 20, 20),
+                                   ("hidden", 24, 24), ("ptr", 26, 26), ("cfun", 27, 27)]),
+    ("src/os.c", "static int *first(int *xs) {\n  return xs;\n}\n", [("first", 1, 3)]),
 ])
 def test_every_parsed_language_gives_its_functions(path, text, expected):
     assert spans_language(path)
@@ -153,3 +190,49 @@ def test_files_without_spans():
     assert {".go", ".java", ".js", ".py", ".rs", ".ts", ".tsx"} <= set(span_suffixes())
     assert ".pyi" not in span_suffixes()
     assert function_spans("func broken( {\n", "go") == []  # a broken file parses without raising
+
+
+FMT = MIRRORS / "fmtlib+fmt" / "repo"
+
+
+def _show(mirror: Path, commit: str, path: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "--git-dir", str(mirror), "show", f"{commit}:{path}"], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_cpp_spans_cover_the_function_definitions_of_a_real_library():
+    """fmt's headers hide their namespaces behind macros (`FMT_BEGIN_NAMESPACE`), which tree-sitter reads as ERROR
+    nodes or as a function named `namespace`; the walk still finds nearly every function with a body (the rest sit
+    behind a macro before their return type, which the grammar reads as something else)."""
+    import subprocess
+
+    from tree_sitter_language_pack import get_parser
+
+    from semantica.languages.spans import macro_namespace
+
+    if not FMT.exists():
+        pytest.skip(f"SKIPPED LOUDLY: no fmtlib/fmt mirror at {FMT} (set SEMANTICA_MIRRORS to a folder holding one)")
+    tree = "fcd3e1e19c8d2df94bb6cb40d7f1c97a9872cf2b"  # 2024-05-31
+    listing = subprocess.run(["git", "--git-dir", str(FMT), "ls-tree", "-r", "--name-only", tree, "include", "src"],
+                             capture_output=True, text=True)
+    if listing.returncode != 0:
+        pytest.skip(f"SKIPPED LOUDLY: the fmt mirror at {FMT} lacks commit {tree}")
+    definitions = found = 0
+    for path in [p for p in listing.stdout.split() if p.endswith((".h", ".cc"))]:
+        text = _show(FMT, tree, path)
+        spans = file_spans(path, text)
+        assert not [s for s in spans if s.qualname.endswith("namespace")], path
+        ends = {s.end for s in spans}
+        stack = [get_parser("cpp").parse(text.encode()).root_node]
+        while stack:
+            node = stack.pop()
+            if node.type == "function_definition" and macro_namespace(node) is None \
+                    and node.child_by_field_name("body") is not None:
+                definitions += 1
+                found += node.end_point[0] + 1 in ends
+            else:
+                stack.extend(node.named_children)
+    assert definitions > 1000
+    assert found >= 0.95 * definitions  # 96.8% here

@@ -4,7 +4,7 @@ family; a new family is one module plus one `register_family` line here."""
 
 from __future__ import annotations
 
-from pipelines.parse.families import go, java, js, python, rust
+from pipelines.parse.families import c, go, java, js, python, rust
 from pipelines.parse.families.base import Family, RepoFiles
 from pipelines.parse.languages import LanguageSpec
 from semantica.languages import language_row
@@ -41,7 +41,7 @@ def grammar_of(language: str) -> str:
     return row.grammar if row is not None else ""
 
 
-for _module in (python, js, go, java, rust):
+for _module in (python, js, go, java, rust, c):
     register_family(_module.FAMILY)
 
 __all__ = ["FAMILIES", "Family", "RepoFiles", "family_of_language", "grammar_of", "register_family", "spec_of",

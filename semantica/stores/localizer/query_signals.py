@@ -3,6 +3,7 @@ candidate generator (semantica/stores/localizer/features.py) matches it against,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from semantica import languages
@@ -14,7 +15,7 @@ from semantica.stores.tokenizer import tokenize
 # every pattern is RE2 (linear_regex): no look-behind; a path starts after a character that cannot be in one (the one
 # consumed before the group)
 TEST_PATH = linear_regex.compile(languages.DEFAULT_TEST_PATH.pattern)
-_SUFFIXES = "|".join(sorted((s.lstrip(".") for s in span_suffixes()), key=lambda s: (-len(s), s)))
+_SUFFIXES = "|".join(re.escape(s) for s in sorted((s.lstrip(".") for s in span_suffixes()), key=lambda s: (-len(s), s)))
 FRAME = linear_regex.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
 SOURCE_PATH = linear_regex.compile(rf"(?:^|[^\w/.])((?:[\w.-]+/)*[\w-]+\.(?:{_SUFFIXES}))\b")
 PY_PATH = SOURCE_PATH  # the name the corpus tools read
