@@ -1,5 +1,5 @@
 """The learned localizer over every parsed language, on real indexes of real git repositories written here: a
-Go-only and a TypeScript-only repository get history, localizer files and function vectors after `index` (the
+Go-only, a TypeScript-only and a C++-only repository get history, localizer files and function vectors after `index` (the
 counts `/v1/repos` reports from the manifest), a query naming a Go function's behaviour ranks its file first, and
 on a mixed repository a Go file ranks above every Python file. The rankers are the shipped ones (trained on Python
 commits), applied to every language's candidates."""
@@ -101,6 +101,52 @@ export async function timeout<T>(promise: Promise<T>, ms: number, request: strin
 TS_FIX = {"source/retry.ts": TS_FILES["source/retry.ts"].replace("2 ** (attempt - 1)", "2 ** Math.max(attempt - 1, 0)")}
 TS_HEADERS_FIX = {"source/headers.ts": TS_FILES["source/headers.ts"].replace("{...source}", "{...source, ...{}}")}
 
+CPP_FILES = {
+    "include/ring/buffer.h": """#ifndef RING_BUFFER_H
+#define RING_BUFFER_H
+#include <cstddef>
+
+namespace ring {
+/** A fixed-capacity ring buffer of ints. */
+class Buffer {
+ public:
+  explicit Buffer(std::size_t capacity);
+  bool push(int value);
+  int pop();
+
+ private:
+  std::size_t head_ = 0, tail_ = 0, size_ = 0, capacity_;
+  int* items_;
+};
+}  // namespace ring
+#endif
+""",
+    "src/buffer.cpp": """#include "ring/buffer.h"
+
+namespace ring {
+Buffer::Buffer(std::size_t capacity) : capacity_(capacity), items_(new int[capacity]) {}
+
+// Appends a value; false when the buffer is full.
+bool Buffer::push(int value) {
+  if (size_ == capacity_) return false;
+  items_[tail_] = value;
+  tail_ = (tail_ + 1) % capacity_;
+  ++size_;
+  return true;
+}
+
+int Buffer::pop() {
+  int value = items_[head_];
+  head_ = (head_ + 1) % capacity_;
+  --size_;
+  return value;
+}
+}  // namespace ring
+""",
+}
+CPP_FIX = {"src/buffer.cpp": CPP_FILES["src/buffer.cpp"].replace("int Buffer::pop() {\n",
+                                                                 "int Buffer::pop() {\n  if (size_ == 0) return -1;\n")}
+
 PY_FILES = {
     "app/cache.py": 'class Cache:\n    """An in-memory cache of rendered pages."""\n\n    def __init__(self):\n'
                     '        self.pages = {}\n\n    def get(self, key):\n        return self.pages.get(key)\n',
@@ -175,6 +221,17 @@ def test_a_typescript_repository_gets_history_localizer_files_and_function_vecto
     records = served.history.history.records
     assert {fn for r in records for fn in r.functions} == {"source/retry.ts::computeRetryDelay",
                                                            "source/headers.ts::mergeHeaders"}
+
+
+def test_a_cpp_repository_gets_history_localizer_files_and_function_vectors(tmp_path):
+    config, served = _build(tmp_path, "ring", CPP_FILES, [(CPP_FIX, "Fix pop() reading garbage from an empty ring (#4)")])
+    counts = _listed_counts(config, served.repo)
+    assert counts["localizer_files"] == 2  # the header too: a fix may change a declaration
+    assert counts["history_commits"] == 1
+    assert counts["function_vectors"] == 3
+    assert {f.key for f in served.index("localizer").functions} == {
+        "src/buffer.cpp::ring.Buffer.Buffer", "src/buffer.cpp::ring.Buffer.push", "src/buffer.cpp::ring.Buffer.pop"}
+    assert {fn for r in served.history.history.records for fn in r.functions} == {"src/buffer.cpp::ring.Buffer.pop"}
 
 
 def test_on_a_mixed_repository_a_go_file_ranks_above_every_python_file(tmp_path):
