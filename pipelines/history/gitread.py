@@ -13,7 +13,6 @@ import subprocess
 from dataclasses import dataclass, field
 
 from semantica.languages.spans import (  # noqa: F401  (the readers' names)
-    DECLARATION_SUFFIXES,
     FunctionSpan,
     file_spans,
     function_spans,
@@ -178,9 +177,8 @@ def _parse_diff(raw: bytes) -> tuple[list[FileChange], dict[str, str]]:
 
 
 def source_pathspecs() -> list[str]:
-    """Git pathspecs for the files of every language with function spans (the language table's suffixes),
-    declaration-only files left out."""
-    return [f"*{suffix}" for suffix in span_suffixes()] + [f":(exclude)*{suffix}" for suffix in DECLARATION_SUFFIXES]
+    """Git pathspecs for the files of every language with function spans (the language table's suffixes)."""
+    return [f"*{suffix}" for suffix in span_suffixes()]
 
 
 def log_with_source_diffs(repo_path: str, commit: str, stop_before: str | None) -> list[LoggedCommit]:

@@ -23,7 +23,7 @@ from semantica.languages.registry import ROWS, language_of, language_row
 COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
-DECLARATION_SUFFIXES = (".pyi", ".d.ts")  # stubs and type declarations: signatures only
+DECLARATION_SUFFIXES = (".pyi", ".d.ts")  # stubs and type declarations: signatures, no bodies
 JS_DECLARATIONS = frozenset({"lexical_declaration", "variable_declaration"})
 # C and C++: the nodes a function's declarator chain ends in (a plain, qualified, destructor or operator name)
 C_NAME_DECLARATORS = frozenset({"identifier", "field_identifier", "qualified_identifier", "destructor_name",
@@ -158,15 +158,25 @@ def span_nodes(language: str) -> tuple[str, SpanNodes] | None:
 
 
 def spans_language(path: str) -> bool:
-    """Whether the file at `path` is of a language with function spans (the localizer's and history's files);
-    declaration-only files (`DECLARATION_SUFFIXES`) hold no bodies to change or rank and are left out."""
-    return span_nodes(language_of(path)) is not None and not path.lower().endswith(DECLARATION_SUFFIXES)
+    """Whether the file at `path` is of a language with function spans: the files the localizer ranks and the
+    history reads. A declaration-only file (`DECLARATION_SUFFIXES`) is one of them, since fixes change type
+    declarations too (`types.d.ts` beside the code), but it holds no function spans (`file_spans`)."""
+    return span_nodes(language_of(path)) is not None
+
+
+def is_declaration(path: str) -> bool:
+    """A stub or type-declaration file (`.pyi`, `.d.ts`): signatures only, no bodies to change or rank."""
+    return path.lower().endswith(DECLARATION_SUFFIXES)
+
+
+def spans_key(path: str) -> str:
+    """What a file's spans depend on besides its bytes: its language, and whether it is a declaration file."""
+    return f"{language_of(path)}.d" if is_declaration(path) else language_of(path)
 
 
 def span_suffixes() -> tuple[str, ...]:
     """File suffixes of every language with function spans (git pathspecs for the history reader)."""
-    return tuple(sorted({s for name, row in ROWS.items() if span_nodes(name) is not None for s in row.suffixes
-                         if s not in DECLARATION_SUFFIXES}))
+    return tuple(sorted({s for name, row in ROWS.items() if span_nodes(name) is not None for s in row.suffixes}))
 
 
 def strip_suffix(path: str) -> str:
@@ -212,8 +222,8 @@ def function_spans(text: str, language: str = "python") -> list[FunctionSpan]:
 
 
 def file_spans(path: str, text: str) -> list[FunctionSpan]:
-    """`function_spans` of the file at `path`, its language from the table."""
-    return function_spans(text, language_of(path))
+    """`function_spans` of the file at `path`, its language from the table; none in a declaration file."""
+    return [] if is_declaration(path) else function_spans(text, language_of(path))
 
 
 def _text(node: Any) -> str:

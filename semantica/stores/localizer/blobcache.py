@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from semantica.languages import language_of
-from semantica.languages.spans import function_spans
+from semantica.languages.spans import file_spans, spans_key
 from semantica.stores.tokenizer import tokenize
 
 CACHE_VERSION = "lb2"
@@ -37,9 +36,9 @@ def blob_sha(text: str) -> str:
 
 
 def blob_key(path: str, text: str) -> str:
-    """What a parse is kept under: the file's language and its blob sha (one content parses alike in one
-    language; the same bytes under another language's suffix are another parse)."""
-    return f"{language_of(path)}:{blob_sha(text)}"
+    """What a parse is kept under: what the file's spans depend on (`spans_key`: its language, and whether it is a
+    declaration file) and its blob sha; the same bytes under another suffix are another parse."""
+    return f"{spans_key(path)}:{blob_sha(text)}"
 
 
 @dataclass
@@ -54,10 +53,10 @@ class ParsedBlob:
     docs: list[tuple[np.ndarray, np.ndarray]]
 
     @classmethod
-    def parse(cls, text: str, language: str = "python") -> ParsedBlob:
-        """`language`: the language table's name of the file (its function spans' grammar)."""
+    def parse(cls, path: str, text: str) -> ParsedBlob:
+        """`path` names the file's language (its function spans' grammar) and whether it is a declaration file."""
         lines = text.split("\n")
-        spans = [(s.qualname, s.start, s.end) for s in function_spans(text, language)]
+        spans = [(s.qualname, s.start, s.end) for s in file_spans(path, text)]
         # a token never spans a line, so each line is tokenized once and a body is a run of lines
         line_tokens = [tokenize(line) for line in lines]
         token_lists = [chain.from_iterable(line_tokens), *(chain.from_iterable(line_tokens[a - 1: b]) for _, a, b in spans),

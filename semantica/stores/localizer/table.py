@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from semantica.languages import language_of
 from semantica.languages.spans import strip_suffix
 from semantica.stores.function_keys import function_key
 from semantica.stores.localizer.blobcache import BlobCache, ParsedBlob, blob_key
@@ -94,7 +93,7 @@ class LocalizerTableBuilder:
         for digest, path in missing.items():
             blob = found.get(digest)
             if blob is None:
-                blob = fresh[digest] = ParsedBlob.parse(texts[path], language_of(path))
+                blob = fresh[digest] = ParsedBlob.parse(path, texts[path])
             self._parsed[digest] = self._to_vocab(blob)
         self.parsed_here += len(fresh)
         if self.cache is not None:

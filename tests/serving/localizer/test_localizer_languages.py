@@ -97,9 +97,19 @@ export async function timeout<T>(promise: Promise<T>, ms: number, request: strin
   return promise;
 }
 ''',
+    "source/types.d.ts": '''/** Options of one request. */
+export interface Options {
+  retry?: number;
+  timeout?: number;
+}
+
+export declare function computeRetryDelay(attempt: number, limit: number): number;
+''',
 }
 TS_FIX = {"source/retry.ts": TS_FILES["source/retry.ts"].replace("2 ** (attempt - 1)", "2 ** Math.max(attempt - 1, 0)")}
 TS_HEADERS_FIX = {"source/headers.ts": TS_FILES["source/headers.ts"].replace("{...source}", "{...source, ...{}}")}
+TS_TYPES_FIX = {"source/types.d.ts": TS_FILES["source/types.d.ts"].replace("  timeout?: number;\n",
+                                                                           "  timeout?: number | false;\n")}
 
 CPP_FILES = {
     "include/ring/buffer.h": """#ifndef RING_BUFFER_H
@@ -213,14 +223,17 @@ def test_a_typescript_repository_gets_history_localizer_files_and_function_vecto
     config, served = _build(tmp_path, "ky", TS_FILES, [
         (TS_FIX, "Fix the first retry waiting half the backoff delay (#7)"),
         (TS_HEADERS_FIX, "Keep the source headers when merging options (#9)"),
+        (TS_TYPES_FIX, "Allow timeout: false in the options type (#11)"),
     ])
     counts = _listed_counts(config, served.repo)
-    assert counts["localizer_files"] == 3
-    assert counts["history_commits"] == 2
+    assert counts["localizer_files"] == 4  # the type declarations too: a fix may change only them
+    assert counts["history_commits"] == 3
     assert counts["function_vectors"] >= 3
     records = served.history.history.records
     assert {fn for r in records for fn in r.functions} == {"source/retry.ts::computeRetryDelay",
-                                                           "source/headers.ts::mergeHeaders"}
+                                                           "source/headers.ts::mergeHeaders"}  # a .d.ts has none
+    assert "source/types.d.ts" in {path for r in records for path in r.files}
+    assert not any(f.key.startswith("source/types.d.ts") for f in served.index("localizer").functions)
 
 
 def test_a_cpp_repository_gets_history_localizer_files_and_function_vectors(tmp_path):
