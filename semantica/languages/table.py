@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 # test directories, test_*.py / *_test.<ext> files, conftest.py (Python, Go, Rust and most others)
 DEFAULT_TEST_PATH = re.compile(r"(^|/)(tests?|testing|mocks?)(/|_)|(^|/)test_[^/]*$|_test\.[a-z]+$|(^|/)conftest\.py$")
+# JavaScript and TypeScript also keep tests beside the code: `x.test.ts`, `x.spec.js`, `__tests__/`, `__mocks__/`
+JS_TEST_PATH = re.compile(DEFAULT_TEST_PATH.pattern + r"|(^|/)__(tests|mocks)__/|\.(test|spec)\.[cm]?[jt]sx?$")
 
 
 @dataclass(frozen=True)
@@ -29,9 +31,9 @@ class Language:
 
 LANGUAGES: tuple[Language, ...] = (
     Language("python", (".py", ".pyi"), grammar="python", family="python"),
-    Language("javascript", (".js", ".mjs", ".cjs", ".jsx"), grammar="javascript", family="js"),
-    Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript", family="js"),
-    Language("tsx", (".tsx",), grammar="tsx", family="js"),
+    Language("javascript", (".js", ".mjs", ".cjs", ".jsx"), grammar="javascript", family="js", test_path=JS_TEST_PATH),
+    Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript", family="js", test_path=JS_TEST_PATH),
+    Language("tsx", (".tsx",), grammar="tsx", family="js", test_path=JS_TEST_PATH),
     Language("go", (".go",), grammar="go", family="go"),
     Language("gomod", filenames=("go.mod",)),  # read by the Go family: the module path of import paths
     Language("java", (".java",), grammar="java", family="java"),

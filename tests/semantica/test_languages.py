@@ -9,13 +9,15 @@ from semantica.languages import KNOWN_LANGUAGES, is_test_path, language_of
 
 @pytest.mark.parametrize("path", ["tests/test_app.py", "pkg/tests/helpers.py", "test_utils.py", "src/conftest.py",
                                   "server/handler_test.go", "lib/testing/fixtures.rs", "mocks/client.ts",
-                                  "a/test_x/b.py"])
+                                  "a/test_x/b.py", "source/retry.test.ts", "src/utils.spec.js", "src/__tests__/card.js",
+                                  "src/__mocks__/fetch.ts", "ui/Button.test.tsx", "lib/x.spec.mjs"])
 def test_test_paths(path: str) -> None:
     assert is_test_path(path)
 
 
 @pytest.mark.parametrize("path", ["src/app.py", "latest.py", "attestation/sign.py", "contest.py", "protest/x.go",
-                                  "docs/testing.md", ""])
+                                  "docs/testing.md", "", "src/contest.ts",
+                                  "lib/latest.js", "src/spec.ts", "test.go.md"])
 def test_product_paths(path: str) -> None:
     assert not is_test_path(path)
 
