@@ -14,10 +14,8 @@ from semantica.languages.registry import (
 )
 from semantica.languages.table import DEFAULT_TEST_PATH, LANGUAGES, Language
 
-TEST_PATH = DEFAULT_TEST_PATH
-
 __all__ = [
-    "DEFAULT_TEST_PATH", "KNOWN_LANGUAGES", "LANGUAGES", "LANGUAGE_BY_NAME", "LANGUAGE_BY_SUFFIX", "TEST_PATH",
+    "DEFAULT_TEST_PATH", "KNOWN_LANGUAGES", "LANGUAGES", "LANGUAGE_BY_NAME", "LANGUAGE_BY_SUFFIX",
     "Language", "is_test_path", "language_of", "language_row", "parsed_languages", "register_language",
     "unregister_language",
 ]

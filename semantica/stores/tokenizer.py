@@ -15,7 +15,8 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z0-9]+|[A-Z]+")
 _MIN_PART_CHARS = 2
 
 
-def _parts(identifier: str) -> list[str]:
+def identifier_parts(identifier: str) -> list[str]:
+    """`OnceCell` -> [Once, Cell], `raw_decode` -> [raw, decode]: an identifier's snake_case and camelCase parts."""
     parts: list[str] = []
     for snake in identifier.split("_"):
         if snake:
@@ -33,7 +34,7 @@ def tokenize(text: str) -> list[str]:
         if len(pieces) > 1:
             tokens.extend(p.lower() for p in pieces)
         for piece in pieces:
-            sub = _parts(piece)
+            sub = identifier_parts(piece)
             if len(sub) > 1 or (sub and sub[0] != piece):
                 tokens.extend(s.lower() for s in sub if len(s) >= _MIN_PART_CHARS)
     return tokens

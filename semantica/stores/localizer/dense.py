@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
-from semantica.languages import TEST_PATH
+from semantica.languages import is_test_path
 from semantica.languages.spans import file_spans, source_lines
 from semantica.stores.function_keys import function_key
 from semantica.stores.localizer.models import model_root
@@ -34,7 +34,7 @@ def channel_keys(keys: Sequence[str]) -> list[str]:
     """The function keys (`path::name`) the channel gives a cosine, or the file paths whose functions it encodes:
     all but test code's (they keep their ranking term only and are never encoded: neutral on the corpus, a third
     less encoding)."""
-    return [key for key in keys if not TEST_PATH.search(key.partition("::")[0])]
+    return [key for key in keys if not is_test_path(key.partition("::")[0])]
 
 
 def function_sources(path: str, text: str) -> dict[str, str]:

@@ -32,6 +32,7 @@ from semantica.stores.localizer.query_signals import (
     last_name,
     module_paths,
     path_suffixes,
+    scoped_paths,
     suffix_match,
 )
 from semantica.stores.localizer.table import LocalizerTable
@@ -206,7 +207,8 @@ class CandidateGenerator:
         named_paths = [q.lstrip("./") for q in query.paths]
         named_tails = {t for q in named_paths for t in path_suffixes(q)}
         named_with_dir = {q for q in named_paths if "/" in q}
-        module_suffixes = {s for m in query.modules for s in module_paths(m)}
+        module_suffixes = {s for m in query.modules for s in module_paths(m)} | {
+            s for m in query.scoped for s in scoped_paths(m)}
         for doc, suffixes, stem in zip(snapshot.files, lookups.suffixes, lookups.stems):
             p = doc.path
             path_named = p in named_tails or not named_with_dir.isdisjoint(suffixes)

@@ -10,11 +10,10 @@ from semantica import languages
 from semantica.languages.spans import span_suffixes, strip_suffix
 from semantica.runtime import linear_regex
 from semantica.stores.localizer.table import LocalizerTable
-from semantica.stores.tokenizer import tokenize
+from semantica.stores.tokenizer import identifier_parts, tokenize
 
 # every pattern is RE2 (linear_regex): no look-behind; a path starts after a character that cannot be in one (the one
 # consumed before the group)
-TEST_PATH = linear_regex.compile(languages.DEFAULT_TEST_PATH.pattern)
 _SUFFIXES = "|".join(re.escape(s) for s in sorted((s.lstrip(".") for s in span_suffixes()), key=lambda s: (-len(s), s)))
 FRAME = linear_regex.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
 SOURCE_PATH = linear_regex.compile(rf"(?:^|[^\w/.])((?:[\w.-]+/)*[\w-]+\.(?:{_SUFFIXES}))\b")
@@ -29,6 +28,8 @@ JS_FILE = linear_regex.compile(r"(?:[\w.@-]+/)*[\w.-]+\.[cm]?[jt]sx?")
 # `at com.acme.Cls.method(Cls.java:42)`, `at com.acme.Outer$Inner.run(Outer.java:7)` (JVM stack frames)
 JAVA_FRAME = linear_regex.compile(r"\bat ([\w$.<>]+)\(([\w$]+\.java):\d+\)")
 DOTTED = linear_regex.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b")
+# `tokio::sync::watch::Receiver`, `crate::io::Ready` (Rust paths; C++'s `a::b` name no files and match none)
+SCOPED = linear_regex.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)\b")
 IDENT = linear_regex.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
 CODE_LIKE = linear_regex.compile(r"_|[a-z][A-Z]|^[A-Z][a-z]+[A-Z]")
 
@@ -41,6 +42,7 @@ class QuerySignals:
     tokens: list[str]
     paths: list[str]
     modules: list[str]
+    scoped: list[str]
     frames: list[tuple[str, str]]  # (path, function) innermost last
     words: set[str]
     code_words: set[str]
@@ -51,7 +53,8 @@ class QuerySignals:
         paths = [m.group(1) for m in SOURCE_PATH.finditer(text)]
         modules = [m.group(1) for m in DOTTED.finditer(text) if not m.group(1).endswith(".py")]
         words = {w for w in IDENT.findall(text)}
-        return cls(text, tokenize(text), paths, modules, frames, {w.lower() for w in words},
+        scoped = [m.group(1) for m in SCOPED.finditer(text)]
+        return cls(text, tokenize(text), paths, modules, scoped, frames, {w.lower() for w in words},
                    {w.lower() for w in words if CODE_LIKE.search(w)})
 
 
@@ -106,7 +109,7 @@ class FileLookups:
         if found is None:
             paths = [doc.path for doc in snapshot.files]
             found = snapshot.derived[cls] = cls([path_suffixes(p) for p in paths], [file_stem(p) for p in paths],
-                                                {p: bool(TEST_PATH.search(p)) for p in paths})
+                                                {p: languages.is_test_path(p) for p in paths})
         return found
 
 
@@ -160,3 +163,30 @@ def module_paths(module: str) -> tuple[str, ...]:
 
 
 _OTHER_SUFFIXES = tuple(s for s in span_suffixes() if s != ".py")
+
+
+def scoped_paths(path: str) -> tuple[str, ...]:
+    """`tokio::sync::watch::channel` -> the Rust files it may name in a crate's `src/`, as `module_paths` reads a
+    dotted name: the module itself (src/sync/watch/channel.rs, .../channel/mod.rs) and its parent when the last
+    segment may be an item (src/sync/watch.rs, src/sync/watch/mod.rs); a type names its parent and the file named
+    after it (`tokio::sync::OnceCell` -> src/sync.rs, src/sync/mod.rs, src/sync/once_cell.rs). The first segment
+    is the crate (or `crate`, `self`, `super`), which names no file; an entry stem (`tokio::main`) ends the path, and
+    a type's members name its file."""
+    parts: list[str] = []
+    for part in path.split("::")[1:]:
+        if part.lower() in ENTRY_STEMS:
+            break
+        parts.append(part)
+        if part[:1].isupper():  # a type: what follows are its members (`Semaphore::MAX_PERMITS`)
+            break
+    if not parts:
+        return ()
+    modules: list[list[str]] = [parts[:-1]] if len(parts) > 1 else []
+    out: list[str] = []
+    if parts[-1][:1].isupper():
+        out.append("src/" + "/".join([*parts[:-1], "_".join(p.lower() for p in identifier_parts(parts[-1]))]) + ".rs")
+    else:
+        modules.insert(0, parts)
+    for module in modules:
+        out += [f"src/{'/'.join(module)}.rs", f"src/{'/'.join(module)}/mod.rs"]
+    return tuple(dict.fromkeys(out))

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 
-from semantica.stores.localizer.query_signals import QuerySignals, file_stem, module_paths
+from semantica.stores.localizer.features import FILE_FEATURES, CandidateConfig, CandidateGenerator
+from semantica.stores.localizer.query_signals import QuerySignals, file_stem, module_paths, scoped_paths
+from semantica.stores.localizer.table import LocalizerTableBuilder
 
 TRACES = '''panic: runtime error
 main.parse(...)
@@ -42,13 +44,41 @@ def test_entry_files_of_other_languages_are_not_named_by_a_word():
     assert [file_stem(p) for p in ("pkg/main.py", "pkg/index.py", "clock/duration.go")] == ["main", "index", "duration"]
 
 
+def test_rust_paths_name_the_files_of_their_modules():
+    q = QuerySignals.parse("`tokio_util::sync::CancellationToken` hangs; std::vector<int> and tokio::main too")
+    assert q.scoped == ["tokio_util::sync::CancellationToken", "std::vector", "tokio::main"]
+    assert "src/sync/cancellation_token.rs" in scoped_paths("tokio_util::sync::CancellationToken")
+    assert {"src/sync/watch.rs", "src/sync/watch/mod.rs"} <= set(scoped_paths("tokio::sync::watch::channel"))
+    assert "src/sync/semaphore.rs" in scoped_paths("tokio::sync::Semaphore::MAX_PERMITS")  # a type's member
+    assert scoped_paths("tokio::main") == ()  # an entry stem names no file
+
+
+RUST_WORKSPACE = {
+    "tokio/src/sync/watch.rs": "pub struct Receiver<T> { shared: Arc<T> }\nimpl<T> Receiver<T> {\n"
+                               "    pub fn borrow(&self) -> Ref<T> { todo!() }\n}\n",
+    "tokio/src/sync/mod.rs": "pub mod watch;\npub mod once_cell;\n",
+    "tokio/src/sync/once_cell.rs": "pub struct OnceCell<T> { value: Option<T> }\n",
+    "tokio-util/src/sync/cancellation_token.rs": "pub struct CancellationToken { inner: Arc<Node> }\n",
+    "tokio/src/net/udp.rs": "pub struct UdpSocket { io: PollEvented }\n",
+}
+
+
+def test_a_rust_path_in_a_query_names_the_file_of_its_module_or_type():
+    snapshot = LocalizerTableBuilder().build(RUST_WORKSPACE)
+    cands = CandidateGenerator(CandidateConfig()).build(
+        snapshot, "Calling borrow on a tokio::sync::watch::Receiver after tokio::sync::OnceCell::set blocks")
+    named = FILE_FEATURES.index("module_named")
+    flagged = {p for p, row in zip(cands.files, cands.file_features) if row[named] == 1.0}
+    assert flagged == {"tokio/src/sync/watch.rs", "tokio/src/sync/once_cell.rs", "tokio/src/sync/mod.rs"}
+
+
 def _parse_seconds(text: str) -> float:
     started = time.perf_counter()
     QuerySignals.parse(text)
     return time.perf_counter() - started
 
 
-HOSTILE = (lambda n: "at " + "a." * n, lambda n: "at x (" + "a/" * n, lambda n: "a/" * n + ".go:",
+HOSTILE = (lambda n: "a::" * n + "B", lambda n: "at " + "a." * n, lambda n: "at x (" + "a/" * n, lambda n: "a/" * n + ".go:",
            lambda n: "at " + "a$" * n + "(", lambda n: "at x (" + ":1" * n, lambda n: "at " + "a." * n + "(x.java:1")
 
 
