@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", required=True, help="paths.cache_dir (candidates, blobs and history, reused)")
     parser.add_argument("--models", action="append", default=[], help="model directory (repeatable)")
     parser.add_argument("--repo-filter", action="append", default=[])
+    parser.add_argument("--dense", action="store_true",
+                        help="also each model directory with the dense function channel after it (`<models>+dense`), "
+                             "as the stage runs it: its function head and files re-ranked by the channel's cosine")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     instances = [i for i in load_instances(args.instances) if not args.repo_filter or i.repo in args.repo_filter]
@@ -56,12 +59,19 @@ def main(argv: list[str] | None = None) -> int:
     for inst in instances:
         groups.setdefault(LANGUAGE_GROUPS.get(inst.language, inst.language), []).append(inst.instance_id)
     report: dict = {"instances": len(instances), "rows": {}}
-    for models in [FUSION, *args.models]:
+    rows = [(FUSION, False)] + [(m, dense) for m in args.models for dense in ((False, True) if args.dense else (False,))]
+    for models, dense in rows:
         replay = LearnedReplay(replay_config(models, args.cache, languages), Path(args.repos_dir))
+        if not dense:
+            replay.dense = None
+        name = f"{models}+dense" if dense else models
         preds: dict[str, Prediction] = {}
         start = time.perf_counter()
         for inst in instances:
             try:
+                if dense:
+                    preds[inst.instance_id] = Prediction(*replay.blend(inst, [], []))
+                    continue
                 ranked = replay.rank(inst)
             except Exception as exc:  # noqa: BLE001 - one broken instance is reported, not fatal
                 print(f"{inst.instance_id}: FAILED {type(exc).__name__}: {exc}", flush=True)
@@ -73,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             row[group] = evaluate({i: preds[i] for i in ids if i in preds}, {i: gold[i] for i in ids}, FILE_METRICS,
                                   FUNCTION_METRICS)["overall"] | {
                 "instances": sum(1 for i in ids if i in preds)}
-        report["rows"][models] = row
-        print(f"{models} (file {'/'.join(FILE_METRICS)}): " + "  ".join(
+        report["rows"][name] = row
+        print(f"{name} (file {'/'.join(FILE_METRICS)}): " + "  ".join(
             f"{g} " + "/".join(f"{100 * row[g]['file'][m]:.1f}" for m in FILE_METRICS)
             for g in [*sorted(groups), "all"]) + f"  ({row['seconds']} s)", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
