@@ -105,7 +105,7 @@ class Stages:
     def expansion(self) -> Any:  # decomposition (serving/planning/)
         from serving.planning.expand import QueryExpansion
 
-        return QueryExpansion(self.config.planning, self.intent.classify, self.graph_ops.graph)
+        return QueryExpansion(self.config.planning, self.graph_ops.graph)
 
     @cached_property
     def ranking_hooks(self) -> Any:  # feedback-learned weights and the final file order

@@ -80,24 +80,13 @@ class PlanningBudgetsConfig:
 
 @dataclass
 class DecomposeConfig:
-    """Issue-length queries split into sub-queries (serving/planning/decompose.py), fused per strategy.
-
-    A sub-query's list enters each strategy's list by weighted RRF (serving/planning/merge.py): main rank r adds
-    `MAIN_WEIGHT / (RRF_K + r)`, a sub-query of kind K at rank r adds `weights[K] / (RRF_K + r)`.
-    Frames and paths are looked up directly in the snapshot ("direct" lists) and fold into `direct_into`.
-    The caps on each kind (frames, errors, paths, identifiers, calls, gist) are constants of decompose.py.
-    """
+    """A query's stack-trace frames looked up in the snapshot (serving/planning/decompose.py, direct.py) and
+    fused into the `direct_into` lists (serving/planning/merge.py): main rank r adds `MAIN_WEIGHT / (RRF_K + r)`,
+    the frame lookup's rank r adds `frame_weight / (RRF_K + r)`. The frame cap is a constant of decompose.py."""
 
     enabled: bool = True
-    min_query_chars: int = 300  # shorter queries are not split (unless they hold a traceback)
-    weights: dict[str, float] = field(default_factory=lambda: {
-        "identifiers": 0.0, "calls": 0.0, "error": 0.0, "frame": 2.0, "path": 0.0, "gist": 0.0})  # frames only
-    strategies: dict[str, list[str]] = field(default_factory=lambda: {
-        "identifiers": ["lexical", "symbol"], "calls": ["symbol", "lexical"], "error": ["lexical", "vector"],
-        "gist": ["vector", "lexical"]})
-    direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # frame/path lists fold here
-    # "kind.strategy" -> the strategies that sub-query list feeds instead of its own (default: its own)
-    routes: dict[str, list[str]] = field(default_factory=dict)
+    frame_weight: float = 2.0  # 0 = off
+    direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # the frame list folds here
 
 
 @dataclass
@@ -108,7 +97,7 @@ class PlanningConfig:
     analyzer: PlanningAnalyzerConfig = field(default_factory=PlanningAnalyzerConfig)
     modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
     budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
-    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # sub-queries of issue-length queries
+    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # a query's stack frames
 
 
 @dataclass

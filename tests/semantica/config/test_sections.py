@@ -53,10 +53,10 @@ SECTIONS = {
     "planning.analyzer": 2,
     "planning.modes": 5,
     "planning.budgets": 2,
-    "planning.decompose": 6,
+    "planning.decompose": 3,
     "history": 17,
 }
-FIELD_BUDGET = 294  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 291  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
