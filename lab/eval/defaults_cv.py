@@ -45,8 +45,6 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("planning.enabled", (("off", ("planning.enabled=false",)), ("on", ("planning.enabled=true",)))),
-    Setting("mode multipliers (localization)", (("all hybrid", ("planning.modes.apply_to_localize=false",)),
-                                                ("by query shape", ("planning.modes.apply_to_localize=true",)))),
     Setting("decompose frame weight", (("0", ("planning.decompose.frame_weight=0.0",)),
                                        ("1.0", ("planning.decompose.frame_weight=1.0",)),
                                        ("2.0", ("planning.decompose.frame_weight=2.0",)))),

@@ -66,7 +66,6 @@ class PlanningModesConfig:
     mmr_enabled: bool = False  # a selected mmr_diverse reorders by MMR (a request forcing it always does)
     mmr_lambda: float = 0.7  # relevance vs novelty (1 = plain relevance order)
     mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
-    apply_to_localize: bool = False  # the mode's multipliers also weight file/function localization (docs/defaults.md)
 
 
 @dataclass

@@ -31,7 +31,6 @@ class Plan:
     choice: ModeChoice
     k: int
     multipliers: dict[str, float] | None
-    localize_multipliers: dict[str, float] | None
     budgets: BudgetPlan | None = None
     mmr: dict[str, Any] | None = None
     sub_queries: list[Any] = field(default_factory=list)  # filled by decomposition (decompose.py)
@@ -95,8 +94,7 @@ class QueryPlanner:
         multipliers = self.multipliers[choice.mode]
         if all(v == 1.0 for v in multipliers.values()):
             multipliers = None
-        return Plan(choice, request.k or 0, multipliers,
-                    multipliers if p.modes.apply_to_localize else None)
+        return Plan(choice, request.k or 0, multipliers)
 
     # -- after reranking -------------------------------------------------------------------------
 

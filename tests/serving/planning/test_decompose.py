@@ -120,10 +120,7 @@ def ledger_index(tmp_path_factory):
 def _search(root: Path, query: str, *overrides: str):
     from serving.pipeline import SearchPipeline, SearchRequest
 
-    # decomposition alone: the planner's mode weights (lexical-heavy for a traceback) are measured elsewhere;
-    # on this four-file repository they tie the outer frame's file with the inner one
-    config = make_config(root, "token_vectors.enabled=false", "late_interaction.enabled=false",
-                         "planning.modes.apply_to_localize=false", *overrides)
+    config = make_config(root, "token_vectors.enabled=false", "late_interaction.enabled=false", *overrides)
     return SearchPipeline(config).search(SearchRequest(query=query, k=5))
 
 
@@ -159,7 +156,7 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
     from jobs.ltr.mine import HitMiner
     from serving.pipeline import SearchPipeline
 
-    overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false", "planning.modes.apply_to_localize=false")
+    overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false")
     overrides = (*overrides, "localizer.enabled=false")  # its replay reads a bare clone (jobs/localizer/replay.py)
     config = make_config(ledger_index, *overrides)
     HitMiner(LtrTrainConfig(), tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",

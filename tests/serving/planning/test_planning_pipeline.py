@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from semantica.api import QueryError, SearchRequest
+from semantica.config import ConfigError, load_config
 from serving.api.http.models import SearchBody
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
@@ -74,6 +75,16 @@ def test_mode_per_query_class_and_its_weights_reach_fusion(pipeline):
                                             mode="lexical_heavy"))
     weight_lexical = 9  # features: 4 ranks, 4 rrf, then the 4 normalised weights (vector, lexical, ...)
     assert lexical.hits[0].features[weight_lexical] > hybrid.hits[0].features[weight_lexical]
+
+
+def test_modes_weigh_chunk_fusion_only_not_localization(pipeline):
+    """The mode multipliers on files and functions lost under leave-one-repository-out and left (issue 45)."""
+    answers = [pipeline.search(SearchRequest(query="cart total price", repos=["t/shop"], k=5, mode=mode))
+               for mode in ("hybrid", "lexical_heavy", "vector_heavy")]
+    assert answers[0].files and all(a.files == answers[0].files and a.functions == answers[0].functions
+                                    for a in answers)
+    with pytest.raises(ConfigError, match=r"planning\.modes: unknown key\(s\) \['apply_to_localize'\]"):
+        load_config(None, ["planning.modes.apply_to_localize=true"])
 
 
 def test_no_plan_without_planning(config):
