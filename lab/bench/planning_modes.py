@@ -29,15 +29,11 @@ from serving.pipeline import SearchPipeline
 
 GOLDEN_SET = Path(__file__).resolve().parents[2] / "conf" / "golden" / "semantica.jsonl"
 UNIT = "{vector: 1.0, lexical: 1.0, symbol: 1.0, graph: 1.0}"
-ALL_OFF = ["planning.modes.mmr_enabled=false", "planning.analyzer.enabled=false",
-           "planning.budgets.enabled=false"]
-VARIANTS: dict[str, list[str]] = {
+ALL_OFF = ["planning.analyzer.enabled=false", "planning.budgets.enabled=false"]
+VARIANTS: dict[str, list[str]] = {  # MMR: `--mode mmr_diverse` (only a forced mode gets it)
     "planning off": ["planning.enabled=false"],
-    "modes only (weights + MMR)": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true",
-                                   "planning.modes.mmr_enabled=true"],
     "mode weights only": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true"],
-    "all on": ["planning.enabled=true", "planning.modes.mmr_enabled=true",
-               "planning.budgets.enabled=true"],
+    "all on": ["planning.enabled=true", "planning.budgets.enabled=true"],
     "default (mode weights + localization)": [],
 }
 BUDGET_VARIANTS: dict[str, list[str]] = {  # --other-repo: [repo, other], repo primary

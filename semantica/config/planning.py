@@ -53,8 +53,8 @@ class PlanningAnalyzerConfig:
 
 @dataclass
 class PlanningModesConfig:
-    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), and MMR for
-    mmr_diverse."""
+    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), and MMR for a
+    request that forces mmr_diverse (a selected one keeps the relevance order: MMR was neutral on the golden set)."""
 
     multipliers: dict[str, dict[str, float]] = field(default_factory=lambda: {
         "hybrid": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
@@ -63,7 +63,6 @@ class PlanningModesConfig:
         "mmr_diverse": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
         "exact_vector": {"vector": 1.3, "lexical": 1.0, "symbol": 1.6, "graph": 0.6},
     })
-    mmr_enabled: bool = False  # a selected mmr_diverse reorders by MMR (a request forcing it always does)
     mmr_lambda: float = 0.7  # relevance vs novelty (1 = plain relevance order)
     mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
 

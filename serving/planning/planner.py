@@ -104,7 +104,7 @@ class QueryPlanner:
         if plan is None:
             return hits
         p = self.config.planning
-        if plan.mode is SearchMode.MMR_DIVERSE and (p.modes.mmr_enabled or plan.forced):  # a forced mode gets MMR
+        if plan.mode is SearchMode.MMR_DIVERSE and plan.forced:  # only a forced mode gets MMR
             vectors = self.vectors.get([h.chunk_id for h in hits[: p.modes.mmr_top_n]], snapshots)
             hits = mmr_order(hits, vectors, p.modes.mmr_lambda, p.modes.mmr_top_n)
             plan.mmr = {"lambda": p.modes.mmr_lambda, "top_n": p.modes.mmr_top_n, "vectors": len(vectors)}

@@ -51,12 +51,12 @@ SECTIONS = {
     "feedback_weights": 6,
     "planning": 1,
     "planning.analyzer": 2,
-    "planning.modes": 4,
+    "planning.modes": 3,
     "planning.budgets": 2,
     "planning.decompose": 3,
     "history": 17,
 }
-FIELD_BUDGET = 290  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 289  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

@@ -44,7 +44,6 @@ def config(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("planning")
     config = make_config(root, "planning.enabled=true", "planning.budgets.enabled=true",
-                         "planning.modes.mmr_enabled=true",
                          "freshness.enabled=false", "token_vectors.enabled=false",
                          "late_interaction.enabled=false")  # the planner is under test, not the rerankers
     indexer = Indexer(config, progress=False)
@@ -109,6 +108,10 @@ def test_mmr_diverse_reorders_with_stored_vectors(pipeline):
     plain = pipeline.search(SearchRequest(query="ledger entries", repos=["t/bank"], k=4, mode="hybrid"))
     diverse = pipeline.search(SearchRequest(query="ledger entries", repos=["t/bank"], k=4, mode="mmr_diverse"))
     assert diverse.plan["mmr"]["vectors"] >= 2
+    selected = pipeline.search(SearchRequest(query="show all examples of ledger entries", repos=["t/bank"], k=4))
+    assert selected.plan["mode"] == "mmr_diverse" and selected.plan["mmr"] is None  # chosen, not forced: no MMR
+    with pytest.raises(ConfigError, match=r"planning\.modes: unknown key\(s\) \['mmr_enabled'\]"):
+        load_config(None, ["planning.modes.mmr_enabled=true"])
     assert {h.chunk_id for h in diverse.hits} <= {h.chunk_id for h in plain.hits} | {h.chunk_id for h in diverse.hits}
 
 
