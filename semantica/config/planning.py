@@ -68,15 +68,6 @@ class PlanningModesConfig:
 
 
 @dataclass
-class PlanningBudgetsConfig:
-    """Result budgets across repositories (serving/planning/budgets.py): the primary repository gets
-    `primary_share` of K, the others split the rest; merged primary first, deduplicated by content sha."""
-
-    enabled: bool = False  # unmeasured: no multi-repository golden set yet (lab/notes/results-log.md, "Query planning")
-    primary_share: float = 0.6
-
-
-@dataclass
 class DecomposeConfig:
     """A query's stack-trace frames looked up in the snapshot (serving/planning/decompose.py, direct.py) and
     fused into the `direct_into` lists (serving/planning/merge.py): main rank r adds `MAIN_WEIGHT / (RRF_K + r)`,
@@ -94,7 +85,6 @@ class PlanningConfig:
     enabled: bool = True
     analyzer: PlanningAnalyzerConfig = field(default_factory=PlanningAnalyzerConfig)
     modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
-    budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
     decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # a query's stack frames
 
 

@@ -52,11 +52,10 @@ SECTIONS = {
     "planning": 1,
     "planning.analyzer": 2,
     "planning.modes": 3,
-    "planning.budgets": 2,
     "planning.decompose": 3,
     "history": 17,
 }
-FIELD_BUDGET = 289  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 287  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
