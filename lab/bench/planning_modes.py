@@ -33,7 +33,7 @@ ALL_OFF = ["planning.analyzer.enabled=false"]
 VARIANTS: dict[str, list[str]] = {  # MMR: `--mode mmr_diverse` (only a forced mode gets it)
     "planning off": ["planning.enabled=false"],
     "mode weights only": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true"],
-    "default (mode weights + localization)": [],
+    "default (mode weights)": [],
 }
 BUDGET_VARIANTS: dict[str, list[str]] = {  # --other-repo: [repo, other]
     "both repositories": [],
