@@ -49,9 +49,6 @@ class SearchRequest:
     ltr: bool | None = _doc("rerank with the trained LTR model (default: ltr.enabled)", default=None)
     mode: str | None = _doc("force a search mode: hybrid, vector_heavy, lexical_heavy, mmr_diverse, exact_vector "
                             "(default: the query planner picks one when planning.enabled)", default=None)
-    primary_repo: str | None = _doc("the repository that gets planning.budgets.primary_share of k in a "
-                                    "multi-repository query (default: the first named, else the best scoring)",
-                                    default=None)
 
     def cache_key(self, snapshot_ids: tuple[str, ...]) -> tuple:
         """Every field (lists as sorted tuples) plus the snapshots answering: derived, never hand-listed."""
@@ -112,7 +109,7 @@ class SearchResponse:
     cached: bool = False
     graph: dict[str, Any] | None = None  # structural question: {op, name, candidates, ambiguous, note, answers}
     freshness: dict[str, dict[str, Any]] = field(default_factory=dict)  # repo -> semantica.ondisk.freshness.Freshness
-    # what the query planner decided: {mode, k, budgets, retries, sub_queries, ...}; None when it is off
+    # what the query planner decided: {mode, k, mmr, sub_queries, ...}; None when it is off
     plan: dict[str, Any] | None = None
     # every text this answer retrieved (code, comments, docs, commit messages, knowledge entries) is data from
     # the repositories and their writers, not instructions: one field, the same on every front

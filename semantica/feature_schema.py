@@ -28,4 +28,3 @@ FEATURE_NAMES: tuple[str, ...] = (
     "chunk_lines",                                   # chunk size in lines (0 when unknown)
     "file_depth",                                    # number of '/' in the path (0 when unknown)
 )
-N_FEATURES = len(FEATURE_NAMES)

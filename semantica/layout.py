@@ -295,10 +295,6 @@ class IndexLayout:
         """Repositories whose published snapshot can be opened."""
         return sorted({e.repo for e in self.listing() if e.state is RepoState.OK})
 
-    def manifests(self) -> list[Manifest]:
-        """Manifests of the readable current snapshots (`listing` also says which are broken and why)."""
-        return [e.manifest for e in self.listing() if e.state is RepoState.OK and e.manifest is not None]
-
 
 def _read_pointer(repo_dir: Path) -> str:
     snapshot_id = (repo_dir / CURRENT).read_text().strip()

@@ -66,7 +66,7 @@ class Stages:
         self.localization = LocalizationTail(config, self.localizer)  # fixed fusion, learned blend
         self.learned_localizer = LearnedStage(config.localizer, config.paths.cache_dir, config.encoder)  # models: first use
         self.context_builder = context or ContextBuilder(config.context)
-        self.planner = QueryPlanner(config)  # mode, dynamic K, budgets, retry (serving/planning/)
+        self.planner = QueryPlanner(config)  # mode and MMR (serving/planning/)
         self._reranker_proxy = reranker_proxy
         self._remote_retrievers = retrievers
         self._local_retrievers: dict[str, RepoRetrievers] = {}
@@ -105,7 +105,7 @@ class Stages:
     def expansion(self) -> Any:  # decomposition (serving/planning/)
         from serving.planning.expand import QueryExpansion
 
-        return QueryExpansion(self.config.planning, self.intent.classify, self.graph_ops.graph)
+        return QueryExpansion(self.config.planning, self.graph_ops.graph)
 
     @cached_property
     def ranking_hooks(self) -> Any:  # feedback-learned weights and the final file order

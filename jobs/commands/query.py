@@ -19,8 +19,7 @@ context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, erro
 timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
 freshness: {repo: {commit, built_at, source, path, ref, branch, stale, reason, current_commit,
 current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}},
-plan: null, or {mode, why, features, k, weights, budgets: {primary, why, shares}, verdict: {weak,
-reasons}, retries: [{level, name, verdict, kept, ...}], partial, partial_why, mmr, sub_queries}}"""
+plan: null, or {mode, why, features, k, weights, mmr, sub_queries}}"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,11 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="use only these registered retrievers, e.g. vector, lexical, symbol, graph (repeatable; "
                             "default: those in retrieval.retrievers; a name conf does not enable is an error)")
     query.add_argument("--explain", action="store_true",
-                       help="show why each hit ranked (ranks, RRF, consensus) and the query plan (mode, K, budgets, "
-                            "retries) when planning is on or --mode is given")
+                       help="show why each hit ranked (ranks, RRF, consensus) and the query plan (mode, K, weights, "
+                            "sub-queries) when planning is on or --mode is given")
     query.add_argument("--mode", choices=["hybrid", "vector_heavy", "lexical_heavy", "mmr_diverse", "exact_vector"],
                        help="force a search mode (default: the planner picks one when planning.enabled)")
-    query.add_argument("--primary-repo", metavar="R", help="the repository that gets the larger result budget")
     query.add_argument("--context", action="store_true", help="print the packed, cited context block")
     query.add_argument("--json", action="store_true", help="print the response as JSON (schema below)")
     query.add_argument("--no-daemon", action="store_true",
@@ -59,7 +57,7 @@ def run_query(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     fields = {"query": args.text, "repos": list(args.repo), "k": args.k, "path_globs": args.path,
               "languages": args.language, "explain": args.explain, "strategies": args.strategy,
-              "mode": args.mode, "primary_repo": args.primary_repo}
+              "mode": args.mode}
     answer = None
     if config.daemon.enabled and not args.no_daemon:  # the warm daemon (started on first use) answers
         from jobs.daemon_client import search_via_daemon
@@ -138,10 +136,6 @@ def render_plan(plan: dict) -> str:
     lines.append("  features: " + ", ".join(f"{k} {v}" for k, v in features.items() if v not in ([], 0, 0.0)))
     if plan.get("weights"):
         lines.append("  fusion multipliers: " + ", ".join(f"{s} x{m}" for s, m in plan["weights"].items()))
-    if plan.get("budgets"):
-        b = plan["budgets"]
-        lines.append(f"  budgets: primary {b['primary']} ({b['why']}); " +
-                     ", ".join(f"{r} {n}" for r, n in b["shares"].items()))
     if plan.get("mmr"):
         lines.append(f"  mmr: lambda {plan['mmr']['lambda']} over the first {plan['mmr']['top_n']} hits")
     for sub in plan.get("sub_queries") or []:

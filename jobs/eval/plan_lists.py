@@ -20,6 +20,8 @@ from serving.planning.merge import PlanTrace, SubQueryLists
 
 PLAN_LISTS_DIR = "plan_lists"
 SUB = "sub"
+KINDS = frozenset(kind.value for kind in SubQueryKind)
+"""Lists mined before the other kinds left (weighted 0 then, so never fused) are skipped."""
 SCHEMA = {"query_id": pl.Utf8, "source": pl.Utf8, "sub_index": pl.Int64, "kind": pl.Utf8, "text": pl.Utf8,
           "strategy": pl.Utf8, "rank": pl.Int64, "chunk_id": pl.Utf8, "path": pl.Utf8, "symbol": pl.Utf8,
           "chunk_kind": pl.Utf8}
@@ -56,7 +58,7 @@ def load_plan(directory: str | os.PathLike[str], file_name: str) -> tuple[PlanTr
             "source", "sub_index", "kind", "text", "strategy", "rank", "chunk_id", "path", "symbol",
             "chunk_kind").iter_rows():
         fields[chunk_id] = (cpath, symbol, ckind)
-        if source != SUB:  # only sub-query lists are replayed
+        if source != SUB or kind not in KINDS:  # only sub-query lists are replayed, of the kinds that still run
             continue
         sub = subs.setdefault(index, SubQueryLists(SubQueryKind.parse(kind), text))
         sub.lists.setdefault(strategy, []).append((chunk_id, rank))

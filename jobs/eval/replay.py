@@ -25,7 +25,6 @@ from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
 from jobs.eval.plan_lists import load_plan, merged_lists
 from jobs.eval.swebench import TOP_N
 from jobs.ltr.mine import LISTS_DIR, MineError, part_name
-from semantica.api import SearchRequest
 from semantica.config import Config
 from serving.core.intent import identifier_only
 from serving.core.localization import LocalizationInputs, Ranked
@@ -58,7 +57,6 @@ class LocalizationReplay:
         self.intent = self.stages.intent  # intents are classified once, when an instance is first read
         self.mined_dir = Path(mined_dir)
         self._loaded: dict[str, Any] = {}
-        self.modes_used: dict[str, int] = {}
         self._plans: dict[str, PlanTrace] = {}
 
     def _load(self, inst: Instance) -> tuple[dict[str, list[tuple[str, int]]], dict[str, Any], Any] | None:
@@ -93,12 +91,8 @@ class LocalizationReplay:
         if self.config.planning.enabled and inst.instance_id in self._plans:
             expansion = self.stages.expansion
             lists = merged_lists(expansion.merger, expansion.decomposer, lists, self._plans[inst.instance_id])
-        plan = self.stages.planner.begin(SearchRequest(query=inst.problem_statement))  # the search mode's weights
-        multipliers = plan.localize_multipliers if plan else None
-        if plan is not None and self.config.planning.modes.apply_to_localize:
-            self.modes_used[plan.mode.value] = self.modes_used.get(plan.mode.value, 0) + 1
         files, functions = self.stages.localization.run(
-            LocalizationInputs(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth), multipliers),
+            LocalizationInputs(lists, chunks, intent, max(TOP_N, self.config.query.file_rank_depth)),
             lambda ranked, ranked_functions: self._learned_blend(inst, ranked, ranked_functions))
         return Prediction([f["path"] for f in files[:TOP_N]], [f["function"] for f in functions[:TOP_N]])
 
@@ -128,7 +122,6 @@ class LocalizationReplay:
     def run(self, instances: Sequence[Instance], function_metrics: Sequence[str] = FUNCTION_METRICS) -> dict[str, Any]:
         """LocAgent metrics over the mined instances (the count of unmined ones is in `missing`)."""
         predictions = {}
-        self.modes_used = {}
         for inst in instances:
             prediction = self.predict(inst)
             if prediction is not None:
@@ -136,6 +129,4 @@ class LocalizationReplay:
         if not predictions:
             raise MineError(f"none of the {len(instances)} instances has lists under {self.lists_dir}")
         result = evaluate(predictions, {i.instance_id: i.gold() for i in instances}, function_metrics=function_metrics)
-        if self.modes_used:
-            result["planning_modes"] = dict(self.modes_used)  # instances per search mode (planning)
         return result

@@ -2,9 +2,8 @@
 
 1. **Localization** on the SWE-bench dev split, replayed over mined lists (`eval swebench --mine DIR`
    with planning on stores the main query's lists and every sub-query list): `planning.decompose.enabled`
-   off and on, overall and per repository;
-   with `--kinds`, decomposition without each sub-query kind in turn (its weight set to 0); with
-   `--route KIND.STRATEGY=S1+S2`, decomposition with that list routed (`planning.decompose.routes`).
+   off and on, overall and per repository (the frames are the one kind the product keeps: the other kinds'
+   ablations and routes ran on the commits before they left, lab/README.md "Query planning").
 2. **Latency** of the in-process query (response cache off), the default config against
    `planning.enabled=false`, over the
    current snapshot of each benchmark repository in `--index-root`, with each repository's own issue
@@ -35,38 +34,15 @@ FUNCTION_KEYS = ("Acc@5", "Acc@10")
 P99 = 0.99
 
 
-def _config(base: list[str], decompose: str, extra: tuple[str, ...] = ()) -> Config:
-    return load_config(None, [*base, f"planning.decompose.enabled={decompose}", *extra])
+def _config(base: list[str], decompose: str) -> Config:
+    return load_config(None, [*base, f"planning.decompose.enabled={decompose}"])
 
 
-def _flow(mapping: dict[str, Any]) -> str:
-    """A mapping as a YAML flow value for a `--set` override."""
-    return "{" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in mapping.items()) + "}"
-
-
-def variants(base: list[str], kinds: bool, routes: list[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """name -> (decompose, extra overrides): off and on, then the kind ablations and the routes asked for
-    (each on top of decomposition as configured)."""
-    out: dict[str, tuple[str, tuple[str, ...]]] = {name: (switch, ()) for name, switch in COMBINATIONS.items()}
-    decompose = _config(base, "true").planning.decompose
-    if kinds:
-        for kind, weight in decompose.weights.items():
-            if weight > 0:
-                out[f"decomposition without {kind}"] = (
-                    "true", (f"planning.decompose.weights={_flow({**decompose.weights, kind: 0.0})}",))
-    for route in routes:
-        key, _, targets = route.partition("=")
-        out[f"decomposition, {key} -> {targets}"] = (
-            "true", (f"planning.decompose.routes={_flow({**decompose.routes, key: targets.split('+')})}",))
-    return out
-
-
-def localization(instances: list[Any], mined: str, base: list[str], kinds: bool = False,
-                 routes: list[str] | None = None) -> dict[str, Any]:
+def localization(instances: list[Any], mined: str, base: list[str]) -> dict[str, Any]:
     replay: LocalizationReplay | None = None
     out: dict[str, Any] = {}
-    for name, (decompose, extra) in variants(base, kinds, routes or []).items():
-        config = _config(base, decompose, extra)
+    for name, decompose in COMBINATIONS.items():
+        config = _config(base, decompose)
         if replay is None:
             replay = LocalizationReplay(config, mined)
         else:
@@ -126,15 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index-root", default="", help="measure latency over the snapshots here ('' = skip)")
     parser.add_argument("--latency-repeats", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], dest="overrides")
-    parser.add_argument("--kinds", action="store_true", help="also decomposition without each sub-query kind")
-    parser.add_argument("--route", action="append", default=[], help="also decomposition with KIND.STRATEGY=S1+S2")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     instances = load_instances(args.instances)
     if args.repo_filter:
         instances = [i for i in instances if i.repo in set(args.repo_filter)]
-    results: dict[str, Any] = {"localization": localization(instances, args.mined, args.overrides, args.kinds,
-                                                             args.route)}
+    results: dict[str, Any] = {"localization": localization(instances, args.mined, args.overrides)}
     print(table(results["localization"]))
     if args.index_root:
         results["latency"] = latency(instances, args.overrides, args.index_root, args.latency_repeats)

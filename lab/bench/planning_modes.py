@@ -6,10 +6,10 @@ and reports P@5 / R@10 / MRR / NDCG@10 plus p50 / p99 query latency. Requests ca
 dynamic-K variants return what they choose (the metrics stay @10: a smaller K can only lose there).
 Results: lab/results/planning_modes.json and a markdown table.
 
-With `--other-repo NAME` it measures budgets across repositories instead: the same golden queries asked of
-[repo, NAME] (a second indexed repository competing for the same K), budgets off vs on with `repo` as the
-primary, against `repo` alone; the other repository's hits are never relevant. Results:
-lab/results/planning_budgets.json.
+With `--other-repo NAME` it measures what a second repository costs instead: the same golden queries asked of
+[repo, NAME] (a second indexed repository competing for the same K) against `repo` alone; the other
+repository's hits are never relevant. Results: lab/results/planning_second_repo.json (budgets across
+repositories were measured the same way before they left the product: planning_budgets.json, lab/README.md).
 """
 
 from __future__ import annotations
@@ -29,22 +29,14 @@ from serving.pipeline import SearchPipeline
 
 GOLDEN_SET = Path(__file__).resolve().parents[2] / "conf" / "golden" / "semantica.jsonl"
 UNIT = "{vector: 1.0, lexical: 1.0, symbol: 1.0, graph: 1.0}"
-ALL_OFF = ["planning.modes.mmr_enabled=false", "planning.analyzer.enabled=false",
-           "planning.budgets.enabled=false"]
-VARIANTS: dict[str, list[str]] = {
+ALL_OFF = ["planning.analyzer.enabled=false"]
+VARIANTS: dict[str, list[str]] = {  # MMR: `--mode mmr_diverse` (only a forced mode gets it)
     "planning off": ["planning.enabled=false"],
-    "modes only (weights + MMR)": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true",
-                                   "planning.modes.mmr_enabled=true"],
     "mode weights only": ["planning.enabled=true", *ALL_OFF, "planning.analyzer.enabled=true"],
-    "all on": ["planning.enabled=true", "planning.modes.mmr_enabled=true",
-               "planning.budgets.enabled=true"],
-    "default (mode weights + localization)": [],
+    "default (mode weights)": [],
 }
-BUDGET_VARIANTS: dict[str, list[str]] = {  # --other-repo: [repo, other], repo primary
-    "both repositories, budgets off": ["planning.budgets.enabled=false"],
-    "both repositories, budgets on (primary 60%)": ["planning.budgets.enabled=true"],
-    "both repositories, budgets on (primary 80%)": ["planning.budgets.enabled=true",
-                                                    "planning.budgets.primary_share=0.8"],
+BUDGET_VARIANTS: dict[str, list[str]] = {  # --other-repo: [repo, other]
+    "both repositories": [],
 }
 
 
@@ -59,8 +51,7 @@ def run_variant(name: str, overrides: list[str], base: list[str], repo: str, que
     for q in queries:
         pipeline._cache.clear()  # every query answered, not served from the response cache
         start = time.perf_counter()
-        response = pipeline.search(SearchRequest(query=q.query, repos=repos, mode=mode,
-                                                 primary_repo=repo if other else None))
+        response = pipeline.search(SearchRequest(query=q.query, repos=repos, mode=mode))
         latencies.append((time.perf_counter() - start) * 1000)
         planning_ms.append(response.timings_ms.get("planning", 0.0))  # the planner's own stages
         primary_hits += sum(h.repo == repo for h in response.hits[:GOLDEN_K])
@@ -68,7 +59,7 @@ def run_variant(name: str, overrides: list[str], base: list[str], repo: str, que
                                 for h in response.hits], q, GOLDEN_K))
         if response.plan:
             modes[response.plan["mode"]] = modes.get(response.plan["mode"], 0) + 1
-            retried += bool(response.plan["retries"])
+            retried += bool(response.plan.get("retries"))  # retry left the product: 0
     return {"variant": name + (f", every query forced to {mode}" if mode else ""), "overrides": overrides,
             **_mean(rows), "p50_ms": round(percentile(latencies, 0.5), 1),
             "p99_ms": round(percentile(latencies, PERCENTILE_99), 1),
@@ -85,7 +76,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="extra config overrides for every variant")
     parser.add_argument("--variant", action="append", default=[], choices=list(VARIANTS))
     parser.add_argument("--mode", help="force this search mode on every query (SearchRequest.mode)")
-    parser.add_argument("--other-repo", help="measure budgets: ask [repo, OTHER] with repo as the primary")
+    parser.add_argument("--other-repo", help="measure a second repository: ask [repo, OTHER]")
     parser.add_argument("--out")
     args = parser.parse_args()
     queries = load_golden_set(GOLDEN_SET)
@@ -95,7 +86,7 @@ def main() -> None:
         results += [run_variant(n, o, base, args.repo, queries, other=args.other_repo) for n, o in BUDGET_VARIANTS.items()]
     else:
         results = [run_variant(n, VARIANTS[n], base, args.repo, queries, args.mode) for n in (args.variant or VARIANTS)]
-    out = Path(args.out or RESULTS_DIR / ("planning_budgets.json" if args.other_repo else "planning_modes.json"))
+    out = Path(args.out or RESULTS_DIR / ("planning_second_repo.json" if args.other_repo else "planning_modes.json"))
     out.write_text(json.dumps({"repo": args.repo, "other_repo": args.other_repo, "golden_set": str(GOLDEN_SET.name),
                                "results": results}, indent=2) + "\n")
     print("| variant | P@5 | R@10 | MRR | NDCG@10 | primary share @10 | p50 ms | p99 ms | planner p50 / p99 ms | retried |\n"

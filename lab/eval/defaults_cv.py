@@ -45,11 +45,9 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("planning.enabled", (("off", ("planning.enabled=false",)), ("on", ("planning.enabled=true",)))),
-    Setting("mode multipliers (localization)", (("all hybrid", ("planning.modes.apply_to_localize=false",)),
-                                                ("by query shape", ("planning.modes.apply_to_localize=true",)))),
-    Setting("decompose frame weight", (("0", ("planning.decompose.weights.frame=0.0",)),
-                                       ("1.0", ("planning.decompose.weights.frame=1.0",)),
-                                       ("2.0", ("planning.decompose.weights.frame=2.0",)))),
+    Setting("decompose frame weight", (("0", ("planning.decompose.frame_weight=0.0",)),
+                                       ("1.0", ("planning.decompose.frame_weight=1.0",)),
+                                       ("2.0", ("planning.decompose.frame_weight=2.0",)))),
     Setting("test-file damping", (("1.0 (none)", ("query.localize_test_factor=1.0",)),
                                   ("0.5", ("query.localize_test_factor=0.5",)))),
     Setting("path boost", (("0", ("query.localize_path_boost=0.0",)), ("5.0", ("query.localize_path_boost=5.0",)))),

@@ -145,9 +145,6 @@ class LoggedCommit:
     changes: list[FileChange]
     old_blobs: dict[str, str]
 
-    def as_commit(self) -> Commit:
-        return Commit(self.sha, self.parents, self.author, self.message)
-
 
 _LOG_FORMAT = "--format=%x1e%H%x00%P%x00%an <%ae>%x00%at%x00%B%x00"
 _INDEX_LINE = re.compile(rb"^index ([0-9a-f]+)\.\.[0-9a-f]+")

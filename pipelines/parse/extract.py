@@ -104,7 +104,6 @@ class CodeExtraction:
         if root.has_error:
             self.out.lost = lost_definitions(root, self.lines, {d.node.start_point[0] for d in self.defs})
         self._chunks_and_symbols()
-        self._def_by_qual = {d.qualname: d for d in self.defs}
         self._imports(root)
         self._calls(root, query)
         self._type_refs(root)

@@ -53,8 +53,8 @@ class PlanningAnalyzerConfig:
 
 @dataclass
 class PlanningModesConfig:
-    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), and MMR for
-    mmr_diverse."""
+    """Per-mode multipliers on the intent weights of weighted RRF (serving/core/fusion.py), and MMR for a
+    request that forces mmr_diverse (a selected one keeps the relevance order: MMR was neutral on the golden set)."""
 
     multipliers: dict[str, dict[str, float]] = field(default_factory=lambda: {
         "hybrid": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
@@ -63,41 +63,19 @@ class PlanningModesConfig:
         "mmr_diverse": {"vector": 1.0, "lexical": 1.0, "symbol": 1.0, "graph": 1.0},
         "exact_vector": {"vector": 1.3, "lexical": 1.0, "symbol": 1.6, "graph": 0.6},
     })
-    mmr_enabled: bool = False  # a selected mmr_diverse reorders by MMR (a request forcing it always does)
     mmr_lambda: float = 0.7  # relevance vs novelty (1 = plain relevance order)
     mmr_top_n: int = 30  # hits MMR reorders (the rest keep their order below them)
-    apply_to_localize: bool = False  # the mode's multipliers also weight file/function localization (docs/defaults.md)
-
-
-@dataclass
-class PlanningBudgetsConfig:
-    """Result budgets across repositories (serving/planning/budgets.py): the primary repository gets
-    `primary_share` of K, the others split the rest; merged primary first, deduplicated by content sha."""
-
-    enabled: bool = False  # unmeasured: no multi-repository golden set yet (lab/notes/results-log.md, "Query planning")
-    primary_share: float = 0.6
 
 
 @dataclass
 class DecomposeConfig:
-    """Issue-length queries split into sub-queries (serving/planning/decompose.py), fused per strategy.
-
-    A sub-query's list enters each strategy's list by weighted RRF (serving/planning/merge.py): main rank r adds
-    `MAIN_WEIGHT / (RRF_K + r)`, a sub-query of kind K at rank r adds `weights[K] / (RRF_K + r)`.
-    Frames and paths are looked up directly in the snapshot ("direct" lists) and fold into `direct_into`.
-    The caps on each kind (frames, errors, paths, identifiers, calls, gist) are constants of decompose.py.
-    """
+    """A query's stack-trace frames looked up in the snapshot (serving/planning/decompose.py, direct.py) and
+    fused into the `direct_into` lists (serving/planning/merge.py): main rank r adds `MAIN_WEIGHT / (RRF_K + r)`,
+    the frame lookup's rank r adds `frame_weight / (RRF_K + r)`. The frame cap is a constant of decompose.py."""
 
     enabled: bool = True
-    min_query_chars: int = 300  # shorter queries are not split (unless they hold a traceback)
-    weights: dict[str, float] = field(default_factory=lambda: {
-        "identifiers": 0.0, "calls": 0.0, "error": 0.0, "frame": 2.0, "path": 0.0, "gist": 0.0})  # frames only
-    strategies: dict[str, list[str]] = field(default_factory=lambda: {
-        "identifiers": ["lexical", "symbol"], "calls": ["symbol", "lexical"], "error": ["lexical", "vector"],
-        "gist": ["vector", "lexical"]})
-    direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # frame/path lists fold here
-    # "kind.strategy" -> the strategies that sub-query list feeds instead of its own (default: its own)
-    routes: dict[str, list[str]] = field(default_factory=dict)
+    frame_weight: float = 2.0  # 0 = off
+    direct_into: list[str] = field(default_factory=lambda: ["vector", "lexical"])  # the frame list folds here
 
 
 @dataclass
@@ -107,8 +85,7 @@ class PlanningConfig:
     enabled: bool = True
     analyzer: PlanningAnalyzerConfig = field(default_factory=PlanningAnalyzerConfig)
     modes: PlanningModesConfig = field(default_factory=PlanningModesConfig)
-    budgets: PlanningBudgetsConfig = field(default_factory=PlanningBudgetsConfig)
-    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # sub-queries of issue-length queries
+    decompose: DecomposeConfig = field(default_factory=DecomposeConfig)  # a query's stack frames
 
 
 @dataclass

@@ -83,7 +83,6 @@ class LateInteractionConfig:
     weight: float = 0.5
     memory_cache_items: int = 4096
     dtype: str = "float16"
-    intents: list[str] = field(default_factory=list)  # run only for these dominant intents ([] = all)
     skip_identifier_queries: bool = True  # a query that is one (dotted) identifier skips the stage (docs/fast.md)
 
 

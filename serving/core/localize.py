@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from semantica.config import QueryConfig
@@ -56,11 +56,9 @@ class Localizer:
 
     def _rank(self, lists: dict[str, RankedList], key_of: Callable[[str], str | None],
               intent: IntentResult, path_of: Callable[[str], str], depth: int,
-              voters: set[str] | None = None,
-              multipliers: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
+              voters: set[str] | None = None) -> list[tuple[str, float]]:
         projected = {s: self._project(ranked, key_of) for s, ranked in lists.items() if voters is None or s in voters}
-        base = dict(self.fusion.scores(projected, intent, k=sum(len(v) for v in projected.values()),
-                                       multipliers=multipliers))
+        base = dict(self.fusion.scores(projected, intent, k=sum(len(v) for v in projected.values())))
         matcher = ExpansionMatcher(intent.expansions)
         scored: list[tuple[str, float]] = []
         for key, score in base.items():
@@ -73,9 +71,9 @@ class Localizer:
         return sorted(scored, key=lambda item: -item[1])[:depth]
 
     def localize(self, lists: dict[str, RankedList], chunks: dict[str, Chunk],
-                 intent: IntentResult, depth: int,
-                 multipliers: Mapping[str, float] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """`multipliers`: a search mode's weights (serving/planning, planning.modes.apply_to_localize)."""
+                 intent: IntentResult, depth: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Files and functions, each `{repo, path | function, score}`, best first (the search mode's weights
+        shape only the chunk hits: on localization they lost under leave-one-repository-out)."""
         def file_of(chunk_id: str) -> str | None:
             chunk = chunks.get(chunk_id)
             return f"{chunk.repo}\x00{chunk.path}" if chunk else None
@@ -92,8 +90,8 @@ class Localizer:
         voters = self.voters
         if not voters & set(lists):
             voters = set(lists)  # an ablation without any of them: let what ran vote
-        files = self._rank(lists, file_of, intent, path_of, depth, voters, multipliers)
-        functions = self._rank(lists, function_of, intent, path_of, depth, voters, multipliers)
+        files = self._rank(lists, file_of, intent, path_of, depth, voters)
+        functions = self._rank(lists, function_of, intent, path_of, depth, voters)
         return ([{"repo": k.split("\x00")[0], "path": k.split("\x00")[1], "score": round(v, 6)} for k, v in files],
                 [{"repo": k.split("\x00")[0], "function": k.split("\x00")[1], "score": round(v, 6)}
                  for k, v in functions])

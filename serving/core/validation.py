@@ -19,7 +19,7 @@ def validate_request(request: SearchRequest, config: Config, planner: Any, looku
     warnings: list[str] = []
     if not isinstance(request.query, str) or not request.query.strip():
         raise QueryError("query is empty: pass some text, an identifier or a question")
-    planner.validate(request)  # planning: mode, primary_repo, dynamic K for a request without k
+    planner.validate(request)  # planning: the mode
     if request.k is None:
         request.k = config.query.default_k
     if isinstance(request.k, bool) or not isinstance(request.k, int) or request.k <= 0:

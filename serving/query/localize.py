@@ -69,10 +69,8 @@ class LocalizeStage:
     def run(self, state: QueryState) -> QueryState:
         stages, request, snapshots = self.stages, state.request, state.snapshots
         depth = max(request.k, stages.config.query.file_rank_depth)
-        plan = state.plan
         state.files, state.functions = stages.localization.run(
-            LocalizationInputs(state.lists, state.chunks, state.intent, depth,
-                               plan.localize_multipliers if plan else None, state.voters),
+            LocalizationInputs(state.lists, state.chunks, state.intent, depth, voters=state.voters),
             lambda ranked, ranked_functions: stages.learned_localizer.apply(request.query, snapshots, ranked,
                                                                             ranked_functions),
             timed=state.timer.run, on_learned_error=lambda exc: state.degraded.append(degraded_entry("localizer", exc)))

@@ -1,4 +1,4 @@
-"""The stages around the rerankers: fusion of the lists into hits, the planner's finish (MMR, budgets), the
+"""The stages around the rerankers: fusion of the lists into hits, the planner's finish (MMR), the
 graph's exact answer to a structural question."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class FuseStage:
 
 
 class FinishPlanStage:
-    """The planner after reranking: MMR for mmr_diverse, budgets across repositories (nothing without a plan)."""
+    """The planner after reranking: MMR for a forced mmr_diverse (nothing without a plan)."""
 
     name = "finish_plan"
 
@@ -42,8 +42,7 @@ class FinishPlanStage:
         self.planner = stages.planner
 
     def run(self, state: QueryState) -> QueryState:
-        state.hits = state.timer.run("planning", lambda: self.planner.finish(
-            state.plan, state.request, state.hits, state.snapshots, state.chunks))
+        state.hits = state.timer.run("planning", lambda: self.planner.finish(state.plan, state.hits, state.snapshots))
         return state
 
 

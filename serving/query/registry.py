@@ -28,7 +28,7 @@ QUERY_STAGES: tuple[StageFactory, ...] = (
     ExpandStage,  # planning: decomposition
     FuseStage,
     RerankStage,
-    FinishPlanStage,  # planning: MMR, budgets
+    FinishPlanStage,  # planning: MMR
     GraphRouteStage,
     TokenVectorWarningStage,
     HistoryStage,

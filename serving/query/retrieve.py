@@ -1,6 +1,5 @@
 """The stages before fusion: the learned localizer's early start, intent, the request's scope, the plan,
-retrieval and decomposition. `Retrieval` is the public way to run the retrievers (the retrieve stage and
-decomposition's sub-queries both call it)."""
+retrieval and decomposition. `Retrieval` is the public way to run the retrievers."""
 
 from __future__ import annotations
 
@@ -136,8 +135,8 @@ class RetrieveStage:
 
 
 class ExpandStage:
-    """Decomposition of issue-length queries (serving/planning/expand.py), when planning is on: its sub-queries
-    run through `Retrieval` on their own clock, and their lists merge into each retriever's list."""
+    """Decomposition of a query holding stack frames (serving/planning/expand.py), when planning is on: the
+    frames' chunks, looked up in the snapshot, merge into the retrievers' lists."""
 
     name = "expand"
 
@@ -147,13 +146,6 @@ class ExpandStage:
     def run(self, state: QueryState) -> QueryState:
         if not self.stages.config.planning.enabled:
             return state
-        retrieval, enabled = self.stages.retrieval, state.enabled
-
-        def sub_query(text: str, intent: IntentResult, strategies: set[str]) -> dict[str, RankedList]:
-            return retrieval.retrieve(text, intent, state.snapshots, [s for s in enabled if s.name in strategies],
-                                      state.filters, StageTimer(), state.degraded)
-
         state.lists, state.expanded = state.timer.run("planning", lambda: self.stages.expansion.expand(
-            state.request.query, state.intent, state.snapshots, {spec.name for spec in enabled}, state.filters,
-            state.lists, sub_query))
+            state.request.query, state.snapshots, state.filters, state.lists))
         return state

@@ -40,7 +40,7 @@ from semantica.hits import Hit
 from semantica.runtime.encoder import Encoder, safe_name, shared_encoder
 from semantica.schema import Chunk
 from semantica.stores.token_vectors import StoredTokenVectors, single_thread_blas
-from serving.core.intent import Intent, identifier_only
+from serving.core.intent import identifier_only
 from serving.rerankers.base import WARM_UP_TEXT, RerankInput, rescored
 from serving.rerankers.registry import register_reranker
 
@@ -309,8 +309,8 @@ class LateInteractionReranker:
 
 @register_reranker(LATE_STAGE)
 class LateInteractionStage:
-    """The registered stage: MaxSim over stored token vectors; conf may limit it to the intents where it
-    measurably helps and skip queries that are one identifier (`skip_identifier_queries`). Owns its encoder and
+    """The registered stage: MaxSim over stored token vectors for every intent (limiting it to some lost its
+    golden gain); queries that are one identifier skip it (`skip_identifier_queries`). Owns its encoder and
     token cache; the Serve graph gives it its own deployment."""
 
     name, optional, deployed = LATE_STAGE, True, True
@@ -318,8 +318,6 @@ class LateInteractionStage:
     def __init__(self, stages: Any) -> None:
         self.stages = stages
         self.config: LateInteractionConfig = stages.config.late_interaction
-        for intent in self.config.intents:  # late_interaction.intents: a typo fails here, not silently
-            Intent.parse(intent)
 
     @cached_property
     def model(self) -> LateInteractionReranker:
@@ -345,7 +343,7 @@ class LateInteractionStage:
             return given.request.late_interaction
         if self.config.skip_identifier_queries and identifier_only(given.request.query, max_words=1):
             return False
-        return self.config.enabled and (not self.config.intents or given.intent.dominant.value in self.config.intents)
+        return self.config.enabled
 
     def rerank(self, hits: list[Hit], given: RerankInput) -> list[Hit]:
         return self.model.rerank(given.request.query, hits, given.chunks)

@@ -22,7 +22,6 @@ API::
     votes = searcher.index.votes(query_text)             # HistoryVotes: .files / .functions = [Vote(key, score,
                                                          #   voters=[Voter(sha, subject, date, similarity)])]
     searcher.priors.files["pkg/mod.py"]                  # Prior(changes, fixes, last_change_days, recent_fixes)
-    searcher.priors.ranked_files()                       # [(path, recency-weighted fix count)], best first
     save_history(history, snapshot_dir / "history")      # Parquet + JSON; HistorySearcher.open(dir, config)
 
 Filters and weights: `history.*` in conf/default.yaml (semantica/config/history.py).

@@ -97,9 +97,6 @@ class HistoryIndex:
         top = np.argsort(-scores, kind="stable")[:k]
         return [(self.records[i], float(scores[i])) for i in top if scores[i] > 0]
 
-    def age_days(self, record: CommitRecord) -> float:
-        return max(0.0, (self.as_of - record.author_time) / SECONDS_PER_DAY)
-
     def weight(self, record: CommitRecord, score: float, best: float) -> float:
         return commit_weight(record, score, best, self.as_of, self.config)
 

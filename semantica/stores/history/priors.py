@@ -50,9 +50,5 @@ class Priors:
     def _ranked(table: dict[str, Prior]) -> list[tuple[str, float]]:
         return sorted(((k, p.recent_fixes) for k, p in table.items() if p.recent_fixes > 0), key=lambda kv: (-kv[1], kv[0]))
 
-    def ranked_files(self) -> list[tuple[str, float]]:
-        """Files by recency-weighted fix count, best first (files never fixed are absent)."""
-        return self._ranked(self.files)
-
     def ranked_functions(self) -> list[tuple[str, float]]:
         return self._ranked(self.functions)

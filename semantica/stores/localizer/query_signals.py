@@ -17,7 +17,6 @@ from semantica.stores.tokenizer import identifier_parts, tokenize
 _SUFFIXES = "|".join(re.escape(s) for s in sorted((s.lstrip(".") for s in span_suffixes()), key=lambda s: (-len(s), s)))
 FRAME = linear_regex.compile(r'File "([^"]+\.py)", line (\d+)(?:, in ([A-Za-z_][A-Za-z0-9_]*))?')
 SOURCE_PATH = linear_regex.compile(rf"(?:^|[^\w/.])((?:[\w.-]+/)*[\w-]+\.(?:{_SUFFIXES}))\b")
-PY_PATH = SOURCE_PATH  # the name the corpus tools read
 _OTHER = "|".join(sorted((s.lstrip(".") for s in span_suffixes() if s != ".py"), key=lambda s: (-len(s), s)))
 # `/src/x.go:123 +0x1d`, `src/x.rs:10:5` (Go panics, Rust and compiler messages): a frame's file, no function; not
 # Python's `x.py:12` (pytest's report lines never were frames: a Python traceback says `File "x.py", line 12`)

@@ -112,7 +112,6 @@ def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, 
         "SearchBody": {
             "query": {"minLength": 1, "pattern": NOT_BLANK},
             "repos": {"items": names},
-            "primary_repo": {"anyOf": [names, {"type": "null"}]},
             "branch": {"anyOf": [names, {"type": "null"}]},  # checked as a name's part: `check_branch`
             "k": {"minimum": 1, "maximum": config.query.max_k},
             "context_budget": {"minimum": 0},

@@ -77,11 +77,6 @@ class _SearchChecks(BaseModel):
     def _known_mode(cls, name: str | None) -> str | None:
         return SearchMode.parse(name).value if name is not None else None  # ValueError lists the modes -> 422
 
-    @field_validator("primary_repo", check_fields=False)
-    @classmethod
-    def _valid_primary(cls, name: str | None) -> str | None:
-        return check_repo_name(name) if name is not None else None
-
     @field_validator("k", "context_budget", mode="before", check_fields=False)
     @classmethod
     def _whole(cls, value: Any) -> Any:

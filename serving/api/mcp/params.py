@@ -19,8 +19,6 @@ Branch = Annotated[str | None, Field(description="search this branch's snapshots
 Name = Annotated[str, Field(min_length=1, description="a bare, dotted (Class.method, module.func) or path::Qual.name")]
 Mode = Annotated[str | None, Field(description="force a search mode: " + ", ".join(m.value for m in SearchMode)
                                                + " (default: the query planner picks one)")]
-PrimaryRepo = Annotated[str | None, Field(description="the repository that gets most of k when `repos` names several "
-                                                      "(default: the first named, else the best-scoring)")]
 Depth = Annotated[int | None, Field(ge=1, description="transitive hops (default from conf; a maximum applies)")]
 SyncRepo = Annotated[str | None, Field(description="an indexed repository name (re-sync from its recorded source)")]
 SyncPath = Annotated[str | None, Field(description="a git checkout on the server's machine (index it, or re-index from it)")]

@@ -66,7 +66,6 @@ from serving.api.mcp.params import (
     Mode,
     Name,
     Paths,
-    PrimaryRepo,
     Query,
     Repos,
     SyncForce,
@@ -128,12 +127,12 @@ class SemanticaTools:
 
     def search(self, query: Query, repos: Repos = [], k: K = None, paths: Paths = [],  # noqa: B006 (schema defaults)
                languages: Languages = [], branch: Branch = None, mode: Mode = None,  # noqa: B006
-               primary_repo: PrimaryRepo = None, budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> SearchOut:
+               budget_tokens: BudgetTokens = None, cursor: Cursor = None) -> SearchOut:
         key = self.cursors.key({"query": query, "repos": repos, "k": k, "paths": paths, "languages": languages,
-                                "branch": branch, "mode": mode, "primary_repo": primary_repo})
+                                "branch": branch, "mode": mode})
         offset = self._offset("search", key, cursor)
         response = self._search(self._request(SearchRequest, branch, query=query, repos=repos, k=k, path_globs=paths,
-                                              languages=languages, mode=mode, primary_repo=primary_repo))
+                                              languages=languages, mode=mode))
         snapshots = self._bound(cursor, response.snapshots)
         lines = self.config.mcp.snippet_lines
         full = SearchOut(

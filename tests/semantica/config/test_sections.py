@@ -25,7 +25,7 @@ SECTIONS = {
     "retrieval": 5,
     "graph": 6,
     "fusion": 7,
-    "late_interaction": 9,
+    "late_interaction": 8,
     "cross_encoder": 7,
     "ltr": 4,
     "rerank": 1,
@@ -51,12 +51,11 @@ SECTIONS = {
     "feedback_weights": 6,
     "planning": 1,
     "planning.analyzer": 2,
-    "planning.modes": 5,
-    "planning.budgets": 2,
-    "planning.decompose": 6,
+    "planning.modes": 3,
+    "planning.decompose": 3,
     "history": 17,
 }
-FIELD_BUDGET = 294  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 286  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from semantica.api import QueryError, SearchRequest
+from semantica.config import ConfigError, load_config
 from serving.api.http.models import SearchBody
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
@@ -42,9 +43,7 @@ def config(tmp_path_factory):
     from pipelines.indexer import Indexer
 
     root = tmp_path_factory.mktemp("planning")
-    config = make_config(root, "planning.enabled=true", "planning.budgets.enabled=true",
-                         "planning.modes.mmr_enabled=true",
-                         "freshness.enabled=false", "token_vectors.enabled=false",
+    config = make_config(root, "planning.enabled=true", "freshness.enabled=false", "token_vectors.enabled=false",
                          "late_interaction.enabled=false")  # the planner is under test, not the rerankers
     indexer = Indexer(config, progress=False)
     for name, files in (("t/shop", SHOP), ("t/bank", BANK)):
@@ -76,40 +75,47 @@ def test_mode_per_query_class_and_its_weights_reach_fusion(pipeline):
     assert lexical.hits[0].features[weight_lexical] > hybrid.hits[0].features[weight_lexical]
 
 
+def test_modes_weigh_chunk_fusion_only_not_localization(pipeline):
+    """The mode multipliers on files and functions lost under leave-one-repository-out and left (issue 45)."""
+    answers = [pipeline.search(SearchRequest(query="cart total price", repos=["t/shop"], k=5, mode=mode))
+               for mode in ("hybrid", "lexical_heavy", "vector_heavy")]
+    assert answers[0].files and all(a.files == answers[0].files and a.functions == answers[0].functions
+                                    for a in answers)
+    with pytest.raises(ConfigError, match=r"planning\.modes: unknown key\(s\) \['apply_to_localize'\]"):
+        load_config(None, ["planning.modes.apply_to_localize=true"])
+
+
 def test_no_plan_without_planning(config):
     off = SearchPipeline(_with(config, enabled=False)).search(SearchRequest(query="price_of", repos=["t/shop"]))
     assert off.plan is None and len(off.hits) == min(config.query.default_k, len(off.hits)) and len(off.hits) > 3
 
-def test_budgets_across_repositories_sum_to_k(pipeline):
+def test_a_multi_repository_query_is_fused_without_budgets(pipeline):
+    """Budgets across repositories were neutral on the golden set and left the product (issue 45)."""
     response = pipeline.search(SearchRequest(query="price of a sku", repos=["t/bank", "t/shop"], k=5))
-    budgets = response.plan["budgets"]
-    assert budgets["primary"] == "t/bank" and sum(budgets["shares"].values()) == 5
-    assert budgets["shares"] == {"t/bank": 3, "t/shop": 2}
-    repos = [h.repo for h in response.hits]
-    assert repos[: repos.count("t/bank")] == ["t/bank"] * repos.count("t/bank")  # the primary's hits first
-    shas = [h.content for h in response.hits]
-    assert len(shas) == len(set(shas))  # price_of's identical copy in both repositories appears once
-    chosen = pipeline.search(SearchRequest(query="price of a sku", repos=["t/bank", "t/shop"], k=4,
-                                           primary_repo="t/shop"))
-    assert chosen.plan["budgets"]["primary"] == "t/shop" and sum(chosen.plan["budgets"]["shares"].values()) == 4
+    assert "budgets" not in response.plan and {h.repo for h in response.hits} == {"t/bank", "t/shop"}
+    with pytest.raises(ConfigError, match=r"planning: unknown key\(s\) \['budgets'\]"):
+        load_config(None, ["planning.budgets.enabled=true"])
+    assert "primary_repo" not in SearchBody.model_fields
 
 
 def test_mmr_diverse_reorders_with_stored_vectors(pipeline):
     plain = pipeline.search(SearchRequest(query="ledger entries", repos=["t/bank"], k=4, mode="hybrid"))
     diverse = pipeline.search(SearchRequest(query="ledger entries", repos=["t/bank"], k=4, mode="mmr_diverse"))
     assert diverse.plan["mmr"]["vectors"] >= 2
+    selected = pipeline.search(SearchRequest(query="show all examples of ledger entries", repos=["t/bank"], k=4))
+    assert selected.plan["mode"] == "mmr_diverse" and selected.plan["mmr"] is None  # chosen, not forced: no MMR
+    with pytest.raises(ConfigError, match=r"planning\.modes: unknown key\(s\) \['mmr_enabled'\]"):
+        load_config(None, ["planning.modes.mmr_enabled=true"])
     assert {h.chunk_id for h in diverse.hits} <= {h.chunk_id for h in plain.hits} | {h.chunk_id for h in diverse.hits}
 
 
-def test_bad_mode_and_primary_are_query_errors(pipeline):
+def test_a_bad_mode_is_a_query_error(pipeline):
     with pytest.raises(QueryError, match="hybrid, vector_heavy, lexical_heavy, mmr_diverse, exact_vector"):
         pipeline.search(SearchRequest(query="cart", mode="fastest"))
-    with pytest.raises(QueryError, match="primary_repo"):
-        pipeline.search(SearchRequest(query="cart", repos=["t/shop"], primary_repo="t/bank"))
 
 
 def test_mode_is_in_the_http_body_and_the_cache_key():
-    assert "mode" in SearchBody.model_fields and "primary_repo" in SearchBody.model_fields
+    assert "mode" in SearchBody.model_fields
     with pytest.raises(ValueError, match="known searchmodes|hybrid"):
         SearchBody.model_validate({"query": "x", "mode": "fastest"})
     assert SearchRequest("x", mode="hybrid").cache_key(()) != SearchRequest("x", mode="mmr_diverse").cache_key(())

@@ -10,6 +10,7 @@ import pytest
 
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
+from semantica.config import ConfigError, load_config
 from semantica.layout import IndexLayout
 from semantica.runtime.encoder import encoder_identity
 from semantica.snapshot import SnapshotSet
@@ -99,20 +100,16 @@ def test_snapshot_without_token_vectors_falls_back_with_a_warning(indexed, tmp_p
     assert all("(encoded)" in h.explanation for h in response.hits if h.late_score is not None)
 
 
-def test_intent_rule_runs_late_interaction_only_for_listed_intents(indexed) -> None:
+def test_late_interaction_runs_for_every_intent_and_the_intent_list_is_gone(indexed) -> None:
+    """Limiting the stage to some intents lost its golden gain and left the product (issue 45)."""
     config, _, _, _ = indexed
-    dominant = SearchPipeline(config).search(SearchRequest(QUERY, repos=["t/toolbox"])).intent["dominant"]
-    other = next(i for i in ("symbol", "flow", "concept", "code", "balanced") if i != dominant)
-    listed = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=[dominant]))
-    assert "late_interaction" in SearchPipeline(listed).search(SearchRequest(QUERY, repos=["t/toolbox"])).timings_ms
-    unlisted = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=[other]))
-    pipeline = SearchPipeline(unlisted)
-    assert "late_interaction" not in pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"])).timings_ms
-    forced = pipeline.search(SearchRequest(QUERY, repos=["t/toolbox"], late_interaction=True))
-    assert "late_interaction" in forced.timings_ms  # an explicit request wins over the rule
-    typo = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, intents=["cod"]))
-    with pytest.raises(ValueError, match="unknown intent 'cod'"):
-        SearchPipeline(typo)
+    for query in (QUERY, "who calls create_tables", "resize an image"):  # different dominant intents
+        assert "late_interaction" in SearchPipeline(config).search(SearchRequest(query, repos=["t/toolbox"])).timings_ms
+    off = dataclasses.replace(config, late_interaction=dataclasses.replace(config.late_interaction, enabled=False))
+    forced = SearchPipeline(off).search(SearchRequest(QUERY, repos=["t/toolbox"], late_interaction=True))
+    assert "late_interaction" in forced.timings_ms  # an explicit request wins over the switch
+    with pytest.raises(ConfigError, match=r"late_interaction: unknown key\(s\) \['intents'\]"):
+        load_config(None, ["late_interaction.intents=[code]"])
 
 
 @pytest.mark.parametrize("query", ["retry_with_backoff", " net.retry.retry_with_backoff "])

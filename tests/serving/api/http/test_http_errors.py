@@ -213,10 +213,11 @@ def test_an_empty_repository_name_in_a_knowledge_body_is_a_422_and_documented(co
     assert _document(core)["components"]["schemas"]["KnowledgeBody"]["properties"]["repos"]["items"]["minLength"] == 1
 
 
-def test_a_primary_repo_outside_repos_is_a_400_naming_both(core):
-    body = {"query": "cart", "repos": [REPO_NAME], "primary_repo": "other/repo"}
-    primary = _is_json_error(run(_post(core, "/v1/search", json=body)), 400)
-    assert primary["message"] == f"primary_repo 'other/repo' is not among the repos asked for: ['{REPO_NAME}']"
+def test_primary_repo_left_with_the_budgets_and_is_an_unknown_field_422(core):
+    body = {"query": "cart", "repos": [REPO_NAME], "primary_repo": REPO_NAME}
+    primary = _is_json_error(run(_post(core, "/v1/search", json=body)), 422)
+    assert primary["detail"][0]["field"] == "primary_repo"
+    assert "primary_repo" not in _document(core)["components"]["schemas"]["SearchBody"]["properties"]
 
 
 def test_a_feedback_query_of_c1_control_characters_is_a_422_saying_so(core):
