@@ -31,8 +31,8 @@ FILE_METRICS = ("Acc@1", "Acc@5", "Acc@10", "MRR")
 FUNCTION_METRICS = ("Acc@5", "Acc@10", "MRR")
 
 
-def replay_config(models: str, cache_dir: str, languages: set[str]):  # noqa: ANN201 - Config
-    overrides = [f"paths.cache_dir={cache_dir}"]
+def replay_config(models: str, cache_dir: str, languages: set[str], extra: list[str] = ()):  # noqa: ANN201 - Config
+    overrides = [f"paths.cache_dir={cache_dir}", *extra]
     if models == FUSION:
         overrides += ["localizer.learned_files=false", "localizer.learned_functions=false"]
     else:
@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", required=True, help="paths.cache_dir (candidates, blobs and history, reused)")
     parser.add_argument("--models", action="append", default=[], help="model directory (repeatable)")
     parser.add_argument("--repo-filter", action="append", default=[])
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                        help="a config override for every row (repeatable)")
     parser.add_argument("--dense", action="store_true",
                         help="also each model directory with the dense function channel after it (`<models>+dense`), "
                              "as the stage runs it: its function head and files re-ranked by the channel's cosine")
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"instances": len(instances), "rows": {}}
     rows = [(FUSION, False)] + [(m, dense) for m in args.models for dense in ((False, True) if args.dense else (False,))]
     for models, dense in rows:
-        replay = LearnedReplay(replay_config(models, args.cache, languages), Path(args.repos_dir))
+        replay = LearnedReplay(replay_config(models, args.cache, languages, args.set), Path(args.repos_dir))
         if not dense:
             replay.dense = None
         name = f"{models}+dense" if dense else models

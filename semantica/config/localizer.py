@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from semantica.config.errors import ConfigError
+from semantica.languages.registry import ROWS
 
 FUNCTION_FILE_ORDERS = ("fusion", "learned")  # which file order draws and ranks the function candidates
 
@@ -48,6 +49,8 @@ class LocalizerConfig:
     dense_file_head: int = 30  # ... the top this many functions of the blended order
     dense_file_rrf_k: float = 30.0  # ... by 1/(dense_file_rrf_k + rank) + dense_file_weight/(dense_file_rrf_k + its rank)
     dense_file_weight: float = 1.0
+    # ... for the files of these languages only: others keep their place (docs/localizer.md#the-dense-function-channel)
+    dense_file_languages: list[str] = field(default_factory=lambda: ["python"])
     dense_max_length: int = 256  # ... encoding at most this many tokens of each function's source
     dense_query_max_length: int = 64  # ... and of the query (the fine-tuned model's training length)
     dense_cache_items: int = 50000  # ... function vectors kept in memory by source text (the oldest go first)
@@ -57,6 +60,10 @@ class LocalizerConfig:
         if self.function_file_order not in FUNCTION_FILE_ORDERS:
             raise ConfigError(f"localizer.function_file_order: expected one of {', '.join(FUNCTION_FILE_ORDERS)}, "
                               f"got {self.function_file_order!r}")
+        unknown = sorted(set(self.dense_file_languages) - set(ROWS))
+        if unknown:
+            raise ConfigError(f"localizer.dense_file_languages: unknown language {', '.join(map(repr, unknown))} "
+                              f"(the language table's names: {', '.join(sorted(ROWS))})")
 
 
 @dataclass

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
+from semantica.languages import language_of
 from semantica.runtime.encoder import Encoder, shared_encoder
 from semantica.stores.localizer.dense import (
     DenseFusion,
@@ -47,6 +48,11 @@ class DenseFunctionChannel:
         self._lock = threading.Lock()
         self._query_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense-query")
         self._pending: OrderedDict[str, Future[np.ndarray]] = OrderedDict()
+
+    def _untrusted(self, files: Sequence[str]) -> frozenset[str]:
+        """The files among the re-ranked head whose language is not in `dense_file_languages`: they keep their place."""
+        return frozenset(p for p in files[: self.config.dense_file_depth]
+                         if language_of(p) not in self.config.dense_file_languages)
 
     def warm_up(self) -> Encoder:
         """The channel's encoder, loaded once (an ONNX export on its first use on a machine)."""
@@ -105,6 +111,6 @@ class DenseFunctionChannel:
             return list(functions), list(files)
         keys = [key for key in scored if key in known]
         cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]))
-        file_order = self.file_fusion.fuse(files, file_cosines(scored[: self.file_head], cosine)) \
+        file_order = self.file_fusion.fuse(files, file_cosines(scored[: self.file_head], cosine), self._untrusted(files)) \
             if self.file_fusion else list(files)
         return self.fusion.fuse(functions, cosine), file_order

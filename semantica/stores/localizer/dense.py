@@ -54,14 +54,17 @@ class DenseFusion:
     rrf_k: float
     weight: float
 
-    def fuse(self, order: Sequence[str], cosine: dict[str, float]) -> list[str]:
+    def fuse(self, order: Sequence[str], cosine: dict[str, float], fixed: frozenset[str] = frozenset()) -> list[str]:
         """`order`: the ranking; `cosine`: key -> cosine for the keys the channel could encode (a key without one
-        keeps its ranking term only)."""
+        keeps its ranking term only); `fixed`: keys whose cosine the channel is not trusted with, which keep their
+        own place in its order too, so they neither rise nor sink against the others."""
         span, below = list(order[: self.depth]), list(order[self.depth:])
-        dense = sorted((key for key in span if key in cosine), key=lambda key: -cosine[key])
+        by_cosine = iter(sorted((key for key in span if key in cosine and key not in fixed), key=lambda key: -cosine[key]))
+        channel = [key if key in fixed else next(by_cosine, None) for key in span]
         score = {key: 1.0 / (self.rrf_k + n) for n, key in enumerate(span, 1)}
-        for n, key in enumerate(dense, 1):
-            score[key] += self.weight / (self.rrf_k + n)
+        for n, key in enumerate(channel, 1):
+            if key is not None:
+                score[key] += self.weight / (self.rrf_k + n)
         position = {key: n for n, key in enumerate(span)}
         return sorted(span, key=lambda key: (-score[key], position[key])) + below
 

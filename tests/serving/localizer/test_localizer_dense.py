@@ -90,6 +90,10 @@ def test_the_channel_reranks_the_blended_order_by_the_encoders_cosine(served):
     no_files = LearnedStage(dataclasses.replace(dense_config, dense_file_depth=0))
     files_off, functions_on = no_files.apply(QUERY, [snapshot], TODAY_FILES, today)
     assert [f["path"] for f in files_off] == file_order and functions_on == with_dense
+    # files of a language outside `dense_file_languages` keep their place; their functions are still re-ranked
+    untrusted = LearnedStage(dataclasses.replace(dense_config, dense_file_languages=["go"]))
+    files_kept, functions_kept = untrusted.apply(QUERY, [snapshot], TODAY_FILES, today)
+    assert [f["path"] for f in files_kept] == file_order and functions_kept == with_dense
     # a file head deeper than the function depth: its cosines are computed, the functions below the depth stay
     shallow = LearnedStage(dataclasses.replace(dense_config, dense_depth=2, dense_file_head=4))
     files_deep, functions_shallow = shallow.apply(QUERY, [snapshot], TODAY_FILES, today)

@@ -30,6 +30,19 @@ def test_a_function_without_a_vector_keeps_its_ranking_term():
     assert fused[:3] == ["b.py::three", "a.py::two", "a.py::one"]
 
 
+FILES = ["flag.go", "cli.py", "parse.go", "args.py", "main.go"]
+
+
+def test_fixed_keys_keep_their_place_and_the_others_are_re_ranked_among_themselves():
+    cos = {"flag.go": 0.1, "cli.py": 0.2, "parse.go": 0.9, "args.py": 0.8, "main.go": 1.0}
+    fusion = DenseFusion(depth=5, rrf_k=1.0, weight=2.0)
+    assert fusion.fuse(FILES, cos)[0] == "main.go"  # trusted everywhere, the Go file with the best cosine rises
+    every_go = frozenset(p for p in FILES if p.endswith(".go"))
+    assert fusion.fuse(FILES, cos, every_go) == ["flag.go", "args.py", "parse.go", "cli.py", "main.go"]
+    only_go = ["flag.go", "parse.go", "main.go"]
+    assert fusion.fuse(only_go, cos, frozenset(only_go)) == only_go  # a Go-only head keeps its order
+
+
 def test_cosines_and_function_text():
     vectors = np.array([[1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
     assert cosines(np.array([0.6, 0.8], dtype=np.float32), ["x", "y"], vectors) == {"x": pytest.approx(0.6),
