@@ -15,6 +15,7 @@ language and overall.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -24,8 +25,11 @@ from jobs.eval.instances import load_instances
 from jobs.eval.metrics import Prediction, evaluate
 from jobs.localizer.replay import LearnedReplay
 from semantica.config import load_config
+from semantica.languages import LANGUAGES
+from serving.localizer.dense import DenseFunctionChannel
 
 FUSION = "fusion"
+ALL_FILES = " (files of every language)"
 LANGUAGE_GROUPS = {"javascript": "js/ts", "typescript": "js/ts"}
 FILE_METRICS = ("Acc@1", "Acc@5", "Acc@10", "MRR")
 FUNCTION_METRICS = ("Acc@5", "Acc@10", "MRR")
@@ -49,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo-filter", action="append", default=[])
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="a config override for every row (repeatable)")
+    parser.add_argument("--dense-all-files", action="store_true",
+                        help="with --dense, also a row whose channel re-ranks the files of every language")
     parser.add_argument("--dense", action="store_true",
                         help="also each model directory with the dense function channel after it (`<models>+dense`), "
                              "as the stage runs it: its function head and files re-ranked by the channel's cosine")
@@ -61,12 +67,21 @@ def main(argv: list[str] | None = None) -> int:
     for inst in instances:
         groups.setdefault(LANGUAGE_GROUPS.get(inst.language, inst.language), []).append(inst.instance_id)
     report: dict = {"instances": len(instances), "rows": {}}
-    rows = [(FUSION, False)] + [(m, dense) for m in args.models for dense in ((False, True) if args.dense else (False,))]
-    for models, dense in rows:
+    parser_rows = ((False, ""), (True, ""), (True, ALL_FILES)) if args.dense_all_files else \
+        ((False, ""), (True, "")) if args.dense else ((False, ""),)
+    rows = [(FUSION, False, "")] + [(m, dense, variant) for m in args.models for dense, variant in parser_rows]
+    channels: dict[str, DenseFunctionChannel] = {}  # one per model directory: its vectors are encoded once
+    for models, dense, variant in rows:
         replay = LearnedReplay(replay_config(models, args.cache, languages, args.set), Path(args.repos_dir))
         if not dense:
             replay.dense = None
-        name = f"{models}+dense" if dense else models
+        elif replay.dense is not None:
+            channel = channels.setdefault(models, replay.dense)
+            every = sorted({row.name for row in LANGUAGES if row.grammar})
+            channel.config = dataclasses.replace(replay.dense.config, dense_file_languages=every) if variant \
+                else replay.dense.config
+            replay.dense = channel
+        name = f"{models}+dense{variant}" if dense else models
         preds: dict[str, Prediction] = {}
         start = time.perf_counter()
         for inst in instances:
