@@ -205,7 +205,7 @@ class GraphOut(BaseModel):
     took_ms: float
     degraded: list[dict[str, str]] = Field(default_factory=list,
                                            description="repositories skipped because their snapshot is unreadable")
-    freshness: dict[str, FreshnessOut] = Field(default_factory=dict, description=FRESHNESS)
+    freshness: dict[str, FreshnessOut] = Field(description=FRESHNESS)
 
 
 class MapOut(BaseModel):
@@ -219,6 +219,7 @@ class MapOut(BaseModel):
     tokens: int
     budget: int
     total_files: int
+    freshness: dict[str, FreshnessOut] = Field(description=FRESHNESS)
     next_cursor: str | None = Field(default=None, description="more items did not fit in budget_tokens: pass this as "
                                                               "`cursor` with the same arguments to get the rest")
     budget_tokens: int | None = Field(default=None, description="the budget this answer was packed into (encoder "

@@ -35,7 +35,7 @@ from semantica.errors import ErrorKind, local_kind_of
 from semantica.ondisk.repo_names import normalize_repo_name
 from semantica.runtime import observability
 from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
-from serving.api.freshness import answer_freshness, built_commit
+from serving.api.freshness import built_commit
 from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
 from serving.api.mcp.models import (
     ContextBlockOut,
@@ -367,11 +367,7 @@ class SemanticaTools:
     def _graph(self, op: str, name: str, repos: list[str], depth: int | None) -> GraphOut:
         service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
         request = self._request(GraphRequest, None, op=op, name=name, repos=repos, depth=depth)
-        answer = self._guard(lambda: service.run(request))
-        return GraphOut(**answer, freshness=self._freshness(answer["snapshots"]))
-
-    def _freshness(self, names: Any) -> dict[str, FreshnessOut]:
-        return freshness_of(answer_freshness(self.config, self.pipeline.snapshots, names))
+        return GraphOut(**self._guard(lambda: service.run(request)))
 
     def _request(self, request_type: type[Any], branch: str | None, **values: Any) -> Any:
         """The front's one conversion: its arguments (lists copied) through the shared `RequestBuilder`."""
