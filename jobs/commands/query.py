@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from jobs.cli import add_common, config_from_args, print_json
+from jobs.cli import add_common, config_from_args, print_json, print_stale
 
 SNIPPET_LINES = 6
 
@@ -86,9 +86,7 @@ def run_query(args: argparse.Namespace) -> int:
 
     if args.explain and response.plan:
         print(render_plan(response.plan))
-    for repo, fresh in response.freshness.items():
-        if fresh["stale"] is not False:
-            print(f"{'stale' if fresh['stale'] else 'freshness unknown'}: {repo}: {fresh['reason']}")
+    print_stale(response.freshness)
     for warning in response.warnings:
         print(f"warning: {warning}")
     for item in response.degraded:

@@ -95,8 +95,9 @@ def test_every_answer_on_every_front_carries_one_freshness_shape(config, capsys)
     assert all(set(KINDS) <= set(answers) for answers in fronts.values())
 
 
-def test_an_answer_whose_freshness_cannot_be_checked_still_answers(config, tmp_path):
-    """A snapshot whose source is gone is `stale: null` with the reason on a map answer too, never an error."""
+def test_an_answer_whose_freshness_cannot_be_checked_still_answers(config, tmp_path, capsys):
+    """A snapshot whose source is gone is `stale: null` with the reason on a map answer too, never an error; the
+    CLI's graph and map answers say so in one line, as its search and grep answers do."""
     import shutil
 
     from serving.planning.repo_map import RepoMapService
@@ -105,9 +106,14 @@ def test_an_answer_whose_freshness_cannot_be_checked_still_answers(config, tmp_p
     source = Path(config.paths.index_root).parent / "repo"
     shutil.copytree(source, moved / "repo")
     shutil.rmtree(source)
+    common = ["--index-root", str(config.paths.index_root), "--set", f"paths.cache_dir={config.paths.cache_dir}"]
     try:
         answer = RepoMapService(config).run(REPO_NAME)
+        printed = {argv[0]: (main([*argv, *common]), capsys.readouterr().out)
+                   for argv in (["callers", "price_of"], ["map", REPO_NAME])}
     finally:
         shutil.copytree(moved / "repo", source)
     assert answer["files"] and answer["freshness"][REPO_NAME]["stale"] is None
     assert "not reachable" in answer["freshness"][REPO_NAME]["reason"]
+    for command, (code, out) in printed.items():
+        assert code == 0 and f"freshness unknown: {REPO_NAME}: source path" in out, (command, out)
