@@ -234,23 +234,24 @@ class RepoHealth:
     repo: str
     status: RepoState
     snapshot_id: str = ""
-    commit: str = ""
+    commit: str = ""  # `Manifest.built_commit`: a working tree's HEAD too
     created: str = ""
     error: str = ""
+    dirty: bool = False  # `Manifest.built_dirty`
 
     @property
     def ok(self) -> bool:
         return self.status is RepoState.OK
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return {"repo": self.repo, "status": self.status.value, "snapshot": self.snapshot_id,
-                "commit": self.commit, "created": self.created, "error": self.error}
+                "commit": self.commit, "dirty": self.dirty, "created": self.created, "error": self.error}
 
     @staticmethod
     def of(entry: RepoEntry) -> RepoHealth:
         m = entry.manifest
-        return RepoHealth(entry.repo, entry.state, entry.snapshot_id, m.commit if m else "", m.created if m else "",
-                          entry.error)
+        return RepoHealth(entry.repo, entry.state, entry.snapshot_id, m.built_commit if m else "",
+                          m.created if m else "", entry.error, m.built_dirty if m else False)
 
 
 def unknown_freshness(repo: str, exc: BaseException, snapshot_id: str = "") -> dict[str, Any]:

@@ -41,7 +41,6 @@ from semantica.ondisk.branch_keys import split_branch_key
 from semantica.ondisk.build_stats import build_stats_path, read_build_stats
 from semantica.runtime import observability
 from semantica.snapshot import RepoHealth
-from serving.api.freshness import built_commit
 from serving.api.http.admission import AdmissionController
 from serving.api.http.errors import NotFound
 from serving.api.http.feedback import FeedbackLog
@@ -263,7 +262,6 @@ class IngressCore:
                 continue
             row = entry.to_dict()
             if entry.manifest is not None:
-                row["commit"] = built_commit(entry.manifest)
                 row["freshness"] = self.pipeline.snapshots.freshness_of(entry.repo)  # never fails the listing
                 created = dt.datetime.fromisoformat(entry.manifest.created)
                 created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
@@ -286,8 +284,8 @@ class IngressCore:
                 stages[name] = f"down: {type(_unwrap(exc)).__name__}"
         down = [n for n in MANDATORY if stages.get(n) != "ok"]
         viewer = principal or Principal("probe", ())
-        repos = [{**RepoHealth.of(entry).to_dict(), **({"commit": built_commit(entry.manifest)} if entry.manifest else {})}
-                 for entry in self.pipeline.snapshots.checked_listing() if viewer.may_read(entry.repo)]
+        repos = [RepoHealth.of(entry).to_dict() for entry in self.pipeline.snapshots.checked_listing()
+                 if viewer.may_read(entry.repo)]
         broken = [r["repo"] for r in repos if r["status"] != "ok"]
         status = "draining" if self.admission.draining else "unavailable" if down else "degraded" if broken else "ok"
         if principal is None or not principal.repos:

@@ -14,6 +14,7 @@ class FreshnessOut(BaseModel):
     snapshot_id: str
     commit: str = Field(description="commit the snapshot was built from (HEAD of the working tree when read)")
     built_at: str
+    dirty: bool = Field(description="built from a working tree with uncommitted changes")
     source: str = Field(description="worktree | git")
     path: str
     ref: str
@@ -128,7 +129,8 @@ class ContextOut(BaseModel):
 class RepoOut(BaseModel):
     repo: str
     snapshot_id: str
-    commit: str
+    commit: str = Field(description="commit the snapshot was built from (HEAD of the working tree when read)")
+    dirty: bool = Field(description="built from a working tree with uncommitted changes")
     built_at: str
     files: int
     chunks: int

@@ -35,7 +35,6 @@ from semantica.errors import ErrorKind, local_kind_of
 from semantica.ondisk.repo_names import normalize_repo_name
 from semantica.runtime import observability
 from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
-from serving.api.freshness import built_commit
 from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
 from serving.api.mcp.models import (
     ContextBlockOut,
@@ -256,7 +255,7 @@ class SemanticaTools:
             manifest = self._guard(lambda r=repo: self.pipeline.snapshots.get(r).manifest)
             source = manifest.source or {}
             out.append(RepoOut(repo=manifest.repo, snapshot_id=manifest.snapshot_id,
-                               commit=built_commit(manifest), built_at=manifest.created,
+                               commit=manifest.built_commit, dirty=manifest.built_dirty, built_at=manifest.created,
                                files=manifest.counts.get("files", 0), chunks=manifest.counts.get("chunks", 0),
                                symbols=manifest.counts.get("symbols", 0), model=manifest.model_id,
                                source=source.get("kind", ""), path=source.get("path", ""), ref=source.get("ref", ""),

@@ -117,3 +117,41 @@ def test_an_answer_whose_freshness_cannot_be_checked_still_answers(config, tmp_p
     assert "not reachable" in answer["freshness"][REPO_NAME]["reason"]
     for command, (code, out) in printed.items():
         assert code == 0 and f"freshness unknown: {REPO_NAME}: source path" in out, (command, out)
+
+
+def test_a_dirty_worktree_snapshot_names_its_commit_on_every_front(tmp_path_factory, capsys):
+    """`index --repo .` over uncommitted edits: the manifest records HEAD and the dirt (`Manifest.built_commit`,
+    `built_dirty`); `/v1/repos`, `/healthz`, MCP's list_repos, `semantica repos` and every freshness block say so."""
+    import subprocess
+
+    from pipelines.indexer import Indexer
+    from semantica.snapshot import SnapshotSet
+
+    config = make_tiny_index(tmp_path_factory.mktemp("freshness-dirty"))
+    repo = Path(config.paths.index_root).parent / "repo"
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    cart = repo / "shop" / "cart.py"
+    cart.write_text(cart.read_text() + "\n\ndef discount(total):\n    return total * 0.9\n")
+    Indexer(config, progress=False).index(str(repo), REPO_NAME)
+
+    core = make_core(config, local_stage_handles(config))
+
+    async def listings() -> tuple[Any, Any, Any]:
+        async with client(core) as http:
+            return ((await http.get("/v1/repos")).json(), (await http.get("/healthz")).json(),
+                    (await http.post("/v1/search", json={"query": "discount"})).json())
+
+    [listed], health, search = run(listings())
+    [healthy] = health["repos"]
+    [mcp_row] = SemanticaTools(config, SearchPipeline(config)).list_repos().repos
+    assert main(["repos", "--index-root", str(config.paths.index_root), "--json"]) == 0
+    [cli_row] = json.loads(capsys.readouterr().out)
+    rows = {"http repos": listed, "healthz": healthy, "mcp": mcp_row.model_dump(), "cli": cli_row,
+            "http repos freshness": listed["freshness"], "search freshness": search["freshness"][REPO_NAME]}
+    for front, row in rows.items():
+        assert (row["commit"], row["dirty"]) == (head, True), (front, row)
+    assert main(["repos", "--index-root", str(config.paths.index_root)]) == 0
+    assert f"commit {head[:12]}+dirty" in capsys.readouterr().out
+    manifest = SnapshotSet(config).get(REPO_NAME).manifest
+    assert manifest.commit == "" and (manifest.built_commit, manifest.built_dirty) == (head, True)
