@@ -35,7 +35,15 @@ from semantica.errors import ErrorKind, local_kind_of
 from semantica.ondisk.repo_names import normalize_repo_name
 from semantica.runtime import observability
 from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
-from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
+from serving.api.mcp.budget import (
+    BudgetPacker,
+    BudgetTooSmall,
+    CursorCodec,
+    InvalidCursor,
+    StaleCursor,
+    TokenCounter,
+    render,
+)
 from serving.api.mcp.models import (
     ContextBlockOut,
     ContextOut,
@@ -339,12 +347,12 @@ class SemanticaTools:
 
     def _bound(self, cursor: str | None, snapshots: dict[str, str]) -> str:
         """The digest of the snapshots this answer read; a cursor issued for other snapshots (the index was
-        rebuilt since) is a JSON-RPC invalid-params error: its offsets would skip what the new one added."""
+        rebuilt since) is a tool error saying to search again: its offsets would skip what the new one added."""
         if cursor is not None:
             try:
                 self.cursors.check_snapshots(self.cursors.snapshots_of(cursor), snapshots)
-            except InvalidCursor as exc:
-                raise MCPError(INVALID_PARAMS, str(exc)) from None
+            except StaleCursor as exc:
+                raise ToolError(str(exc)) from None
         return self.cursors.snapshots_key(snapshots)
 
     def _pack(self, tool: str, key: str, offset: int, budget: int | None, items: list[dict[str, Any]],
