@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.cli import main
-from semantica.api import QueryError, SearchRequest
+from semantica.api import QueryError
 from semantica.ondisk.layout_errors import UnknownRepoError
 from serving.api.mcp.server import SemanticaTools
 from serving.pipeline import SearchPipeline
