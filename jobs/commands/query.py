@@ -17,7 +17,7 @@ explanation (with --explain)}],
 files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name", score}],
 context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,
 timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
-freshness: {repo: {commit, built_at, source, path, ref, branch, stale, reason, current_commit,
+freshness: {repo: {commit, built_at, dirty, source, path, ref, branch, stale, reason, current_commit,
 current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}},
 plan: null, or {mode, why, features, k, weights, budgets: {primary, why, shares}, verdict: {weak,
 reasons}, retries: [{level, name, verdict, kept, ...}], partial, partial_why, mmr, sub_queries}}"""
