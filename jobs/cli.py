@@ -66,6 +66,13 @@ def print_json(value: Any) -> None:
     sys.stdout.write("\n")
 
 
+def print_stale(freshness: dict[str, dict[str, Any]]) -> None:
+    """One line per repository an answer read whose snapshot is stale or could not be checked (its `freshness`)."""
+    for repo, fresh in freshness.items():
+        if fresh.get("stale") is not False:
+            print(f"{'stale' if fresh.get('stale') else 'freshness unknown'}: {repo}: {fresh.get('reason', '')}")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="semantica",

@@ -79,7 +79,8 @@ class RepoEntry:
     def to_dict(self) -> dict[str, Any]:
         m = self.manifest
         return {"repo": self.repo, "status": self.state.value, "snapshot": self.snapshot_id,
-                "commit": m.commit if m else "", "created": m.created if m else "",
+                "commit": m.built_commit if m else "", "dirty": m.built_dirty if m else False,
+                "created": m.created if m else "",
                 "counts": m.counts if m else {}, "model": m.model_id if m else "", "error": self.error,
                 "damaged_tables": list(self.damaged)}
 

@@ -280,6 +280,17 @@ class Manifest:
     # index kinds a successor snapshot of the same commit is still building (`index.dense_later`); [] = complete
     pending: list[str] = field(default_factory=list)
 
+    @property
+    def built_commit(self) -> str:
+        """The commit the build was made from: a working-tree build's `commit` is "" (its files are not that
+        commit's), its source records the HEAD it was read at."""
+        return str(self.source.get("commit") or self.commit)
+
+    @property
+    def built_dirty(self) -> bool:
+        """The build read a working tree with uncommitted changes (its source lists the paths)."""
+        return bool(self.source.get("dirty"))
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

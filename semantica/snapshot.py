@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -174,6 +175,14 @@ class Snapshot:
         """Is this snapshot behind its source now? (git status + the few changed files; see semantica.ondisk.freshness)"""
         return FreshnessChecker(self.config.freshness).check(self.manifest, lambda: self.file_blobs)
 
+    def checked_freshness(self) -> dict[str, Any]:
+        """`freshness()` as a dict; one that cannot be checked is `stale: null` with the reason, never an error
+        of the answer or the listing that asks."""
+        try:
+            return self.freshness().to_dict()
+        except Exception as exc:  # the answer stands; its freshness is unknown
+            return unknown_freshness(self.repo, exc, self.snapshot_id)
+
     @property
     def history(self) -> HistorySearcher | None:
         """The snapshot's history searcher (semantica.stores.history.HistorySearcher), or None when it stores none."""
@@ -225,23 +234,38 @@ class RepoHealth:
     repo: str
     status: RepoState
     snapshot_id: str = ""
-    commit: str = ""
+    commit: str = ""  # `Manifest.built_commit`: a working tree's HEAD too
     created: str = ""
     error: str = ""
+    dirty: bool = False  # `Manifest.built_dirty`
 
     @property
     def ok(self) -> bool:
         return self.status is RepoState.OK
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return {"repo": self.repo, "status": self.status.value, "snapshot": self.snapshot_id,
-                "commit": self.commit, "created": self.created, "error": self.error}
+                "commit": self.commit, "dirty": self.dirty, "created": self.created, "error": self.error}
 
     @staticmethod
     def of(entry: RepoEntry) -> RepoHealth:
         m = entry.manifest
-        return RepoHealth(entry.repo, entry.state, entry.snapshot_id, m.commit if m else "", m.created if m else "",
-                          entry.error)
+        return RepoHealth(entry.repo, entry.state, entry.snapshot_id, m.built_commit if m else "",
+                          m.created if m else "", entry.error, m.built_dirty if m else False)
+
+
+def unknown_freshness(repo: str, exc: BaseException, snapshot_id: str = "") -> dict[str, Any]:
+    """The freshness of a snapshot that could not be checked (or opened): `stale: null` and why."""
+    return Freshness(repo=repo, snapshot_id=snapshot_id, commit="", built_at="", reason=public_message(exc)).to_dict()
+
+
+def answer_freshness(config: Config, snapshots: Iterable[Snapshot]) -> dict[str, dict[str, Any]]:
+    """The `freshness` block of every answer on every front (search, grep, graph, map): an object keyed by
+    repository whose values are `Freshness`, for the snapshots the answer read, checked now (never cached);
+    `{}` when `freshness.enabled` is off."""
+    if not config.freshness.enabled:
+        return {}
+    return {snapshot.repo: snapshot.checked_freshness() for snapshot in snapshots}
 
 
 class SnapshotSet:
@@ -288,6 +312,13 @@ class SnapshotSet:
                         f"{snapshot.repo!r} (old name mapping); run `semantica index --repo PATH --name {name}`")
                 self._open[name] = snapshot
             return snapshot
+
+    def freshness_of(self, repo: str) -> dict[str, Any]:
+        """`repo`'s current snapshot's freshness; one that cannot be opened is `stale: null` (a listing's row)."""
+        try:
+            return self.get(repo).checked_freshness()
+        except Exception as exc:
+            return unknown_freshness(repo, exc)
 
     def load(self, repo: str) -> Snapshot:
         """`get` plus the chunk table a query needs; a DamagedTableError (a BrokenSnapshotError) when it cannot be

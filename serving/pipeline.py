@@ -18,7 +18,7 @@ from semantica.config import Config
 from semantica.hits import RankedList
 from semantica.runtime import observability
 from semantica.runtime.encoder import Encoder
-from semantica.snapshot import Snapshot, SnapshotSet
+from semantica.snapshot import Snapshot, SnapshotSet, answer_freshness
 from serving.core.localize import Localizer
 from serving.core.prefetch import Prefetcher
 from serving.core.query_encoding import QueryEncoder
@@ -170,9 +170,7 @@ class SearchPipeline:
 
     def freshness(self, snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:
         """Each answer says how fresh its snapshots are (checked now, never cached: a few ms per repository)."""
-        if not self.config.freshness.enabled:
-            return {}
-        return {s.repo: s.freshness().to_dict() for s in snapshots}
+        return answer_freshness(self.config, snapshots)
 
     def search_with_lists(self, request: SearchRequest) -> tuple[SearchResponse, dict[str, RankedList]]:
         """One uncached search that also returns each retriever's ranked chunk list: the offline jobs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from jobs.cli import add_common, config_from_args, print_json
+from jobs.cli import add_common, config_from_args, print_json, print_stale
 from serving.graph.structural import GraphOp
 
 _HELP = {
@@ -44,6 +44,7 @@ def run_graph(args: argparse.Namespace) -> int:
           f"in {answer['took_ms']:.1f} ms")
     if answer["note"]:
         print(f"note: {answer['note']}")
+    print_stale(answer["freshness"])
     for a in answer["answers"]:
         name = a["qualname"] or a["node"]
         target = f"  (for {a['target']})" if answer["ambiguous"] else ""

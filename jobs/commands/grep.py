@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from jobs.cli import add_common, config_from_args, print_json
+from jobs.cli import add_common, config_from_args, print_json, print_stale
 
 JSON_SCHEMA_DOC = """\
 --json prints one object: {matches: [{repo, path, line, column, text, before, after}], truncated, freshness:
@@ -66,9 +66,7 @@ def run_grep(args: argparse.Namespace) -> int:
             for number, text in enumerate(match.after, match.line + 1):
                 print(f"{name}-{number}-{text}")
             previous = (match.repo, match.path, match.line + len(match.after))
-    for repo, fresh in response.freshness.items():
-        if fresh.get("stale") is not False:
-            print(f"{'stale' if fresh.get('stale') else 'freshness unknown'}: {repo}: {fresh.get('reason', '')}")
+    print_stale(response.freshness)
     for item in response.degraded:
         print(f"degraded: {item.get('repo', '')} {item['stage']} failed ({item['error']})")
     for warning in response.warnings:

@@ -108,7 +108,8 @@ def run_repos(args: argparse.Namespace) -> int:
             continue
         m, fresh = entry.manifest, snapshots.get(entry.repo).freshness()
         rows.append({"repo": repo, "branch": branch or fresh.branch, "default_branch": not branch, "name": entry.repo,
-                     "status": "ok", "snapshot": m.snapshot_id, "commit": fresh.commit, "created": m.created,
+                     "status": "ok", "snapshot": m.snapshot_id, "commit": fresh.commit, "dirty": fresh.dirty,
+                     "created": m.created,
                      "counts": m.counts, "model": m.model_id, "stale": fresh.stale, "freshness": fresh.to_dict()})
     if args.json:
         print_json(rows)
@@ -122,6 +123,7 @@ def run_repos(args: argparse.Namespace) -> int:
             continue
         state = {True: "STALE", False: "fresh", None: "unknown"}[r["stale"]]
         branch = (r["branch"] or "(detached)") + (" (default)" if r["default_branch"] else "")
-        print(f"{r['repo']:<26} {branch:<22} commit {r['commit'][:12] or 'worktree':<12} {state:<7} "
+        commit = (r["commit"][:12] or "worktree") + ("+dirty" if r["dirty"] else "")
+        print(f"{r['repo']:<26} {branch:<22} commit {commit:<18} {state:<7} "
               f"chunks {r['counts'].get('chunks', 0):>6} created {r['created']}  [{r['name']}]")
     return 0

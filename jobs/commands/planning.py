@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from jobs.cli import CliError, add_common, config_from_args, print_json
+from jobs.cli import CliError, add_common, config_from_args, print_json, print_stale
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +46,7 @@ def run_map(args: argparse.Namespace) -> int:
     seeds = ", ".join(f"{name} -> {len(paths)} file(s)" for name, paths in answer["seeds"].items()) or "none"
     print(f"# {answer['repo']} @ {answer['snapshot']}: {len(answer['files'])} of {answer['total_files']} files, "
           f"{answer['tokens']}/{answer['budget']} tokens, {answer['took_ms']:.0f} ms; seeds: {seeds}")
+    print_stale(answer["freshness"])
     print(answer["text"])
     return 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from jobs.cli import add_common, config_from_args, print_json
+from jobs.cli import add_common, config_from_args, print_json, print_stale
 
 SNIPPET_LINES = 6
 
@@ -17,7 +17,7 @@ explanation (with --explain)}],
 files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name", score}],
 context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,
 timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
-freshness: {repo: {commit, built_at, source, path, ref, branch, stale, reason, current_commit,
+freshness: {repo: {commit, built_at, dirty, source, path, ref, branch, stale, reason, current_commit,
 current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}},
 plan: null, or {mode, why, features, k, weights, mmr, sub_queries}}"""
 
@@ -84,9 +84,7 @@ def run_query(args: argparse.Namespace) -> int:
 
     if args.explain and response.plan:
         print(render_plan(response.plan))
-    for repo, fresh in response.freshness.items():
-        if fresh["stale"] is not False:
-            print(f"{'stale' if fresh['stale'] else 'freshness unknown'}: {repo}: {fresh['reason']}")
+    print_stale(response.freshness)
     for warning in response.warnings:
         print(f"warning: {warning}")
     for item in response.degraded:

@@ -24,7 +24,7 @@ class BranchNotIndexed(LookupError):
 def check_branch(branch: str) -> str:
     """A branch a query names, unchanged, or RepoNameError (422) saying why no snapshot could be published under it."""
     if not branch.strip():
-        raise RepoNameError("branch is blank; name a branch indexed with `semantica index --ref BRANCH`")
+        raise RepoNameError("branch is blank; name a branch indexed with `semantica index --repo PATH --ref BRANCH`")
     try:
         normalize_repo_name(branch_key(_PROBE_REPO, branch))
     except RepoNameError as exc:
@@ -43,7 +43,8 @@ def names_at_branch(repos: list[str], branch: str, published: list[str]) -> list
         r for r in published if split_branch_key(r)[1] == branch]
     if not names:
         raise BranchNotIndexed(f"no repository has a snapshot of branch {branch!r}; index it with `semantica index "
-                               f"--ref {branch}` (`semantica repos`, MCP list_repos and GET /v1/repos list the branches)")
+                               f"--repo PATH --name NAME --ref {branch}` (`semantica repos`, MCP list_repos and "
+                               "GET /v1/repos list the branches)")
     return names
 
 

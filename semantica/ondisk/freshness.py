@@ -42,6 +42,7 @@ class Freshness:
     snapshot_id: str
     commit: str  # the commit the snapshot was built from (HEAD of the working tree when it was read)
     built_at: str
+    dirty: bool = False  # built from a working tree with uncommitted changes (`Manifest.built_dirty`)
     source: str = ""  # worktree | git | "" (an older snapshot that recorded no source)
     path: str = ""
     ref: str = ""
@@ -75,13 +76,12 @@ class FreshnessChecker:
         """`files` loads the snapshot's blob shas; it is only called when some path may have changed."""
         start = time.perf_counter()
         record = SourceRecord.from_dict(manifest.source)
-        result = Freshness(repo=manifest.repo, snapshot_id=manifest.snapshot_id, commit=manifest.commit,
-                           built_at=manifest.created)
+        result = Freshness(repo=manifest.repo, snapshot_id=manifest.snapshot_id, commit=manifest.built_commit,
+                           built_at=manifest.created, dirty=manifest.built_dirty)
         if record is None:
             result.reason = "the snapshot recorded no source (built before freshness tracking); re-index it"
         else:
             result.source, result.path, result.ref, result.branch = record.kind, record.path, record.ref, record.branch
-            result.commit = record.commit or manifest.commit
             if not Path(record.path).is_dir():
                 result.reason = f"source path {record.path} is not reachable from here"
             else:

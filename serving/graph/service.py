@@ -1,6 +1,7 @@
 """One entry for the graph ops, shared by the CLI (`semantica callers ...`) and `POST /v1/graph`.
 
-Validates the request (op, name, depth, repos), answers from the current snapshots and names them.
+Validates the request (op, name, depth, repos), answers from the current snapshots and names them, with their
+freshness (the block every answer carries).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from semantica.config import Config
 from semantica.errors import ErrorKind, public_message
 from semantica.layout import RepoState
 from semantica.ondisk.layout_errors import BrokenSnapshotError
-from semantica.snapshot import SNAPSHOT_STAGE, RepoHealth, Snapshot, SnapshotSet
+from semantica.snapshot import SNAPSHOT_STAGE, RepoHealth, Snapshot, SnapshotSet, answer_freshness
 from serving.graph.ops import GraphOps, SnapshotGraph
 from serving.graph.structural import GraphOp
 
@@ -94,4 +95,5 @@ class GraphService:
         answer["snapshots"] = {s.repo: s.snapshot_id for s in snapshots}
         answer["degraded"] = [{"stage": SNAPSHOT_STAGE, "repo": h.repo, "error": h.error} for h in broken]
         answer["took_ms"] = round((time.perf_counter() - start) * 1000, 3)
+        answer["freshness"] = answer_freshness(self.config, snapshots)  # after took_ms: the check is not the answer's
         return answer

@@ -67,7 +67,7 @@ class SnapshotIndex:
     def has_commit(self, sha: str) -> bool:
         """`sha` names a commit in the history of the snapshot's commit (git of its source checkout)."""
         source = self.snapshot.manifest.source or {}
-        path, head = source.get("path") or "", source.get("commit") or self.snapshot.manifest.commit
+        path, head = source.get("path") or "", self.snapshot.manifest.built_commit
         if not path or not head:
             return False
         try:

@@ -20,7 +20,7 @@ from semantica.api import QueryError
 from semantica.config import Config, RepoMapConfig
 from semantica.runtime import linear_regex
 from semantica.schema import Symbol
-from semantica.snapshot import Snapshot, SnapshotSet
+from semantica.snapshot import Snapshot, SnapshotSet, answer_freshness
 from semantica.stores.tokenizer import count_tokens
 
 _IDENTIFIER = linear_regex.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -290,7 +290,8 @@ class RepoMapper:
 
 
 class RepoMapService:
-    """One entry for the CLI, HTTP and MCP: validate, open the snapshot, map it."""
+    """One entry for the CLI, HTTP and MCP: validate, open the snapshot, map it; the answer carries the snapshot's
+    freshness like every other answer."""
 
     def __init__(self, config: Config, snapshots: SnapshotSet | None = None, mapper: RepoMapper | None = None) -> None:
         self.config = config
@@ -303,7 +304,9 @@ class RepoMapService:
         if not isinstance(query, str):
             raise QueryError(f"query must be a string, got {query!r}")
         query = query[: self.config.query.max_query_chars]
-        return self.mapper.map(self.snapshots.get(repo), query, tokens).to_dict()
+        snapshot = self.snapshots.get(repo)
+        return {**self.mapper.map(snapshot, query, tokens).to_dict(),
+                "freshness": answer_freshness(self.config, [snapshot])}
 
 
 _SERVICES: dict[int, RepoMapService] = {}

@@ -41,7 +41,6 @@ from semantica.ondisk.branch_keys import split_branch_key
 from semantica.ondisk.build_stats import build_stats_path, read_build_stats
 from semantica.runtime import observability
 from semantica.snapshot import RepoHealth
-from serving.api.freshness import answer_freshness, built_commit, snapshot_freshness
 from serving.api.http.admission import AdmissionController
 from serving.api.http.errors import NotFound
 from serving.api.http.feedback import FeedbackLog
@@ -237,13 +236,7 @@ class IngressCore:
     def graph(self, body: GraphBody | dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """`POST /v1/graph`: the exact structural answer, read in the ingress from the snapshot's graph tables."""
         request = self._build(GraphRequest, _validated(GraphBody, body), principal)
-        service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
-        answer = service.run(request)
-        return {**answer, "freshness": self.freshness(answer["snapshots"])}
-
-    def freshness(self, names: Any) -> dict[str, dict[str, Any]]:
-        """`{repo: Freshness}` of the snapshots an answer read: the shape every answer carries."""
-        return answer_freshness(self.config, self.pipeline.snapshots, names)
+        return GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops).run(request)
 
     def feedback(self, body: FeedbackBody | dict[str, Any], principal: Principal = ANONYMOUS) -> dict[str, Any]:
         body = _validated(FeedbackBody, body)
@@ -269,8 +262,7 @@ class IngressCore:
                 continue
             row = entry.to_dict()
             if entry.manifest is not None:
-                row["commit"] = built_commit(entry.manifest)
-                row["freshness"] = snapshot_freshness(self.pipeline.snapshots, entry.repo)  # never fails the listing
+                row["freshness"] = self.pipeline.snapshots.freshness_of(entry.repo)  # never fails the listing
                 created = dt.datetime.fromisoformat(entry.manifest.created)
                 created = created if created.tzinfo else created.replace(tzinfo=dt.UTC)
                 row["age_s"] = round((now - created).total_seconds(), 1)
@@ -292,8 +284,8 @@ class IngressCore:
                 stages[name] = f"down: {type(_unwrap(exc)).__name__}"
         down = [n for n in MANDATORY if stages.get(n) != "ok"]
         viewer = principal or Principal("probe", ())
-        repos = [{**RepoHealth.of(entry).to_dict(), **({"commit": built_commit(entry.manifest)} if entry.manifest else {})}
-                 for entry in self.pipeline.snapshots.checked_listing() if viewer.may_read(entry.repo)]
+        repos = [RepoHealth.of(entry).to_dict() for entry in self.pipeline.snapshots.checked_listing()
+                 if viewer.may_read(entry.repo)]
         broken = [r["repo"] for r in repos if r["status"] != "ok"]
         status = "draining" if self.admission.draining else "unavailable" if down else "degraded" if broken else "ok"
         if principal is None or not principal.repos:

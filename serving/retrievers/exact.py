@@ -18,7 +18,7 @@ from typing import Any
 from semantica.api import QueryError
 from semantica.config import Config
 from semantica.errors import public_message
-from semantica.snapshot import Snapshot, SnapshotSet
+from semantica.snapshot import Snapshot, SnapshotSet, answer_freshness
 from semantica.stores.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file, read_in_order
 from semantica.stores.index_kinds.exact import KIND as EXACT_KIND
 from serving.retrievers.base import RetrievalQuery, to_ranked
@@ -196,7 +196,7 @@ class ExactSearcher:
                     break
             if (full and truncated) or (truncated and time.perf_counter() > deadline):
                 break
-        freshness = {s.repo: s.freshness().to_dict() for s in used} if self.config.freshness.enabled else {}
+        freshness = answer_freshness(self.config, used)
         return GrepResponse(matches, truncated, freshness, {s.repo: s.snapshot_id for s in used}, degraded, scanned,
                             candidates, round((time.perf_counter() - start) * 1000, 3), warnings)
 

@@ -37,6 +37,11 @@ class InvalidCursor(Exception):
     """A continuation cursor this tool did not issue for these arguments."""
 
 
+class StaleCursor(Exception):
+    """A cursor issued for an earlier index of the repositories it paged: not a bad argument (it was valid when
+    issued) but a changed world the agent can act on, so a tool error the model reads, not a JSON-RPC error."""
+
+
 class BudgetTooSmall(Exception):
     """Not even the answer's envelope (or one trimmed item) fits in the budget."""
 
@@ -95,8 +100,8 @@ class CursorCodec:
     @staticmethod
     def check_snapshots(issued: str, current: dict[str, str]) -> None:
         if issued != CursorCodec.snapshots_key(current):
-            raise InvalidCursor("this cursor was issued for an earlier index of these repositories (re-indexed "
-                                "since): repeat the call without `cursor` to page the current one")
+            raise StaleCursor("the index changed since this cursor was issued (its repositories were re-indexed): "
+                              "search again without `cursor` and page the new answer")
 
     def decode(self, cursor: str, tool: str, key: str) -> int:
         try:

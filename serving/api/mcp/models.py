@@ -14,6 +14,7 @@ class FreshnessOut(BaseModel):
     snapshot_id: str
     commit: str = Field(description="commit the snapshot was built from (HEAD of the working tree when read)")
     built_at: str
+    dirty: bool = Field(description="built from a working tree with uncommitted changes")
     source: str = Field(description="worktree | git")
     path: str
     ref: str
@@ -128,7 +129,8 @@ class ContextOut(BaseModel):
 class RepoOut(BaseModel):
     repo: str
     snapshot_id: str
-    commit: str
+    commit: str = Field(description="commit the snapshot was built from (HEAD of the working tree when read)")
+    dirty: bool = Field(description="built from a working tree with uncommitted changes")
     built_at: str
     files: int
     chunks: int
@@ -205,7 +207,7 @@ class GraphOut(BaseModel):
     took_ms: float
     degraded: list[dict[str, str]] = Field(default_factory=list,
                                            description="repositories skipped because their snapshot is unreadable")
-    freshness: dict[str, FreshnessOut] = Field(default_factory=dict, description=FRESHNESS)
+    freshness: dict[str, FreshnessOut] = Field(description=FRESHNESS)
 
 
 class MapOut(BaseModel):
@@ -219,6 +221,7 @@ class MapOut(BaseModel):
     tokens: int
     budget: int
     total_files: int
+    freshness: dict[str, FreshnessOut] = Field(description=FRESHNESS)
     next_cursor: str | None = Field(default=None, description="more items did not fit in budget_tokens: pass this as "
                                                               "`cursor` with the same arguments to get the rest")
     budget_tokens: int | None = Field(default=None, description="the budget this answer was packed into (encoder "

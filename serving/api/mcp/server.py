@@ -35,8 +35,15 @@ from semantica.errors import ErrorKind, local_kind_of
 from semantica.ondisk.repo_names import normalize_repo_name
 from semantica.runtime import observability
 from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
-from serving.api.freshness import answer_freshness, built_commit
-from serving.api.mcp.budget import BudgetPacker, BudgetTooSmall, CursorCodec, InvalidCursor, TokenCounter, render
+from serving.api.mcp.budget import (
+    BudgetPacker,
+    BudgetTooSmall,
+    CursorCodec,
+    InvalidCursor,
+    StaleCursor,
+    TokenCounter,
+    render,
+)
 from serving.api.mcp.models import (
     ContextBlockOut,
     ContextOut,
@@ -255,7 +262,7 @@ class SemanticaTools:
             manifest = self._guard(lambda r=repo: self.pipeline.snapshots.get(r).manifest)
             source = manifest.source or {}
             out.append(RepoOut(repo=manifest.repo, snapshot_id=manifest.snapshot_id,
-                               commit=built_commit(manifest), built_at=manifest.created,
+                               commit=manifest.built_commit, dirty=manifest.built_dirty, built_at=manifest.created,
                                files=manifest.counts.get("files", 0), chunks=manifest.counts.get("chunks", 0),
                                symbols=manifest.counts.get("symbols", 0), model=manifest.model_id,
                                source=source.get("kind", ""), path=source.get("path", ""), ref=source.get("ref", ""),
@@ -339,12 +346,12 @@ class SemanticaTools:
 
     def _bound(self, cursor: str | None, snapshots: dict[str, str]) -> str:
         """The digest of the snapshots this answer read; a cursor issued for other snapshots (the index was
-        rebuilt since) is a JSON-RPC invalid-params error: its offsets would skip what the new one added."""
+        rebuilt since) is a tool error saying to search again: its offsets would skip what the new one added."""
         if cursor is not None:
             try:
                 self.cursors.check_snapshots(self.cursors.snapshots_of(cursor), snapshots)
-            except InvalidCursor as exc:
-                raise MCPError(INVALID_PARAMS, str(exc)) from None
+            except StaleCursor as exc:
+                raise ToolError(str(exc)) from None
         return self.cursors.snapshots_key(snapshots)
 
     def _pack(self, tool: str, key: str, offset: int, budget: int | None, items: list[dict[str, Any]],
@@ -366,11 +373,7 @@ class SemanticaTools:
     def _graph(self, op: str, name: str, repos: list[str], depth: int | None) -> GraphOut:
         service = GraphService(self.config, self.pipeline.snapshots, self.pipeline.graph_ops)
         request = self._request(GraphRequest, None, op=op, name=name, repos=repos, depth=depth)
-        answer = self._guard(lambda: service.run(request))
-        return GraphOut(**answer, freshness=self._freshness(answer["snapshots"]))
-
-    def _freshness(self, names: Any) -> dict[str, FreshnessOut]:
-        return freshness_of(answer_freshness(self.config, self.pipeline.snapshots, names))
+        return GraphOut(**self._guard(lambda: service.run(request)))
 
     def _request(self, request_type: type[Any], branch: str | None, **values: Any) -> Any:
         """The front's one conversion: its arguments (lists copied) through the shared `RequestBuilder`."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -66,3 +68,30 @@ def test_one_snapshot_per_branch(tmp_path: Path, capsys: pytest.CaptureFixture) 
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["t/b@feature"]["stale"] is True and "ref feature moved" in rows["t/b@feature"]["freshness"]["reason"]
     assert rows["t/b"]["stale"] is True  # the working tree switched to feature: its files differ from main's snapshot
+
+
+def test_the_missing_branch_errors_suggest_a_command_index_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """N19: each unknown-branch error's advice, with its placeholders filled in, is a command `index` accepts and
+    that publishes what the query asked for (it used to suggest `--name NAME@BRANCH`, which `index` refuses)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "core.py").write_text("def shared_helper(x):\n    return x * 2\n")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    git(repo, "branch", "feature")
+    git(repo, "branch", "hotfix")
+    config = make_config(tmp_path)
+    common = ["--index-root", str(config.paths.index_root), "--set", f"paths.cache_dir={config.paths.cache_dir}"]
+    assert main(["index", "--repo", str(repo), "--name", "t/b", *common]) == 0
+    capsys.readouterr()
+    query = ["query", "shared_helper", "--json", "--set", "late_interaction.enabled=false", *common]
+    for asked, branch in ((["--repo", "t/b@feature"], "feature"), (["--branch", "hotfix"], "hotfix")):
+        assert main([*query, *asked]) == 1
+        error = capsys.readouterr().err
+        [advice] = re.findall(r"`(semantica index [^`]+)`", error)
+        argv = [str(repo) if word == "PATH" else "t/b" if word == "NAME" else word for word in shlex.split(advice)]
+        assert main([*argv[1:], *common]) == 0, (error, advice)
+        capsys.readouterr()
+        assert main([*query, *asked]) == 0, advice
+        assert set(json.loads(capsys.readouterr().out)["snapshots"]) == {f"t/b@{branch}"}

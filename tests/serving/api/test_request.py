@@ -41,7 +41,7 @@ def test_a_branch_resolves_to_its_published_names_or_says_none_is_indexed(builde
     assert builder.build(SearchRequest, {"query": "cart", "repos": [REPO_NAME]}, None).repos == [REPO_NAME]
     named = builder.build(SearchRequest, {"query": "cart", "repos": [REPO_NAME]}, "feature")
     assert named.repos == [f"{REPO_NAME}@feature"]  # the pipeline answers an unknown one as unknown
-    with pytest.raises(BranchNotIndexed, match="index it with `semantica index --ref feature`"):
+    with pytest.raises(BranchNotIndexed, match="index it with `semantica index --repo PATH --name NAME --ref feature`"):
         builder.build(SearchRequest, {"query": "cart"}, "feature")
 
 

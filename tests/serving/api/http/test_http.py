@@ -17,6 +17,7 @@ from ray import cloudpickle, serve
 from jobs.commands.serve import server_process
 from serving.ray.app import StageDeployment
 from tests.conftest import free_port
+from tests.serving.api.mcp.test_mcp_http_guard import raw_post
 from tests.serving.ray.test_app import REPO_NAME, make_tiny_index
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
@@ -131,3 +132,14 @@ def test_feedback_is_stored_durably(server):
     assert stored[-1]["chunk_ids"] == [hit["chunk_id"]]
     nothing = client.post("/v1/feedback", json={"query": "q"})  # selects nothing: the body's model refuses it
     assert nothing.status_code == 422 and "feedback selects nothing" in nothing.json()["message"]
+
+
+def test_two_host_headers_are_a_400_through_the_real_proxy(server):
+    """RFC 9112 3.2 (N17): a request with two Host headers, the allowed one first, sent byte for byte to the
+    running server (Serve's HTTP proxy in front of the ingress) is refused; the same request with one is answered."""
+    client, _ = server
+    port = client.base_url.port
+    host, body = f"127.0.0.1:{port}", json.dumps({"query": "cart", "k": 1}).encode()
+    json_type = ("Content-Type", "application/json")
+    assert raw_post(port, [("Host", host), json_type], body, "/v1/search") == 200
+    assert raw_post(port, [("Host", host), ("Host", "evil.example"), json_type], body, "/v1/search") == 400

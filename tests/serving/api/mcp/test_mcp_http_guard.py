@@ -30,9 +30,9 @@ def wait_listening(port: int, proc: subprocess.Popen, log) -> None:  # noqa: ANN
             time.sleep(0.5)
 
 
-def raw_post(port: int, headers: list[tuple[str, str]], body: bytes) -> int:
+def raw_post(port: int, headers: list[tuple[str, str]], body: bytes, path: str = "/mcp") -> int:
     """The status line of one POST sent byte for byte (httpx cannot send two Host headers)."""
-    lines = [b"POST /mcp HTTP/1.1", *(f"{k}: {v}".encode() for k, v in headers),
+    lines = [f"POST {path} HTTP/1.1".encode(), *(f"{k}: {v}".encode() for k, v in headers),
              f"Content-Length: {len(body)}".encode(), b"Connection: close", b"", b""]
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(b"\r\n".join(lines) + body)
