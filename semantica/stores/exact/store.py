@@ -103,6 +103,28 @@ def write_shard(path: Path, files: Iterable[StoredFile], compress_level: int) ->
     return count
 
 
+@dataclass(frozen=True)
+class ShardSql:
+    """What reads one shard layout: every file as runs, the candidate segments (id, path, first line) of an FTS5
+    query in row order, a file's first and last row, and the table holding the bytes."""
+
+    every_file: str
+    candidates: str
+    place: str
+    data_table: str
+
+
+SEGMENTED = ShardSql("SELECT path, 1, ?, first_row, last_row FROM files",
+                     "SELECT s.id, s.path, s.line FROM grams JOIN segments s ON s.id = grams.rowid WHERE grams MATCH ?"
+                     " ORDER BY grams.rowid",
+                     "SELECT first_row, last_row FROM files WHERE path = ?", "contents")
+# format 1, one row per whole file: a snapshot published before segments still answers until a build rewrites it
+WHOLE_FILES = ShardSql("SELECT path, 1, ?, id, id FROM files",
+                       "SELECT f.id, f.path, 1 FROM grams JOIN files f ON f.id = grams.rowid WHERE grams MATCH ?"
+                       " ORDER BY grams.rowid",
+                       "SELECT id, id FROM files WHERE path = ?", "files")
+
+
 class ExactShard:
     """A published shard, read-only. One connection, used under a lock (a server's threads share it)."""
 
@@ -111,16 +133,16 @@ class ExactShard:
         self._lock = threading.Lock()
         self._connection = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
         self._connection.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        segmented = self._connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'segments'").fetchone()
+        self._sql = SEGMENTED if segmented else WHOLE_FILES
 
     def candidates(self, query: str | None, number: int = 0) -> list[Run]:
         """The runs (`Run`, this shard being `number`) of segments that may match `query` (an FTS5 expression);
         every file whole when None."""
         with self._lock:
             if query is None:
-                return self._connection.execute("SELECT path, 1, ?, first_row, last_row FROM files", (number,)).fetchall()
-            rows = self._connection.execute(
-                "SELECT s.id, s.path, s.line FROM grams JOIN segments s ON s.id = grams.rowid WHERE grams MATCH ?"
-                " ORDER BY grams.rowid", (query,)).fetchall()
+                return self._connection.execute(self._sql.every_file, (number,)).fetchall()
+            rows = self._connection.execute(self._sql.candidates, (query,)).fetchall()
         runs: list[Run] = []
         last_row, last_path = -2, None
         for row, path, line in rows:
@@ -137,8 +159,8 @@ class ExactShard:
         scan's main cost."""
         rows = [row for run in runs for row in range(run[3], run[4] + 1)]
         with self._lock:
-            found = self._connection.execute(
-                f"SELECT data FROM contents WHERE id IN ({','.join('?' * len(rows))}) ORDER BY id", rows).fetchall()
+            found = self._connection.execute(f"SELECT data FROM {self._sql.data_table} WHERE id IN "
+                                             f"({','.join('?' * len(rows))}) ORDER BY id", rows).fetchall()
         if len(found) != len(rows):
             raise LookupError(f"exact shard {self.path.name} lacks rows of {runs[0][0]!r} .. {runs[-1][0]!r}")
         out, at = [], 0
@@ -152,11 +174,11 @@ class ExactShard:
     def file(self, path: str) -> bytes:
         """The whole content of one file (its segments joined); LookupError when the shard does not hold it."""
         with self._lock:
-            place = self._connection.execute("SELECT first_row, last_row FROM files WHERE path = ?", (path,)).fetchone()
+            place = self._connection.execute(self._sql.place, (path,)).fetchone()
             if place is None:
                 raise LookupError(f"no file {path!r} in exact shard {self.path.name}")
-            parts = self._connection.execute("SELECT data FROM contents WHERE id BETWEEN ? AND ? ORDER BY id",
-                                             place).fetchall()
+            parts = self._connection.execute(
+                f"SELECT data FROM {self._sql.data_table} WHERE id BETWEEN ? AND ? ORDER BY id", place).fetchall()
         return b"".join(_inflate(d) for (d,) in parts)
 
     def texts(self) -> Iterator[tuple[str, bytes]]:

@@ -85,3 +85,26 @@ def test_adjacent_candidate_segments_of_a_file_come_joined_as_one_run(tmp_path):
     runs = shard.candidates('"lin"')  # every segment of both files
     assert [(p, line) for p, line, *_ in runs] == [("long.py", 1), ("z.py", 1)]
     assert [data for *_, data in read_in_order([shard], runs)] == [LONG.text.encode(), b"line zero\n"]
+
+
+def test_a_shard_of_whole_files_written_before_segments_still_answers(tmp_path):
+    """Format 1 (one row per whole file, as shards were written before segments): a published snapshot keeps
+    answering until its next build rewrites the shard."""
+    import sqlite3
+
+    path = tmp_path / "v1.sqlite"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT NOT NULL, blob_sha TEXT NOT NULL, "
+                       "data BLOB NOT NULL)")
+    connection.execute("CREATE VIRTUAL TABLE grams USING fts5(body, content='', tokenize='trigram', detail='none')")
+    for row, file in enumerate([*FILES, LONG]):
+        connection.execute("INSERT INTO files VALUES (?, ?, ?, ?)", (row, file.path, file.blob_sha, file.text.encode()))
+        connection.execute("INSERT INTO grams(rowid, body) VALUES (?, ?)", (row, file.text))
+    connection.commit()
+    connection.close()
+    shard = ExactShard(path)
+    assert dict(shard.texts()) == {f.path: f.text.encode() for f in [*FILES, LONG]} and shard.files() == 4
+    runs = shard.candidates('"are" AND "_ne" AND "edl"')
+    assert [(p, line) for p, line, *_ in runs] == [("long.py", 1)]
+    assert [data for *_, data in read_in_order([shard], runs)] == [LONG.text.encode()]
+    assert {run[0] for run in shard.candidates(None)} == {f.path for f in [*FILES, LONG]}
