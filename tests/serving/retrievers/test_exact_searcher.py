@@ -25,7 +25,8 @@ ORACLE_CASES = [c for c in HAND_CASES if c.kind != "literal-short"][:26] + [
     Case(r"\bINVALID\b", regex=True, kind="regex"), Case("semantica", ignore_case=True, word=True, kind="literal-w"),
     Case(r"(a+)+$", regex=True, kind="hostile"), Case("Makefile", kind="non-code"), Case(r"^\t", regex=True),
     Case(r"\S\s{2,}\S", regex=True, kind="regex-noliteral"), Case(r"[^\w\s]{3,}$", regex=True, kind="regex-noliteral"),
-    Case(r"\W+$", regex=True, kind="regex-noliteral")]  # no literal: every file read, classes that hold a line break
+    Case(r"\W+$", regex=True, kind="regex-noliteral"),  # no literal: every file read, classes that hold a line break
+    Case(r"\Aimport ", regex=True), Case(r"\)\z", regex=True), Case(r"\A\s*$", regex=True)]  # rg: a line's edges
 
 
 @pytest.fixture(scope="module")
