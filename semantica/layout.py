@@ -92,6 +92,7 @@ class IndexLayout:
         self.root = Path(root).expanduser()
         self.stale_build_s = IndexConfig().stale_build_s if stale_build_s is None else stale_build_s
         self._build_locks: dict[str, BuildLock] = {}
+        self._pointers: dict[Path, tuple[tuple[int, int, int, int], str]] = {}  # CURRENT -> (its stat, the id)
 
     def repo_dir(self, repo: str) -> Path:
         return self.root / repo_dir_name(repo)
@@ -238,16 +239,34 @@ class IndexLayout:
         own = self.repo_dir(name)
         legacy = self.root / legacy_repo_dir_name(name)
         try:
-            if path_exists(own / CURRENT):
-                return SnapshotPaths(own / _read_pointer(own))
-            if legacy != own and path_exists(legacy / CURRENT):
-                paths = SnapshotPaths(legacy / _read_pointer(legacy))
+            snapshot_id = self._pointer(own)
+            if snapshot_id is not None:
+                return SnapshotPaths(own / snapshot_id)
+            snapshot_id = self._pointer(legacy) if legacy != own else None
+            if snapshot_id is not None:
+                paths = SnapshotPaths(legacy / snapshot_id)
                 if normalize_repo_name(paths.read_manifest().repo) == name:
                     return paths
         except (OSError, ValueError, LayoutError) as exc:
             log.warning("cannot resolve the snapshot of %r", name, exc_info=True)
             raise BrokenSnapshotError(f"repository {name!r}: {public_message(exc)}") from exc
         raise UnknownRepoError(name, self.repos())
+
+    def _pointer(self, repo_dir: Path) -> str | None:
+        """The snapshot id CURRENT names (None: no CURRENT), read again only when the file's stat changed: a
+        publish replaces the file (a new inode), so a query pays one stat instead of an open and a read."""
+        pointer = repo_dir / CURRENT
+        try:
+            stat = os.stat(pointer)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        key = (stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        cached = self._pointers.get(pointer)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        snapshot_id = _read_pointer(repo_dir)
+        self._pointers[pointer] = (key, snapshot_id)
+        return snapshot_id
 
     def current_id(self, repo: str) -> str:
         return self.current(repo).root.name

@@ -151,8 +151,8 @@ def indexed_files(config: Config, repo: str) -> tuple[list[str], list[str]]:
 
     snapshot = SnapshotSet(config).get(repo)
     shards: list[ExactShard] = snapshot.index(EXACT_KIND)
-    rows = sorted((path, number, row) for number, shard in enumerate(shards) for row, path in shard.candidates(None))
-    return [p for p, _, _ in rows], [shards[n].content(r).decode("utf-8") for _, n, r in rows]
+    stored = sorted(item for shard in shards for item in shard.texts())
+    return [path for path, _ in stored], [data.decode("utf-8") for _, data in stored]
 
 
 def compare(config: Config, repo: str, root: Path, rg: str, cases: list[Case]) -> dict[str, Any]:

@@ -166,7 +166,7 @@ class ExactConfig:
 
     index: bool = True  # write the `exact` index kind (trigram postings + file contents) into each snapshot
     compress_level: int = 0  # zlib level of the stored contents; 0 stores them raw (inflating was half a query's time)
-    shard_bytes: int = 4 << 20  # text per shard: each pattern queries every shard, each query a fixed cost
+    shard_bytes: int = 16 << 20  # text per shard: each pattern queries every shard, each query a fixed cost
     max_pattern_chars: int = 1000  # a longer pattern is a 400
     max_mem_bytes: int = 8 << 20  # RE2's budget for one compiled pattern (its `max_mem`); larger is a 400
     deadline_s: float = 5.0  # a request stops scanning after this and answers what it has, `truncated`

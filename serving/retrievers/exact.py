@@ -19,7 +19,18 @@ from semantica.api import QueryError
 from semantica.config import Config
 from semantica.errors import public_message
 from semantica.snapshot import Snapshot, SnapshotSet, answer_freshness
-from semantica.stores.exact import ExactShard, LineMatch, PatternSpec, compile_pattern, fts_query, match_file, read_in_order
+from semantica.stores.exact import (
+    ExactShard,
+    LineMatch,
+    PatternSpec,
+    Run,
+    add_context,
+    compile_pattern,
+    file_lines,
+    fts_query,
+    match_file,
+    read_in_order,
+)
 from semantica.stores.index_kinds.exact import KIND as EXACT_KIND
 from serving.retrievers.base import RetrievalQuery, to_ranked
 
@@ -59,8 +70,8 @@ class GrepResponse:
     freshness: dict[str, dict[str, Any]]
     snapshots: dict[str, str]
     degraded: list[dict[str, str]]
-    files_scanned: int
-    candidates: int
+    files_scanned: int  # files RE2 read some of
+    candidates: int  # pieces the index gave: runs of adjacent candidate segments of one file (a file, without literal)
     took_ms: float
     warnings: list[str] = field(default_factory=list)
     note: str = UNTRUSTED_NOTE
@@ -76,9 +87,10 @@ class PathGlobs:
     def __init__(self, globs: list[str]) -> None:
         self.include = [_glob_regex(g) for g in globs if not g.startswith("!")]
         self.exclude = [_glob_regex(g[1:]) for g in globs if g.startswith("!")]
+        self.everything = not self.include and not self.exclude
 
     def accepts(self, path: str) -> bool:
-        if not self.include and not self.exclude:
+        if self.everything:
             return True
         if any(r.match(path) for r in self.exclude):
             return False
@@ -115,6 +127,16 @@ def _glob_regex(glob: str) -> re.Pattern[str]:
             i += 1
     body = "".join(out)
     return re.compile(("" if anchored else "(?:.*/)?") + body + "(?:/.*)?\\Z")
+
+
+def candidates_in_order(shards: list[ExactShard], query: str | None, globs: PathGlobs) -> list[Run]:
+    """The runs of segments of every shard that may match `query` (every file when None) and whose path the globs
+    accept, in (path, line) order: the order of the answer."""
+    found = [c for number, shard in enumerate(shards) for c in shard.candidates(query, number)]
+    if not globs.everything:
+        found = [c for c in found if globs.accepts(c[0])]
+    found.sort()
+    return found
 
 
 class ExactSearcher:
@@ -161,8 +183,7 @@ class ExactSearcher:
         for snapshot in sorted(snapshots, key=lambda s: s.repo):
             try:
                 shards: list[ExactShard] = snapshot.index(EXACT_KIND)
-                found = sorted((path, number, row) for number, shard in enumerate(shards)
-                               for row, path in shard.candidates(query) if globs.accepts(path))
+                found = candidates_in_order(shards, query, globs)
             except Exception as exc:  # one unreadable index never fails the other repositories' answer
                 log.warning("exact index of %r cannot be read", snapshot.repo, exc_info=True)
                 degraded.append({"stage": EXACT_STAGE, "repo": snapshot.repo, "error": public_message(exc)})
@@ -172,25 +193,35 @@ class ExactSearcher:
                 warnings.append(f"{snapshot.repo}: snapshot {snapshot.snapshot_id} has no exact index "
                                 "(built before it, or with exact.index off): run `semantica index` again")
             candidates += len(found)
-            for path, _number, data in read_in_order(shards, found):
+            repo, current, kept, capped, lines = snapshot.repo, "", 0, False, None
+            for path, first_line, number, data in read_in_order(shards, found):
                 if time.perf_counter() > deadline:
                     truncated = True
                     warnings.append(f"stopped at exact.deadline_s ({limits.deadline_s} s); the answer is partial")
                     break
-                scanned += 1
+                if path != current:  # a file's segments come one after another, in line order
+                    current, kept, capped, lines = path, 0, False, None
+                    scanned += 1
+                elif capped:  # this file already gave its exact.max_matches_per_file lines
+                    continue
                 if full:  # is there one more matching line anywhere?
                     truncated = bool(match_file(data, compiled, 1).lines)
                     if truncated:
                         break
                     continue
-                per_file = min(max_count - len(matches), limits.max_matches_per_file)
-                result = match_file(data, compiled, per_file, context, limits.max_line_chars)
-                matches.extend(GrepMatch(repo=snapshot.repo, path=path, **vars(m)) for m in result.lines)
+                per_file = min(max_count - len(matches), limits.max_matches_per_file - kept)
+                result = match_file(data, compiled, per_file, 0, limits.max_line_chars, first_line)
+                if context and result.lines:  # context may lie in the file's other segments
+                    lines = lines or file_lines(shards[number].file(path))
+                    add_context(lines, result.lines, context, limits.max_line_chars)
+                kept += len(result.lines)
+                matches.extend(GrepMatch(m.line, m.column, m.text, m.before, m.after, repo=repo, path=path)
+                               for m in result.lines)
                 full = len(matches) >= max_count
                 if result.more:
-                    truncated = True
+                    truncated = capped = True
                     if not full:
-                        warnings.append(f"{snapshot.repo}:{path}: more than exact.max_matches_per_file "
+                        warnings.append(f"{repo}:{path}: more than exact.max_matches_per_file "
                                         f"({limits.max_matches_per_file}) matching lines; the rest are left out")
                 if full and truncated:
                     break
@@ -272,10 +303,10 @@ class ExactRetriever:
         except QueryError:  # a fragment the guardrails refuse (too long): nothing to match
             return []
         query = fts_query(compiled.prefilter, MAX_QUERY_TRIGRAMS) if compiled.prefilter else None
-        found = sorted((path, number, row) for number, shard in enumerate(shards) for row, path in shard.candidates(query))
         out: list[tuple[str, int]] = []
-        for path, _number, data in read_in_order(shards, found):
-            out += [(path, m.line) for m in match_file(data, compiled, limits.max_matches_per_file).lines]
+        for path, line, _number, data in read_in_order(shards, candidates_in_order(shards, query, PathGlobs([]))):
+            lines = match_file(data, compiled, limits.max_matches_per_file, first_line=line).lines
+            out += [(path, m.line) for m in lines]
             if len(out) >= limits.retriever_max_lines:
                 break
         return out[:limits.retriever_max_lines]

@@ -87,7 +87,7 @@ def test_one_file_change_rebuilds_one_partition_and_links_the_rest(builds) -> No
     assert second.shards_linked + second.shards_written == first.shards_written
     old = {s.path for s in before.manifest.shards}
     # the exact kind partitions by the same path hash into as many partitions as its text needs (exact.shard_bytes)
-    stored = [shard.content(row) for shard in after.index(exact_kind.KIND) for row, _ in shard.candidates(None)]
+    stored = [data for shard in after.index(exact_kind.KIND) for _, data in shard.texts()]
     exact_count = exact_kind.partition_count(sum(len(text) for text in stored), builds["config"].exact.shard_bytes,
                                              builds["config"].shards.max_partitions)
     for shard in after.manifest.shards:

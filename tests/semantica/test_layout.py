@@ -234,3 +234,23 @@ def test_a_build_lock_waits_out_a_cleanup_probing_it(tmp_path):
     assert BuildLock.is_held(path)
     lock.release()
     assert not path.exists()
+
+
+def test_current_reads_the_pointer_once_until_a_publish_replaces_it(tmp_path, monkeypatch):
+    """A query resolves CURRENT every time: an unchanged pointer costs a stat, not an open and a read, and a
+    publish (a new file in its place) is still seen at once, by this reader and by another one."""
+    import semantica.layout as layout_module
+
+    reads: list[str] = []
+    real = layout_module._read_pointer
+    monkeypatch.setattr(layout_module, "_read_pointer", lambda repo_dir: reads.append(repo_dir.name) or real(repo_dir))
+    layout, other = IndexLayout(tmp_path), IndexLayout(tmp_path)
+    first = _publish(layout, "r")
+    reads.clear()
+    assert [layout.current_id("r") for _ in range(5)] == [first] * 5 and len(reads) <= 1
+    second = _publish(other, "r")
+    reads.clear()
+    assert [layout.current_id("r") for _ in range(5)] == [second] * 5 and len(reads) == 1
+    (layout.repo_dir("r") / CURRENT).write_text("\n")  # damaged in place: read again, refused
+    with pytest.raises(BrokenSnapshotError, match="holds no snapshot id"):
+        layout.current("r")

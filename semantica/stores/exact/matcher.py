@@ -30,13 +30,14 @@ class FileMatches:
 
 
 def match_file(data: bytes, compiled: CompiledPattern, limit: int, context: int = 0,
-               max_line_chars: int = 0) -> FileMatches:
-    """The first `limit` matching lines of `data` (UTF-8). One RE2 search runs over the whole text (the program
-    never matches a line break, `pattern.compile_pattern`), or `bytes.find` for a plain fixed string; a match that
-    still ends past its line is checked again inside that line alone."""
+               max_line_chars: int = 0, first_line: int = 1) -> FileMatches:
+    """The first `limit` matching lines of `data` (UTF-8 whole lines: a file, or a segment of one whose first line
+    is `first_line`). One RE2 search runs over the whole text (the program never matches a line break,
+    `pattern.compile_pattern`), or `bytes.find` for a plain fixed string; a match that still ends past its line is
+    checked again inside that line alone. `context` lines come from `data` itself (`add_context` for a segment)."""
     program, group, literal = compiled.program, compiled.group, compiled.literal
     found: list[LineMatch] = []
-    position, line_number, counted_to = 0, 1, 0
+    position, line_number, counted_to = 0, first_line, 0
     size = len(data)
     while position <= size:
         if literal is not None:  # a fixed string never holds a line break: the first hit is its line's first
@@ -67,14 +68,20 @@ def match_file(data: bytes, compiled: CompiledPattern, limit: int, context: int 
             found.append(LineMatch(line_number, start - line_start + 1, _cut(text, max_line_chars)))
         position = line_end + 1
     if context > 0 and found:
-        _add_context(data, found, context, max_line_chars)
+        add_context(file_lines(data), found, context, max_line_chars)
     return FileMatches(found)
 
 
-def _add_context(data: bytes, found: list[LineMatch], context: int, max_line_chars: int) -> None:
+def file_lines(data: bytes) -> list[str]:
+    """A whole file's lines, decoded (what `add_context` reads)."""
     lines = data.decode("utf-8", "replace").split("\n")
     if lines and lines[-1] == "" and data.endswith(NEWLINE):
         lines.pop()
+    return lines
+
+
+def add_context(lines: list[str], found: list[LineMatch], context: int, max_line_chars: int) -> None:
+    """Up to `context` lines of the file (`file_lines`) before and after each match (its line is 1-based)."""
     for item in found:
         index = item.line - 1
         item.before = [_cut(t, max_line_chars) for t in lines[max(0, index - context):index]]

@@ -30,6 +30,9 @@ SPACE_CLASS = r"\t\n\x0B\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{202
 _CLASS_OUTSIDE = {"w": f"[{WORD_CLASS}]", "W": f"[^{WORD_CLASS}]", "d": r"\p{Nd}", "D": r"\P{Nd}",
                   "s": f"[{SPACE_CLASS}]", "S": f"[^{SPACE_CLASS}]"}
 _CLASS_INSIDE = {"w": WORD_CLASS, "d": r"\p{Nd}", "s": SPACE_CLASS}  # negations inside a class stay RE2's
+# ripgrep matches line by line, so its text edges are each line's: `\A` and `\z` mean `^` and `$` (RE2 would
+# read them as the edges of whatever text one search is given: a whole file, or a run of its segments)
+_ESCAPES_OUTSIDE = {**_CLASS_OUTSIDE, "A": "^", "z": "$"}
 # RE2 syntax Python's parser reads differently: with any of these, no literal is required (every file is read)
 _RE2_ONLY = ("[:", r"\p", r"\P", r"\Q", r"\x{", r"\C", r"\z")
 
@@ -117,7 +120,8 @@ def compile_pattern(spec: PatternSpec, max_chars: int, max_mem: int) -> Compiled
 
 
 def _unicode_classes(pattern: str) -> str:
-    """`\\w \\W \\d \\D \\s \\S` spelled as Unicode classes (ripgrep's meaning); `\\Q...\\E` is left alone."""
+    """`\\w \\W \\d \\D \\s \\S` spelled as Unicode classes and `\\A \\z` as line edges (ripgrep's meaning);
+    `\\Q...\\E` is left alone."""
     out: list[str] = []
     i, depth = 0, 0  # depth: inside a [...] class
     while i < len(pattern):
@@ -130,7 +134,7 @@ def _unicode_classes(pattern: str) -> str:
                 out.append(pattern[i:stop])
                 i = stop
                 continue
-            table = _CLASS_INSIDE if depth else _CLASS_OUTSIDE
+            table = _CLASS_INSIDE if depth else _ESCAPES_OUTSIDE
             out.append(table.get(nxt, char + nxt))
             i += 2
             continue

@@ -1,6 +1,7 @@
-"""Exact-search shards (`exact/`, semantica.stores.exact): every indexed file's whole content and its trigram postings,
-partitioned by the same path hash as the chunks and keyed by each file's path and blob sha, so a file that did
-not change keeps its shard (hard-linked from the previous snapshot, its content never read again).
+"""Exact-search shards (`exact/`, semantica.stores.exact): every indexed file's whole content, as line-aligned
+segments with their trigram postings, partitioned by the same path hash as the chunks and keyed by each file's
+path and blob sha, so a file that did not change keeps its shard (hard-linked from the previous snapshot, its
+content never read again).
 
 The partition count comes from the text's size (`exact.shard_bytes` per shard), not from the chunks': every
 pattern asks every shard, and each FTS5 query has a fixed cost, so a shard holds megabytes rather than the

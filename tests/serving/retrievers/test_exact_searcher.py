@@ -13,7 +13,7 @@ from jobs.bench.grep import HAND_CASES, Case, find_rg, indexed_files, rg_lines
 from semantica.api import QueryError
 from semantica.ondisk.layout_errors import UnknownRepoError
 from semantica.snapshot import SnapshotSet
-from semantica.stores.exact import PatternError
+from semantica.stores.exact import PatternError, segments
 from semantica.stores.index_kinds.exact import KIND as EXACT_KIND
 from serving.retrievers.exact import ExactSearcher, GrepRequest, PathGlobs
 from tests.conftest import EXACT_COMMIT, EXACT_CORPUS, REPO_ROOT
@@ -25,7 +25,8 @@ ORACLE_CASES = [c for c in HAND_CASES if c.kind != "literal-short"][:26] + [
     Case(r"\bINVALID\b", regex=True, kind="regex"), Case("semantica", ignore_case=True, word=True, kind="literal-w"),
     Case(r"(a+)+$", regex=True, kind="hostile"), Case("Makefile", kind="non-code"), Case(r"^\t", regex=True),
     Case(r"\S\s{2,}\S", regex=True, kind="regex-noliteral"), Case(r"[^\w\s]{3,}$", regex=True, kind="regex-noliteral"),
-    Case(r"\W+$", regex=True, kind="regex-noliteral")]  # no literal: every file read, classes that hold a line break
+    Case(r"\W+$", regex=True, kind="regex-noliteral"),  # no literal: every file read, classes that hold a line break
+    Case(r"\Aimport ", regex=True), Case(r"\)\z", regex=True), Case(r"\A\s*$", regex=True)]  # rg: a line's edges
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +107,26 @@ def test_context_lines_come_with_each_match(searcher):
     (match,) = grep(searcher, "class ErrorKind(Enum):", context=2).matches
     source = (REPO_ROOT / "semantica/errors.py").read_text().splitlines()
     assert match.before == source[match.line - 3:match.line - 1] and match.after == source[match.line:match.line + 2]
+
+
+def test_a_file_of_several_segments_answers_as_one_file_line_numbers_context_and_per_file_cap(indexed_exact, searcher):
+    path = "conf/default.yaml"  # about 24 KB: three segments
+    text = subprocess.run(["git", "-C", str(REPO_ROOT), "show", f"{EXACT_COMMIT}:{path}"], capture_output=True,
+                          check=True, text=True).stdout
+    source = text.splitlines()
+    starts = [first for first, _ in segments(text)][1:]
+    assert len(starts) >= 2
+    answer = grep(searcher, r"\S", regex=True, path_globs=[path], context=3, max_count=5000)
+    nonblank = [n + 1 for n, line in enumerate(source) if line.strip()]
+    assert [m.line for m in answer.matches] == nonblank
+    for m in answer.matches:  # context from the neighbouring segments too
+        assert (m.before, m.after) == (source[max(0, m.line - 4):m.line - 1], source[m.line:m.line + 3]), m.line
+    assert any(0 < start - m.line <= 3 or 0 <= m.line - start < 3 for m in answer.matches for start in starts)
+    capped = ExactSearcher(dataclasses.replace(indexed_exact.config, exact=dataclasses.replace(
+        indexed_exact.config.exact, max_matches_per_file=len(nonblank) - 5)))
+    kept = capped.search(GrepRequest(r"\S", regex=True, path_globs=[path], repos=[indexed_exact.name], max_count=5000))
+    assert [m.line for m in kept.matches] == nonblank[:-5] and kept.truncated  # one cap for the file, not one per segment
+    assert sum("max_matches_per_file" in w for w in kept.warnings) == 1
 
 
 def test_bad_requests_and_unknown_repositories_are_caller_errors(searcher, indexed_exact):

@@ -49,13 +49,12 @@ def test_every_kept_text_file_is_stored_whole_and_found_by_its_literals(tmp_path
     shards, linker = write(tmp_path, SourceTexts(source, [entries[f.path] for f in files]))
     assert len(shards) == PARTITIONS and linker.reuse.written == {"exact": PARTITIONS}
     readers = [ExactShard(tmp_path / s.path) for s in shards]
-    stored = {path: (n, row) for n, r in enumerate(readers) for row, path in r.candidates(None)}
+    stored = {path: n for n, r in enumerate(readers) for path, _ in r.texts()}
     assert set(stored) == {f.path for f in files}  # every file discovery keeps, not only chunked code
     assert {p.rsplit(".", 1)[-1] for p in stored} >= {"py", "md", "yaml", "toml", "json"}
     by_path = {f.path: f.text for f in files}
     for path in ("semantica/errors.py", "docs/errors.md", "conf/default.yaml"):
-        n, row = stored[path]
-        assert readers[n].content(row).decode("utf-8") == by_path[path]
+        assert readers[stored[path]].file(path).decode("utf-8") == by_path[path]
     for literal in LITERALS:
         spec = PatternSpec(literal)
         prefilter = required_literals(spec)
@@ -63,10 +62,10 @@ def test_every_kept_text_file_is_stored_whole_and_found_by_its_literals(tmp_path
         if prefilter is None:  # shorter than a trigram: every file is read
             continue
         query = fts_query(prefilter, 32)
-        found = {path for r in readers for _, path in r.candidates(query)}
+        found = {run[0] for r in readers for run in r.candidates(query)}
         assert holding <= found, literal  # a superset: RE2 decides
         assert len(found) < len(stored), literal  # and the index ruled files out
-    folded = {path for r in readers for _, path in r.candidates(fts_query(required_literals(
+    folded = {run[0] for r in readers for run in r.candidates(fts_query(required_literals(
         PatternSpec("errorkind", ignore_case=True)), 32))}
     assert {p for p, t in by_path.items() if "ErrorKind" in t} <= folded  # the index folds case
 
@@ -98,8 +97,8 @@ def test_an_unchanged_partition_is_linked_and_its_files_are_not_read_again(tmp_p
     assert linker.reuse.linked == {"exact": PARTITIONS - 1} and linker.reuse.written == {"exact": 1}
     partition = next(s for s in again if s.path not in checksums)
     reader = ExactShard(second_root / partition.path)
-    assert sorted(changed.read_paths) == sorted(p for _, p in reader.candidates(None))  # only that partition read
-    assert "semantica/errors.py" in {p for _, p in reader.candidates('"new" AND "_li"')}
+    assert sorted(changed.read_paths) == sorted(p for p, _ in reader.texts())  # only that partition read
+    assert "semantica/errors.py" in {run[0] for run in reader.candidates('"new" AND "_li"')}
 
 
 def test_a_snapshot_without_texts_or_with_the_kind_off_writes_nothing(tmp_path) -> None:
