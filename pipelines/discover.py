@@ -18,10 +18,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pipelines.ignore import IgnoreMatch, NestedIgnore, UnevaluatedIgnore, directory_of, git_ignored
-from pipelines.source_files import NON_UTF8_NAME_REASON, Discovery, DiscoveryError, FileEntry, SourceFile, printable_path
+from pipelines.source_files import NON_UTF8_NAME_REASON, Discovery, DiscoveryError, FileEntry, SourceFile
 from semantica.config import DiscoverConfig
 from semantica.errors import path_exists
 from semantica.languages import language_of
+from semantica.ondisk.source import printable_path
 from semantica.schema import FileError
 
 STAGE = "discover"

@@ -1,6 +1,6 @@
 """What discovery hands on (pipelines/discover.py decides, the parse stage and the caches read): a selected
-file's entry, its decoded text, the whole verdict of one snapshot, and the two facts every reader of a path or a
-blob needs (a printable path, git's blob sha)."""
+file's entry, its decoded text, the whole verdict of one snapshot, and git's blob sha of some bytes (the printable
+form of a path lives in semantica.ondisk.source, which the freshness check shares)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,6 @@ from dataclasses import dataclass
 from semantica.schema import FileError
 
 NON_UTF8_NAME_REASON = "file name is not valid UTF-8"
-
-
-def printable_path(path: str) -> str:
-    """`path` as UTF-8 text: a name git gave as non-UTF-8 bytes (held as surrogate escapes) shows them as `\\xNN`,
-    so a report, a cache key or a table never has to encode a surrogate."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class DiscoveryError(ValueError):

@@ -47,6 +47,12 @@ class GitError(RuntimeError):
     error_kind = ErrorKind.INVALID
 
 
+def printable_path(path: str) -> str:
+    """`path` as UTF-8 text: a name git gave as non-UTF-8 bytes (held as surrogate escapes) shows them as `\\xNN`,
+    so a report, a cache key or a table never has to encode a surrogate."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 @dataclass
 class IndexableRule:
     """Which new paths the indexer would take (recorded at build time so the check needs no `pipelines`)."""
@@ -57,6 +63,8 @@ class IndexableRule:
     include_globs: list[str] = field(default_factory=list)
 
     def accepts(self, path: str) -> bool:
+        if printable_path(path) != path:  # a name that is not UTF-8: discovery skips it by name
+            return False
         parts = path.split("/")
         if any(part in self.vendored_dirs for part in parts[:-1]):
             return False

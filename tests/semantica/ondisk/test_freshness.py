@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -130,6 +131,32 @@ def test_git_ref_snapshot_follows_its_branch(repo: Path, tmp_path: Path) -> None
     git(repo, "commit", "-qam", "edit")
     fresh = snapshot.freshness()
     assert fresh.stale is True and fresh.changed["edited"] == ["pkg/calc.py"] and "ref main moved" in fresh.reason
+
+
+def _latin1(repo: Path, name: bytes) -> Path:
+    """A file whose name is Latin-1 bytes (not UTF-8), which discovery skips by name."""
+    return Path(os.fsdecode(os.fsencode(repo) + b"/" + name))
+
+
+@pytest.mark.parametrize("commit", [None, "main"])
+def test_a_file_name_that_is_not_utf8_never_makes_the_snapshot_stale(repo: Path, tmp_path: Path, commit) -> None:
+    """N8: discovery skips such a name, so editing it, adding another, or committing either is no indexed change;
+    the snapshot stays fresh until an indexed file changes (before, it was stale forever: 'added caf\\udce9.py')."""
+    _latin1(repo, b"caf\xe9.py").write_text("def w():\n    pass\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a Latin-1 name")
+    snapshot = index(repo, tmp_path, commit=commit)
+    assert snapshot.freshness().stale is False
+    _latin1(repo, b"caf\xe9.py").write_text("def w():\n    return 1\n")
+    _latin1(repo, b"na\xefve.py").write_text("def n():\n    pass\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "edit the Latin-1 names")
+    fresh = snapshot.freshness()
+    assert fresh.stale is False and fresh.changed_count == 0, fresh.reason
+    (repo / "pkg/calc.py").write_text("def add(a, b):\n    return b + a\n")
+    git(repo, "commit", "-qam", "edit an indexed file")
+    fresh = snapshot.freshness()
+    assert fresh.stale is True and fresh.changed["edited"] == ["pkg/calc.py"] and fresh.changed["added"] == []
 
 
 def test_pinned_commit_never_goes_stale_and_a_missing_source_is_unknown(repo: Path, tmp_path: Path) -> None:
