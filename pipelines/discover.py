@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from pipelines.ignore import IgnoreMatch, NestedIgnore, UnevaluatedIgnore, directory_of, git_ignored
+from pipelines.ignore import IgnoreMatch, NestedIgnore, UnnamedIgnore, directory_of, git_ignored
 from pipelines.source_files import NON_UTF8_NAME_REASON, Discovery, DiscoveryError, FileEntry, SourceFile
 from semantica.config import DiscoverConfig
 from semantica.errors import path_exists
@@ -135,7 +135,7 @@ class RepoSource:
             return self._tree_entries()
         return self._worktree_entries()
 
-    def _ignored_by_rules(self, paths: list[str], files: dict[str, str]) -> dict[str, IgnoreMatch | UnevaluatedIgnore]:
+    def _ignored_by_rules(self, paths: list[str], files: dict[str, str]) -> dict[str, IgnoreMatch | UnnamedIgnore]:
         """Which `paths` the `.semanticaignore` files (path -> blob sha, or "" for the work tree) exclude."""
         texts: dict[str, bytes] = {}
         for path, sha in files.items():

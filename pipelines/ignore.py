@@ -10,10 +10,12 @@ Every decision is git's own, so discovery and `git check-ignore` cannot disagree
   They are copied as `.gitignore` files into a scratch work tree (no info/exclude, no global excludes)
   and `git check-ignore --no-index --stdin` decides every path in one call. pathspec's `GitIgnoreSpec`
   was tried first and disagrees with git on re-included directories (`cache/**` then `!cache/**/`).
-- git itself can crash on some inputs (git 2.39's `check-ignore` was seen to segfault on a 30-level
-  directory): the paths are then split in halves until the ones git crashes on are found; every other path
-  keeps git's verdict, those few are kept out of the index with a reason that says why, and a git that
-  crashes on more than `MAX_CRASH_PATHS` of them is an `IgnoreRulesError` naming the git version.
+- The verdict and the rule that made it come from two calls: `check-ignore` without `-v` decides which paths
+  are ignored, then `-v` names the rule of those. git 2.39's `-v` segfaults on an ignored path 24 or more
+  directories deep while the plain call answers it, so a crash of `-v` costs only the rule's name: the paths
+  are split in halves, shallowest first, until the ones it crashes on are found (at most `MAX_CRASH_PATHS`;
+  past that the deeper rest goes unnamed too), and those stay ignored with a reason that says the rule is unnamed.
+  Only a plain call that fails is an `IgnoreRulesError` (naming the git version): git cannot decide at all.
 """
 
 from __future__ import annotations
@@ -26,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 IGNORED_PREFIX = "ignored by "
-UNEVALUATED_PREFIX = "ignore rules could not be evaluated"
 GIT_NOTHING_IGNORED = 1  # check-ignore's exit status when no path is ignored
-# Paths git may crash on (each skipped with the reason) before discovery refuses: a git that crashes on more
-# crashes on its input as a whole, and halving further would cost a git call per path.
+# Paths `check-ignore -v` may crash on before the halving stops (the rest of the batch goes unnamed): each one
+# found costs about two git calls per halving level.
 MAX_CRASH_PATHS = 64
 _NO_GLOBAL_RULES = ["-c", "core.excludesFile=/dev/null"]
 
@@ -47,14 +48,14 @@ class IgnoreMatch:
 
 
 @dataclass(frozen=True)
-class UnevaluatedIgnore:
-    """A path git crashed on while evaluating the ignore rules: kept out of the index (an ignore rule may have
-    been meant for it), with the crash as its reason."""
+class UnnamedIgnore:
+    """A path git ignores but could not name the rule of (`check-ignore -v` crashed on it): still ignored."""
 
+    file_name: str
     crash: str
 
     def reason(self) -> str:
-        return f"{UNEVALUATED_PREFIX}: {self.crash} on this path; rename it or upgrade git to index it"
+        return f"{IGNORED_PREFIX}{self.file_name} (rule unnamed: git check-ignore -v {self.crash} on this path)"
 
 
 class IgnoreRulesError(ValueError):
@@ -90,7 +91,7 @@ class NestedIgnore:
     def __bool__(self) -> bool:
         return bool(self.files)
 
-    def match_all(self, paths: list[str]) -> dict[str, IgnoreMatch | UnevaluatedIgnore]:
+    def match_all(self, paths: list[str]) -> dict[str, IgnoreMatch | UnnamedIgnore]:
         """The excluding rule of each ignored path in `paths` (files); kept paths are absent."""
         if not self.files or not paths:
             return {}
@@ -101,44 +102,58 @@ class NestedIgnore:
                 folder = root / directory
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / ".gitignore").write_bytes(data)
-            found: dict[str, IgnoreMatch | UnevaluatedIgnore] = {}
-            self._check(scratch, paths, found, [])
+            # shallow paths first: the crashes come with depth, so past the cap the unnamed ones are the deepest
+            ignored = sorted(self._verdict(scratch, paths), key=lambda path: path.count("/"))
+            found: dict[str, IgnoreMatch | UnnamedIgnore] = {}
+            if ignored:
+                self._name(scratch, ignored, found, [])
         return found
 
-    def _check(self, scratch: str, paths: list[str], found: dict[str, IgnoreMatch | UnevaluatedIgnore],
-               crashed: list[str]) -> None:
-        """git's verdict on `paths` into `found`; where git crashes, halves until the crashing paths are known."""
-        answer = subprocess.run(
-            ["git", *_NO_GLOBAL_RULES, "-C", scratch, "check-ignore", "-z", "-v", "--no-index", "--stdin"],
-            input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0",
-            capture_output=True, check=False,
-        )
+    def _verdict(self, scratch: str, paths: list[str]) -> list[str]:
+        """The paths git ignores (plain `check-ignore`, which answers where `-v` crashes)."""
+        answer = _check_ignore(scratch, paths, verbose=False)
+        if answer.returncode not in (0, GIT_NOTHING_IGNORED):
+            detail = answer.stderr.decode("utf-8", "replace").strip()
+            raise IgnoreRulesError(
+                f"git check-ignore failed ({describe_exit(answer.returncode)}){': ' + detail if detail else ''}; "
+                f"{git_version()} cannot evaluate the {self.file_name} rules of this repository: upgrade git, "
+                f"or remove the {self.file_name} files and use discover.include_globs")
+        return [f.decode("utf-8", "surrogateescape") for f in answer.stdout.split(b"\0") if f]
+
+    def _name(self, scratch: str, ignored: list[str], found: dict[str, IgnoreMatch | UnnamedIgnore],
+              crashed: list[str]) -> None:
+        """The rule of each path in `ignored` into `found`; where `-v` crashes, halves until the paths it crashes
+        on are known, and those (or, past `max_crash_paths`, the whole batch) are ignored with the rule unnamed."""
+        answer = _check_ignore(scratch, ignored, verbose=True)
         if answer.returncode in (0, GIT_NOTHING_IGNORED):
             self._record(answer.stdout, found)
             return
-        how = describe_exit(answer.returncode)
-        if len(paths) > 1:
-            middle = len(paths) // 2
-            self._check(scratch, paths[:middle], found, crashed)
-            self._check(scratch, paths[middle:], found, crashed)
+        if len(ignored) > 1 and len(crashed) < self.max_crash_paths:
+            middle = len(ignored) // 2
+            self._name(scratch, ignored[:middle], found, crashed)
+            self._name(scratch, ignored[middle:], found, crashed)
             return
-        crashed.append(paths[0])
-        if len(crashed) > self.max_crash_paths:
-            detail = answer.stderr.decode("utf-8", "replace").strip()
-            raise IgnoreRulesError(
-                f"git check-ignore failed ({how}) on more than {self.max_crash_paths} paths, e.g. "
-                f"{crashed[0].encode('utf-8', 'surrogateescape').decode('utf-8', 'backslashreplace')!r}"
-                f"{': ' + detail if detail else ''}; {git_version()} cannot evaluate the {self.file_name} rules of "
-                f"this repository: upgrade git, or remove the {self.file_name} files and use discover.include_globs")
-        found[paths[0]] = UnevaluatedIgnore(f"git check-ignore failed ({how})")
+        crashed.extend(ignored)
+        unnamed = UnnamedIgnore(self.file_name, describe_exit(answer.returncode))
+        found.update((path, unnamed) for path in ignored)
 
-    def _record(self, output: bytes, found: dict[str, IgnoreMatch | UnevaluatedIgnore]) -> None:
+    def _record(self, output: bytes, found: dict[str, IgnoreMatch | UnnamedIgnore]) -> None:
         for source, line, pattern, path in _records(output):
             if pattern.startswith("!"):  # -v also reports paths re-included by a negation
                 continue
             directory = source[: -len(".gitignore")].rstrip("/")
             found[path] = IgnoreMatch(f"{directory}/{self.file_name}" if directory else self.file_name,
                                       int(line), pattern)
+
+
+def _check_ignore(scratch: str, paths: list[str], verbose: bool) -> subprocess.CompletedProcess[bytes]:
+    """One `git check-ignore --no-index --stdin` over `paths` in the scratch tree (no global rules)."""
+    return subprocess.run(
+        ["git", *_NO_GLOBAL_RULES, "-C", scratch, "check-ignore", "-z", *(["-v"] if verbose else []), "--no-index",
+         "--stdin"],
+        input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0",
+        capture_output=True, check=False,
+    )
 
 
 def _records(output: bytes) -> list[tuple[str, str, str, str]]:

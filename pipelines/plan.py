@@ -32,7 +32,7 @@ from semantica.schema import FileError
 SKIP_KINDS = (
     ("ignored by ", "ignored"), ("vendored directory", "vendored"), ("generated", "generated"),
     ("oversized", "huge"), ("symlink", "symlink"), ("binary", "binary"), ("not valid UTF-8", "not-utf8"),
-    ("file name is not valid UTF-8", "not-utf8-name"), ("ignore rules could not", "ignore-error"),
+    ("file name is not valid UTF-8", "not-utf8-name"),
     ("unknown file type", "unknown-type"), ("submodule", "submodule"), ("excluded by", "excluded"),
     ("missing from", "missing"),
 )

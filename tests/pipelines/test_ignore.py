@@ -195,46 +195,22 @@ def test_nested_ignore_without_files_keeps_everything() -> None:
     assert not rules and rules.match_all(["a/b.py"]) == {}
 
 
-CRASHING_GIT = """#!{python}
-import os, signal, subprocess, sys
-REAL_GIT, MARKER = {real_git!r}, {marker!r}
-if "check-ignore" in sys.argv:
-    data = sys.stdin.buffer.read()
-    if MARKER.encode() in data:  # git 2.39 was seen to segfault on such input: the same crash, for real
-        os.kill(os.getpid(), signal.SIGSEGV)
-    answer = subprocess.run([REAL_GIT, *sys.argv[1:]], input=data, capture_output=True)
-    sys.stdout.buffer.write(answer.stdout)
-    sys.stderr.buffer.write(answer.stderr)
-    sys.exit(answer.returncode)
-os.execv(REAL_GIT, [REAL_GIT, *sys.argv[1:]])
-"""
-
-
-def crashing_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marker: str) -> None:
-    """A `git` first on PATH whose `check-ignore` is killed by SIGSEGV when its input holds `marker`
-    ("" = always): the process boundary where git's crash meets discovery."""
-    import shutil
-    import sys
-
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    wrapper = folder / "git"
-    wrapper.write_text(CRASHING_GIT.format(python=sys.executable, real_git=shutil.which("git"), marker=marker))
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
-
-
-DEEP = "/".join(f"d{level}" for level in range(30))
+DEEP = "/".join(f"d{level}" for level in range(30))  # git 2.39's check-ignore -v segfaults on ignored paths this deep
+DEEP_IGNORED = 70  # more deep ignored paths than MAX_CRASH_PATHS: the old halving refused the whole repository
 
 
 @pytest.fixture()
 def deep_repo(tmp_path: Path) -> Path:
+    """A 30-level directory with ignored, kept and re-included files (real git, nothing faked)."""
     repo = tmp_path / "deep"
     (repo / DEEP).mkdir(parents=True)
     (repo / DEEP / "a.py").write_text("def deep():\n    return 1\n")
+    (repo / DEEP / "keep.gen.py").write_text("def kept():\n    return 2\n")
+    for number in range(DEEP_IGNORED):
+        (repo / DEEP / f"n{number}.gen.py").write_text(f"N = {number}\n")
     (repo / "keep.py").write_text("x = 1\n")
-    (repo / "skip.log.py").write_text("x = 2\n")
-    (repo / ".semanticaignore").write_text("*.log.py\n")
+    (repo / "skip.gen.py").write_text("x = 2\n")
+    (repo / ".semanticaignore").write_text("*.gen.py\n!keep.gen.py\n")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "-C", str(repo), "commit", "-qm", "x"], check=True)
@@ -242,22 +218,62 @@ def deep_repo(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("commit", [None, "HEAD"])
-def test_a_check_ignore_crash_on_one_path_skips_that_path_with_its_reason(deep_repo, tmp_path, monkeypatch, commit):
-    """N10: git killed by SIGSEGV on the 30-level path: every other path keeps git's verdict, that one is named."""
-    crashing_git(tmp_path, monkeypatch, marker=DEEP)
+def test_a_30_level_directory_keeps_git_verdict_on_every_path(deep_repo, commit):
+    """N10: the deep ignored paths stay ignored, the deep re-included one is indexed and the shallow rule is named
+    (before: 'git check-ignore failed' for the repository, or the re-included file kept out as 'could not be
+    evaluated')."""
     found = RepoSource(str(deep_repo), commit, DiscoverConfig()).discover()
-    assert [e.path for e in found.entries] == ["keep.py"]
+    assert [e.path for e in found.entries] == [f"{DEEP}/a.py", f"{DEEP}/keep.gen.py", "keep.py"]
     reasons = {e.path: e.reason for e in found.ignored}
-    assert reasons["skip.log.py"].startswith("ignored by .semanticaignore:1")
-    assert reasons[f"{DEEP}/a.py"].startswith("ignore rules could not be evaluated: git check-ignore failed "
-                                              "(killed by SIGSEGV)")
+    assert reasons["skip.gen.py"] == "ignored by .semanticaignore:1: *.gen.py"
+    deep = {f"{DEEP}/n{number}.gen.py" for number in range(DEEP_IGNORED)}
+    assert set(reasons) == deep | {"skip.gen.py"}
+    assert all(reasons[path].startswith("ignored by .semanticaignore") for path in deep)
 
 
-def test_a_git_that_crashes_on_every_path_is_a_clear_error(deep_repo, tmp_path, monkeypatch, capsys):
+def test_plan_and_index_of_a_30_level_directory_succeed(deep_repo, tmp_path, capsys):
+    import json
+
+    from jobs.cli import main
+    from tests.conftest import make_config
+
+    config = make_config(tmp_path)
+    args = ["--index-root", config.paths.index_root, "--set", f"paths.cache_dir={config.paths.cache_dir}"]
+    assert main(["plan", str(deep_repo), "--json"]) == 0
+    (plan,) = json.loads(capsys.readouterr().out)
+    assert plan["files"] == 3 and plan["skipped"]["ignored"]["files"] == DEEP_IGNORED + 1, plan["skipped"]
+    assert main(["index", "--repo", str(deep_repo), "--json", *args]) == 0
+    assert json.loads(capsys.readouterr().out)["files"] == 3
+    assert main(["defs", "kept", *args]) == 0
+    assert f"{DEEP}/keep.gen.py" in capsys.readouterr().out
+
+
+CRASHING_GIT = """#!{python}
+import os, signal, subprocess, sys
+REAL_GIT = {real_git!r}
+if "check-ignore" in sys.argv:
+    os.kill(os.getpid(), signal.SIGSEGV)
+os.execv(REAL_GIT, [REAL_GIT, *sys.argv[1:]])
+"""
+
+
+def crashing_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `git` first on PATH whose `check-ignore` is always killed by SIGSEGV (the process boundary)."""
+    import shutil
+    import sys
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    wrapper = folder / "git"
+    wrapper.write_text(CRASHING_GIT.format(python=sys.executable, real_git=shutil.which("git")))
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+
+
+def test_a_git_that_cannot_decide_at_all_is_a_clear_error(deep_repo, tmp_path, monkeypatch, capsys):
     from jobs.cli import main
 
-    crashing_git(tmp_path, monkeypatch, marker="")
-    monkeypatch.setattr("pipelines.ignore.MAX_CRASH_PATHS", 1)  # 3 paths here; a real repository has thousands
+    crashing_git(tmp_path, monkeypatch)
     with pytest.raises(IgnoreRulesError, match=r"killed by SIGSEGV.*git version .*cannot evaluate the "
                                                r"\.semanticaignore rules"):
         RepoSource(str(deep_repo), None, DiscoverConfig()).entries()
