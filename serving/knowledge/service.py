@@ -17,6 +17,7 @@ from serving.knowledge.verify import SnapshotIndex, Verifier, VerifyResult
 
 log = logging.getLogger(__name__)
 OPEN = (Status.ACTIVE, Status.REVIEW, Status.CANDIDATE)
+SCOPE_FIELDS = frozenset({"paths", "symbols", "evidence"})  # what verification checks against the snapshot
 FEEDBACK_STEP = 1.0  # one vote per feedback on an answer that used the entry (its sign is the rating's)
 
 
@@ -47,6 +48,14 @@ class KnowledgeService:
         except LayoutError:
             return None
 
+    def _read_index(self, repo: str, values: dict[str, Any]) -> SnapshotIndex | None:
+        """The snapshot `values` will be verified against, its tables read when they name a scope (before the
+        store is written: a damaged table is then a 503 with nothing stored)."""
+        index = self.snapshot_index(repo)
+        if index is not None and any(values.get(name) for name in SCOPE_FIELDS):
+            index.read_tables()
+        return index
+
     def add(self, repo: str, fields: dict[str, Any], actor: str = "") -> AddResult:
         """Store a new entry, verify its scope against the current snapshot and send it to review when it
         contradicts an open entry. An agent's proposal starts as a candidate."""
@@ -54,9 +63,9 @@ class KnowledgeService:
         status = values.pop("status", None) or (Status.CANDIDATE.value if values.get("source_kind") ==
                                                 SourceKind.AGENT.value else Status.ACTIVE.value)
         store = self.base.store(repo)
+        index = self._read_index(store.repo, values)
         entry = store.add(status=status, **values)
         warnings: list[str] = []
-        index = self.snapshot_index(store.repo)
         if index is not None:
             result = self.verifier.verify(entry, index)
             warnings = result.warnings
@@ -91,10 +100,10 @@ class KnowledgeService:
     def edit(self, entry_id: str, changes: dict[str, Any], repos: list[str] | None = None, actor: str = "",
              why: str = "") -> AddResult:
         store = self.base.find(entry_id, repos)
+        index = self._read_index(store.repo, changes)
         entry = store.edit(entry_id, changes, actor, why)
         warnings: list[str] = []
-        index = self.snapshot_index(store.repo)
-        if index is not None and {"paths", "symbols", "evidence"} & set(changes):
+        if index is not None and SCOPE_FIELDS & set(changes):
             result = self.verifier.verify(entry, index)
             warnings = result.warnings
             entry = store.update(entry_id, actor, "verified at edit", lambda e: self.record_verification(e, result))

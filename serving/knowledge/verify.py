@@ -55,6 +55,11 @@ class SnapshotIndex:
                           f"{s.path}::{s.qualname}", s.fqn})
         return names
 
+    def read_tables(self) -> None:
+        """Read now the tables a verification reads (files, chunks, symbols): a damaged one fails the caller
+        (DamagedTableError, 503) before it stores anything, so its retry cannot store the entry twice."""
+        _ = self.files, self.names
+
     def has_path(self, pattern: str) -> bool:
         if any(ch in pattern for ch in "*?["):
             return any(fnmatch.fnmatchcase(f, pattern) for f in self.files)
