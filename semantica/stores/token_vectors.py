@@ -22,7 +22,7 @@ projection's sha (the checksums cover the files). MaxSim then costs one small ma
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,19 +272,22 @@ def write_token_part(directory: Path, codec: TokenCodec, parts: Sequence[tuple[n
     lengths = np.array([len(codes) for codes, _ in parts], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     total = int(offsets[-1])
-    codes_out = np.lib.format.open_memmap(directory / CODES_FILE, mode="w+", dtype=codec.code_dtype,
-                                          shape=(total, codec.code_width))
-    scales_out = np.lib.format.open_memmap(directory / SCALES_FILE, mode="w+", dtype=np.float16, shape=(total,))
-    for row, (codes, scales) in enumerate(parts):
-        start, end = offsets[row], offsets[row + 1]
-        if end > start:
-            codes_out[start:end] = codes
-            scales_out[start:end] = scales
-    codes_out.flush()
-    scales_out.flush()
-    del codes_out, scales_out
+    write_npy_rows(directory / CODES_FILE, np.dtype(codec.code_dtype), (total, codec.code_width),
+                   (codes for codes, _ in parts))
+    write_npy_rows(directory / SCALES_FILE, np.dtype(np.float16), (total,), (scales for _, scales in parts))
     np.save(directory / OFFSETS_FILE, offsets)
     return total
+
+
+def write_npy_rows(path: Path, dtype: np.dtype, shape: tuple[int, ...], blocks: Iterable[np.ndarray]) -> None:
+    """One `.npy` file of `shape` from `blocks` of rows, written block after block (memory stays flat). Plain
+    writes, not a memory map: a full disk is then an ENOSPC OSError, where a store into a mapped page of a full
+    tmpfs kills the process with SIGBUS."""
+    with open(path, "wb") as handle:
+        np.lib.format.write_array_header_1_0(
+            handle, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape})
+        for block in blocks:
+            handle.write(np.ascontiguousarray(block, dtype=dtype).tobytes())
 
 
 def token_vectors_info(directory: Path, codec: TokenCodec, model_id: str, max_length: int, chunks: int,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobs.cli import main
+from pipelines.write import is_disk_full
 from semantica.layout import TMP_SUFFIX, IndexLayout
 from tests.conftest import SHORT_EMBEDDINGS, WITHOUT_TOKEN_VECTORS
 
@@ -69,3 +70,88 @@ def test_a_full_disk_while_writing_is_one_clear_line_and_keeps_the_published_sna
     assert "Traceback" not in err and "IndexWriter" not in err
     assert layout.current_id("full") == before
     assert not any(p.name.endswith(TMP_SUFFIX) for p in layout.repo_dir("full").iterdir())
+
+
+TINY_TMPFS = "size=256k"  # a real file system that fills up: each writer below needs more than this
+
+
+@pytest.fixture()
+def full_disk(tmp_path: Path):
+    """A directory on a 256 KiB tmpfs (needs root and mount rights; skipped loudly otherwise): ENOSPC for real,
+    from the kernel, to every writer (Python, the JVM, FAISS's C++, SQLite, a memory map)."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", TINY_TMPFS, "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"SKIPPED LOUDLY: cannot mount a tmpfs here ({mounted.stderr.strip() or 'not root'}); "
+                    "the injected failures above cover the messages")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+def test_a_lucene_shard_that_fills_the_disk_is_an_enospc(full_disk):
+    """N14: Anserini logs the JVM's IOException and drops the documents; the shard's read-back then raised
+    IndexNotFoundException (a Java trace with the shard's absolute path). Now: ENOSPC, which is_disk_full knows."""
+    from semantica.config import LuceneConfig
+    from semantica.stores.lucene import LuceneDoc, LuceneShardWriter
+
+    writer = LuceneShardWriter(full_disk / "lucene", LuceneConfig())
+    writer.add(LuceneDoc(f"c{n}", f"def function_{n}(value):\n    return value * {n} + {n * 7}\n" * 20, f"m{n}.py",
+                         f"function_{n}") for n in range(3000))
+    with pytest.raises(OSError) as raised:
+        writer.close()
+    assert raised.value.errno == errno.ENOSPC and is_disk_full(raised.value)
+
+
+def test_faiss_and_sqlite_writes_that_fill_the_disk_are_recognised(full_disk):
+    """FAISS's C++ writer raises a RuntimeError ('... (No space left on device)') and SQLite 'database or disk is
+    full': both were printed as they came (absolute path, FAISS's source line) instead of the one clear line."""
+    import sqlite3
+
+    import faiss
+    import numpy as np
+
+    index = faiss.IndexFlatIP(64)
+    index.add(np.random.default_rng(0).random((4000, 64), dtype=np.float32))
+    with pytest.raises(RuntimeError) as faiss_full:
+        faiss.write_index(index, str(full_disk / "vectors.faiss"))
+    assert is_disk_full(faiss_full.value), faiss_full.value
+    (full_disk / "vectors.faiss").unlink()
+    db = sqlite3.connect(full_disk / "exact.sqlite")
+    db.execute("CREATE TABLE t (x BLOB)")
+    with pytest.raises(sqlite3.OperationalError) as sqlite_full:
+        for _ in range(100):
+            db.execute("INSERT INTO t VALUES (?)", (b"\0" * 16384,))
+            db.commit()
+    db.close()
+    assert is_disk_full(sqlite_full.value), sqlite_full.value
+
+
+TOKEN_WRITE = """
+import errno, sys
+import numpy as np
+from semantica.stores.token_vectors import TokenCodec, TokenProjection, write_token_part
+codec = TokenCodec(TokenProjection(None, 64), "float16")
+rows = [codec.encode(np.random.default_rng(n).random((200, 64), dtype=np.float32)) for n in range(40)]
+try:
+    write_token_part(__import__("pathlib").Path(sys.argv[1]), codec, rows)
+except OSError as exc:
+    sys.exit(0 if exc.errno == errno.ENOSPC else 3)
+sys.exit(4)
+"""
+
+
+def test_token_vectors_that_fill_the_disk_are_an_enospc_not_a_sigbus(full_disk):
+    """The codes were stored through a memory map: on a full tmpfs the store into an unbacked page is SIGBUS, which
+    killed the build (the JVM's crash report in the working directory, the .tmp and its lock left behind)."""
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    done = subprocess.run([sys.executable, "-c", TOKEN_WRITE, str(full_disk / "tokens")], cwd=full_disk.parent,
+                          env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
