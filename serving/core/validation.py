@@ -12,6 +12,14 @@ from semantica.languages import KNOWN_LANGUAGES
 from semantica.ondisk.repo_names import normalize_repo_name
 
 
+def _configured_model(field: str, asked: bool | None, model_path: str, what: str) -> None:
+    """A model-backed reranker asked for by name on a server with no model for it is the client's request to
+    fix (a QueryError, 4xx), not a broken server (503) nor a silent 200 without it: the same for each."""
+    if asked is True and not model_path.strip():
+        raise QueryError(f"{field}: this server has no {what} configured ({field}.model_path is empty); leave "
+                         f"{field} out or false")
+
+
 def validate_request(request: SearchRequest, config: Config, planner: Any, lookup: Callable[[str], Any],
                      enabled: Callable[[], list[str]]) -> list[str]:
     """Raise QueryError for a request that cannot be answered; return warnings for fixed ones. `lookup` finds a
@@ -26,9 +34,8 @@ def validate_request(request: SearchRequest, config: Config, planner: Any, looku
         raise QueryError(f"k must be a positive integer, got {request.k!r}")
     if request.k > config.query.max_k:
         raise QueryError(f"k={request.k} is above the maximum {config.query.max_k}")
-    if request.cross_encoder is True and not config.cross_encoder.model_path.strip():
-        raise QueryError("cross_encoder: this server has no cross-encoder configured (cross_encoder.model_path is "
-                         "empty); leave cross_encoder out or false")
+    _configured_model("cross_encoder", request.cross_encoder, config.cross_encoder.model_path, "cross-encoder")
+    _configured_model("ltr", request.ltr, config.ltr.model_path, "LTR model")
     request.strategies = [_strategy_name(name, lookup, enabled) for name in request.strategies]
     if isinstance(request.repos, str):
         raise QueryError(f"repos must be a list of repository names, got the string {request.repos!r}")

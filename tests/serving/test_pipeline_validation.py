@@ -75,3 +75,12 @@ def test_cross_encoder_asked_for_without_one_configured_is_a_query_error(pipelin
     with pytest.raises(QueryError, match="no cross-encoder configured"):
         pipeline.validate(SearchRequest("why does the cart total change", cross_encoder=True))
     pipeline.validate(SearchRequest("why does the cart total change", cross_encoder=False))
+
+
+def test_ltr_asked_for_without_a_model_is_the_same_query_error(pipeline):
+    """N13: `ltr: true` without a model was a 200 with `degraded` blaming 'ltr.enabled is true' (the client had
+    asked, conf had not): now the cross-encoder's answer, a QueryError naming the empty setting."""
+    with pytest.raises(QueryError, match=r"ltr: this server has no LTR model configured \(ltr.model_path is empty\)"):
+        pipeline.validate(SearchRequest("why does the cart total change", ltr=True))
+    pipeline.validate(SearchRequest("why does the cart total change", ltr=False))
+    pipeline.validate(SearchRequest("why does the cart total change"))
