@@ -23,7 +23,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +32,7 @@ GIT_NOTHING_IGNORED = 1  # check-ignore's exit status when no path is ignored
 # Paths `check-ignore -v` may crash on before the halving stops (the rest of the batch goes unnamed): each one
 # found costs about two git calls per halving level.
 MAX_CRASH_PATHS = 64
-_NO_GLOBAL_RULES = ["-c", "core.excludesFile=/dev/null"]
+_NO_GLOBAL_RULES = ("-c", "core.excludesFile=/dev/null")
 
 
 @dataclass(frozen=True)
@@ -102,16 +102,18 @@ class NestedIgnore:
                 folder = root / directory
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / ".gitignore").write_bytes(data)
-            # shallow paths first: the crashes come with depth, so past the cap the unnamed ones are the deepest
-            ignored = sorted(self._verdict(scratch, paths), key=lambda path: path.count("/"))
+            ignored = self._verdict(scratch, paths)
             found: dict[str, IgnoreMatch | UnnamedIgnore] = {}
             if ignored:
-                self._name(scratch, ignored, found, [])
+                named = named_records(lambda batch: _check_ignore(scratch, batch, "-v", config=_NO_GLOBAL_RULES),
+                                      ignored, self.max_crash_paths)
+                self._record(named.records, found)
+                found.update((path, UnnamedIgnore(self.file_name, how)) for path, how in named.unnamed.items())
         return found
 
     def _verdict(self, scratch: str, paths: list[str]) -> list[str]:
         """The paths git ignores (plain `check-ignore`, which answers where `-v` crashes)."""
-        answer = _check_ignore(scratch, paths, verbose=False)
+        answer = _check_ignore(scratch, paths, config=_NO_GLOBAL_RULES)
         if answer.returncode not in (0, GIT_NOTHING_IGNORED):
             detail = answer.stderr.decode("utf-8", "replace").strip()
             raise IgnoreRulesError(
@@ -120,25 +122,8 @@ class NestedIgnore:
                 f"or remove the {self.file_name} files and use discover.include_globs")
         return [f.decode("utf-8", "surrogateescape") for f in answer.stdout.split(b"\0") if f]
 
-    def _name(self, scratch: str, ignored: list[str], found: dict[str, IgnoreMatch | UnnamedIgnore],
-              crashed: list[str]) -> None:
-        """The rule of each path in `ignored` into `found`; where `-v` crashes, halves until the paths it crashes
-        on are known, and those (or, past `max_crash_paths`, the whole batch) are ignored with the rule unnamed."""
-        answer = _check_ignore(scratch, ignored, verbose=True)
-        if answer.returncode in (0, GIT_NOTHING_IGNORED):
-            self._record(answer.stdout, found)
-            return
-        if len(ignored) > 1 and len(crashed) < self.max_crash_paths:
-            middle = len(ignored) // 2
-            self._name(scratch, ignored[:middle], found, crashed)
-            self._name(scratch, ignored[middle:], found, crashed)
-            return
-        crashed.extend(ignored)
-        unnamed = UnnamedIgnore(self.file_name, describe_exit(answer.returncode))
-        found.update((path, unnamed) for path in ignored)
-
-    def _record(self, output: bytes, found: dict[str, IgnoreMatch | UnnamedIgnore]) -> None:
-        for source, line, pattern, path in _records(output):
+    def _record(self, records: list[tuple[str, str, str, str]], found: dict[str, IgnoreMatch | UnnamedIgnore]) -> None:
+        for source, line, pattern, path in records:
             if pattern.startswith("!"):  # -v also reports paths re-included by a negation
                 continue
             directory = source[: -len(".gitignore")].rstrip("/")
@@ -146,11 +131,38 @@ class NestedIgnore:
                                       int(line), pattern)
 
 
-def _check_ignore(scratch: str, paths: list[str], verbose: bool) -> subprocess.CompletedProcess[bytes]:
-    """One `git check-ignore --no-index --stdin` over `paths` in the scratch tree (no global rules)."""
+@dataclass
+class NamedRecords:
+    """`check-ignore -v` records (source, line, pattern, path), and the paths it crashed on -> how it crashed."""
+
+    records: list[tuple[str, str, str, str]]
+    unnamed: dict[str, str]
+
+
+def named_records(check: Callable[[list[str]], subprocess.CompletedProcess[bytes]], paths: list[str],
+                  max_crash_paths: int) -> NamedRecords:
+    """`check(batch)` runs one `check-ignore -v`; where it crashes, the batch is halved until the paths it crashes on
+    are known (shallow paths first: the crashes come with depth, so past `max_crash_paths` the rest, the deepest,
+    go unnamed together)."""
+    named = NamedRecords([], {})
+    pending = [sorted(paths, key=lambda path: path.count("/"))]
+    while pending:
+        batch = pending.pop(0)
+        answer = check(batch)
+        if answer.returncode in (0, GIT_NOTHING_IGNORED):
+            named.records.extend(_records(answer.stdout))
+        elif len(batch) > 1 and len(named.unnamed) < max_crash_paths:
+            middle = len(batch) // 2
+            pending[:0] = [batch[:middle], batch[middle:]]
+        else:
+            named.unnamed.update(dict.fromkeys(batch, describe_exit(answer.returncode)))
+    return named
+
+
+def _check_ignore(cwd: str, paths: list[str], *flags: str, config: tuple[str, ...] = ()) -> subprocess.CompletedProcess[bytes]:
+    """One `git check-ignore -z --no-index --stdin` over `paths` in `cwd` (`config`: git `-c` options)."""
     return subprocess.run(
-        ["git", *_NO_GLOBAL_RULES, "-C", scratch, "check-ignore", "-z", *(["-v"] if verbose else []), "--no-index",
-         "--stdin"],
+        ["git", *config, "-C", cwd, "check-ignore", "-z", *flags, "--no-index", "--stdin"],
         input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0",
         capture_output=True, check=False,
     )
@@ -178,13 +190,9 @@ def git_ignored(repo_path: str) -> list[tuple[str, str]]:
     paths = [p.decode("utf-8", "surrogateescape") for p in listing.stdout.split(b"\0") if p]
     if not paths:
         return []
-    verbose = subprocess.run(
-        ["git", "-C", repo_path, "check-ignore", "-z", "-v", "-n", "--no-index", "--stdin"],
-        input=b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths) + b"\0",
-        capture_output=True, check=False,
-    )
     rules: dict[str, str] = {}
-    for source, line, pattern, path in _records(verbose.stdout):
+    named = named_records(lambda batch: _check_ignore(repo_path, batch, "-v", "-n"), paths, MAX_CRASH_PATHS)
+    for source, line, pattern, path in named.records:
         if source:
             rules[path] = f"{IGNORED_PREFIX}{_short_source(repo_path, source)}:{line}: {pattern}"
     return [(p, rules.get(p, f"{IGNORED_PREFIX}git")) for p in paths]

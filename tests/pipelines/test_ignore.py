@@ -248,6 +248,26 @@ def test_plan_and_index_of_a_30_level_directory_succeed(deep_repo, tmp_path, cap
     assert f"{DEEP}/keep.gen.py" in capsys.readouterr().out
 
 
+def test_git_ignored_paths_keep_their_rules_next_to_a_30_level_one(tmp_path):
+    """`plan`'s list of what .gitignore keeps out: one deep ignored path crashed `check-ignore -v` for the whole list,
+    so every path's reason was the bare 'ignored by git'; now only the deep one can lose its rule's name."""
+    repo = tmp_path / "worktree"
+    (repo / DEEP).mkdir(parents=True)
+    (repo / "build").mkdir()
+    (repo / "build" / "out.py").write_text("x = 1\n")
+    (repo / DEEP / "x.log").write_text("log\n")
+    (repo / "top.log").write_text("log\n")
+    (repo / "a.py").write_text("a = 1\n")
+    (repo / ".gitignore").write_text("build/\n*.log\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "a.py", ".gitignore")
+    git(repo, "commit", "-qm", "x")
+    reasons = {e.path: e.reason for e in RepoSource(str(repo), None, DiscoverConfig()).discover().ignored}
+    assert reasons["build/"] == "ignored by .gitignore:1: build/"
+    assert reasons["top.log"] == "ignored by .gitignore:2: *.log"
+    assert reasons[f"{DEEP}/x.log"].startswith("ignored by ")
+
+
 CRASHING_GIT = """#!{python}
 import os, signal, subprocess, sys
 REAL_GIT = {real_git!r}
