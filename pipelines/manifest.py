@@ -130,6 +130,17 @@ def clone_dir_name(repo: str, url: str) -> str:
     return f"{_SAFE.sub('_', repo)}-{key}.git"
 
 
+def _check_origin(clone: Path, url: str, timeout_s: float) -> None:
+    """A cached clone is reused only for the url it was cloned from (its directory name hashes the url; this
+    catches a directory put or edited there by hand): another origin is a RuntimeError, never its code."""
+    done = subprocess.run(["git", "-C", str(clone), "config", "--get", "remote.origin.url"], capture_output=True,
+                          timeout=timeout_s, check=False)
+    origin = done.stdout.decode("utf-8", "replace").strip()
+    if origin != url:
+        raise RuntimeError(f"the cached clone {clone.name} is of {origin or 'no origin'!r}, not {url!r}: remove "
+                           f"{clone} and run again")
+
+
 def resolve_repo_path(spec: RepoSpec, cache_dir: Path, timeout_s: float) -> str:
     """The local git directory of a spec: its path, or a bare clone of its url (fetched if present)."""
     if spec.path:
@@ -138,6 +149,7 @@ def resolve_repo_path(spec: RepoSpec, cache_dir: Path, timeout_s: float) -> str:
     target = cache_dir / CLONES_DIR / clone_dir_name(repo, spec.url)
     target.parent.mkdir(parents=True, exist_ok=True)
     if (target / "HEAD").exists():
+        _check_origin(target, spec.url, timeout_s)
         cmd = ["git", "-C", str(target), "fetch", "--prune", "origin", "+refs/heads/*:refs/heads/*"]
     else:
         cmd = ["git", "clone", "--bare", "--quiet", spec.url, str(target)]

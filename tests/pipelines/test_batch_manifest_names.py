@@ -64,3 +64,19 @@ def test_clone_cache_keeps_names_and_urls_apart(tmp_path):
         assert head == heads[url], (name, url)
         dirs[(name, url)] = clone
     assert len(set(dirs.values())) == 3
+
+
+def test_a_cached_clone_of_another_url_is_refused(tmp_path):
+    """N9: the directory name hashes the url, and the clone's own origin is compared too (a directory edited or
+    put in the cache by hand): another repository's code is never indexed under this name."""
+    import subprocess
+
+    from pipelines.manifest import RepoSpec, resolve_repo_path
+
+    beta, vault = tmp_path / "beta", tmp_path / "vault"
+    _commit(beta, "BETA = 1\n")
+    _commit(vault, "VAULT = 2\n")
+    clone = resolve_repo_path(RepoSpec(name="q/r", url=str(beta)), tmp_path / "cache", timeout_s=60)
+    subprocess.run(["git", "-C", clone, "remote", "set-url", "origin", str(vault)], check=True)
+    with pytest.raises(RuntimeError, match=r"cached clone .* is of .*vault.*, not .*beta"):
+        resolve_repo_path(RepoSpec(name="q/r", url=str(beta)), tmp_path / "cache", timeout_s=60)
