@@ -13,6 +13,7 @@ from jobs.cli import main
 from pipelines.write import is_disk_full
 from semantica.layout import TMP_SUFFIX, IndexLayout
 from tests.conftest import SHORT_EMBEDDINGS, WITHOUT_TOKEN_VECTORS
+from tests.tmpfs import mounted_tmpfs
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
 JAVA_TRACE = ["org.apache.lucene.store.FSDirectory$FSIndexOutput$1.write(FSDirectory.java:416)",
@@ -79,17 +80,8 @@ TINY_TMPFS = "size=256k"  # a real file system that fills up: each writer below 
 def full_disk(tmp_path: Path):
     """A directory on a 256 KiB tmpfs (needs root and mount rights; skipped loudly otherwise): ENOSPC for real,
     from the kernel, to every writer (Python, the JVM, FAISS's C++, SQLite, a memory map)."""
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", TINY_TMPFS, "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"SKIPPED LOUDLY: cannot mount a tmpfs here ({mounted.stderr.strip() or 'not root'}); "
-                    "the injected failures above cover the messages")
-    try:
+    with mounted_tmpfs(tmp_path / "tiny", TINY_TMPFS, "the injected failures above cover the messages") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
 def test_a_lucene_shard_that_fills_the_disk_is_an_enospc(full_disk):

@@ -24,6 +24,7 @@ from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from tests.conftest import REPO_ROOT
 from tests.reliability.conftest import cli, git, make_repo
+from tests.tmpfs import mounted_tmpfs
 
 BUILD_STATS_PREFIX = Path(DEFAULT_FILE).stem  # /metrics build totals beside the repositories, by design
 TMPFS_HEADROOM_KIB = 512
@@ -205,16 +206,10 @@ def test_full_tmpfs_fails_the_build_cleanly(two_repos, tmp_path):
     """A real ENOSPC: the index root on a tiny tmpfs (needs root and mount rights; skipped loudly otherwise)."""
     import shutil
 
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
     used_kib = sum(f.stat().st_blocks * 512 // 1024 + (4 if f.is_dir() else 0) for f in two_repos.root.rglob("*"))
     size = f"size={used_kib + TMPFS_HEADROOM_KIB}k"  # the published snapshots fit; the next build does not
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", size, "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"SKIPPED LOUDLY: cannot mount a tmpfs here ({mounted.stderr.strip() or 'not root'}); "
-                    "test_full_disk_fails_the_build_cleanly covers a full disk with RLIMIT_FSIZE")
-    try:
+    with mounted_tmpfs(tmp_path / "tiny", size,
+                       "test_full_disk_fails_the_build_cleanly covers a full disk with RLIMIT_FSIZE") as mount_point:
         root = mount_point / "index"
         shutil.copytree(two_repos.root, root)
         two_repos.root = root
@@ -230,8 +225,6 @@ def test_full_tmpfs_fails_the_build_cleanly(two_repos, tmp_path):
         assert "space" in last.lower(), last
         assert leftovers(root) == []
         assert_nothing_lost(two_repos, before)
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
 
 
 def test_missing_model_path_is_a_clear_error_and_loses_nothing(two_repos, tmp_path):

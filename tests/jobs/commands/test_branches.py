@@ -20,13 +20,19 @@ def git(root: Path, *args: str) -> str:
     return done.stdout.decode().strip()
 
 
-def test_one_snapshot_per_branch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def _one_commit_repo(tmp_path: Path) -> Path:
+    """A git repository on `main` whose one commit holds `core.py` (`shared_helper`)."""
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "core.py").write_text("def shared_helper(x):\n    return x * 2\n")
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "init")
+    return repo
+
+
+def test_one_snapshot_per_branch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    repo = _one_commit_repo(tmp_path)
     git(repo, "checkout", "-qb", "feature")
     (repo / "extra.py").write_text("def quantum_flux_capacitor(level):\n    return level + 88\n")
     git(repo, "add", "-A")
@@ -73,12 +79,7 @@ def test_one_snapshot_per_branch(tmp_path: Path, capsys: pytest.CaptureFixture) 
 def test_the_missing_branch_errors_suggest_a_command_index_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """N19: each unknown-branch error's advice, with its placeholders filled in, is a command `index` accepts and
     that publishes what the query asked for (it used to suggest `--name NAME@BRANCH`, which `index` refuses)."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "core.py").write_text("def shared_helper(x):\n    return x * 2\n")
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "init")
+    repo = _one_commit_repo(tmp_path)
     git(repo, "branch", "feature")
     git(repo, "branch", "hotfix")
     config = make_config(tmp_path)
