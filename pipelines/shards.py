@@ -3,8 +3,8 @@
 Chunks go to `count` partitions by a hash of their path (all chunks of a file stay together; the count
 is kept from the previous snapshot while its partitions stay within 2x of `shards.partition_chunks`).
 Each registered index kind (`semantica.stores.index_kinds`: FAISS, Lucene, token vectors,
-history, the localizer's fields, function vectors, exact) writes its shards in turn, each named `p<partition>s<piece>-<key>`. The key is a sha256 over what the shard is built
-from:
+history, the localizer's fields, function vectors, exact) writes its shards in turn, each named
+`p<partition>s<piece>-<key>`. The key is a sha256 over what the shard is built from:
 - FAISS: the encoder, the index settings and the vectors' bytes;
 - Lucene: each document's id, path, symbol and content sha (the raw document is a function of these);
 - token vectors: the codec and each chunk's content sha and token count.

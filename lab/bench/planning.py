@@ -22,7 +22,9 @@ from jobs.bench.stats import PERCENTILE_99, percentile
 from jobs.eval.golden import GOLDEN_K, load_golden_set, score_hits
 from jobs.eval.instances import load_instances
 from jobs.eval.replay import LocalizationReplay
-from lab.plugins.repo_scope import NAME as BOOST, NARROW_NAME as NARROW, RepoScope, ScopeSettings
+from lab.plugins.repo_scope import NAME as BOOST
+from lab.plugins.repo_scope import NARROW_NAME as NARROW
+from lab.plugins.repo_scope import RepoScope, ScopeSettings
 from semantica.api import SearchRequest
 from semantica.config import Config, load_config
 from serving.pipeline import SearchPipeline

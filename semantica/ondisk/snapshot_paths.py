@@ -9,8 +9,9 @@
            history/commits.parquet history/history.json  (semantica.stores.history; git sources)
 ```
 Every directory but the tables belongs to one index kind (`semantica.stores.index_kinds`, written in the order of
-`index.kinds`): `vectors/` faiss, `lucene/` lucene, `tokens/` tokens, `history/` history; a registered kind adds its own (`IndexKind.directories`). The manifest holds the
-sha256 of every other file; a snapshot is published (`semantica.layout`) only when they all match.
+`index.kinds`): `vectors/` faiss, `lucene/` lucene, `tokens/` tokens, `history/` history; a registered kind adds
+its own (`IndexKind.directories`). The manifest holds the sha256 of every other file; a snapshot is published
+(`semantica.layout`) only when they all match.
 """
 
 from __future__ import annotations
