@@ -257,15 +257,19 @@ class SemanticaTools:
         if budget > self.config.repo_map.max_tokens:
             raise ToolError(f"budget_tokens={budget} is above the maximum {self.config.repo_map.max_tokens}")
         service = RepoMapService(self.config, self.pipeline.snapshots, self.pipeline.ranking_hooks.mapper)
-        result = self._guard(lambda: service.run(repo, query, budget))
+        # the map at its largest budget: `budget_tokens` cuts it once, here, so a small budget's cursor pages
+        # through the files one large call returns
+        result = self._guard(lambda: service.run(repo, query, self.config.repo_map.max_tokens))
         full = MapOut(**{k: result[k] for k in MapOut.model_fields if k in result})
         snapshots = self._bound(cursor, {full.repo: full.snapshot})
         sections = _map_sections(full.text)
+        count = self.packer.counter.count
 
         def answer(files: list[dict[str, Any]], next_cursor: str | None) -> MapOut:
+            text = "\n".join(_map_section(sections, f) for f in files)
             return full.model_copy(update={
-                "files": files, "text": "\n".join(_map_section(sections, f) for f in files),
-                "next_cursor": next_cursor, "budget_tokens": budget})
+                "files": files, "text": text, "tokens": sum(count(line) for line in text.split("\n")),
+                "budget": budget, "next_cursor": next_cursor, "budget_tokens": budget})
 
         return self._pack("repo_map", key, offset, budget, list(full.files), answer, "symbols", snapshots)
 

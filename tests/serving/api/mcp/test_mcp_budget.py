@@ -318,3 +318,24 @@ def test_get_context_has_one_unit_the_budgets(tools: SemanticaTools, count: Inde
         if cursor is None:
             break
     assert seen == expected and len(expected) > 3
+
+
+def test_repo_map_is_cut_by_the_budget_alone(tools: SemanticaTools, count: IndependentCount) -> None:
+    """As get_context: the map was first packed into `budget_tokens` by itself, so paging a small budget ended
+    long before the files of one large call; its `tokens` counted the whole map, not the files sent."""
+    arguments = {"repo": "budget/small", "query": "BudgetPacker TokenCounter"}
+    [whole] = call_all(tools, [("repo_map", {**arguments, "budget_tokens": tools.config.repo_map.max_tokens})])
+    assert whole.structured_content["next_cursor"] is None  # the whole map of this small index
+    expected = [f["path"] for f in whole.structured_content["files"]]
+    seen: list[str] = []
+    cursor = None
+    for _ in range(len(expected) + 1):
+        [page] = call_all(tools, [("repo_map", {**arguments, "budget_tokens": 700, **({"cursor": cursor} if cursor else {})})])
+        answer = page.structured_content
+        assert answer_tokens(count, page) <= 700
+        assert answer["tokens"] == sum(count(line) for line in answer["text"].split("\n")) and answer["budget"] == 700
+        seen += [f["path"] for f in answer["files"]]
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == expected and len(expected) > 3
