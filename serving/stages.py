@@ -17,6 +17,7 @@ from typing import Any
 
 from semantica.config import Config
 from semantica.runtime.encoder import Encoder, shared_encoder
+from semantica.runtime.token_count import TokenCounter
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.core.context import ContextBuilder
 from serving.core.fusion import WeightedRRF
@@ -65,7 +66,7 @@ class Stages:
         self.localizer = Localizer(config.query, local_fusion, voters)  # cheap: always in the caller
         self.localization = LocalizationTail(config, self.localizer)  # fixed fusion, learned blend
         self.learned_localizer = LearnedStage(config.localizer, config.paths.cache_dir, config.encoder)  # models: first use
-        self.context_builder = context or ContextBuilder(config.context)
+        self.context_builder = context or ContextBuilder(config.context, TokenCounter(config.encoder.model_path).count)
         self.planner = QueryPlanner(config)  # mode and MMR (serving/planning/)
         self._reranker_proxy = reranker_proxy
         self._remote_retrievers = retrievers

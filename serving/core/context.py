@@ -6,7 +6,8 @@ For each hit, best first:
 2. dedupe: a hit whose chunk overlaps (same repo and path, intersecting line ranges) a block
    already taken is dropped (the earlier, better hit wins); repeated chunk ids likewise;
 3. trim: at most `max_block_lines` lines, from the top of the span (signatures come first);
-4. pack: tokens (`semantica.stores.tokenizer.count_tokens` of the citation plus the text) are added
+4. pack: tokens (of the citation plus the text, by the builder's `count`: the pipeline's is the encoder's
+   tokenizer, `semantica.runtime.token_count`, the unit MCP's `budget_tokens` counts too) are added
    while they fit in `fill_ratio` x budget. A block that does not fit is cut to the lines that do
    fit when at least `MIN_PARTIAL_LINES` lines fit, else skipped (smaller later blocks may still
    fit); either way `truncated` is set.
@@ -80,10 +81,12 @@ def citation(path: str, start_line: int, end_line: int) -> str:
 
 
 class ContextBuilder:
-    """`build(hits, chunks, file_lines)` -> `Context`."""
+    """`build(hits, chunks, file_lines)` -> `Context`, its tokens counted by `count` (default: whitespace words,
+    the cheap measure for callers without an encoder)."""
 
-    def __init__(self, config: ContextConfig | None = None) -> None:
+    def __init__(self, config: ContextConfig | None = None, count: Callable[[str], int] = count_tokens) -> None:
         self.config = config or ContextConfig()
+        self.count = count
         c = self.config
         if c.token_budget < 0:
             raise ValueError(f"context.token_budget must be >= 0, got {c.token_budget}")
@@ -164,7 +167,7 @@ class ContextBuilder:
         text = "\n".join(lines)
         return ContextBlock(
             citation=cite, repo=chunk.repo, path=chunk.path, start_line=start, end_line=end,
-            text=text, chunk_id=chunk.chunk_id, tokens=count_tokens(cite) + count_tokens(text),
+            text=text, chunk_id=chunk.chunk_id, tokens=self.count(cite) + self.count(text),
             trimmed=trimmed,
         )
 
@@ -172,10 +175,10 @@ class ContextBuilder:
         """The longest prefix of `lines` (>= MIN_PARTIAL_LINES) whose block fits, else None."""
         if remaining <= 0:
             return None
-        cite_tokens = count_tokens(citation(chunk.path, start, start + len(lines) - 1))
+        cite_tokens = self.count(citation(chunk.path, start, start + len(lines) - 1))
         used, keep = cite_tokens, 0
         for line in lines:
-            used += count_tokens(line)
+            used += self.count(line)
             if used > remaining:
                 break
             keep += 1

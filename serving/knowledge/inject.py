@@ -26,9 +26,9 @@ from typing import Any
 
 from semantica.config import Config
 from semantica.hits import Hit
+from semantica.runtime.token_count import TokenCounter
 from semantica.schema import Chunk
 from semantica.snapshot import Snapshot, SnapshotSet
-from semantica.stores.tokenizer import count_tokens
 from serving.knowledge.entry import GLOBAL, Entry, iso
 from serving.knowledge.service import KnowledgeService
 from serving.knowledge.store import entry_terms, query_terms
@@ -81,6 +81,7 @@ class KnowledgeInjector:
                  snapshots: SnapshotSet | None = None) -> None:
         self.config = config
         self.settings = config.knowledge
+        self.count = TokenCounter(config.encoder.model_path).count  # the context budget's unit
         self._service = service
         self._snapshots = snapshots  # the pipeline's own: verifying an added entry reuses its loaded tables
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="knowledge-uses")
@@ -172,7 +173,7 @@ class KnowledgeInjector:
         blocks = []
         for u in used:
             text = u.render()
-            tokens = count_tokens(text)
+            tokens = self.count(text)
             if out.tokens + tokens > limit:
                 continue
             out.entries.append(u)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from semantica.runtime.token_count import TokenCounter
 from semantica.snapshot import Snapshot
 from serving.planning.feedback_weights import LearnedFusion
 from serving.planning.repo_map import RepoMapper
@@ -15,7 +16,8 @@ class RankingHooks:
     def __init__(self, config: Any) -> None:
         self.config = config
         self.learned = LearnedFusion(config)
-        self.mapper = RepoMapper(config.repo_map)  # per-snapshot file graphs, shared with MCP `repo_map`
+        # per-snapshot file graphs, shared with MCP `repo_map`; budgets in the encoder's tokens, as MCP counts them
+        self.mapper = RepoMapper(config.repo_map, TokenCounter(config.encoder.model_path).count)
 
     def fusion(self, snapshots: list[Snapshot], default: Any) -> Any:
         """The repository's learned fusion for a one-repository query whose weights won their A/B, else `default`."""

@@ -13,12 +13,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from semantica.api import QueryError
 from semantica.config import Config, RepoMapConfig
 from semantica.runtime import linear_regex
+from semantica.runtime.token_count import TokenCounter
 from semantica.schema import Symbol
 from semantica.snapshot import Snapshot, SnapshotSet, answer_freshness
 from semantica.stores.tokenizer import count_tokens
@@ -182,8 +184,9 @@ def _path_of(node: str) -> str:
 class RepoMapper:
     """`map(snapshot, query, tokens)` -> RepoMap; also the ranking scope selection uses (`rank`)."""
 
-    def __init__(self, config: RepoMapConfig) -> None:
+    def __init__(self, config: RepoMapConfig, count: Callable[[str], int] = count_tokens) -> None:
         self.config = config
+        self.count = count  # the budget's unit: the encoder's tokenizer where a front serves the map
         self._graphs: dict[str, FileGraph] = {}
         self._lock = threading.Lock()
 
@@ -248,7 +251,7 @@ class RepoMapper:
         files: list[MapFile] = []
         used = 0
         for path, score in order:
-            header = count_tokens(f"{path}:")
+            header = self.count(f"{path}:")
             if used + header > budget:
                 break
             entry = MapFile(path, round(score, 6), path in seeded_paths)
@@ -256,7 +259,7 @@ class RepoMapper:
             for sym in self._top_symbols(graph, path, ranks, seeded):
                 line = MapSymbol(sym.qualname, sym.kind, sym.start_line, self._signature(snapshot, sym),
                                  sym.symbol_id in seeded)
-                line_cost = count_tokens(f"{line.line}: {line.signature}")
+                line_cost = self.count(f"{line.line}: {line.signature}")
                 if used + cost + line_cost > budget:
                     break
                 cost += line_cost
@@ -296,7 +299,7 @@ class RepoMapService:
     def __init__(self, config: Config, snapshots: SnapshotSet | None = None, mapper: RepoMapper | None = None) -> None:
         self.config = config
         self.snapshots = snapshots or SnapshotSet(config)
-        self.mapper = mapper or RepoMapper(config.repo_map)
+        self.mapper = mapper or RepoMapper(config.repo_map, TokenCounter(config.encoder.model_path).count)
 
     def run(self, repo: str, query: str = "", tokens: int | None = None) -> dict[str, Any]:
         if not isinstance(repo, str) or not repo.strip():

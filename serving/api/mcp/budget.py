@@ -17,19 +17,16 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import to_json
-from tokenizers import Tokenizer
 
-from semantica.runtime.encoder import resolve_model_path
+from semantica.runtime.token_count import TokenCounter
 
 CURSOR_VERSION = 2
 OFFSET_DIGITS = 9  # fixed width: a cursor's length (so its tokens) does not depend on the offset
 KEY_CHARS = 16
-TOKENIZER_FILE = "tokenizer.json"
 Render = Callable[[list[dict[str, Any]], str | None], str]  # (kept items, next cursor) -> the answer's JSON
 
 
@@ -49,29 +46,6 @@ class BudgetTooSmall(Exception):
 def render(answer: BaseModel) -> str:
     """The answer's text content: the compact JSON of its structured content (what the budget counts)."""
     return to_json(answer.model_dump(mode="json")).decode()
-
-
-class TokenCounter:
-    """Counts tokens with the encoder's tokenizer: no special tokens, no padding, no truncation."""
-
-    def __init__(self, model_path: str) -> None:
-        self.model_path = model_path
-
-    @property
-    def name(self) -> str:
-        return _tokenizer(self.model_path)[1]
-
-    def count(self, text: str) -> int:
-        return len(_tokenizer(self.model_path)[0].encode(text, add_special_tokens=False).ids)
-
-
-@lru_cache(maxsize=4)
-def _tokenizer(model_path: str) -> tuple[Tokenizer, str]:
-    path = resolve_model_path(model_path)
-    tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
-    tokenizer.no_padding()  # the encoder's file pads to its 128-token window: every text would count 128
-    tokenizer.no_truncation()
-    return tokenizer, path.name
 
 
 class CursorCodec:

@@ -34,6 +34,7 @@ from semantica.config import Config
 from semantica.errors import ErrorKind, local_kind_of
 from semantica.ondisk.repo_names import normalize_repo_name
 from semantica.runtime import observability
+from semantica.runtime.token_count import TokenCounter
 from serving.api.catalog import COMMAND_TOOLS, TOOLS, WRITE_TOOLS
 from serving.api.mcp.budget import (
     BudgetPacker,
@@ -41,7 +42,6 @@ from serving.api.mcp.budget import (
     CursorCodec,
     InvalidCursor,
     StaleCursor,
-    TokenCounter,
     render,
 )
 from serving.api.mcp.models import (
@@ -173,26 +173,39 @@ class SemanticaTools:
         budget = budget_tokens or self.config.mcp.context_budget
         if budget > self.config.mcp.max_context_budget:
             raise ToolError(f"budget_tokens={budget} is above the maximum {self.config.mcp.max_context_budget}")
+        # the pipeline packs the whole k hits (its largest budget): `budget_tokens` cuts them once, here, so a
+        # small budget's cursor pages through the same blocks one large call returns
         response = self._search(self._request(SearchRequest, branch, query=query, repos=repos, k=k, path_globs=paths,
-                                              languages=languages, context_budget=budget), "get_context")
+                                              languages=languages, context_budget=self.config.mcp.max_context_budget),
+                                "get_context")
         snapshots = self._bound(cursor, response.snapshots)
         context = response.context
         code = "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in context["blocks"])
-        lead = context["text"].removesuffix(code).rstrip("\n")  # the knowledge entries before the code
+        lead, knowledge = knowledge_lead(context["text"].removesuffix(code).rstrip("\n"), context.get("knowledge", []),
+                                         int(budget * self.config.knowledge.max_context_share), self.packer.counter)
         full = ContextOut(
             query=response.query, text=context["text"],
             blocks=[ContextBlockOut(citation=b["citation"], repo=b["repo"], path=b["path"], start_line=b["start_line"],
                                     end_line=b["end_line"], tokens=b["tokens"]) for b in context["blocks"]],
             tokens_used=context["tokens_used"], budget=budget, truncated=context["truncated"],
-            freshness=freshness_of(response.freshness), knowledge=context.get("knowledge", []),
+            freshness=freshness_of(response.freshness), knowledge=knowledge,
         )
+
+        whole = {b["text"]: b["tokens"] for b in context["blocks"]}
+
+        def tokens(block: dict[str, Any]) -> int:
+            """A block's tokens; one the packer cut to fit is counted again (its lines are fewer)."""
+            known = whole.get(block["text"])
+            return known if known is not None else self.packer.counter.count(block["citation"]) + \
+                self.packer.counter.count(block["text"])
 
         def answer(blocks: list[dict[str, Any]], next_cursor: str | None) -> ContextOut:
             code_text = "\n\n".join(f"# {b['citation']}\n{b['text']}" for b in blocks)
+            counted = [{**b, "tokens": tokens(b)} for b in blocks]
             return full.model_copy(update={
                 "text": "\n\n".join(t for t in (lead, code_text) if t),
-                "blocks": [ContextBlockOut(**{f: b[f] for f in ContextBlockOut.model_fields}) for b in blocks],
-                "tokens_used": sum(b["tokens"] for b in blocks), "next_cursor": next_cursor,
+                "blocks": [ContextBlockOut(**{f: b[f] for f in ContextBlockOut.model_fields}) for b in counted],
+                "tokens_used": sum(b["tokens"] for b in counted), "next_cursor": next_cursor,
                 "truncated": full.truncated or next_cursor is not None, "budget_tokens": budget})
 
         return self._pack("get_context", key, offset, budget, [dict(b) for b in context["blocks"]], answer, "text",
@@ -244,15 +257,19 @@ class SemanticaTools:
         if budget > self.config.repo_map.max_tokens:
             raise ToolError(f"budget_tokens={budget} is above the maximum {self.config.repo_map.max_tokens}")
         service = RepoMapService(self.config, self.pipeline.snapshots, self.pipeline.ranking_hooks.mapper)
-        result = self._guard(lambda: service.run(repo, query, budget))
+        # the map at its largest budget: `budget_tokens` cuts it once, here, so a small budget's cursor pages
+        # through the files one large call returns
+        result = self._guard(lambda: service.run(repo, query, self.config.repo_map.max_tokens))
         full = MapOut(**{k: result[k] for k in MapOut.model_fields if k in result})
         snapshots = self._bound(cursor, {full.repo: full.snapshot})
         sections = _map_sections(full.text)
+        count = self.packer.counter.count
 
         def answer(files: list[dict[str, Any]], next_cursor: str | None) -> MapOut:
+            text = "\n".join(_map_section(sections, f) for f in files)
             return full.model_copy(update={
-                "files": files, "text": "\n".join(_map_section(sections, f) for f in files),
-                "next_cursor": next_cursor, "budget_tokens": budget})
+                "files": files, "text": text, "tokens": sum(count(line) for line in text.split("\n")),
+                "budget": budget, "next_cursor": next_cursor, "budget_tokens": budget})
 
         return self._pack("repo_map", key, offset, budget, list(full.files), answer, "symbols", snapshots)
 
@@ -395,6 +412,24 @@ class SemanticaTools:
             if not is_user_error(exc):
                 raise
             raise ToolError(str(exc)) from exc
+
+
+def knowledge_lead(lead: str, entries: list[dict[str, Any]], limit: int,
+                   counter: TokenCounter) -> tuple[str, list[dict[str, Any]]]:
+    """The knowledge entries (best first) that fit `limit` tokens, and their text before the code: the share of
+    `budget_tokens` the pipeline gives them (`knowledge.max_context_share`), kept by this answer's own budget."""
+    starts: list[int] = []
+    for entry in entries:  # each entry's text starts with its header line, in the listed order
+        starts.append(lead.index(f"# {entry['citation']} [", starts[-1] if starts else 0))
+    texts = [lead[start:end].rstrip("\n") for start, end in zip(starts, [*starts[1:], len(lead)])]
+    kept: list[tuple[dict[str, Any], str]] = []
+    used = 0
+    for entry, text in zip(entries, texts):
+        tokens = counter.count(text)
+        if used + tokens <= limit:
+            kept.append((entry, text))
+            used += tokens
+    return "\n\n".join(text for _, text in kept), [entry for entry, _ in kept]
 
 
 def _map_sections(text: str) -> dict[str, str]:

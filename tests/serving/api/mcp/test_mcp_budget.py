@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from serving.api.mcp.budget import TOKENIZER_FILE, TokenCounter
+from semantica.runtime.token_count import TOKENIZER_FILE, TokenCounter
 from serving.api.mcp.server import SemanticaTools, build_server
 from serving.pipeline import SearchPipeline
 from tests.conftest import REPO_ROOT, make_config
@@ -286,3 +286,56 @@ def test_a_budget_above_a_tools_maximum_is_a_tool_error(tools: SemanticaTools) -
                                ("repo_map", {"repo": "budget/small", "budget_tokens": 10**9})])
     for result in results:
         assert result.is_error and "budget_tokens=1000000000 is above the maximum" in result.content[0].text
+
+
+def block_texts(answer: dict[str, Any]) -> list[str]:
+    """Each block's lines as a get_context answer's text shows them (after its `# citation` line)."""
+    text, blocks = answer["text"], answer["blocks"]
+    starts = [text.index(f"# {b['citation']}\n") + len(f"# {b['citation']}\n") for b in blocks]
+    ends = [text.index(f"\n\n# {b['citation']}\n") for b in blocks[1:]] + [len(text)]
+    return [text[start:end] for start, end in zip(starts, ends)]
+
+
+def test_get_context_has_one_unit_the_budgets(tools: SemanticaTools, count: IndependentCount) -> None:
+    """get_context's blocks are counted in `budget_tokens`' unit and cut only by it: before, the pipeline first
+    packed whitespace words into 95% of the budget, so paging a small budget ended (no cursor) long before the
+    blocks one large call returns, and `tokens` and `tokens_used` counted words."""
+    query = "how does the budget packer cut items and encode a cursor"
+    [whole] = call_all(tools, [("get_context", {"query": query, "budget_tokens": 16000})])
+    expected = [b["citation"] for b in whole.structured_content["blocks"]]
+    seen: list[str] = []
+    cursor = None
+    for _ in range(len(expected) + 1):
+        arguments = {"query": query, "budget_tokens": 800, **({"cursor": cursor} if cursor else {})}
+        [page] = call_all(tools, [("get_context", arguments)])
+        answer = page.structured_content
+        assert answer_tokens(count, page) <= 800
+        assert [b["tokens"] for b in answer["blocks"]] == [count(b["citation"]) + count(t)
+                                                           for b, t in zip(answer["blocks"], block_texts(answer))]
+        assert answer["tokens_used"] == sum(b["tokens"] for b in answer["blocks"])
+        seen += [b["citation"] for b in answer["blocks"]]
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == expected and len(expected) > 3
+
+
+def test_repo_map_is_cut_by_the_budget_alone(tools: SemanticaTools, count: IndependentCount) -> None:
+    """As get_context: the map was first packed into `budget_tokens` by itself, so paging a small budget ended
+    long before the files of one large call; its `tokens` counted the whole map, not the files sent."""
+    arguments = {"repo": "budget/small", "query": "BudgetPacker TokenCounter"}
+    [whole] = call_all(tools, [("repo_map", {**arguments, "budget_tokens": tools.config.repo_map.max_tokens})])
+    assert whole.structured_content["next_cursor"] is None  # the whole map of this small index
+    expected = [f["path"] for f in whole.structured_content["files"]]
+    seen: list[str] = []
+    cursor = None
+    for _ in range(len(expected) + 1):
+        [page] = call_all(tools, [("repo_map", {**arguments, "budget_tokens": 700, **({"cursor": cursor} if cursor else {})})])
+        answer = page.structured_content
+        assert answer_tokens(count, page) <= 700
+        assert answer["tokens"] == sum(count(line) for line in answer["text"].split("\n")) and answer["budget"] == 700
+        seen += [f["path"] for f in answer["files"]]
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == expected and len(expected) > 3

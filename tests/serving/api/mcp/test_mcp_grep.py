@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from serving.api.mcp.budget import TokenCounter
+from semantica.runtime.token_count import TokenCounter
 from serving.api.mcp.server import SemanticaTools, build_server
 from serving.pipeline import SearchPipeline
 from tests.serving.api.mcp.test_mcp_budget import call_all

@@ -1,0 +1,43 @@
+"""The one token unit of every budget an answer is packed into: the encoder's own tokenizer.
+
+The context a search returns, the knowledge entries put before it and a repository map are cut to a budget
+the caller names in tokens; MCP then counts its whole answer against `budget_tokens`. Counting both with
+the same tokenizer (the configured bi-encoder's `tokenizer.json`, all-MiniLM-L6-v2's WordPiece by default,
+with its padding and truncation off: the file pads and cuts every text to 128) keeps one unit: a
+whitespace-word count first packed 95% of the budget in words, so get_context's blocks said `tokens: 135`
+for 294 real ones and a small budget's cursor ended long before the blocks a large one returns.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from tokenizers import Tokenizer
+
+from semantica.runtime.encoder import resolve_model_path
+
+TOKENIZER_FILE = "tokenizer.json"
+
+
+class TokenCounter:
+    """Counts tokens with the encoder's tokenizer: no special tokens, no padding, no truncation. The file is
+    read on the first count, so building a counter never needs the model."""
+
+    def __init__(self, model_path: str) -> None:
+        self.model_path = model_path
+
+    @property
+    def name(self) -> str:
+        return _tokenizer(self.model_path)[1]
+
+    def count(self, text: str) -> int:
+        return len(_tokenizer(self.model_path)[0].encode(text, add_special_tokens=False).ids)
+
+
+@lru_cache(maxsize=4)
+def _tokenizer(model_path: str) -> tuple[Tokenizer, str]:
+    path = resolve_model_path(model_path)
+    tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
+    tokenizer.no_padding()  # the encoder's file pads to its 128-token window: every text would count 128
+    tokenizer.no_truncation()
+    return tokenizer, path.name
