@@ -20,6 +20,7 @@ SWE-bench repositories and their organisations' other projects, and every Multi-
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -31,6 +32,7 @@ from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, git
 from pipelines.history.gitread import BlobReader, changed_source_lines, file_spans
 from semantica.config import LocalizerCorpusConfig
 from semantica.languages.registry import is_test_path
+from semantica.languages.spans import spans_language
 from semantica.stores.function_keys import function_key
 
 SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
@@ -64,6 +66,16 @@ class LabelledCommit:
     query: str
     files: list[str] = field(default_factory=list)
     functions: list[str] = field(default_factory=list)
+
+
+def labelled(row: LabelledCommit) -> LabelledCommit | None:
+    """The row with only the files a miner labels today (source files of a language with spans, no test code) and
+    their functions; None when none is left."""
+    files = [f for f in row.files if spans_language(f) and not is_test_path(f)]
+    if not files:
+        return None
+    kept = set(files)
+    return dataclasses.replace(row, files=files, functions=[f for f in row.functions if f.split("::", 1)[0] in kept])
 
 
 @dataclass
@@ -185,12 +197,13 @@ class CorpusMiner:
 
 
 def load_corpus(corpus_dir: str | Path) -> list[LabelledCommit]:
-    """Every row of every `<owner+name>.jsonl` under `corpus_dir` (refused if one is a benchmark repo)."""
+    """Every row of every `<owner+name>.jsonl` under `corpus_dir` (refused if one is a benchmark repo), its labels
+    read under today's rules (`labelled`): a row mined before a language's test rule grew keeps its source files."""
     rows: list[LabelledCommit] = []
     for file in sorted(Path(corpus_dir).glob("*.jsonl")):
         check_corpus([file.stem])
         with file.open() as fh:
-            rows.extend(LabelledCommit(**json.loads(line)) for line in fh if line.strip())
+            rows.extend(row for line in fh if line.strip() and (row := labelled(LabelledCommit(**json.loads(line)))))
     if not rows:
         raise CorpusError(f"no corpus under {corpus_dir}: run `semantica mine-pairs --labels {corpus_dir}` first")
     return rows

@@ -3,18 +3,21 @@
 The context a search returns, the knowledge entries put before it and a repository map are cut to a budget
 the caller names in tokens; MCP then counts its whole answer against `budget_tokens`. Counting both with
 the same tokenizer (the configured bi-encoder's `tokenizer.json`, all-MiniLM-L6-v2's WordPiece by default,
-with its padding and truncation off: the file pads and cuts every text to 128) keeps one unit: a
-whitespace-word count first packed 95% of the budget in words, so get_context's blocks said `tokens: 135`
-for 294 real ones and a small budget's cursor ended long before the blocks a large one returns.
+with its padding and truncation off: the file pads and cuts every text to 128) keeps one unit. A configured
+checkpoint that cannot be read degrades the vector stage, not every answer: the budgets then count with the
+shipped all-MiniLM-L6-v2 tokenizer.
 """
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 
 from tokenizers import Tokenizer
 
 from semantica.runtime.encoder import resolve_model_path
+
+log = logging.getLogger(__name__)
 
 TOKENIZER_FILE = "tokenizer.json"
 
@@ -36,8 +39,15 @@ class TokenCounter:
 
 @lru_cache(maxsize=4)
 def _tokenizer(model_path: str) -> tuple[Tokenizer, str]:
-    path = resolve_model_path(model_path)
-    tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
+    try:
+        path = resolve_model_path(model_path)
+        tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
+    except Exception as exc:  # noqa: BLE001 - not a checkpoint (EncoderLoadError), or tokenizers' bare Exception
+        if not model_path:
+            raise
+        log.warning("budgets count with the shipped tokenizer: %s", exc)
+        path = resolve_model_path("")
+        tokenizer = Tokenizer.from_file(str(path / TOKENIZER_FILE))
     tokenizer.no_padding()  # the encoder's file pads to its 128-token window: every text would count 128
     tokenizer.no_truncation()
     return tokenizer, path.name
