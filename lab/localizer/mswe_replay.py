@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dense", action="store_true",
                         help="also each model directory with the dense function channel after it (`<models>+dense`), "
                              "as the stage runs it: its function head and files re-ranked by the channel's cosine")
+    parser.add_argument("--top", type=int, default=0,
+                        help="also keep each instance's first N files and its gold files' ranks per row")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     instances = [i for i in load_instances(args.instances) if not args.repo_filter or i.repo in args.repo_filter]
@@ -101,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
                                   FUNCTION_METRICS)["overall"] | {
                 "instances": sum(1 for i in ids if i in preds)}
         report["rows"][name] = row
+        if args.top:
+            report.setdefault("ranked", {})[name] = {
+                i: {"gold": {f: (p.files.index(f) + 1 if f in p.files else None) for f in gold[i].files},
+                    "top": p.files[:args.top]} for i, p in preds.items()}
         print(f"{name} (file {'/'.join(FILE_METRICS)}): " + "  ".join(
             f"{g} " + "/".join(f"{100 * row[g]['file'][m]:.1f}" for m in FILE_METRICS)
             for g in [*sorted(groups), "all"]) + f"  ({row['seconds']} s)", flush=True)

@@ -11,18 +11,16 @@ that changed.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from semantica.languages.spans import strip_suffix
 from semantica.stores.function_keys import function_key
 from semantica.stores.localizer.blobcache import BlobCache, ParsedBlob, blob_key
 from semantica.stores.localizer.bm25 import Bm25Field, TermCounts, Vocabulary, term_counts
+from semantica.stores.localizer.path_words import path_text
 
-PATH_WORDS = re.compile(r"[/._\-]+")
 BM25_K1, BM25_B = 1.2, 0.75  # Lucene's defaults (its BM25Similarity)
 
 
@@ -74,7 +72,7 @@ class LocalizerTableBuilder:
         self.vocab = Vocabulary()
         self.cache = cache
         self._parsed: dict[str, _Parsed] = {}
-        self._paths: dict[str, TermCounts] = {}
+        self._paths: dict[tuple[str, str], TermCounts] = {}  # (path, blob key): a compound splits by its definitions
         self.parsed_here = 0  # files parsed by this builder (neither in memory nor in the cache)
 
     def _to_vocab(self, blob: ParsedBlob) -> _Parsed:
@@ -100,10 +98,11 @@ class LocalizerTableBuilder:
             self.cache.put_many(fresh)
         return digests
 
-    def _path_counts(self, path: str) -> TermCounts:
-        if path not in self._paths:
-            self._paths[path] = term_counts(self.vocab, PATH_WORDS.sub(" ", strip_suffix(path)))
-        return self._paths[path]
+    def _path_counts(self, path: str, digest: str, parsed: _Parsed) -> TermCounts:
+        key = (path, digest)
+        if key not in self._paths:
+            self._paths[key] = term_counts(self.vocab, path_text(path, (q for q, _, _ in parsed.spans)))
+        return self._paths[key]
 
     def build(self, texts: dict[str, str]) -> LocalizerTable:
         files: list[FileDoc] = []
@@ -115,7 +114,7 @@ class LocalizerTableBuilder:
             defined = {part.lower() for q, _, _ in parsed.spans for part in q.split(".")}
             files.append(FileDoc(path, parsed.lines, functions, frozenset(defined)))
             content.append(parsed.content)
-            paths.append(self._path_counts(path))
+            paths.append(self._path_counts(path, digests[path], parsed))
             bodies.extend(parsed.bodies)
             names.extend(parsed.names)
         n = len(self.vocab.ids)
