@@ -58,11 +58,6 @@ class Hit:
     scores: dict[str, float] = field(default_factory=dict)
     chunk: Chunk | None = None
 
-    @property
-    def best_rank(self) -> int:
-        """Lowest (best) rank over the strategies that returned this hit; ABSENT_RANK if none."""
-        return min(self.ranks.values()) if self.ranks else ABSENT_RANK
-
     def feature_dict(self) -> dict[str, float]:
         """Features by name (for logging)."""
         return dict(zip(FEATURE_NAMES, self.features))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -18,14 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jobs.bench.stats import PERCENTILE_99, percentile
+from jobs.bench.stats import PERCENTILE_99, RESULTS_DIR, machine, percentile
 from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
 from semantica.config import Config, load_config
 from serving.pipeline import SearchPipeline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RESULTS_DIR = REPO_ROOT / "bench" / "results"
 MIRRORS = Path(os.environ.get("SEMANTICA_MIRRORS", ".semantica/mirrors"))  # bare clones; absent ones are skipped
 SYMPY_COMMIT = "d3b4158dea271485e3daa11bf82e69b8dab348ce"  # a SWE-bench Lite dev base commit
 SYMPY_CLONE = MIRRORS / "sympy+sympy" / "repo"
@@ -112,11 +110,6 @@ def sympy_queries(limit: int) -> list[str]:
         return []
     rows = [json.loads(line) for line in BENCH_INSTANCES.read_text().splitlines() if line.strip()]
     return [r["problem_statement"] for r in rows if r["repo"] == "sympy/sympy"][:limit]
-
-
-def machine() -> dict[str, Any]:
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-            "load_avg_at_start": os.getloadavg()}
 
 
 REQUESTS_CLONE = MIRRORS / "psf+requests" / "repo"

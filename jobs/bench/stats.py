@@ -4,6 +4,8 @@ they write their results."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -11,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 PERCENTILE_99 = 0.99
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "bench" / "results"
+
+
+def machine() -> dict[str, Any]:
+    """Where a bench ran and how loaded the machine was when it started (the numbers are read beside it)."""
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+            "load_avg_at_start": os.getloadavg()}
 
 
 def percentile(values: Sequence[float], q: float) -> float:

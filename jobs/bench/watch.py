@@ -22,8 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from jobs.bench.__main__ import RESULTS_DIR, machine
-from jobs.bench.stats import percentile, write_result
+from jobs.bench.stats import RESULTS_DIR, machine, percentile, write_result
 from jobs.eval.instances import find_clone, mirrors_dir
 from pipelines.sync import SyncResult
 from pipelines.watch import RepoWatcher

@@ -117,8 +117,7 @@ def run_ablation_command(args: argparse.Namespace) -> int:
             from jobs.localizer.replay import LearnedReplay
             from semantica.config import load_config
 
-            probe = LearnedReplay(load_config(args.config, [*args.set, "localizer.learned_files=false",
-                                                            "localizer.learned_functions=false"]))
+            probe = LearnedReplay(load_config(args.config, [*args.set, "localizer.learned_files=false"]))
             kept = [i for i in instances if probe.cached(i)]
             print(f"--only-cached: {len(kept)} of {len(instances)} instances have computed candidates")
             instances = kept

@@ -43,25 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_training(swe)
     swe.set_defaults(handler=run_mine_swebench)
 
-    history = sources.add_parser(
-        "history", help="the history signal per SWE-bench instance (votes and priors, for the history studies)",
-        description="Write OUT/<instance>.parquet: the past commits (first-parent ancestors of the base commit "
-                    "only) whose messages best match the issue, with the files and functions they changed, and "
-                    "OUT/<instance>.priors.parquet (fix-frequency priors). Read from git objects through the "
-                    "history cache; no code index. A re-run skips instances already written.")
-    source = history.add_mutually_exclusive_group(required=True)
-    source.add_argument("--instances", metavar="FILE", help="instances JSONL")
-    source.add_argument("--corpus", metavar="DIR", help="labelled-commit corpus (*.jsonl: repo, sha, parent, query, "
-                                                       "files, functions); each commit is answered at its parent")
-    history.add_argument("--per-repo", type=int, default=40, metavar="N", help="with --corpus: commits per repository")
-    history.add_argument("--repos-dir", required=True, metavar="DIR", help="directory of bare clones")
-    history.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    history.add_argument("--keep", type=int, default=100, metavar="N", help="similar commits kept per instance")
-    history.add_argument("--repo-filter", action="extend", nargs="+", default=[], metavar="OWNER/NAME",
-                         help="only instances of these repositories")
-    add_common(history)
-    history.set_defaults(handler=run_mine_history)
-
     golden = sources.add_parser("golden", help="a golden set over an indexed repository",
                                 description="Mine a golden query set (format: jobs/eval/golden.py) over an indexed "
                                             "repository.",
@@ -109,26 +90,6 @@ def run_mine_swebench(args: argparse.Namespace) -> int:
     if result.failed:
         print(f"failed instances: {', '.join(result.failed)} (see {result.paths.timings})", file=sys.stderr)
         return 1
-    return 0
-
-
-def run_mine_history(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from jobs.commands.eval import _load_instances
-    from jobs.eval.history_lists import HistoryListMiner
-
-    config = config_from_args(args)
-    if args.corpus:
-        from jobs.eval.history_corpus import corpus_instances
-
-        instances = [i for i in corpus_instances(args.corpus, args.per_repo)
-                     if not args.repo_filter or i.repo in args.repo_filter]
-    else:
-        instances = _load_instances(args.instances, args.repo_filter)
-    cache = config.history.cache_file or str(Path(config.paths.cache_dir) / "history.sqlite")
-    written = HistoryListMiner(config.history, cache, args.repos_dir, args.out, keep=args.keep).mine(instances)
-    print(f"{written} instances written under {args.out} ({len(instances) - written} already there)")
     return 0
 
 

@@ -1,6 +1,6 @@
-"""The localizer's ablation on a replayed split: fixed fusion, + candidates-first, + learned files, + learned
-functions (each blended into today's ranking), and the localizer alone, in one process (candidates are
-computed once per instance and shared by every row)."""
+"""The localizer's ablation on a replayed split: fixed fusion, + candidates-first, + learned files (each blended
+into today's ranking), and the localizer alone, in one process (candidates are computed once per instance and
+shared by every row)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,9 @@ FILE_METRICS = ("Acc@1", "Acc@5", "Acc@10", "Recall@50", "MRR")
 FUNCTION_METRICS = ("Acc@5", "Acc@10", "Recall@10", "Recall@50", "MRR")
 ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fixed fusion (today)", ("localizer.enabled=false",)),  # the localizer is on by default: today is without it
-    ("+ candidates-first", ("localizer.enabled=true", "localizer.learned_files=false",
-                            "localizer.learned_functions=false")),
-    ("+ learned files", ("localizer.enabled=true", "localizer.learned_files=true", "localizer.learned_functions=false")),
-    ("+ learned functions", ("localizer.enabled=true", "localizer.learned_files=true",
-                             "localizer.learned_functions=true")),
-    ("localizer alone", ("localizer.enabled=true", "localizer.learned_files=true", "localizer.learned_functions=true",
-                         "localizer.today_weight=0")),
+    ("+ candidates-first", ("localizer.enabled=true", "localizer.learned_files=false")),
+    ("+ learned files", ("localizer.enabled=true", "localizer.learned_files=true")),
+    ("localizer alone", ("localizer.enabled=true", "localizer.learned_files=true", "localizer.today_weight=0")),
 )
 
 
@@ -32,7 +28,7 @@ ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
 def history_rows(model_dir: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Rows with the history votes and priors of each instance's base commit (`localizer.history_features`):
     the vote list in the cheap fusion, and a file model trained with history features (`model_dir`)."""
-    with_history = ("localizer.enabled=true", "localizer.history_features=true", "localizer.learned_functions=false")
+    with_history = ("localizer.enabled=true", "localizer.history_features=true")
     return (("+ candidates-first, history", (*with_history, "localizer.learned_files=false")),
             ("+ learned files, history", (*with_history, "localizer.learned_files=true",
                                           f"localizer.model_dir={model_dir}")))

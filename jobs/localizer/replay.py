@@ -65,9 +65,8 @@ class LearnedReplay:
     def __init__(self, config: Config, repos_dir: Path | None = None) -> None:
         self.config = config.localizer
         self.repos_dir = repos_dir  # the replay's bare clones; None: $SEMANTICA_MIRRORS
-        need_models = self.config.learned_files or self.config.learned_functions
         try:
-            models = LocalizerModels(self.config.model_dir) if need_models else None
+            models = LocalizerModels(self.config.model_dir) if self.config.learned_files else None
         except LocalizerModelError as exc:
             raise MineError(str(exc)) from None
         self.localizer = LearnedLocalizer(self.config, models)
@@ -170,7 +169,7 @@ class LearnedReplay:
     def rank(self, inst: Instance) -> Ranked:
         cands = self.candidates(inst)
         start = time.perf_counter()
-        ranked = self.localizer.rank_candidates(cands, self.config.learned_files, self.config.learned_functions)
+        ranked = self.localizer.rank_candidates(cands, self.config.learned_files)
         if self.localizer.models is not None:
             self.model_seconds.append(time.perf_counter() - start)
         return ranked

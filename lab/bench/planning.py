@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jobs.bench.__main__ import RESULTS_DIR
-from jobs.bench.stats import PERCENTILE_99, percentile
+from jobs.bench.stats import PERCENTILE_99, RESULTS_DIR, percentile
 from jobs.eval.golden import GOLDEN_K, load_golden_set, score_hits
 from jobs.eval.instances import load_instances
 from jobs.eval.replay import LocalizationReplay

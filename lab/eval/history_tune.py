@@ -1,4 +1,4 @@
-"""Choosing the history vote parameters by leave-one-repository-out over stored similar commits (`mine history`).
+"""Choosing the history vote parameters by leave-one-repository-out over stored similar commits (`python -m lab.eval.history_lists`).
 
 The votes are a pure function of the stored commits (`semantica.stores.history.index.vote`), so a grid over
 `top_commits`, `similarity_power`, `half_life_days` and `share_exponent` costs no git and no index. For each
@@ -13,9 +13,9 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from jobs.eval.history_lists import MinedHistory
 from jobs.eval.instances import Instance
 from jobs.eval.metrics import Prediction, evaluate
+from lab.eval.history_lists import MinedHistory
 from semantica.config import HistoryConfig
 
 GRID: dict[str, Sequence[Any]] = {

@@ -38,7 +38,7 @@ def answerer(config: Config, learned: bool) -> Callable[[LocalizerTable, str], o
         generator = CandidateGenerator(candidate_config(config.localizer))
         return lambda snapshot, query: generator.build(snapshot, query, features=False)
     localizer = LearnedLocalizer(config.localizer, LocalizerModels(config.localizer.model_dir))
-    return lambda snapshot, query: localizer.rank(snapshot, query, None, learned_files=True, learned_functions=False)
+    return lambda snapshot, query: localizer.rank(snapshot, query, None, learned_files=True)
 
 
 def main(argv: list[str]) -> int:

@@ -38,7 +38,7 @@ FUNCTION_METRICS = ("Acc@5", "Acc@10", "MRR")
 def replay_config(models: str, cache_dir: str, languages: set[str], extra: list[str] = ()):  # noqa: ANN201 - Config
     overrides = [f"paths.cache_dir={cache_dir}", *extra]
     if models == FUSION:
-        overrides += ["localizer.learned_files=false", "localizer.learned_functions=false"]
+        overrides.append("localizer.learned_files=false")
     else:
         overrides.append(f"localizer.model_dir={models}")
     return apply_eval_defaults(load_config(None, overrides), set(), languages)

@@ -9,8 +9,8 @@ written, once without. Then, in this one process:
 - first query: the localizer stage's time on the first query of a freshly opened snapshot, for the index
   without a stored snapshot (blob cache cold, then warm) and with one;
 - steady state: every instance's problem statement of REPO, `rounds` times, alternating the pipeline with
-  the `--off` overrides (default: the localizer off) and the `--on` ones (default: candidates-first + learned
-  functions), the query cache off; p50/p99 of each and their ratio.
+  the `--off` overrides (default: the localizer off) and the `--on` ones (default: the localizer's defaults),
+  the query cache off; p50/p99 of each and their ratio.
 `--include` restricts what is indexed (`discover.include_globs`): embedding a whole repository on 2 shared
 cores takes longer than the rest of the benchmark.
 """
@@ -32,7 +32,7 @@ from semantica.api import SearchRequest
 from semantica.config import Config, load_config
 from serving.pipeline import SearchPipeline
 
-ON = ("localizer.enabled=true", "localizer.learned_files=false", "localizer.learned_functions=true")
+ON = ("localizer.enabled=true",)
 OFF = ("localizer.enabled=false",)
 ROUNDS = 3
 STAGE = "localizer"

@@ -32,7 +32,6 @@ class LocalizerConfig:
     max_file_bytes: int = 1000000
     blob_cache_file: str = ""  # per-file parses by blob sha: '' = <paths.cache_dir>/localizer-blobs.sqlite, 'off'
     learned_files: bool = True  # false: the cheap lists' fixed fusion ranks the candidates (candidates-first)
-    learned_functions: bool = False
     today_weight: float = 1.0  # blend with today's fixed-fusion ranking: weight / (blend_rrf_k + rank) each
     learned_weight: float = 1.0
     blend_rrf_k: float = 60.0

@@ -26,7 +26,7 @@ from semantica.stores.localizer.features import (
     CandidateSet,
     HistorySignals,
 )
-from semantica.stores.localizer.models import FILE_MODEL, FUNCTION_MODEL, META, candidate_config, model_root
+from semantica.stores.localizer.models import FILE_MODEL, META, candidate_config, model_root
 from semantica.stores.localizer.table import LocalizerTable, LocalizerTableBuilder
 from serving.core.intent import identifier_only
 from serving.localizer.dense import DenseFunctionChannel
@@ -45,14 +45,15 @@ class Ranked:
 
 
 class LocalizerModels:
-    """The two LightGBM rankers of a model directory (files.txt, functions.txt, meta.json)."""
+    """The file ranker of a model directory (files.txt, meta.json). A directory's functions.txt (what
+    `train-localizer` also fits and reports) is not read: functions keep the candidates' fixed fusion."""
 
     def __init__(self, model_dir: str | Path) -> None:
         root = model_root(model_dir)
         meta_file = root / META
         if not meta_file.is_file():
-            raise LocalizerModelError(f"no localizer model in {root} (expected {META}, {FILE_MODEL}, "
-                                      f"{FUNCTION_MODEL}): run `semantica train-localizer --out {root}`")
+            raise LocalizerModelError(f"no localizer model in {root} (expected {META}, {FILE_MODEL}): "
+                                      f"run `semantica train-localizer --out {root}`")
         meta = json.loads(meta_file.read_text())
         if meta.get("schema_version") != SCHEMA_VERSION:
             raise LocalizerModelError(f"{root} was trained on feature schema {meta.get('schema_version')}, "
@@ -64,7 +65,6 @@ class LocalizerModels:
         import lightgbm as lgb  # only when a model loads: lightgbm imports pandas, which the cold query path avoids
 
         self.files = lgb.Booster(model_file=str(root / FILE_MODEL)) if (root / FILE_MODEL).is_file() else None
-        self.functions = lgb.Booster(model_file=str(root / FUNCTION_MODEL)) if (root / FUNCTION_MODEL).is_file() else None
 
 
 def _order(keys: list[str], scores: np.ndarray) -> list[tuple[str, float]]:
@@ -80,12 +80,12 @@ class LearnedLocalizer:
         self.models = models
 
     def rank(self, snapshot: LocalizerTable, query: str, history: HistorySignals | None = None,
-             learned_files: bool = True, learned_functions: bool = True) -> Ranked:
-        """Feature rows are built only when a model will read them (candidates-first reads the fusion only)."""
-        features = self.reads_features(learned_files, learned_functions)
-        cands = self.generator.build(snapshot, query, history, features=features,
-                                     file_scorer=self.file_scorer(learned_files))
-        return self.rank_candidates(cands, learned_files, learned_functions)
+             learned_files: bool = True) -> Ranked:
+        """File feature rows are built only when the file ranker will read them (candidates-first reads the fusion
+        only); function rows never (no model ranks the functions at query time)."""
+        cands = self.generator.build(snapshot, query, history, features=self.reads_features(learned_files),
+                                     file_scorer=self.file_scorer(learned_files), function_features=False)
+        return self.rank_candidates(cands, learned_files)
 
     def file_scorer(self, learned_files: bool) -> Callable[[np.ndarray], np.ndarray] | None:
         """The file ranker's scoring (feature rows -> scores) where it runs and the functions follow its order
@@ -96,23 +96,17 @@ class LearnedLocalizer:
             return None
         return lambda rows: models.files.predict(rows, num_threads=1)
 
-    def reads_features(self, learned_files: bool, learned_functions: bool) -> bool:
-        """Whether `rank_candidates` will predict with a model (and so read the feature rows)."""
-        models = self.models
-        return bool(models) and (learned_files and models.files is not None
-                                 or learned_functions and models.functions is not None)
+    def reads_features(self, learned_files: bool) -> bool:
+        """Whether `rank_candidates` will predict with the file ranker (and so read the file feature rows)."""
+        return learned_files and self.models is not None and self.models.files is not None
 
-    def rank_candidates(self, cands: CandidateSet, learned_files: bool = True, learned_functions: bool = True) -> Ranked:
+    def rank_candidates(self, cands: CandidateSet, learned_files: bool = True) -> Ranked:
         file_scores = cands.file_fusion
         if learned_files and cands.file_scores is not None:  # the scorer ran while the functions were drawn
             file_scores = cands.file_scores
         elif learned_files and self.models and self.models.files is not None and len(cands.files):
             file_scores = self.models.files.predict(cands.file_features, num_threads=1)
-        function_scores = cands.function_fusion
-        if learned_functions and self.models and self.models.functions is not None and len(cands.functions):
-            function_scores = self.models.functions.predict(cands.function_features, num_threads=1)
-        return Ranked(_order(cands.files, np.asarray(file_scores)), _order(cands.functions, np.asarray(function_scores)),
-                      cands)
+        return Ranked(_order(cands.files, np.asarray(file_scores)), _order(cands.functions, cands.function_fusion), cands)
 
 
 def reads_history(config: LocalizerConfig) -> bool:
@@ -177,7 +171,7 @@ class LearnedStage:
         with self._models_lock:
             if self._localizer is None:
                 c = self.config
-                models = LocalizerModels(c.model_dir) if c.learned_files or c.learned_functions else None
+                models = LocalizerModels(c.model_dir) if c.learned_files else None
                 self._localizer = LearnedLocalizer(c, models)
             return self._localizer
 
@@ -187,13 +181,13 @@ class LearnedStage:
             self.dense.warm_up()
             if hasattr(served, "index"):
                 served.index(VECTORS_KIND)  # the stored function vectors, opened once per snapshot
-        if self.runs_learned_files(served) or self.config.learned_functions:
+        if self.runs_learned_files(served):
             self.localizer_for(served)
 
     def localizer_for(self, served: Any, learned_files: bool | None = None) -> LearnedLocalizer:
-        """The shared models' localizer; a query that runs no model (`learned_files` false for it,
-        `learned_functions` off) gets the candidates-only localizer."""
-        if learned_files is False and not self.config.learned_functions:
+        """The shared models' localizer; a query that runs no model (`learned_files` false for it) gets the
+        candidates-only localizer."""
+        if learned_files is False:
             return self._candidates_only
         return self.localizer()
 
@@ -271,7 +265,7 @@ class LearnedStage:
         learned_files = self.runs_learned_files(served[0])
         query_vector = self.dense.encode_query(query) if self.dense is not None else None
         ranked = self.localizer_for(served[0], learned_files).rank(
-            self.snapshot(served[0]), query, self.history(served[0], query), learned_files, c.learned_functions)
+            self.snapshot(served[0]), query, self.history(served[0], query), learned_files)
         file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],
                            file_today_weight(c, learned_files), c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],

@@ -51,9 +51,6 @@ LATE_STAGE = "late_interaction"
 LATE_CACHE_DIR = "late_tokens"
 """Under `paths.cache_dir`: encoded document token vectors, one folder per model and truncation length."""
 
-PRECOMPUTE_GROUP = 256
-"""`precompute` encodes and stores this many chunks at a time (bounds memory)."""
-
 _SAFE_KEY = re.compile(r"[0-9A-Za-z_-]{1,128}")
 """One name, dotted or not (`raw_decode`, `JSONDecoder.raw_decode`): what `skip_identifier_queries` skips."""
 _DTYPES = {"float16": np.float16, "float32": np.float32}
@@ -262,21 +259,6 @@ class LateInteractionReranker:
                 self.cache.put(sha, tokens)
                 found[sha] = np.asarray(tokens, dtype=np.float32)
         return found
-
-    def precompute(self, chunks: Iterable[Chunk]) -> int:
-        """Fill the cache for chunks not in it yet (batched); returns how many were encoded."""
-        pending: dict[str, Chunk] = {}
-        encoded = 0
-        for chunk in chunks:
-            if chunk.content_sha in pending or chunk.content_sha in self.cache:
-                continue
-            pending[chunk.content_sha] = chunk
-            if len(pending) >= PRECOMPUTE_GROUP:
-                encoded += len(self.document_tokens(pending.values()))
-                pending = {}
-        if pending:
-            encoded += len(self.document_tokens(pending.values()))
-        return encoded
 
     # -- the work -------------------------------------------------------------------------------
 

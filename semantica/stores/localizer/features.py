@@ -182,8 +182,10 @@ class CandidateGenerator:
         return out, body_scores
 
     def build(self, snapshot: LocalizerTable, query_text: str, history: HistorySignals | None = None,
-              features: bool = True, file_scorer: Callable[[np.ndarray], np.ndarray] | None = None) -> CandidateSet:
-        """`features=False` (no model will read them) leaves both feature matrices without columns; the
+              features: bool = True, file_scorer: Callable[[np.ndarray], np.ndarray] | None = None,
+              function_features: bool = True) -> CandidateSet:
+        """`features=False` (no model will read them) leaves both feature matrices without columns, and
+        `function_features=False` the function matrix (only the corpus miner's training rows read it); the
         candidates and their fixed-fusion scores are the same either way. `file_scorer` (the learned file ranker:
         feature rows -> scores) orders the files whose functions are candidates and gives the functions' file term
         when `function_file_order` is "learned" and the rows are built; its scores are kept in `file_scores`."""
@@ -301,7 +303,8 @@ class CandidateGenerator:
         f_order = [k for k in sorted(f_fusion, key=lambda k: (-f_fusion[k], k)) if k in snapshot.function_index]
         functions = f_order[: c.max_function_candidates]
         f_rows: list[list[float]] = []
-        if features:
+        function_rows = features and function_features
+        if function_rows:
             for n, key in enumerate(functions, 1):
                 fn = snapshot.functions[snapshot.function_index[key]]
                 doc = snapshot.files[snapshot.file_index[fn.path]]
@@ -327,6 +330,6 @@ class CandidateGenerator:
                 f_rows.append(row)
         return CandidateSet(
             files, file_matrix, np.array([fusion[p] for p in files], dtype=np.float32),
-            functions, np.array(f_rows, dtype=np.float32).reshape(len(functions), len(FUNCTION_FEATURES) if features else 0),
+            functions, np.array(f_rows, dtype=np.float32).reshape(len(functions), len(FUNCTION_FEATURES) if function_rows else 0),
             np.array([f_fusion[k] for k in functions], dtype=np.float32), pool, file_scores,
             body_scores[[snapshot.function_index[k] for k in functions]].astype(np.float32))

@@ -46,8 +46,8 @@ def test_discovery_runs_once_per_base_commit_and_bounds_the_candidates(clones, t
     repos_dir, first, second = clones
     monkeypatch.setattr(replay, "RepoSource", CountingSource)
     monkeypatch.setattr(CountingSource, "calls", {})
-    config = load_config(None, [f"paths.cache_dir={tmp_path / 'cache'}", "localizer.learned_files=false",
-                                "localizer.learned_functions=false"], environ={})
+    config = load_config(None, [f"paths.cache_dir={tmp_path / 'cache'}", "localizer.learned_files=false"],
+                         environ={})
     instances = [Instance("shop-1", REPO, first, "the cart total ignores the coupon"),
                  Instance("shop-2", REPO, first, "apply_coupon subtracts the discount twice"),
                  Instance("shop-3", REPO, second, "shipping cost is wrong for heavy carts"),

@@ -35,6 +35,12 @@ def test_bad_values_give_clear_errors(override, message):
         load_config(DEFAULT_CONFIG_FILE, [override], environ={})
 
 
+def test_the_learned_function_ranker_is_no_setting():
+    """The function ranker was measured and left off (lab/README.md): functions keep the fixed fusion."""
+    with pytest.raises(ConfigError, match=r"localizer: unknown key\(s\) \['learned_functions'\]"):
+        load_config(DEFAULT_CONFIG_FILE, ["localizer.learned_functions=true"], environ={})
+
+
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "absent.yaml", environ={})

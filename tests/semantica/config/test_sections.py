@@ -33,7 +33,7 @@ SECTIONS = {
     "query": 9,
     "graph_ops": 5,
     "exact": 12,
-    "localizer": 37,
+    "localizer": 36,
     "serve": 5,
     "auth": 5,
     "limits": 4,
@@ -55,7 +55,7 @@ SECTIONS = {
     "planning.decompose": 3,
     "history": 17,
 }
-FIELD_BUDGET = 287  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 286  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

@@ -72,8 +72,12 @@ def test_features_are_built_only_for_a_model_that_reads_them(snapshot, tmp_path)
     if not (root / "meta.json").is_file():
         pytest.skip("SKIPPED LOUDLY: no shipped localizer model in models/localizer")
     localizer = LearnedLocalizer(LocalizerConfig(), LocalizerModels(root))
-    assert localizer.rank(snapshot, "apply_discount is wrong").candidates.file_features.shape[1] == len(FILE_FEATURES)
-    unread = localizer.rank(snapshot, "apply_discount is wrong", learned_files=False, learned_functions=False)
+    ranked = localizer.rank(snapshot, "apply_discount is wrong")
+    assert ranked.candidates.file_features.shape[1] == len(FILE_FEATURES)
+    assert ranked.candidates.function_features.shape[1] == 0  # no model ranks the functions at query time
+    assert ranked.functions == sorted(zip(ranked.candidates.functions, map(float, ranked.candidates.function_fusion)),
+                                      key=lambda kv: -kv[1])  # the functions keep the candidates' fixed fusion
+    unread = localizer.rank(snapshot, "apply_discount is wrong", learned_files=False)
     assert unread.candidates.function_features.shape[1] == 0
 
 

@@ -44,7 +44,7 @@ MINILM = str(resolve_model_path(""))
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("dense")
     repo = one_commit_repo(root / "repo", FILES)
-    config = make_config(root, "localizer.learned_files=false", "localizer.learned_functions=false",
+    config = make_config(root, "localizer.learned_files=false",
                          "token_vectors.enabled=false", "localizer.dense_model=", private_cache=True)
     Indexer(config, progress=False).index(str(repo), REPO)
     return config, Snapshot.open(IndexLayout(config.paths.index_root).current(REPO), config)
@@ -119,7 +119,7 @@ def test_off_it_stores_nothing_and_on_by_default_it_runs_the_shipped_encoder(ser
 
 def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_path):
     repo = one_commit_repo(tmp_path / "repo", FILES)
-    config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
+    config = make_config(tmp_path, "localizer.learned_files=false",
                          "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=4",
                          "localizer.dense_file_head=4", private_cache=True)
     indexer = Indexer(config, progress=False)
@@ -151,7 +151,7 @@ def test_vectors_stored_at_index_time_spare_the_query_and_the_next_build(tmp_pat
 def test_without_test_code_the_index_and_the_query_leave_test_functions_to_their_ranking_term(tmp_path):
     with_tests = {**FILES, "tests/test_rates.py": "def test_parcel_rate():\n    assert parcel_rate(1, 1) > 0\n"}
     repo = one_commit_repo(tmp_path / "repo", with_tests)
-    config = make_config(tmp_path, "localizer.learned_files=false", "localizer.learned_functions=false",
+    config = make_config(tmp_path, "localizer.learned_files=false",
                          "token_vectors.enabled=false", f"localizer.dense_model={MINILM}", "localizer.dense_depth=8",
                          "localizer.dense_file_head=4", private_cache=True)
     Indexer(config, progress=False).index(str(repo), REPO)

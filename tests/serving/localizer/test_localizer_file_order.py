@@ -83,12 +83,12 @@ def test_the_shipped_file_model_orders_the_functions_and_ranks_the_files_once(sn
         pytest.skip("SKIPPED LOUDLY: no shipped history localizer model in models/localizer-history")
     models = LocalizerModels(root)
     config = LocalizerConfig(top_files=1, function_file_order="learned")
-    ranked = LearnedLocalizer(config, models).rank(snapshot, QUERY, learned_files=True, learned_functions=False)
+    ranked = LearnedLocalizer(config, models).rank(snapshot, QUERY, learned_files=True)
     cands = ranked.candidates
     predicted = models.files.predict(cands.file_features, num_threads=1)
     assert np.allclose(cands.file_scores, predicted)
     assert [k for k, _ in ranked.files] == [cands.files[i] for i in np.argsort(-predicted, kind="stable")]
     top = ranked.files[0][0]
     assert {fn.key for fn in snapshot.files[snapshot.file_index[top]].functions} <= set(cands.functions)
-    fallback = LearnedLocalizer(config, models).rank(snapshot, QUERY, learned_files=False, learned_functions=False)
+    fallback = LearnedLocalizer(config, models).rank(snapshot, QUERY, learned_files=False)
     assert fallback.candidates.file_scores is None  # candidates-first: the fusion's file order draws the functions

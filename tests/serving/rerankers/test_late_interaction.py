@@ -143,9 +143,10 @@ def test_cache_hit_avoids_reencoding(encoder: Encoder, tmp_path: Path) -> None:
     counting = CountingEncoder(encoder)
     cfg = LateInteractionConfig()
     reranker = LateInteractionReranker(cfg, counting, TokenEmbeddingCache(tmp_path, 100))
-    assert reranker.precompute(CHUNKS + CHUNKS) == len(CHUNKS)  # duplicates encoded once
-    assert len(counting.token_texts) == len(CHUNKS)
-    assert reranker.precompute(CHUNKS) == 0
+    assert len(reranker.document_tokens(CHUNKS + CHUNKS)) == len(CHUNKS)
+    assert len(counting.token_texts) == len(CHUNKS)  # duplicates encoded once
+    reranker.document_tokens(CHUNKS)
+    assert len(counting.token_texts) == len(CHUNKS)  # the second call is served from the cache
     counting.token_texts.clear()
     chunks = {c.chunk_id: c for c in CHUNKS}
     first = reranker.rerank("resize a picture", _hits(CHUNKS), chunks)

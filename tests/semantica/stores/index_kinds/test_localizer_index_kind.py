@@ -36,7 +36,7 @@ QUERY = "reversing an entry gives the wrong memo for the account balance"
 
 def _config(root, enabled: bool):
     return make_config(root, f"localizer.enabled={str(enabled).lower()}", "localizer.learned_files=false",
-                       "localizer.learned_functions=false", private_cache=True)
+                       private_cache=True)
 
 
 def _current(config) -> Snapshot:
@@ -60,8 +60,8 @@ def test_stored_snapshot_ranks_as_the_one_built_from_the_served_files(repo, tmp_
     texts = {p: "\n".join(served.file_lines(p)) for p in served.chunks_by_path if p.endswith(".py")}
     rebuilt = LearnedStage(config.localizer)._builder.build(texts)
     localizer = LearnedLocalizer(config.localizer, None)
-    from_index = localizer.rank(stored, QUERY, learned_files=False, learned_functions=False)
-    from_files = localizer.rank(rebuilt, QUERY, learned_files=False, learned_functions=False)
+    from_index = localizer.rank(stored, QUERY, learned_files=False)
+    from_files = localizer.rank(rebuilt, QUERY, learned_files=False)
     assert [k for k, _ in from_index.files] == [k for k, _ in from_files.files]
     assert [k for k, _ in from_index.functions] == [k for k, _ in from_files.functions]
     assert np.allclose([s for _, s in from_index.functions], [s for _, s in from_files.functions])

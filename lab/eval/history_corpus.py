@@ -1,5 +1,5 @@
 """The labelled-commit corpus (bench/corpus/*.jsonl: repo, sha, parent, query, files, functions) as instances for
-`mine history`: each labelled commit is answered by the history of its PARENT, so the commit itself and
+`python -m lab.eval.history_lists --corpus`: each labelled commit is answered by the history of its PARENT, so the commit itself and
 everything after it are never seen. Sampling is deterministic (sha order) so a run is reproducible."""
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""`semantica mine history`: the history signal of each SWE-bench instance, for the history studies (lab/eval/history_tune.py).
+"""The history signal of each SWE-bench instance (or labelled corpus commit), for the history studies
+(lab/eval/history_tune.py):
+
+    python -m lab.eval.history_lists (--instances FILE | --corpus DIR [--per-repo N]) --repos-dir DIR --out DIR
+        [--keep N] [--repo-filter OWNER/NAME ...] [--config FILE] [--set section.field=value ...]
 
 For each instance the repository's bare clone is read at its base commit (first-parent ancestors only, through
 the sha cache of semantica/stores/history), a BM25 index over those commits' messages answers the issue text, and
@@ -11,17 +15,20 @@ replayed without git. A re-run skips written instances.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import polars as pl
 
-from jobs.eval.instances import Instance, find_repo
+from jobs.eval.instances import Instance, find_repo, load_instances
 from jobs.ltr.mine import part_name
+from lab.eval.history_corpus import corpus_instances
 from pipelines.history.reader import HistoryReader
-from semantica.config import HistoryConfig
+from semantica.config import HistoryConfig, load_config
 from semantica.stores.history import CommitRecord, HistorySearcher
 from semantica.stores.history.index import HistoryVotes, vote
 
@@ -97,8 +104,30 @@ class MinedHistory:
     def votes(self, config: HistoryConfig) -> HistoryVotes:
         return vote(self.similar, self.as_of, config)
 
-    def prior_ranking(self, kind: str) -> list[tuple[str, float]]:
-        """Keys of `kind` (file/function) by recency-weighted fix count, best first (never-fixed ones left out)."""
-        frame = self.priors.filter((pl.col("kind") == kind) & (pl.col("recent_fixes") > 0))
-        return [(k, s) for k, s in frame.sort(["recent_fixes", "key"], descending=[True, False])
-                .select("key", "recent_fixes").iter_rows()]
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--instances", metavar="FILE", help="instances JSONL")
+    source.add_argument("--corpus", metavar="DIR", help="labelled-commit corpus (*.jsonl: repo, sha, parent, query, "
+                                                       "files, functions); each commit is answered at its parent")
+    parser.add_argument("--per-repo", type=int, default=40, metavar="N", help="with --corpus: commits per repository")
+    parser.add_argument("--repos-dir", required=True, metavar="DIR", help="directory of bare clones")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    parser.add_argument("--keep", type=int, default=100, metavar="N", help="similar commits kept per instance")
+    parser.add_argument("--repo-filter", action="extend", nargs="+", default=[], metavar="OWNER/NAME",
+                        help="only instances of these repositories")
+    parser.add_argument("--config", metavar="FILE")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    args = parser.parse_args(argv)
+    config = load_config(args.config, args.set)
+    instances = corpus_instances(args.corpus, args.per_repo) if args.corpus else load_instances(args.instances)
+    instances = [i for i in instances if not args.repo_filter or i.repo in args.repo_filter]
+    cache = config.history.cache_file or str(Path(config.paths.cache_dir) / "history.sqlite")
+    written = HistoryListMiner(config.history, cache, args.repos_dir, args.out, keep=args.keep).mine(instances)
+    print(f"{written} instances written under {args.out} ({len(instances) - written} already there)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
