@@ -25,6 +25,7 @@ from jobs.localizer.gitread import TreeReader
 from jobs.localizer.history import CorpusHistory
 from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
+from pipelines.history.gitread import GitReadError
 from semantica.config import Config, DiscoverConfig
 from semantica.stores.localizer.blobcache import open_blob_cache
 from semantica.stores.localizer.dense import function_sources
@@ -160,11 +161,16 @@ class LearnedReplay:
 
         return text_of
 
-    def history_at(self, git_dir: Path, inst: Instance) -> HistorySignals:
-        """The instance's history votes and priors as of its base commit (never a later commit)."""
+    def history_at(self, git_dir: Path, inst: Instance) -> HistorySignals | None:
+        """The instance's history votes and priors as of its base commit (never a later commit); None where git
+        cannot read that history (a clone missing a blob), as the indexer then publishes the snapshot without it."""
         if self._history is None:
             self._history = CorpusHistory.for_localizer(self.history_config)
-        return self._history.at(git_dir, inst.base_commit).signals(inst.problem_statement)
+        try:
+            return self._history.at(git_dir, inst.base_commit).signals(inst.problem_statement)
+        except GitReadError as exc:
+            print(f"{inst.instance_id}: history skipped: {exc}", flush=True)
+            return None
 
     def rank(self, inst: Instance) -> Ranked:
         cands = self.candidates(inst)

@@ -59,3 +59,23 @@ def test_discovery_runs_once_per_base_commit_and_bounds_the_candidates(clones, t
     at_first = {"shop/cart.py", "shop/coupons.py"}  # build/ is vendored, scratch/ is in .semanticaignore
     assert "shop/cart.py" in files["shop-1"] and files["shop-1"] | files["shop-2"] <= at_first
     assert "shop/shipping.py" in files["shop-3"] and files["shop-3"] | files["shop-4"] <= at_first | {"shop/shipping.py"}
+
+
+def test_a_clone_missing_an_old_blob_is_replayed_without_history(tmp_path) -> None:
+    """A bare clone that lacks one old blob (a size-limited mirror) makes `git log -p` fail; the indexer then
+    publishes the snapshot without history, and the replay ranks the instance the same way instead of failing it."""
+    repo = tmp_path / "repos" / "acme+replay-gap"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    commit(repo, {"shop/cart.py": CART}, "cart", day=0)
+    commit(repo, {"shop/cart.py": CART + COUPON}, "fix the cart total with coupons", day=1)
+    base = commit(repo, {"shop/shipping.py": SHIPPING}, "shipping", day=2)
+    old_blob = git(repo, "rev-parse", "HEAD~2:shop/cart.py").strip()
+    (repo / ".git" / "objects" / old_blob[:2] / old_blob[2:]).unlink()
+    config = load_config(None, [f"paths.cache_dir={tmp_path / 'cache'}", "localizer.learned_files=false",
+                                "localizer.history_features=true"], environ={})
+
+    found = LearnedReplay(config, tmp_path / "repos").candidates(
+        Instance("gap-1", "acme/replay-gap", base, "the cart total ignores the coupon"))
+
+    assert "shop/cart.py" in found.files
