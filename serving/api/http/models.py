@@ -48,6 +48,13 @@ def _repo_names(names: list[str]) -> list[str]:
     return [check_repo_name(n) for n in names]
 
 
+def some_text(value: str, what: str) -> str:
+    """`value` unless it holds only spaces and control characters (`contract.NOT_BLANK` in the document)."""
+    if not clean_text(value).strip():
+        raise ValueError(f"the {what} holds only spaces or control characters")
+    return value
+
+
 class _SearchChecks(BaseModel):
     """What a search body gets on top of `SearchRequest`'s fields: strict JSON types, no unknown fields,
     safe repository names, known strategies and a non-negative budget; and `branch`, which the ingress
@@ -61,6 +68,11 @@ class _SearchChecks(BaseModel):
     @classmethod
     def _valid_branch(cls, name: str | None) -> str | None:
         return check_branch(name) if name is not None else None
+
+    @field_validator("query", check_fields=False)
+    @classmethod
+    def _some_text(cls, value: str) -> str:
+        return some_text(value, "query")
 
     @field_validator("repos", check_fields=False)
     @classmethod
@@ -144,6 +156,11 @@ class GrepBody(BaseModel):
     max_count: StrictInt | None = Field(default=None, description="matching lines in the whole answer "
                                                                    "(default exact.default_max_count)")
 
+    @field_validator("context", "max_count", mode="before")
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        return whole_number(value)
+
     @field_validator("repos")
     @classmethod
     def _valid_repos(cls, names: list[str]) -> list[str]:
@@ -164,7 +181,7 @@ class FeedbackBody(BaseModel):
     hits: list[dict[str, Any]] = Field(default_factory=list, description="selected hits as returned by /v1/search")
     repos: list[str] = Field(default_factory=list)
     snapshots: dict[str, str] = Field(default_factory=dict)
-    rating: float | None = Field(default=None, allow_inf_nan=False)
+    rating: float | None = Field(default=None, allow_inf_nan=False, strict=True)  # a JSON number, not `true`
     comment: str | None = None
     knowledge_ids: list[str] = Field(default_factory=list, description="knowledge entries the answer used "
                                      "(context.knowledge[].id): one vote each, down when rating <= 0")
@@ -177,9 +194,10 @@ class FeedbackBody(BaseModel):
     @field_validator("snapshots")
     @classmethod
     def _valid_snapshot_repos(cls, ids: dict[str, str]) -> dict[str, str]:
-        return {check_repo_name(repo): snapshot for repo, snapshot in ids.items()}
+        """Each key as sent is a repository name (a control character in it is refused, not dropped)."""
+        return {check_repo_name(repo): clean_text(snapshot) for repo, snapshot in ids.items()}
 
-    @field_validator("query", "comment", "chunk_ids", "hits", "snapshots", "knowledge_ids", mode="before")
+    @field_validator("query", "comment", "chunk_ids", "hits", "knowledge_ids", mode="before")
     @classmethod
     def _clean(cls, value: Any) -> Any:
         return clean_json(value)
