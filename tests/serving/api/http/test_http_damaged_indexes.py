@@ -87,8 +87,9 @@ def test_a_search_degrades_only_the_retriever_of_the_cut_file(core, repo):
     answer = run(_call(core, "POST", "/v1/search", json={"query": "price of an item", "repos": [repo]}))
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    stages = {d["stage"] for d in body["degraded"]}
+    stages = {d["stage"]: d["error"] for d in body["degraded"]}
     assert DAMAGE[repo][1] in stages and "snapshot" not in stages, body["degraded"]
+    assert "damaged table(s)" in stages[DAMAGE[repo][1]], stages  # the reader names the cut file
     assert body["hits"], body
 
 
