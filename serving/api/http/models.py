@@ -48,13 +48,6 @@ def _repo_names(names: list[str]) -> list[str]:
     return [check_repo_name(n) for n in names]
 
 
-def some_text(value: str, what: str) -> str:
-    """`value` unless it holds only spaces and control characters (`contract.NOT_BLANK` in the document)."""
-    if not clean_text(value).strip():
-        raise ValueError(f"the {what} holds only spaces or control characters")
-    return value
-
-
 class _SearchChecks(BaseModel):
     """What a search body gets on top of `SearchRequest`'s fields: strict JSON types, no unknown fields,
     safe repository names, known strategies and a non-negative budget; and `branch`, which the ingress
@@ -68,11 +61,6 @@ class _SearchChecks(BaseModel):
     @classmethod
     def _valid_branch(cls, name: str | None) -> str | None:
         return check_branch(name) if name is not None else None
-
-    @field_validator("query", check_fields=False)
-    @classmethod
-    def _some_text(cls, value: str) -> str:
-        return some_text(value, "query")
 
     @field_validator("repos", check_fields=False)
     @classmethod
