@@ -29,6 +29,9 @@ class LuceneFileError(ValueError):
     """One file of a Lucene directory is missing, cut short or not what its name says."""
 
 
+UNREADABLE = (OSError, ValueError, IndexError, struct.error)  # what reading a missing, cut or corrupt file raises
+
+
 @dataclass
 class _Cursor:
     """Reads Lucene's primitive types from the bytes of one file."""
@@ -157,25 +160,25 @@ def lucene_damage(directory: Path) -> dict[str, str]:
     directory itself); {} for a whole one."""
     try:
         commit = newest_commit(directory)
-    except (OSError, ValueError) as exc:
+    except UNREADABLE as exc:
         return {"": public_message(exc)}
     damaged: dict[str, str] = {}
     try:
         check_footer(commit)
         names = segment_names(commit)
-    except (OSError, ValueError) as exc:
+    except UNREADABLE as exc:
         return {commit.name: public_message(exc)}
     for name in names:
         info = directory / f"{name}{SEGMENT_INFO_SUFFIX}"
         try:
             check_footer(info)
             files = segment_files(info)
-        except (OSError, ValueError) as exc:
+        except UNREADABLE as exc:
             damaged[info.name] = public_message(exc)
             continue
         for file in files:
             try:
                 check_footer(directory / file)
-            except (OSError, ValueError) as exc:
+            except UNREADABLE as exc:
                 damaged[file] = public_message(exc)
     return damaged

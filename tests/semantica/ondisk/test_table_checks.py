@@ -109,3 +109,20 @@ def test_a_file_is_checked_again_only_when_its_stat_changes(snapshot):
     assert checks.verdict(path) == whole and len(seen) == 1
     path.write_bytes(path.read_bytes()[: whole // 2])
     assert checks.verdict(path) == whole // 2 and len(seen) == 2
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x3f\xd7", b"\x3f\xd7\x6c\x17" + b"\xff" * 40, b"\x00" * 64])
+def test_garbage_in_a_lucene_commit_point_is_named_never_raised(snapshot, garbage):
+    relative, directory = _lucene_shard(snapshot)
+    commit = newest_commit(directory)
+    commit.write_bytes(garbage)
+    damaged = _damaged(snapshot)
+    assert list(damaged) == [f"{relative}/{commit.name}"], damaged
+
+
+def test_a_segment_info_with_its_footer_but_a_corrupt_body_is_named(snapshot):
+    relative, directory = _lucene_shard(snapshot)
+    info = directory / "_0.si"
+    whole = info.read_bytes()
+    info.write_bytes(whole[:48] + b"\xff" * (len(whole) - 64) + whole[-16:])
+    assert list(_damaged(snapshot)) == [f"{relative}/_0.si"]
