@@ -102,7 +102,15 @@ class Snapshot:
         "history" or a registered one), opened once per snapshot; KeyError for an unregistered kind."""
         with self._lock:
             if kind not in self._indexes:
-                self._indexes[kind] = index_kind(kind).open(self)
+                registered = index_kind(kind)
+                try:
+                    self._indexes[kind] = registered.open(self)
+                except Exception as exc:  # a cut file of the kind: say which, as a table reader does
+                    damaged = {name: why for name, why in damaged_tables(self.paths, self.manifest).items()
+                               if name.split("/", 1)[0] in registered.directories}
+                    if damaged:
+                        raise damaged_error(self.repo, damaged) from exc
+                    raise
             return self._indexes[kind]
 
     def opened(self) -> set[str]:

@@ -3,6 +3,7 @@ why; one that can be fixed (a long query, lone surrogates) is fixed and answered
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,12 @@ from semantica.api import QueryError, SearchRequest
 from semantica.config import Config
 from semantica.languages import KNOWN_LANGUAGES
 from semantica.ondisk.repo_names import normalize_repo_name
+
+
+def has_visible_text(text: str) -> bool:
+    """Some character that is neither a space nor a control character (what the HTTP document's query pattern
+    asks for): a query of tabs, NULs or C1 controls has nothing to search for."""
+    return any(not c.isspace() and unicodedata.category(c) != "Cc" for c in text)
 
 
 def _configured_model(field: str, asked: bool | None, model_path: str, what: str) -> None:
@@ -25,7 +32,7 @@ def validate_request(request: SearchRequest, config: Config, planner: Any, looku
     """Raise QueryError for a request that cannot be answered; return warnings for fixed ones. `lookup` finds a
     registered retriever by name (ValueError if none), `enabled` lists the ones conf enables."""
     warnings: list[str] = []
-    if not isinstance(request.query, str) or not request.query.strip():
+    if not isinstance(request.query, str) or not has_visible_text(request.query):
         raise QueryError("query is empty: pass some text, an identifier or a question")
     planner.validate(request)  # planning: the mode
     if request.k is None:

@@ -182,7 +182,7 @@ def test_missing_faiss_shard_is_reported_by_health(two_repos):
     shard.unlink()
     health = {h.repo: h for h in SnapshotSet(two_repos.config).health()}
     assert health["alpha"].ok and not health["beta"].ok
-    assert health["beta"].error == f"FileNotFoundError: {shard.name} does not exist"
+    assert f"damaged table(s) vectors/{shard.name} (FileNotFoundError: {shard.name} does not exist)" in health["beta"].error
     response = search(two_repos.config, "rolling checksum of bytes")
     assert [d["stage"] for d in response.degraded] == ["vector"]
     assert "compute_beta_checksum" in [h.symbol for h in response.hits]

@@ -10,6 +10,7 @@ it could not have read there.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,7 +19,7 @@ from semantica.config import Config
 from semantica.errors import ErrorKind
 from semantica.languages import KNOWN_LANGUAGES
 from serving.graph.structural import GraphOp
-from serving.knowledge.entry import Status
+from serving.knowledge.entry import Kind, SourceKind, Status
 from serving.planning.modes import SearchMode
 from serving.retrievers.registry import enabled_specs
 
@@ -99,6 +100,24 @@ REPO_NAME_PATTERN = rf"^(?!(?:.*/)?\s*\.{{1,2}}\s*(?:/|$)){_NAME_CHAR}*{_NAME_KE
 a space or `/`, no `.` or `..` segment (the 255-byte bound on the encoded name is the server's alone)."""
 
 
+_TEXT_CHAR = r"[^\u0000-\u0008\u000e-\u001f\u007f\ufffd]"
+_TEXT_KEY = r"[^\s\u0085\u0000-\u0008\u000e-\u001f\u007f\ufffd]"
+ENTRY_TEXT = rf"^{_TEXT_CHAR}*$"
+"""`serving.knowledge.store.check_text` as a pattern: a knowledge entry's strings are plain text (no C0 control but
+the line breaks and tab, no DEL, no replacement character; a lone surrogate, which the store refuses too, is no
+character a pattern can name)."""
+REQUIRED_ENTRY_TEXT = rf"^{_TEXT_CHAR}*{_TEXT_KEY}{_TEXT_CHAR}*$"
+"""`ENTRY_TEXT` with some character that is not a space (a title and a text are required)."""
+ABSOLUTE_PATH = "^/"
+_REF_CHAR = r"[^*\u0000-\u0008\u000e-\u001f\u007f\ufffd]"
+_REF_KEY = r"[^*\s\u0085\u0000-\u0008\u000e-\u001f\u007f\ufffd]"
+CITED_FILE = rf"^{_REF_CHAR}*{_REF_KEY}{_REF_CHAR}*$"
+"""An `adr` or `doc` entry's `source_ref`: one file of the repository's snapshot (no glob; whether the file is
+there is the server's to say: 404)."""
+GLOBAL_STORE = {"type": "string", "maxLength": 0}
+"""`repo: ''` of a knowledge entry or listing: the global store."""
+
+
 def repo_name_schema() -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "pattern": REPO_NAME_PATTERN}
 
@@ -129,6 +148,12 @@ def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, 
             "repos": {"items": names, "maxItems": 1},
             "tokens": {"minimum": 1, "maximum": config.repo_map.max_tokens},
         },
+        "GrepBody": {
+            "max_count": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+            "context": {"minimum": 0},
+            "repos": {"items": names},
+            "branch": {"anyOf": [names, {"type": "null"}]},
+        },
         "PlanEntry": {"name": names},
         "PlanBody": {"repos": {"minItems": 1}},
         "FeedbackBody": {
@@ -136,12 +161,26 @@ def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, 
             "repos": {"items": names},
             "snapshots": {"propertyNames": names},
         },
-        "KnowledgeBody": {"repos": {"items": names}},
+        "KnowledgeBody": _knowledge_limits(config),
     }
+    search = limits["SearchBody"]
+    for reranker, model_path in (("cross_encoder", config.cross_encoder.model_path), ("ltr", config.ltr.model_path)):
+        if not model_path.strip():  # asked for on a server without its model: a 400 (`_configured_model`)
+            search[reranker] = {"anyOf": [{"type": "boolean", "enum": [False]}, {"type": "null"}]}
+    knowledge = schemas.get("KnowledgeBody")
+    if knowledge is not None:  # a cited source: an ADR or doc of a named repository
+        cited = [kind.value for kind in (SourceKind.ADR, SourceKind.DOC)]
+        knowledge["anyOf"] = [
+            {"properties": {"source_kind": {"enum": [k.value for k in SourceKind if k.value not in cited]}}},
+            {"required": ["source_kind", "source_ref", "repo"],
+             "properties": {"source_kind": {"enum": cited}, "repo": names,
+                            "source_ref": {"type": "string", "pattern": CITED_FILE}}}]
     feedback = schemas.get("FeedbackBody")
     if feedback is not None:  # what it selects: at least one of the three lists is not empty
         feedback["anyOf"] = [{"required": [name], "properties": {name: {"minItems": 1}}}
                              for name in ("chunk_ids", "hits", "knowledge_ids")]
+    if "PlanEntry" in schemas:
+        _limit_plan_entry(schemas["PlanEntry"], config)
     _limit_parameters(document)
     _json_errors(document)
     for model, fields in limits.items():
@@ -155,11 +194,42 @@ def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, 
     return document
 
 
+def _limit_plan_entry(entry: dict[str, Any], config: Config) -> None:
+    """Where a planned repository is, as `serving.api.http.plan.HttpPlanner` checks it: exactly one of an
+    absolute server path and a URL of an allowed scheme (no scheme allowed: a path, and `url` null at most)."""
+    path = {"required": ["path"], "properties": {"path": {"type": "string", "pattern": ABSOLUTE_PATH}}}
+    schemes = config.plan.http_url_schemes
+    if not schemes:
+        entry.setdefault("properties", {})["url"] = {"type": "null", "default": None}
+        entry["allOf"] = [path]
+        return
+    pattern = "^(?:" + "|".join(re.escape(scheme) for scheme in schemes) + ")://"
+    entry["oneOf"] = [path, {"required": ["url"], "properties": {"url": {"type": "string", "pattern": pattern}}}]
+
+
+def _knowledge_limits(config: Config) -> dict[str, Any]:
+    """`POST /v1/knowledge`'s fields as the store checks them (`serving.knowledge.store`)."""
+    limits = config.knowledge
+    plain = {"type": "string", "pattern": ENTRY_TEXT}
+
+    def required_text(most: int) -> dict[str, Any]:
+        return {"minLength": 1, "maxLength": most, "pattern": REQUIRED_ENTRY_TEXT}
+
+    return {"repos": {"items": repo_name_schema()}, "repo": {"anyOf": [repo_name_schema(), GLOBAL_STORE]},
+            "title": required_text(limits.max_title_chars), "text": required_text(limits.max_text_chars),
+            "kind": {"enum": [kind.value for kind in Kind]},
+            "source_kind": {"enum": [kind.value for kind in SourceKind]},
+            "source_ref": {"pattern": ENTRY_TEXT},
+            "paths": {"items": plain}, "symbols": {"items": plain}, "evidence": {"items": plain}}
+
+
 def _limit_parameters(document: dict[str, Any]) -> None:
-    """Query parameters the server checks beyond their type: `GET /v1/knowledge`'s statuses."""
+    """Query parameters the server checks beyond their type: `GET /v1/knowledge`'s statuses and repository."""
     for parameter in document.get("paths", {}).get("/v1/knowledge", {}).get("get", {}).get("parameters", []):
         if parameter.get("name") == "status":
             parameter["schema"]["items"] = {"type": "string", "enum": [status.value for status in Status]}
+        if parameter.get("name") == "repo":
+            parameter["schema"]["anyOf"] = [repo_name_schema(), GLOBAL_STORE, {"type": "null"}]
 
 
 def _json_errors(document: dict[str, Any]) -> None:

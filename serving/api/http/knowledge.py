@@ -89,9 +89,12 @@ class KnowledgeApi:
         snapshot (else 422); any other source (a person, an agent) is recorded as this token's claim."""
         kind, ref = str(values.get("source_kind") or ""), str(values.get("source_ref") or "").strip()
         if kind in (SourceKind.ADR.value, SourceKind.DOC.value):
-            if index is None or not ref or "*" in ref or ref not in index.files:
+            if index is None or not ref or "*" in ref:  # what the document rules out (`contract.py`)
                 raise Unprocessable(f"source_kind {kind!r} needs source_ref naming a file of the repository's "
                                     "snapshot (the ADR or doc itself)")
+            if ref not in index.files:  # a file the snapshot does not have: nothing there to cite
+                raise NotFound(f"source_ref {ref!r} names no file of the repository's snapshot (source_kind "
+                               f"{kind!r} cites the ADR or doc itself)")
             return ref
         return _claimed_by(principal, ref)[: self.service.config.knowledge.max_title_chars]
 

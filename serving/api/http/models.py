@@ -144,6 +144,11 @@ class GrepBody(BaseModel):
     max_count: StrictInt | None = Field(default=None, description="matching lines in the whole answer "
                                                                    "(default exact.default_max_count)")
 
+    @field_validator("context", "max_count", mode="before")
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        return whole_number(value)
+
     @field_validator("repos")
     @classmethod
     def _valid_repos(cls, names: list[str]) -> list[str]:
@@ -164,7 +169,7 @@ class FeedbackBody(BaseModel):
     hits: list[dict[str, Any]] = Field(default_factory=list, description="selected hits as returned by /v1/search")
     repos: list[str] = Field(default_factory=list)
     snapshots: dict[str, str] = Field(default_factory=dict)
-    rating: float | None = Field(default=None, allow_inf_nan=False)
+    rating: float | None = Field(default=None, allow_inf_nan=False, strict=True)  # a JSON number, not `true`
     comment: str | None = None
     knowledge_ids: list[str] = Field(default_factory=list, description="knowledge entries the answer used "
                                      "(context.knowledge[].id): one vote each, down when rating <= 0")
@@ -177,9 +182,10 @@ class FeedbackBody(BaseModel):
     @field_validator("snapshots")
     @classmethod
     def _valid_snapshot_repos(cls, ids: dict[str, str]) -> dict[str, str]:
-        return {check_repo_name(repo): snapshot for repo, snapshot in ids.items()}
+        """Each key as sent is a repository name (a control character in it is refused, not dropped)."""
+        return {check_repo_name(repo): clean_text(snapshot) for repo, snapshot in ids.items()}
 
-    @field_validator("query", "comment", "chunk_ids", "hits", "snapshots", "knowledge_ids", mode="before")
+    @field_validator("query", "comment", "chunk_ids", "hits", "knowledge_ids", mode="before")
     @classmethod
     def _clean(cls, value: Any) -> Any:
         return clean_json(value)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 import serving
 from semantica.config import ENV_PREFIX, Config, config_to_dict
-from serving.api.http.errors import DeadlineExceeded, Unprocessable
+from serving.api.http.errors import DeadlineExceeded, Forbidden, NotFound, Unprocessable
 from serving.api.http.security import check_repo_name
 
 log = logging.getLogger("semantica.http.plan")
@@ -83,6 +83,18 @@ class PlanRefused(Unprocessable):
     error_name = "PlanError"
 
 
+class PlanPathForbidden(Forbidden):
+    """A path outside `plan.http_roots`: the server does not read there for HTTP callers (403)."""
+
+    error_name = "PlanError"
+
+
+class PlanPathNotFound(NotFound):
+    """An absolute path where no repository is: nothing there to plan (404), which no schema can rule out."""
+
+    error_name = "PlanError"
+
+
 class HttpPlanner:
     """Checks a plan body against what the server lets HTTP callers read, then runs the CLI's plan."""
 
@@ -110,9 +122,9 @@ class HttpPlanner:
             raise PlanRefused(f"{where}.path: give an absolute path on the server")
         real = path.resolve()
         if self.roots and not any(real == root or root in real.parents for root in self.roots):
-            raise PlanRefused(f"{where}.path: outside the directories this server plans (plan.http_roots)")
+            raise PlanPathForbidden(f"{where}.path: outside the directories this server plans (plan.http_roots)")
         if not ((real / ".git").exists() or (real / "HEAD").is_file()):
-            raise PlanRefused(f"{where}.path: not a git checkout or bare repository on the server")
+            raise PlanPathNotFound(f"{where}.path: not a git checkout or bare repository on the server")
 
     def _run(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         timeout = self.config.plan.http_timeout_s

@@ -266,3 +266,74 @@ def test_a_body_is_parsed_once_and_validated_once(core, monkeypatch):
     answer = run(_post(core, "/v1/search", json={"query": "price_of", "repos": [REPO_NAME], "k": 2}))
     assert answer.status_code == 200, answer.text
     assert parses == [] and validations == [[REPO_NAME]]
+
+
+def _property(core, model: str, name: str) -> dict:
+    return _document(core)["components"]["schemas"][model]["properties"][name]
+
+
+def test_a_search_query_of_control_characters_is_empty_as_documented(core):
+    """The document's query pattern refuses it, so the server does, as it refuses a blank one (before: 200
+    for `\\x19`)."""
+    for query in ("\x19\x85", " \t"):
+        blank = _is_json_error(run(_post(core, "/v1/search", json={"query": query})), 400)
+        assert blank["error"] == "QueryError" and "query is empty" in blank["message"], query
+    assert _property(core, "SearchBody", "query")["pattern"] == NOT_BLANK
+
+
+def test_grep_takes_integral_floats_and_documents_its_bounds(core):
+    """`5.0` is the integer JSON Schema admits (before: 422); `max_count: 0` is refused and the document says
+    so (before: documented as any integer, refused with 400)."""
+    whole = run(_post(core, "/v1/grep", json={"pattern": "price_of", "max_count": 5.0, "context": 1.0}))
+    assert whole.status_code == 200, whole.text
+    assert _is_json_error(run(_post(core, "/v1/grep", json={"pattern": "x", "max_count": 0})), 400)
+    schema = _property(core, "GrepBody", "max_count")
+    assert {"type": "integer", "minimum": 1} in schema["anyOf"]
+    assert _property(core, "GrepBody", "context")["minimum"] == 0
+    assert {"type": "null"} in _property(core, "GrepBody", "branch")["anyOf"]
+
+
+def test_a_feedback_rating_is_a_number_not_a_boolean(core):
+    """`rating: false` is not a JSON number (before: stored as 0.0)."""
+    boolean = _is_json_error(run(_post(core, "/v1/feedback", json={"query": "q", "chunk_ids": ["a"], "rating": False})), 422)
+    assert boolean["detail"][0]["field"] == "rating"
+    stored = run(_post(core, "/v1/feedback", json={"query": "q", "chunk_ids": ["a"], "rating": 1}))
+    assert stored.status_code == 201, stored.text
+
+
+def test_a_control_character_in_a_feedback_snapshot_key_is_refused_not_dropped(core):
+    """The key is a repository name, checked as sent (before: the C1 character was dropped and it was stored)."""
+    body = {"query": "q", "chunk_ids": ["a"], "snapshots": {"tiny/shop\x9b": "s"}}
+    refused = _is_json_error(run(_post(core, "/v1/feedback", json=body)), 422)
+    assert refused["detail"][0]["field"] == "snapshots" and "control character" in refused["message"]
+
+
+def test_knowledge_fields_are_documented_as_the_store_checks_them(core):
+    """Before: a title of '', a `repo` or `?repo=` with a control character, an `adr` without its file were
+    schema-valid and refused."""
+    assert _is_json_error(run(_post(core, "/v1/knowledge", json={"title": " ", "text": "x"})), 422)
+    title = _property(core, "KnowledgeBody", "title")
+    assert title["minLength"] == 1 and title["maxLength"] == 200 and title["pattern"].startswith("^")
+    repo = _property(core, "KnowledgeBody", "repo")
+    assert {"type": "string", "maxLength": 0} in repo["anyOf"] and any("pattern" in s for s in repo["anyOf"])
+    [listing] = [p for p in _document(core)["paths"]["/v1/knowledge"]["get"]["parameters"] if p["name"] == "repo"]
+    assert any("pattern" in s for s in listing["schema"]["anyOf"])
+    cited = _document(core)["components"]["schemas"]["KnowledgeBody"]["anyOf"]
+    assert any(branch.get("required") == ["source_kind", "source_ref", "repo"] for branch in cited)
+
+
+def test_an_adr_citing_a_file_the_snapshot_lacks_is_a_404(core):
+    """What the document cannot rule out (which files a snapshot holds) is a 404, not a 422 for valid input."""
+    body = {"repo": REPO_NAME, "title": "t", "text": "x", "source_kind": "adr", "source_ref": "docs/adr/none.md"}
+    missing = _is_json_error(run(_post(core, "/v1/knowledge", json=body)), 404)
+    assert "names no file" in missing["message"]
+    found = run(_post(core, "/v1/knowledge", json={**body, "source_ref": "README.md"}))
+    assert found.status_code == 201, found.text
+
+
+def test_rerankers_without_a_model_are_documented_as_off(core):
+    """`ltr: true` / `cross_encoder: true` on a server without their model is a 400; the document allows only
+    false or null there (before: any boolean)."""
+    assert _is_json_error(run(_post(core, "/v1/search", json={"query": "cart", "ltr": True})), 400)
+    for name in ("ltr", "cross_encoder"):
+        assert {"type": "boolean", "enum": [False]} in _property(core, "SearchBody", name)["anyOf"]

@@ -62,19 +62,21 @@ def test_what_the_cli_refuses_is_a_422_with_its_message(setup):
     assert "no-such-commit" in _refused(run(_post(make_core(config, handles), body)), 422)
 
 
-def test_entries_the_server_does_not_plan_are_422_before_any_work(setup, tmp_path):
+def test_entries_the_server_does_not_plan_are_refused_before_any_work(setup, tmp_path):
+    """What the document rules out is a 422; a path with no repository is a 404 and one outside
+    `plan.http_roots` a 403 (no schema can rule them out, and a schema-valid request is not a 422)."""
     config, handles, root = setup
     core = make_core(config, handles)
     repo = str(root / "repo")
     cases = {
-        "absolute path": {"name": "a/b", "path": "repo"},
-        "not a git checkout": {"name": "a/b", "path": str(tmp_path)},
-        "schemes only: none": {"name": "a/b", "url": "https://example.com/a/b.git"},
+        "absolute path": ({"name": "a/b", "path": "repo"}, 422),
+        "not a git checkout": ({"name": "a/b", "path": str(tmp_path)}, 404),
+        "schemes only: none": ({"name": "a/b", "url": "https://example.com/a/b.git"}, 422),
     }
-    for why, entry in cases.items():
-        assert why in _refused(run(_post(core, {"repos": [entry]})), 422)
+    for why, (entry, status) in cases.items():
+        assert why in _refused(run(_post(core, {"repos": [entry]})), status)
     confined = make_core(variant(config, f"plan.http_roots=[{tmp_path}]"), handles)
-    assert "plan.http_roots" in _refused(run(_post(confined, {"repos": [{"name": "a/b", "path": repo}]})), 422)
+    assert "plan.http_roots" in _refused(run(_post(confined, {"repos": [{"name": "a/b", "path": repo}]})), 403)
     for bad in ({"repos": []}, {"repos": [{"path": repo}]}, {"repos": [{"name": "a/b", "path": repo, "url": "x"}]},
                 {"repos": [{"name": "a/b", "path": repo, "bogus": 1}]}, {"repos": [{"name": "..", "path": repo}]}):
         _refused(run(_post(core, bad)), 422, "ValidationError")
