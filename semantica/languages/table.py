@@ -27,6 +27,7 @@ class Language:
     grammar: str = ""  # tree-sitter grammar (tree-sitter-language-pack name); "" = not parsed
     family: str = ""  # the family module that gives node types and import extraction/resolution
     test_path: re.Pattern[str] = DEFAULT_TEST_PATH
+    glued_file_names: bool = False  # its convention glues a file name's words (`tracinghandler.go`): split them
 
 
 LANGUAGES: tuple[Language, ...] = (
@@ -34,7 +35,7 @@ LANGUAGES: tuple[Language, ...] = (
     Language("javascript", (".js", ".mjs", ".cjs", ".jsx"), grammar="javascript", family="js", test_path=JS_TEST_PATH),
     Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript", family="js", test_path=JS_TEST_PATH),
     Language("tsx", (".tsx",), grammar="tsx", family="js", test_path=JS_TEST_PATH),
-    Language("go", (".go",), grammar="go", family="go"),
+    Language("go", (".go",), grammar="go", family="go", glued_file_names=True),
     Language("gomod", filenames=("go.mod",)),  # read by the Go family: the module path of import paths
     Language("java", (".java",), grammar="java", family="java"),
     Language("rust", (".rs",), grammar="rust", family="rust"),

@@ -1,9 +1,10 @@
 """The words of a file's path, with compound names split by the file's own definitions.
 
-Go, Java packages and many C and Rust files are named by gluing words in lowercase: `tracinghandler.go` defines
-`TracingHandler`, `timingwheel.go` defines `TimingWheel`. The code tokenizer cannot split `tracinghandler` (no case,
-no underscore), so a query that says "tracing handler" never meets that path. A segment is split only into the
-snake_case and camelCase parts of names the file itself defines, so the split is the author's own.
+Go's convention names files by gluing words in lowercase: `tracinghandler.go` defines `TracingHandler`,
+`timingwheel.go` defines `TimingWheel`. The code tokenizer cannot split `tracinghandler` (no case, no underscore), so
+a query that says "tracing handler" never meets that path. A segment is split only into the snake_case and
+camelCase parts of names the file itself defines, so the split is the author's own; only files of a language whose
+row says `glued_file_names` are split (the language table, `semantica/languages/table.py`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from semantica.languages import language_of, language_row
 from semantica.languages.spans import strip_suffix
 from semantica.stores.tokenizer import identifier_parts
 
@@ -50,8 +52,12 @@ def split_compound(segment: str, parts: frozenset[str]) -> list[str]:
 
 
 def path_text(path: str, qualnames: Iterable[str]) -> str:
-    """The path's words for the path field: its segments, then the split of each compound segment."""
+    """The path's words for the path field: its segments, then (a language that glues file names) the split of each
+    compound segment."""
     words = [w for w in PATH_WORDS.split(strip_suffix(path)) if w]
+    row = language_row(language_of(path))
+    if row is None or not row.glued_file_names:
+        return " ".join(words)
     parts = definition_parts(qualnames)
     extra = [p for w in words for p in split_compound(w, parts)]
     return " ".join(words + extra)

@@ -44,6 +44,12 @@ def test_no_split_without_the_file_s_own_words():
     assert path_text("src/server.rs", ["Server", "Server.bind"]) == "src server"
 
 
+def test_only_a_language_that_glues_file_names_is_split():
+    assert path_text("src/_pytest/monkeypatch.py", ["MonkeyPatch", "MonkeyPatch.setattr"]) == "src pytest monkeypatch"
+    assert path_text("src/cards/statscard.js", ["StatsCard"]) == "src cards statscard"
+    assert path_text("pkg/monkeypatch.go", ["MonkeyPatch"]) == "pkg monkeypatch monkey patch"
+
+
 def test_the_fewest_parts_win():
     assert split_compound("rpcpubserver", frozenset({"rpc", "pub", "server", "pubserver"})) == ["rpc", "pubserver"]
     assert split_compound("rpcpubserver", definition_parts(["RpcPubServer"])) == ["rpc", "pub", "server"]
