@@ -146,6 +146,19 @@ class _Row:
         names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in row.items() if k in names})
 
+    @classmethod
+    def from_table(cls: type[T], table: pa.Table) -> list[T]:
+        """Every row of `table` as `from_row` makes it, built column-wise: a snapshot's 40k edges load in a
+        fraction of the time of a dict per row (a cold query waits for them)."""
+        fields = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        names = [n for n in fields if n in table.column_names]
+        if not names:  # no column to build from: what `from_row` makes of each row
+            return [cls.from_row(row) for row in table.to_pylist()]
+        columns = [table.column(n).to_pylist() for n in names]
+        if names == fields[:len(names)]:  # the table's columns are the leading fields: positional
+            return [cls(*values) for values in zip(*columns)]
+        return [cls(**dict(zip(names, values))) for values in zip(*columns)]
+
 
 @dataclass
 class Chunk(_Row):
