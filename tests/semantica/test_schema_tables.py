@@ -41,3 +41,26 @@ def test_columns_out_of_order_and_extra_columns_load_as_rows_do(paths) -> None:
     shuffled = loaded.select(list(reversed(loaded.column_names))).append_column("later_field", pa.array(
         ["x"] * loaded.num_rows))
     assert Edge.from_table(shuffled) == [Edge.from_row(r) for r in shuffled.to_pylist()]
+
+
+def test_rows_are_what_asdict_makes(paths) -> None:
+    """`to_row` field by field equals `dataclasses.asdict` with Enums as values, for every record of a real
+    snapshot and for a record holding an Enum and a list."""
+    import dataclasses
+    from enum import Enum
+
+    from semantica.schema import ChunkKind, FileError
+
+    def reference(record):  # noqa: ANN001, ANN202
+        return {k: (v.value if isinstance(v, Enum) else v) for k, v in dataclasses.asdict(record).items()}
+
+    for record, table in ((Chunk, "chunks"), (Symbol, "symbols"), (Edge, "edges")):
+        records = record.from_table(read_parquet(getattr(paths, table)))
+        assert records and [r.to_row() for r in records] == [reference(r) for r in records]
+    chunk = Chunk.from_table(read_parquet(paths.chunks))[0]
+    chunk.kind = ChunkKind.FUNCTION
+    edge = dataclasses.replace(Edge.from_table(read_parquet(paths.edges))[0], lines=[3, 5])
+    error = FileError(repo="r", path="p", stage="discover", reason="binary")
+    for record in (chunk, edge, error):
+        assert record.to_row() == reference(record)
+    assert chunk.to_row()["kind"] == ChunkKind.FUNCTION.value and edge.to_row()["lines"] == [3, 5]
