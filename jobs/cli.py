@@ -93,12 +93,18 @@ def end_process(code: int) -> NoReturn:
     """Exit the process once its output is out and its atexit handlers (log and trace flushes) have run, without
     the interpreter's teardown: freeing a loaded snapshot, the encoder and the JVM cost a cold query 0.3-0.7 s
     after its answer was printed, and a process that ends has nothing left to free."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush()
     atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush()
     os._exit(code)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away (`| head`), a closed stream: nothing more to say
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:
