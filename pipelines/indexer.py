@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -66,6 +67,7 @@ CACHEABLE_ERROR_STAGE = "discover"  # verdicts decided by a blob's bytes alone
 ERROR_SAMPLES = 20
 DENSE_KINDS = ("faiss", "tokens", "function_vectors")  # the kinds model passes build (`index.dense_later`)
 FIRST_ANSWER_STAGE = "first_answer"  # seconds from the run's start to the first snapshot's publish
+HISTORY_THREADS = 1  # the runs' repositories' histories are read one after another, beside parse and embed
 
 
 @dataclass
@@ -87,6 +89,7 @@ class _RepoWork:
     source_record: dict[str, Any] = field(default_factory=dict)  # semantica.ondisk.source.SourceRecord (freshness)
     excluded: list[str] = field(default_factory=list)  # paths the manifest's `exclude` dropped
     history: tuple[Any] | None = None  # (history,) once read, None before: a successor snapshot reuses it
+    history_read: Future[Any] | None = None  # the history being read beside parse and embed (`_read_histories`)
 
 
 class SourceTexts:
@@ -153,8 +156,10 @@ class Indexer:
         summary = BatchSummary(repos=[w.result for w in works],
                                ray_address=getattr(self.runner, "address", "") or "local")
         parse_cache = ParseCache(self.cache_dir / PARSE_CACHE_FILE)
+        histories = ThreadPoolExecutor(max_workers=HISTORY_THREADS, thread_name_prefix="history")
         try:
             live = [w for w in works if self._guard(w, raise_errors, self._discover)]
+            self._read_histories(live, histories)
             if live:
                 tasks = self._plan(live, parse_cache)
                 if tasks and self._dense_later(live):
@@ -173,6 +178,7 @@ class Indexer:
                     self.layout.discard(work.spec.name, work.snapshot_id)
             raise
         finally:
+            histories.shutdown(wait=True, cancel_futures=True)
             parse_cache.close()
             elapsed = time.perf_counter() - start
             for result in summary.repos:  # for /metrics: semantica_index_builds{repo,outcome}
@@ -183,6 +189,13 @@ class Indexer:
         for result in summary.repos:
             result.peak_rss_mb = summary.peak_rss_mb
         return summary
+
+    def _read_histories(self, works: list[_RepoWork], pool: ThreadPoolExecutor) -> None:
+        """Start reading each repository's history (git log with diffs: seconds, mostly git's own) beside the parse
+        and the model passes, which do not need it; `_publish` takes it when it writes the snapshot."""
+        if self.config.history.index:
+            for work in works:
+                work.history_read = pool.submit(self._history, work)
 
     def _dense_later(self, works: list[_RepoWork]) -> bool:
         """`index.dense_later` for one repository in process (`semantica index`): a batch or a Ray run publishes
@@ -406,8 +419,8 @@ class Indexer:
         if work.history is None:
             history = None
             if self.config.history.index:
-                with _timed(result, "history"):
-                    history = self._history(work)
+                with _timed(result, "history"):  # the wait for the read `_read_histories` started
+                    history = work.history_read.result() if work.history_read is not None else self._history(work)
             work.history = (history,)
         (history,) = work.history
         content = SnapshotContent(repo=spec.name, commit=work.source.commit or "", chunks=chunks, vectors=vectors,

@@ -6,6 +6,7 @@ Every record is a flat dataclass so it maps 1:1 onto a Parquet row (`to_row` / `
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -131,10 +132,33 @@ def symbol_node_id(path: str, qualname: str) -> str:
 T = TypeVar("T")
 
 
+_FLAT = (str, int, float, bool, bytes, type(None))  # values a row holds as they are
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 class _Row:
     """Mixin: dataclass <-> Parquet row."""
 
     def to_row(self) -> dict[str, Any]:
+        """The Parquet row: `dataclasses.asdict` with Enums as their values, made field by field when every value is
+        flat (a snapshot write turns ~50k records into rows; asdict's deep copy was most of that)."""
+        row: dict[str, Any] = {}
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, Enum):
+                value = value.value
+            elif isinstance(value, list) and all(isinstance(v, _FLAT) for v in value):
+                value = list(value)
+            elif not isinstance(value, _FLAT):  # a nested record or container: asdict's own copy
+                return self._deep_row()
+            row[name] = value
+        return row
+
+    def _deep_row(self) -> dict[str, Any]:
         row = dataclasses.asdict(self)  # type: ignore[call-overload]
         for key, value in row.items():
             if isinstance(value, Enum):
@@ -145,6 +169,19 @@ class _Row:
     def from_row(cls: type[T], row: dict[str, Any]) -> T:
         names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: v for k, v in row.items() if k in names})
+
+    @classmethod
+    def from_table(cls: type[T], table: pa.Table) -> list[T]:
+        """Every row of `table` as `from_row` makes it, built column-wise: a snapshot's 40k edges load in a
+        fraction of the time of a dict per row (a cold query waits for them)."""
+        fields = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+        names = [n for n in fields if n in table.column_names]
+        if not names:  # no column to build from: what `from_row` makes of each row
+            return [cls.from_row(row) for row in table.to_pylist()]
+        columns = [table.column(n).to_pylist() for n in names]
+        if names == fields[:len(names)]:  # the table's columns are the leading fields: positional
+            return [cls(*values) for values in zip(*columns)]
+        return [cls(**dict(zip(names, values))) for values in zip(*columns)]
 
 
 @dataclass

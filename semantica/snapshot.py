@@ -24,6 +24,7 @@ from semantica.ondisk.layout_errors import BrokenSnapshotError, LayoutError, Unk
 from semantica.ondisk.repo_names import normalize_repo_name
 from semantica.ondisk.snapshot_paths import SnapshotPaths
 from semantica.ondisk.table_checks import DamagedTableError, damaged_error, damaged_tables
+from semantica.runtime.once_by_name import OnceByName
 from semantica.stores.graph import GRAPH_STORE_EMBEDDED, GRAPH_STORE_MEMGRAPH, CsrGraphStore, GraphStore
 from semantica.stores.index_kinds import index_kind
 from semantica.stores.index_kinds.history import KIND as HISTORY_KIND
@@ -65,8 +66,7 @@ class Snapshot:
     paths: SnapshotPaths
     manifest: Manifest
     config: Config
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _indexes: dict[str, Any] = field(default_factory=dict, repr=False)
+    _indexes: OnceByName = field(default_factory=OnceByName, repr=False)  # kinds open in parallel, each once
 
     @staticmethod
     def open(paths: SnapshotPaths, config: Config) -> Snapshot:
@@ -83,7 +83,7 @@ class Snapshot:
     @cached_property
     def chunks(self) -> list[Chunk]:
         """Chunks in row order (FAISS ids are row numbers into this list)."""
-        return [Chunk.from_row(r) for r in self._table(self.paths.chunks).to_pylist()]
+        return Chunk.from_table(self._table(self.paths.chunks))
 
     @cached_property
     def chunk_by_id(self) -> dict[str, Chunk]:
@@ -100,23 +100,22 @@ class Snapshot:
     def index(self, kind: str) -> Any:
         """The reader of one index kind (`semantica.stores.index_kinds`: "faiss", "lucene", "tokens",
         "history" or a registered one), opened once per snapshot; KeyError for an unregistered kind."""
-        with self._lock:
-            if kind not in self._indexes:
-                registered = index_kind(kind)
-                try:
-                    self._indexes[kind] = registered.open(self)
-                except Exception as exc:  # a cut file of the kind: say which, as a table reader does
-                    damaged = {name: why for name, why in damaged_tables(self.paths, self.manifest).items()
-                               if name.split("/", 1)[0] in registered.directories}
-                    if damaged:
-                        raise damaged_error(self.repo, damaged) from exc
-                    raise
-            return self._indexes[kind]
+        return self._indexes.get(kind, lambda: self._open_index(kind))
+
+    def _open_index(self, kind: str) -> Any:
+        registered = index_kind(kind)
+        try:
+            return registered.open(self)
+        except Exception as exc:  # a cut file of the kind: say which, as a table reader does
+            damaged = {name: why for name, why in damaged_tables(self.paths, self.manifest).items()
+                       if name.split("/", 1)[0] in registered.directories}
+            if damaged:
+                raise damaged_error(self.repo, damaged) from exc
+            raise
 
     def opened(self) -> set[str]:
         """The index kinds opened so far (a prefetch opens them before the first query needs them)."""
-        with self._lock:
-            return set(self._indexes)
+        return self._indexes.names()
 
     @property
     def token_vectors(self) -> StoredTokenVectors | None:
@@ -163,11 +162,11 @@ class Snapshot:
 
     @cached_property
     def symbols(self) -> list[Symbol]:
-        return [Symbol.from_row(r) for r in self._table(self.paths.symbols).to_pylist()]
+        return Symbol.from_table(self._table(self.paths.symbols))
 
     @cached_property
     def edges(self) -> list[Edge]:
-        return [Edge.from_row(r) for r in self._table(self.paths.edges).to_pylist()]
+        return Edge.from_table(self._table(self.paths.edges))
 
     @cached_property
     def pagerank(self) -> dict[str, float]:

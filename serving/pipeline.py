@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from semantica.api import QueryDeadlineExceeded, SearchRequest, SearchResponse
@@ -35,6 +36,7 @@ from serving.stages import Stages, build_stages
 __all__ = ["SearchPipeline", "StageTimer"]
 
 PENDING = "pending: still building (a successor snapshot of the same commit adds it)"  # manifest.pending
+FRESHNESS_THREADS = 4  # concurrent answers each check their sources beside their own stages
 
 
 class SearchPipeline:
@@ -48,6 +50,8 @@ class SearchPipeline:
         self.snapshots = self.stages.snapshots
         self._cache: ResultCache[SearchResponse] = ResultCache(config.query.query_cache_items)
         self._prefetcher = Prefetcher()
+        # each answer's freshness (git status of its sources) is checked while its stages run, not after them
+        self._freshness = ThreadPoolExecutor(max_workers=FRESHNESS_THREADS, thread_name_prefix="freshness")
         self.planner = self.stages.planner  # query planning: serving/planning/
 
     @property
@@ -163,13 +167,15 @@ class SearchPipeline:
         cached = self._cache.get(key)
         if cached is not None:
             return SearchResponse(**{**cached.__dict__, "cached": True, "freshness": self.freshness(snapshots)})
+        freshness = self._freshness.submit(self.freshness, snapshots)  # a subprocess: it overlaps the stages
         response, _ = self._search(request, snapshots, timer, warnings, degraded)
         if not response.degraded:
             self._cache.put(key, response, {s.repo: s.snapshot_id for s in snapshots})
-        return SearchResponse(**{**response.__dict__, "freshness": self.freshness(snapshots)})
+        return SearchResponse(**{**response.__dict__, "freshness": freshness.result()})
 
     def freshness(self, snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:
-        """Each answer says how fresh its snapshots are (checked now, never cached: a few ms per repository)."""
+        """Each answer says how fresh its snapshots are (checked while it is answered, never cached: a few ms per
+        repository)."""
         return answer_freshness(self.config, snapshots)
 
     def search_with_lists(self, request: SearchRequest) -> tuple[SearchResponse, dict[str, RankedList]]:

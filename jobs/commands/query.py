@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("--no-daemon", action="store_true",
                        help="answer in this process even when daemon.enabled (no warm daemon is asked or started)")
     add_common(query)
-    query.set_defaults(handler=run_query)
+    query.set_defaults(handler=run_query, ends_process=True)  # no teardown once the answer is printed
 
 
 def run_query(args: argparse.Namespace) -> int:

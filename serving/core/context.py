@@ -20,7 +20,7 @@ answer's top `localizer_functions` functions ahead of the hits, so the budget go
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from semantica.config import ContextConfig
@@ -66,7 +66,10 @@ def localizer_first_hits(hits: list[Hit], functions: list[dict], chunks: Mapping
     wanted = [(f.get("repo"), f["function"]) for f in functions[:count] if "function" in f]
     first: dict[tuple[str | None, str], Chunk] = {}
     keys = set(wanted)
+    paths = {prefix for _, name in wanted for prefix in _paths_named(name)}  # a chunk of another file names none
     for chunk in chunks.values():
+        if chunk.path not in paths:
+            continue
         name = f"{chunk.path}::{chunk.symbol}"
         for key in ((chunk.repo, name), (None, name)):  # a function named without its repo matches any
             if key in keys and (key not in first or chunk.start_line < first[key].start_line):
@@ -74,6 +77,14 @@ def localizer_first_hits(hits: list[Hit], functions: list[dict], chunks: Mapping
     led = [Hit(chunk_id=first[key].chunk_id, score=0.0, fused_score=0.0, chunk=first[key])
            for key in wanted if key in first]
     return led + list(hits)
+
+
+def _paths_named(name: str) -> Iterator[str]:
+    """Every path `name` ("path::Qualified.name") can start with: what precedes each of its "::"."""
+    at = name.find("::")
+    while at >= 0:
+        yield name[:at]
+        at = name.find("::", at + 1)
 
 
 def citation(path: str, start_line: int, end_line: int) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-PREFETCH_THREADS = 4  # encoder, Lucene (JVM), FAISS, tables: the four loads that dominate a cold query
+PREFETCH_THREADS = 8  # encoder and, per repository, vector, lexical (JVM), symbol, exact, graph, tables, localizer: none queues
 
 
 class Prefetcher:

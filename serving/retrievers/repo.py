@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from semantica.runtime.encoder import Encoder
+from semantica.runtime.once_by_name import OnceByName
 from semantica.snapshot import Snapshot
 from serving.retrievers.registry import retriever_spec
 
@@ -20,24 +20,18 @@ class RepoRetrievers:
         self.snapshot = snapshot
         self.encoder_factory = encoder_factory
         self.encode_query = encode_query
-        self._built: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._built = OnceByName()  # the lexical one starts the JVM while the others build beside it
 
     def get(self, name: str) -> Any:
         """The retriever registered as `name` over this snapshot (ValueError for an unknown name)."""
         spec = retriever_spec(name)
-        with self._lock:
-            if spec.name not in self._built:
-                self._built[spec.name] = spec.build(self)
-            return self._built[spec.name]
+        return self._built.get(spec.name, lambda: spec.build(self))
 
     def built(self) -> set[str]:
         """The names of the retrievers built so far (prefetch builds them before the first query)."""
-        with self._lock:
-            return set(self._built)
+        return self._built.names()
 
     def replace(self, name: str, retriever: Any) -> None:
         """Answer `name` with `retriever` over this snapshot from now on (a test swaps in a broken index)."""
         spec = retriever_spec(name)
-        with self._lock:
-            self._built[spec.name] = retriever
+        self._built.put(spec.name, retriever)

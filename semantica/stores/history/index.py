@@ -12,8 +12,8 @@ import datetime as dt
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
-import bm25s
 import numpy as np
 
 from semantica.config import HistoryConfig
@@ -71,7 +71,7 @@ class HistoryIndex:
         self.records = records
         self.as_of = as_of
         self.config = config
-        self._bm25: bm25s.BM25 | None = None
+        self._bm25: Any = None  # bm25s.BM25, imported when first built
         self._recent_votes: OrderedDict[str, HistoryVotes] = OrderedDict()
         self._votes_lock = threading.Lock()
         cache = token_cache if token_cache is not None else {}
@@ -81,6 +81,8 @@ class HistoryIndex:
                 cache[record.sha] = tokenize(record.text()) or ["\x00"]
             corpus.append(cache[record.sha])
         if records:
+            import bm25s
+
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)
 

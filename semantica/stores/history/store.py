@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import polars as pl
+from typing import Any
 
 from semantica.config import HistoryConfig
 from semantica.stores.history.index import HistoryIndex
@@ -16,17 +15,24 @@ from semantica.stores.history.records import CommitRecord, History
 
 RECORDS_FILE = "commits.parquet"
 META_FILE = "history.json"
-SCHEMA = {"sha": pl.Utf8, "parent": pl.Utf8, "author": pl.Utf8, "author_time": pl.Int64, "message": pl.Utf8,
-          "files": pl.List(pl.Utf8), "functions": pl.List(pl.Utf8), "lines_changed": pl.Int64,
-          "functions_skipped": pl.Boolean, "fix_like": pl.Boolean}
+
+
+def _schema(pl: Any) -> dict[str, Any]:
+    """The commits table's columns (polars is imported by whoever reads or writes the table: a query that opens
+    no history, such as an identifier lookup, does not pay for it)."""
+    return {"sha": pl.Utf8, "parent": pl.Utf8, "author": pl.Utf8, "author_time": pl.Int64, "message": pl.Utf8,
+            "files": pl.List(pl.Utf8), "functions": pl.List(pl.Utf8), "lines_changed": pl.Int64,
+            "functions_skipped": pl.Boolean, "fix_like": pl.Boolean}
 
 
 def save_history(history: History, directory: str | Path) -> int:
     """Writes the history under `directory`; returns the bytes written."""
+    import polars as pl
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     rows = [{**r.to_dict(), "fix_like": r.sha in history.fix_like} for r in history.records]
-    pl.DataFrame(rows, schema=SCHEMA).write_parquet(directory / RECORDS_FILE)
+    pl.DataFrame(rows, schema=_schema(pl)).write_parquet(directory / RECORDS_FILE)
     meta = {"commit": history.commit, "commit_time": history.commit_time, "kept": len(history.records),
             "read_commits": history.read_commits, "cached_commits": history.cached_commits, "dropped": history.dropped,
             "live_files": sorted(history.live_files) if history.live_files is not None else None}
@@ -35,6 +41,8 @@ def save_history(history: History, directory: str | Path) -> int:
 
 
 def load_history(directory: str | Path) -> History:
+    import polars as pl
+
     directory = Path(directory)
     meta = json.loads((directory / META_FILE).read_text())
     frame = pl.read_parquet(directory / RECORDS_FILE)

@@ -1,5 +1,6 @@
 """The CLI's query path with the daemon off pays only for what a query uses: no torch, Ray, FastAPI,
-MCP, transformers or pandas import, and no JVM when no lexical list is asked for (real queries over a
+MCP, transformers or pandas import, no JVM when no lexical list is asked for, no history tables (polars,
+bm25s) for an identifier lookup, and no interpreter teardown once the answer is out (real queries over a
 real index, each run as `python -m jobs.cli query` in a fresh process)."""
 
 from __future__ import annotations
@@ -15,22 +16,26 @@ from pipelines.indexer import Indexer
 from tests.conftest import REPO_ROOT, make_config
 
 HEAVY = ("torch", "ray", "fastapi", "mcp", "transformers", "starlette", "uvicorn", "pandas")
+HISTORY_ONLY = ("polars", "bm25s")  # read when a query opens the snapshot's history (the localizer's voters)
 FILES = {
     "calc.py": 'def add(a, b):\n    """Add two numbers."""\n    return a + b\n\n\n'
                'def total(items):\n    return sum(add(0, i) for i in items)\n',
     "ledger.py": 'from calc import total\n\n\nclass Ledger:\n    def record(self, amount):\n        return total([amount])\n',
 }
-# runs the CLI as `python -m jobs.cli` does, then reports what the process imported
+# runs the CLI as `python -m jobs.cli` does, then (at exit) reports what the process imported and whether the
+# interpreter tore down its modules (a module global's finalizer prints TORN_DOWN)
 PROBE = """
-import json, runpy, sys
+import atexit, json, runpy, sys
 sys.argv = ["semantica", *json.loads(sys.argv[1])]
-code = 0
-try:
-    runpy.run_module("jobs.cli", run_name="__main__")
-except SystemExit as exc:
-    code = exc.code or 0
-print("MODULES=" + json.dumps(sorted({m.split('.')[0] for m in sys.modules})), flush=True)
-sys.exit(code)
+
+class Witness:
+    def __del__(self):
+        sys.__stdout__.write("TORN_DOWN\\n")
+        sys.__stdout__.flush()
+
+sys.modules["__main__"].witness = Witness()
+atexit.register(lambda: print("MODULES=" + json.dumps(sorted({m.split('.')[0] for m in sys.modules})), flush=True))
+runpy.run_module("jobs.cli", run_name="__main__")
 """
 
 
@@ -50,14 +55,21 @@ def index_settings(tmp_path_factory) -> list[str]:
     return ["--set", f"paths.index_root={config.paths.index_root}", "--set", f"paths.cache_dir={config.paths.cache_dir}"]
 
 
-def _cold_query(settings: list[str], *extra: str) -> tuple[list[dict], set[str]]:
-    args = ["query", "where is a ledger amount recorded", "--repo", "t/ledger", "--json", *extra, *settings]
+def _cold_run(settings: list[str], query: str, *extra: str) -> tuple[list[dict], set[str], str]:
+    """The hits, the top-level modules imported and what the process printed after them."""
+    args = ["query", query, "--repo", "t/ledger", "--json", *extra, *settings]
     env = {**os.environ, "SEMANTICA__DAEMON__ENABLED": "false"}
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    answer, modules_line = done.stdout.rsplit("MODULES=", 1)
-    return json.loads(answer)["hits"], set(json.loads(modules_line))
+    answer, after = done.stdout.rsplit("MODULES=", 1)
+    modules_line, _, rest = after.partition("\n")
+    return json.loads(answer)["hits"], set(json.loads(modules_line)), rest
+
+
+def _cold_query(settings: list[str], *extra: str) -> tuple[list[dict], set[str]]:
+    hits, modules, _ = _cold_run(settings, "where is a ledger amount recorded", *extra)
+    return hits, modules
 
 
 def test_a_cold_cli_query_imports_no_torch_ray_fastapi_or_mcp(index_settings) -> None:
@@ -71,3 +83,11 @@ def test_a_query_without_a_lexical_list_starts_no_jvm(index_settings) -> None:
     hits, modules = _cold_query(index_settings, "--strategy", "vector")
     assert any(h["path"] == "ledger.py" for h in hits)
     assert "onnxruntime" in modules and "jnius" not in modules
+
+
+def test_an_identifier_query_reads_no_history_and_skips_the_teardown(index_settings) -> None:
+    hits, modules, after = _cold_run(index_settings, "Ledger")
+    assert hits[0]["path"] == "ledger.py" and hits[0]["symbol"] == "Ledger"
+    assert {"onnxruntime", "jnius"} <= modules  # vector and lexical lists, as the default plan asks
+    assert not modules & set(HISTORY_ONLY), f"an identifier query imported {sorted(modules & set(HISTORY_ONLY))}"
+    assert "TORN_DOWN" not in after  # atexit ran (MODULES was printed), the interpreter's teardown did not
