@@ -4,12 +4,14 @@ one family module) registered on a real index."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipelines.indexer import Indexer
+from pipelines.parse import GraphResolver, ParsedFile
 from pipelines.parse.facts import RawImport
 from pipelines.parse.families import Family, register_family, unregister_family
 from pipelines.parse.languages import LanguageSpec
@@ -127,6 +129,47 @@ def test_cpp_definitions_are_symbols_and_includes_resolve_to_the_repositorys_hea
     calls = {(e.src, e.dst) for e in snapshot.edges if e.type == EdgeType.CALLS.value and e.resolved}
     assert {("src/cart.cpp::shop.Cart.total", "src/cart.cpp::shop.cents"),
             ("src/cart.cpp::shop.Cart.total", "src/detail.h::shop.detail.round")} <= calls
+
+
+JAVA_MODULES = 40  # a Spring-like tree: spring-<module>/src/{main,test}/java/org/acme/<module>/<package>/<Class>.java
+JAVA_PACKAGES = 10
+JAVA_CLASSES = 10
+JAVA_IMPORTS = 8  # per file, each naming a class of another module
+JAVA_RESOLVE_BUDGET_S = 5.0  # a lookup per import resolves the tree in well under a second; a scan per import ~ a minute
+
+
+def _java_tree() -> list[ParsedFile]:
+    """Java files as the parser leaves them (imports extracted, resolution pending), over many source roots.
+    `Names.java` sits in one package of two modules, so its import names two files and stays unresolved."""
+    files: list[ParsedFile] = []
+    classes = [(m, p, c) for m in range(JAVA_MODULES) for p in range(JAVA_PACKAGES) for c in range(JAVA_CLASSES)]
+    for number, (m, p, c) in enumerate(classes):
+        root = f"spring-m{m}/src/{'test' if c == 0 else 'main'}/java"
+        imports = [RawImport(f"org.acme.m{om}.p{op}.C{om}x{op}x{oc}", "", "", line + 1)
+                   for line, (om, op, oc) in enumerate(classes[(number + 97 * k) % len(classes)]
+                                                       for k in range(1, JAVA_IMPORTS + 1))]
+        files.append(ParsedFile("families/java", f"{root}/org/acme/m{m}/p{p}/C{m}x{p}x{c}.java", "java", f"{number:040x}",
+                                imports=[*imports, RawImport("org.acme.shared.Names", "", "", 0)]))
+    for m in (0, 1):
+        files.append(ParsedFile("families/java", f"spring-m{m}/src/main/java/org/acme/shared/Names.java", "java",
+                                f"{m:040x}"))
+    return files
+
+
+def test_java_imports_resolve_by_tail_across_source_roots_in_time_linear_in_the_imports():
+    parsed = _java_tree()
+    start = time.perf_counter()
+    edges = GraphResolver().resolve(parsed)
+    seconds = time.perf_counter() - start
+    imports = [e for e in edges if e.type == EdgeType.IMPORTS.value]
+    first = file_node_id("spring-m0/src/test/java/org/acme/m0/p0/C0x0x0.java")
+    targets = [(0, 9, 7), (1, 9, 4), (2, 9, 1), (3, 8, 8), (4, 8, 5), (5, 8, 2), (6, 7, 9), (7, 7, 6)]
+    assert {e.dst for e in imports if e.src == first and e.resolved} == {  # classes 97, 194, ... of the tree
+        file_node_id(f"spring-m{m}/src/main/java/org/acme/m{m}/p{p}/C{m}x{p}x{c}.java") for m, p, c in targets}
+    resolved = [e for e in imports if e.resolved]
+    assert len(resolved) == len(parsed[:-2]) * JAVA_IMPORTS  # every class import names exactly one file
+    assert {e.dst for e in imports if not e.resolved} == {"name:org.acme.shared.Names"}  # two files: ambiguous
+    assert seconds < JAVA_RESOLVE_BUDGET_S, f"resolving {len(imports)} imports took {seconds:.1f} s"
 
 
 # -- a toy language: Starlark (Bazel's .bzl files), one row + one family module --

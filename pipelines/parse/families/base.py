@@ -3,6 +3,7 @@ tree-sitter import node -> RawImports) and import resolution (a RawImport -> the
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -31,6 +32,21 @@ class RepoFiles(Protocol):
 ImportExtractor = Callable[[Any, int], list[RawImport]]
 ImportResolver = Callable[[RepoFiles, str, RawImport], list[str]]
 FactExtractor = Callable[[Any, ParsedFile], None]  # (tree root, the file's facts so far): adds family facts
+
+
+_FILES_BY_NAME = "base:files_by_name"  # memo: file name -> the repository paths with that name
+
+
+def files_named(repo: RepoFiles, name: str) -> list[str]:
+    """The repository paths whose file name is `name`, from an index built once per resolution: a family that
+    resolves an import by its path's tail looks the name up instead of scanning every path per import (which is
+    quadratic in a large repository's files)."""
+    index = repo.memo.get(_FILES_BY_NAME)
+    if index is None:
+        index = repo.memo[_FILES_BY_NAME] = {}
+        for path in repo.paths:
+            index.setdefault(posixpath.basename(path), []).append(path)
+    return index.get(name, [])
 
 
 def no_resolution(repo: RepoFiles, path: str, imp: RawImport) -> list[str]:

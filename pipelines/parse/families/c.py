@@ -13,13 +13,12 @@ import posixpath
 from typing import Any
 
 from pipelines.parse.facts import RawImport
-from pipelines.parse.families.base import Family, RepoFiles
+from pipelines.parse.families.base import Family, RepoFiles, files_named
 from pipelines.parse.languages import LanguageSpec
 from pipelines.parse.nodes import node_text
 from semantica.languages.spans import C_CLASSES, C_DESCEND
 
 NAME = "c"
-_TAILS = "c:tails"  # memo: header file name -> the repository paths with that name
 
 SPEC = LanguageSpec(
     family=NAME,
@@ -47,13 +46,8 @@ def resolve_import(repo: RepoFiles, path: str, imp: RawImport) -> list[str]:
     beside = posixpath.normpath(posixpath.join(posixpath.dirname(path), imp.module))
     if beside in repo.paths and beside != path:
         return [beside]
-    tails = repo.memo.get(_TAILS)
-    if tails is None:
-        tails = repo.memo[_TAILS] = {}
-        for candidate in repo.paths:
-            tails.setdefault(posixpath.basename(candidate), []).append(candidate)
     tail = imp.module.lstrip("./")
-    hits = [p for p in tails.get(posixpath.basename(tail), ()) if p == tail or p.endswith("/" + tail)]
+    hits = [p for p in files_named(repo, posixpath.basename(tail)) if p == tail or p.endswith("/" + tail)]
     return hits if len(hits) == 1 and hits[0] != path else []
 
 

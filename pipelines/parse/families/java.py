@@ -6,7 +6,7 @@ import posixpath
 from typing import Any
 
 from pipelines.parse.facts import RawImport
-from pipelines.parse.families.base import Family, RepoFiles
+from pipelines.parse.families.base import Family, RepoFiles, files_named
 from pipelines.parse.languages import LanguageSpec
 from pipelines.parse.nodes import node_text
 
@@ -31,8 +31,7 @@ def imports(node: Any, line: int) -> list[RawImport]:
 def resolve_import(repo: RepoFiles, path: str, imp: RawImport) -> list[str]:
     """The one file whose path ends with the import as a path (source roots vary: src/main/java/...)."""
     tail = imp.module.replace(".", "/") + ".java"
-    name = posixpath.basename(tail)
-    hits = [p for p in repo.paths if posixpath.basename(p) == name and (p == tail or p.endswith("/" + tail))]
+    hits = [p for p in files_named(repo, posixpath.basename(tail)) if p == tail or p.endswith("/" + tail)]
     return hits if len(hits) == 1 else []
 
 
