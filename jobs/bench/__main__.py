@@ -239,7 +239,8 @@ def print_tables(results: dict[str, Any]) -> None:
 
 # `python -m jobs.bench NAME ...`: the product's other benchmarks, one entry point for all of them
 SUBCOMMANDS = {"http": "jobs.bench.http", "load": "jobs.bench.load", "watch": "jobs.bench.watch",
-               "scale": "jobs.bench.scale", "grep": "jobs.bench.grep"}
+               "scale": "jobs.bench.scale", "grep": "jobs.bench.grep", "cold-query": "jobs.bench.cold_query",
+               "short-query": "jobs.bench.short_query"}
 
 
 def dispatch(argv: list[str]) -> int:

@@ -1,7 +1,7 @@
 """Cold `semantica query --no-daemon` (a fresh process: interpreter, imports, loads, one answer), a baseline
 checkout against this one in the same run, interleaved (a benchmark, not a test).
 
-    python -m jobs.bench.cold_query --index-root DIR --cache-dir DIR --repo NAME [--baseline CHECKOUT] \\
+    python -m jobs.bench cold-query --index-root DIR --cache-dir DIR --repo NAME [--baseline CHECKOUT] \\
         [--query TEXT ...] [--runs 4] [--out FILE]
 
 Every run of every query runs the baseline's CLI and this checkout's CLI one after the other (the order alternates
@@ -86,6 +86,3 @@ def main(argv: list[str] | None = None) -> int:
         write_result(result, args.out)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

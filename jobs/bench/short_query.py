@@ -1,7 +1,7 @@
 """Short queries in process on a real index: whole-query p50/p99 and each stage's p50, with the load average (a
 benchmark, not a test).
 
-    python -m jobs.bench.short_query --index-root DIR --cache-dir DIR --repo NAME [--queries 40] [--rounds 3] \\
+    python -m jobs.bench short-query --index-root DIR --cache-dir DIR --repo NAME [--queries 40] [--rounds 3] \\
         [--phrase TEXT ...] [--set section.field=value] [--out FILE]
 
 Two classes of query, each asked new every time (answer cache and query-embedding memory cleared, so the work is
@@ -18,7 +18,6 @@ import os
 import random
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -101,6 +100,3 @@ def main(argv: list[str] | None = None) -> int:
     report_result(result, args.out)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
