@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import faiss
 import numpy as np
 import pyarrow.parquet as pq
 
@@ -19,6 +20,7 @@ from semantica.ondisk.layout_errors import BrokenSnapshotError
 from semantica.ondisk.lucene_files import lucene_damage
 from semantica.ondisk.snapshot_paths import SnapshotPaths
 from semantica.schema import Manifest
+from semantica.stores.vectors import read_index_mmap
 
 CORE_TABLES = ("chunks.parquet", "symbols.parquet", "edges.parquet")  # checked even if a manifest omits them
 JSON_TAIL_BYTES = 64  # enough to find a JSON document's last non-blank character
@@ -88,10 +90,6 @@ def _check_sqlite(path: Path) -> None:
 def _check_faiss(path: Path) -> None:
     """FAISS's own reader, memory-mapped as the searcher opens it: it checks every stored array against the
     file's length without reading the vectors' pages."""
-    import faiss
-
-    from semantica.stores.vectors import read_index_mmap
-
     try:
         if path.name == FAISS_PRODUCT_QUANTIZER:
             faiss.read_ProductQuantizer(str(path))

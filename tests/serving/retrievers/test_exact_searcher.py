@@ -147,7 +147,7 @@ def test_a_broken_exact_shard_degrades_the_answer_instead_of_failing_it(indexed_
         def resolve(self, names=None):
             opened, broken = super().resolve(names)
             for s in opened:
-                s._indexes[EXACT_KIND] = None  # an index that cannot be iterated
+                s._indexes.put(EXACT_KIND, None)  # an index that cannot be iterated
             return opened, broken
 
     answer = ExactSearcher(indexed_exact.config, Broken(indexed_exact.config)).search(
