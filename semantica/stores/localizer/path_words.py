@@ -51,12 +51,17 @@ def split_compound(segment: str, parts: frozenset[str]) -> list[str]:
     return found if found and len(found) > 1 else []
 
 
+def splits_compounds(path: str) -> bool:
+    """Whether the file's language glues its file names' words, so its path words depend on its definitions."""
+    row = language_row(language_of(path))
+    return row is not None and row.glued_file_names
+
+
 def path_text(path: str, qualnames: Iterable[str]) -> str:
     """The path's words for the path field: its segments, then (a language that glues file names) the split of each
     compound segment."""
     words = [w for w in PATH_WORDS.split(strip_suffix(path)) if w]
-    row = language_row(language_of(path))
-    if row is None or not row.glued_file_names:
+    if not splits_compounds(path):
         return " ".join(words)
     parts = definition_parts(qualnames)
     extra = [p for w in words for p in split_compound(w, parts)]

@@ -19,7 +19,7 @@ import numpy as np
 from semantica.stores.function_keys import function_key
 from semantica.stores.localizer.blobcache import BlobCache, ParsedBlob, blob_key
 from semantica.stores.localizer.bm25 import Bm25Field, TermCounts, Vocabulary, term_counts
-from semantica.stores.localizer.path_words import path_text
+from semantica.stores.localizer.path_words import path_text, splits_compounds
 
 BM25_K1, BM25_B = 1.2, 0.75  # Lucene's defaults (its BM25Similarity)
 
@@ -72,7 +72,7 @@ class LocalizerTableBuilder:
         self.vocab = Vocabulary()
         self.cache = cache
         self._parsed: dict[str, _Parsed] = {}
-        self._paths: dict[tuple[str, str], TermCounts] = {}  # (path, blob key): a compound splits by its definitions
+        self._paths: dict[tuple[str, str], TermCounts] = {}  # (path, blob key or ""): only a glued name needs the blob
         self.parsed_here = 0  # files parsed by this builder (neither in memory nor in the cache)
 
     def _to_vocab(self, blob: ParsedBlob) -> _Parsed:
@@ -99,7 +99,7 @@ class LocalizerTableBuilder:
         return digests
 
     def _path_counts(self, path: str, digest: str, parsed: _Parsed) -> TermCounts:
-        key = (path, digest)
+        key = (path, digest if splits_compounds(path) else "")
         if key not in self._paths:
             self._paths[key] = term_counts(self.vocab, path_text(path, (q for q, _, _ in parsed.spans)))
         return self._paths[key]
