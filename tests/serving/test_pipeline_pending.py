@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.indexer import DENSE_KINDS, Indexer
 from pipelines.runner import LocalRunner
-from semantica.api import SearchRequest, SearchResponse
+from semantica.api import SearchRequest
 from semantica.config import Config
 from semantica.runtime.encoder import Encoder, shared_encoder
 from semantica.stores.localizer.dense import channel_encoder_config
@@ -29,7 +29,7 @@ def model_encoders(config: Config) -> list[Encoder]:
     return [shared_encoder(config.encoder), shared_encoder(channel_encoder_config(config.localizer, config.encoder))]
 
 
-def encoded_while(config: Config, ask: Callable[[], SearchResponse]) -> tuple[SearchResponse, list[int]]:
+def encoded_while(config: Config, ask: Callable[[], Asked]) -> tuple[Asked, list[int]]:
     """`ask()`'s answer and how many texts each model encoded meanwhile."""
     encoders = model_encoders(config)
     before = [e.texts_encoded for e in encoders]
@@ -37,17 +37,25 @@ def encoded_while(config: Config, ask: Callable[[], SearchResponse]) -> tuple[Se
     return response, [e.texts_encoded - b for e, b in zip(encoders, before)]
 
 
-def ask(config: Config) -> SearchResponse:
-    return SearchPipeline(config).search(SearchRequest(QUERY, k=10, repos=[REPO], explain=True))
+class Asked:
+    """One query through a new pipeline after its prefetch (what the CLI and the daemon start with): the loads
+    the prefetch started, and the answer."""
+
+    def __init__(self, config: Config) -> None:
+        pipeline = SearchPipeline(config)
+        prefetch = pipeline.prefetch([REPO], query=QUERY)
+        assert prefetch.wait() == {}
+        self.loads = set(prefetch.futures)
+        self.response = pipeline.search(SearchRequest(QUERY, k=10, repos=[REPO], explain=True))
 
 
 class FirstSnapshotQuery(LocalRunner):
     """The in-process runner, answering the query over the first snapshot before the model passes run."""
 
-    first: tuple[SearchResponse, list[int]] | None = None
+    first: tuple[Asked, list[int]] | None = None
 
     def run(self, tasks, tokens=None):  # noqa: ANN001, ANN201
-        self.first = encoded_while(self.config, lambda: ask(self.config))
+        self.first = encoded_while(self.config, lambda: Asked(self.config))
         return super().run(tasks, tokens)
 
 
@@ -58,14 +66,18 @@ def test_a_first_snapshot_encodes_no_candidate_and_its_successor_answers_from_st
     runner = FirstSnapshotQuery(config, progress=False)
     Indexer(config, runner, progress=False).index(str(REPO_ROOT), REPO, EXACT_COMMIT)
 
-    first, encoded = runner.first
+    asked, encoded = runner.first
+    first = asked.response
+    assert "encoder" not in asked.loads and f"{REPO}:vector" in asked.loads  # nothing will encode a query
     assert first.hits and {h.path for h in first.hits} <= set(CORPUS)  # the lexical and symbol indexes answer
     assert {d["stage"] for d in first.degraded if d["error"] == PENDING} == set(DENSE_KINDS)
     assert encoded == [0, 0]  # no candidate chunk, token or function encoded (nor the query, for nothing)
     assert not [h for h in first.hits if "late MaxSim" in (h.explanation or "")]
     assert not [w for w in first.warnings if "token vectors" in w]
 
-    done, encoded = encoded_while(config, lambda: ask(config))
+    asked, encoded = encoded_while(config, lambda: Asked(config))
+    done = asked.response
+    assert "encoder" in asked.loads
     assert not [d for d in done.degraded if d["error"] == PENDING]
     assert encoded == [1, 1]  # the query once per model; every candidate's vectors are stored
     assert [h for h in done.hits if "late MaxSim" in h.explanation and "(stored)" in h.explanation]
