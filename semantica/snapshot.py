@@ -97,6 +97,11 @@ class Snapshot:
     def _table(self, path: Path) -> pa.Table:
         return read_table(self.paths, path, self.repo)
 
+    def building(self, kind: str) -> bool:
+        """Whether index `kind` is still being built by a successor of this snapshot (`index.dense_later`): the
+        stages that read it use what is stored and encode nothing in its place."""
+        return kind in self.manifest.pending
+
     def index(self, kind: str) -> Any:
         """The reader of one index kind (`semantica.stores.index_kinds`: "faiss", "lucene", "tokens",
         "history" or a registered one), opened once per snapshot; KeyError for an unregistered kind."""

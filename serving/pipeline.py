@@ -20,6 +20,8 @@ from semantica.hits import RankedList
 from semantica.runtime import observability
 from semantica.runtime.encoder import Encoder
 from semantica.snapshot import Snapshot, SnapshotSet, answer_freshness
+from semantica.stores.index_kinds.tokens import KIND as TOKENS_KIND
+from semantica.stores.index_kinds.vectors import KIND as VECTORS_KIND
 from serving.core.localize import Localizer
 from serving.core.prefetch import Prefetcher
 from serving.core.query_encoding import QueryEncoder
@@ -117,18 +119,23 @@ class SearchPipeline:
         """Start loading, in parallel, what the first query over `repos` (default: all) will need: only the
         retrievers of `strategies` (and those that seed them) when given, so a query that needs no lexical
         list does not start the JVM; the learned localizer's models only when `query` (when known) is one the
-        localizer stage re-ranks, so an identifier lookup does not wait for a lightgbm import."""
+        localizer stage re-ranks, so an identifier lookup does not wait for a lightgbm import; the encoder only when a
+        snapshot's chunk or token vectors are stored (over first `index.dense_later` snapshots nothing encodes)."""
         names = repos or self.snapshots.repos()
         specs = self.stages.retriever_specs
         if strategies:
             wanted = set(strategies) | {seed for spec in specs if spec.name in strategies for seed in spec.seeded_by}
             specs = [spec for spec in specs if spec.name in wanted]
-        loads: dict[str, Callable[[], Any]] = {"encoder": self.stages.encoder_factory}
+        found: dict[str, Snapshot] = {}
         for name in names:
             try:
-                snapshot = self.snapshots.get(name)
+                found[name] = self.snapshots.get(name)
             except Exception:  # an unknown repository: the query itself reports it
                 continue
+        loads: dict[str, Callable[[], Any]] = {}
+        if not found or not all(s.building(VECTORS_KIND) and s.building(TOKENS_KIND) for s in found.values()):
+            loads["encoder"] = self.stages.encoder_factory  # none while every chunk and token vector is still building
+        for name, snapshot in found.items():
             retrievers = self.retrievers(snapshot)
             for spec in specs:
                 loads[f"{name}:{spec.name}"] = lambda r=retrievers, n=spec.name: r.get(n)

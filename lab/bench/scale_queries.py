@@ -1,12 +1,13 @@
 """Query latency on a large repository's published snapshot: a fixed list of short queries, in process.
 
     python -m lab.bench.scale_queries --index-root DIR --cache-dir DIR --repo NAME [--rounds 2] [--out FILE]
-        [--set section.field=value]
+        [--queries FILE] [--set section.field=value]
 
 The queries are written for spring-projects/spring-framework (identifiers, 2-4 word phrases, grep-like
 literals), fixed so that two runs (a first `index.dense_later` snapshot and the complete successor, or two
-machines) time the same work. One `SearchPipeline` answers `WARM_UP` queries that are not in the list (snapshot,
-JVM, page cache), then every query of the list is timed the first time it is asked (`first_seen`: what a new
+machines) time the same work; `--queries FILE` times another list (a JSON object, class -> queries:
+lab/bench/pytest_queries.json is pytest-dev/pytest's). One `SearchPipeline` answers `WARM_UP` queries that are not
+in the list (snapshot, JVM, page cache), then every query of the list is timed the first time it is asked (`first_seen`: what a new
 question costs, per-query caches cold) and `--rounds` more times (`repeat`), answer cache and query-embedding
 memory cleared before every timed query.
 The literals also go through `ExactSearcher` (`semantica grep`'s searcher), warm. Reported: p50/p99 per class
@@ -68,7 +69,7 @@ def summary(ms: list[float]) -> dict[str, Any]:
             "max_ms": round(max(ms), 1)}
 
 
-def time_search(config: Any, repo: str, rounds: int) -> dict[str, Any]:
+def time_search(config: Any, repo: str, rounds: int, classes: dict[str, list[str]]) -> dict[str, Any]:
     """Every class through the full hybrid pipeline, uncached, after one untimed pass."""
     from semantica.api import SearchRequest
     from serving.pipeline import SearchPipeline
@@ -79,7 +80,7 @@ def time_search(config: Any, repo: str, rounds: int) -> dict[str, Any]:
         start = time.perf_counter()
         pipeline.search(SearchRequest(query=query, repos=[repo], k=TOP_K))
         warm_ms.append(round((time.perf_counter() - start) * 1000, 1))
-    queries = [(kind, q) for kind, items in QUERIES.items() for q in items]
+    queries = [(kind, q) for kind, items in classes.items() for q in items]
     degraded: set[str] = set()
     out: dict[str, Any] = {"warm_up_ms": warm_ms}
     for label, passes in (("first_seen", 1), ("repeat", rounds)):
@@ -109,13 +110,13 @@ def time_search(config: Any, repo: str, rounds: int) -> dict[str, Any]:
     return out
 
 
-def time_grep(config: Any, repo: str, rounds: int) -> dict[str, Any]:
+def time_grep(config: Any, repo: str, rounds: int, classes: dict[str, list[str]]) -> dict[str, Any]:
     """The literals and identifiers as fixed strings through `semantica grep`'s searcher, warm."""
     from serving.retrievers.exact import ExactSearcher, GrepRequest
 
     searcher = ExactSearcher(config)
     searcher.search(GrepRequest("warm", repos=[repo]))
-    patterns = QUERIES["literal"] + [q for q in QUERIES["identifier"] if "." not in q]
+    patterns = classes.get("literal", []) + [q for q in classes.get("identifier", []) if "." not in q]
     ms: list[float] = []
     matches: dict[str, int] = {}
     for _ in range(rounds):
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], help="section.field=value")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--queries", type=Path, help="a JSON object, class -> queries (default: spring's)")
     args = parser.parse_args(argv)
     from semantica.config import load_config
 
@@ -144,10 +146,11 @@ def main(argv: list[str] | None = None) -> int:
                                                                                       else argv),
                            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
                            "load_before": os.getloadavg()}
-    out["search"] = time_search(config, args.repo, args.rounds)
+    classes = json.loads(args.queries.read_text()) if args.queries else QUERIES
+    out["search"] = time_search(config, args.repo, args.rounds, classes)
     out["load_after_search"] = os.getloadavg()
     save(out, args.out)
-    out["grep"] = time_grep(config, args.repo, args.rounds)
+    out["grep"] = time_grep(config, args.repo, args.rounds, classes)
     out["load_after"] = os.getloadavg()
     save(out, args.out)
     print(json.dumps({k: out[k] for k in ("search", "grep")}, indent=1))

@@ -184,12 +184,14 @@ class Encoder:
         self.identity = RuntimeIdentity(checkpoint, runtime, export_sha)
         self.model_id = self.identity.model_id
         self._lock = threading.Lock()
+        self.texts_encoded = 0  # texts through the model since it loaded: what a query or a build made it encode
 
     def _run(self, rows: Sequence[tuple[list[int], list[int]]], keep_hidden: bool) -> tuple[ForwardOutput, np.ndarray]:
         """One padded batch through the model, and its attention mask."""
         inputs = pad(rows)
         with self._lock:
             out = self.forward_pass(inputs, keep_hidden)
+            self.texts_encoded += len(rows)
         return out, inputs["attention_mask"]
 
     def _forward(self, texts: Sequence[str], max_length: int) -> ForwardOutput:

@@ -122,6 +122,12 @@ def file_today_weight(config: LocalizerConfig, learned_files: bool | None = None
     return 0.0 if runs else config.today_weight
 
 
+def vectors_building(served: Any) -> bool:
+    """Whether `served`'s function vectors are still building (a first `index.dense_later` snapshot): the dense
+    channel then does not run over it, rather than encode its candidate functions per query."""
+    return hasattr(served, "building") and served.building(VECTORS_KIND)
+
+
 def stores_history(served: Any) -> bool:
     """Whether the snapshot stores a history with at least one kept commit (`history.index` at index time, a git
     source with commits): without one every history feature is NaN, which a model trained with history never saw."""
@@ -177,7 +183,7 @@ class LearnedStage:
 
     def preload(self, served: Any) -> None:
         """Load the models a query over `served` will run (a prefetch load); nothing when it runs none."""
-        if self.dense is not None:
+        if self.dense is not None and not vectors_building(served):
             self.dense.warm_up()
             if hasattr(served, "index"):
                 served.index(VECTORS_KIND)  # the stored function vectors, opened once per snapshot
@@ -244,10 +250,11 @@ class LearnedStage:
         c = self.config
         return c.learned_files and (not c.history_features or stores_history(served))
 
-    def prefetch_query(self, query: str, repos: int) -> None:
+    def prefetch_query(self, query: str, served: Sequence[Any]) -> None:
         """Start the dense channel's query encoding when a search starts (it overlaps retrieval); nothing when the
-        channel is off or the stage will not re-rank this query."""
-        if self.dense is not None and self.config.enabled and self.applies(query, repos):
+        channel will not run or the stage will not re-rank this query."""
+        if self.dense is not None and self.config.enabled and self.applies(query, len(served)) \
+                and not vectors_building(served[0]):
             self.dense.encode_query(query)
 
     def applies(self, query: str, repos: int) -> bool:
@@ -263,17 +270,18 @@ class LearnedStage:
         repo = served[0].repo
         c = self.config
         learned_files = self.runs_learned_files(served[0])
-        query_vector = self.dense.encode_query(query) if self.dense is not None else None
+        dense = self.dense if not vectors_building(served[0]) else None
+        query_vector = dense.encode_query(query) if dense is not None else None
         ranked = self.localizer_for(served[0], learned_files).rank(
             self.snapshot(served[0]), query, self.history(served[0], query), learned_files)
         file_order = blend([f["path"] for f in files if f["repo"] == repo], [k for k, _ in ranked.files],
                            file_today_weight(c, learned_files), c.learned_weight, c.blend_rrf_k)
         function_order = blend([f["function"] for f in functions if f["repo"] == repo],
                                [k for k, _ in ranked.functions], c.today_weight, c.learned_weight, c.blend_rrf_k)
-        if query_vector is not None:
+        if dense is not None and query_vector is not None:
             stored = served[0].index(VECTORS_KIND) if hasattr(served[0], "index") else None
-            function_order, file_order = self.dense.rerank(query_vector, function_order, file_order,
-                                                           self.function_source(served[0]), stored)
+            function_order, file_order = dense.rerank(query_vector, function_order, file_order,
+                                                      self.function_source(served[0]), stored)
         return (_reordered(files, "path", file_order, repo, c.blend_rrf_k),
                 _reordered(functions, "function", function_order, repo, c.blend_rrf_k))
 

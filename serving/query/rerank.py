@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from semantica.api import SearchRequest
 from semantica.hits import Hit
 from semantica.schema import Chunk
+from semantica.stores.index_kinds.tokens import KIND as TOKENS_KIND
 from serving.core.answer import degraded_entry
 from serving.core.intent import IntentResult
 from serving.query.state import QueryState, StageTimer
@@ -54,7 +55,8 @@ class RerankStage:
 
 
 class TokenVectorWarningStage:
-    """Late interaction over a snapshot without stored token vectors encoded its candidates per query: say so."""
+    """Late interaction over a snapshot without stored token vectors encoded its candidates per query: say so (not
+    for one whose token vectors are still building: its candidates were not encoded, its `pending` entry says so)."""
 
     name = "token_vector_warning"
 
@@ -65,5 +67,6 @@ class TokenVectorWarningStage:
         if LATE_INTERACTION in state.timer.ms:
             state.warnings.extend(
                 f"{s.repo}: snapshot {s.snapshot_id} stores no token vectors; late interaction encoded its "
-                f"candidates per query (slow): re-index it" for s in state.snapshots if not s.manifest.token_vectors)
+                f"candidates per query (slow): re-index it" for s in state.snapshots
+                if not s.manifest.token_vectors and not s.building(TOKENS_KIND))
         return state

@@ -77,7 +77,7 @@ class LearnedPrefetchStage:
         self.learned = stages.learned_localizer
 
     def run(self, state: QueryState) -> QueryState:
-        self.learned.prefetch_query(state.request.query, len(state.snapshots))
+        self.learned.prefetch_query(state.request.query, state.snapshots)
         return state
 
 

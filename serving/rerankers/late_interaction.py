@@ -13,7 +13,8 @@ Document token vectors come from the snapshot when it stores them (`semantica.st
 computed at index time, PCA-projected and int8-quantised, memory-mapped), so a query pays only
 its own encoding plus one small matrix product. For a snapshot without them (built before they
 existed, or with another late-interaction model) they are encoded on the fly and cached by content
-sha: in memory (LRU, `max_items`) and on disk (one `.npy` per sha, float16 by default, written
+sha (not for a first `index.dense_later` snapshot, whose token vectors are still building: its hits keep their
+fused order): in memory (LRU, `max_items`) and on disk (one `.npy` per sha, float16 by default, written
 atomically). Encoding 50 candidates x 256 tokens on CPU costs seconds. Use one cache directory per
 model: the key is the content sha only.
 
@@ -39,6 +40,7 @@ from semantica.config import EncoderConfig, LateInteractionConfig
 from semantica.hits import Hit
 from semantica.runtime.encoder import Encoder, safe_name, shared_encoder
 from semantica.schema import Chunk
+from semantica.stores.index_kinds.tokens import KIND as TOKENS_KIND
 from semantica.stores.token_vectors import StoredTokenVectors, single_thread_blas
 from serving.core.intent import identifier_only
 from serving.rerankers.base import WARM_UP_TEXT, RerankInput, rescored
@@ -46,6 +48,8 @@ from serving.rerankers.registry import register_reranker
 
 StoredLookup = Callable[[str], tuple[StoredTokenVectors, dict[str, int]] | None]
 """repo -> (its snapshot's stored token vectors, chunk id -> row), or None when it stores none."""
+BuildingLookup = Callable[[str], bool]
+"""repo -> whether its snapshot's token vectors are still building (`index.dense_later`): none encoded instead."""
 
 LATE_STAGE = "late_interaction"
 LATE_CACHE_DIR = "late_tokens"
@@ -175,6 +179,7 @@ class LateInteractionReranker:
         cache: TokenEmbeddingCache | None = None,
         stored: StoredLookup | None = None,
         query_tokens: Callable[[str], np.ndarray] | None = None,
+        building: BuildingLookup | None = None,
     ) -> None:
         self.config = config or LateInteractionConfig()
         c = self.config
@@ -192,6 +197,7 @@ class LateInteractionReranker:
         )
         self.stored = stored if not c.model_path else None  # stored vectors are the bi-encoder's tokens
         self._query_tokens = query_tokens
+        self.building = building
 
     def query_tokens(self, query: str) -> np.ndarray:
         if self._query_tokens is not None:
@@ -225,12 +231,18 @@ class LateInteractionReranker:
         for store, chunk_ids in by_store.values():
             values = store.maxsim(query_tokens, [stored[cid][1] for cid in chunk_ids])
             scores.update(zip(chunk_ids, values.tolist()))
-        rest = [c for c in chunks if c.chunk_id not in stored]
+        building = self.building_repos(c.repo for c in chunks if c.chunk_id not in stored)
+        rest = [c for c in chunks if c.chunk_id not in stored and c.repo not in building]
         if rest:
             doc_tokens = self.document_tokens(rest)
             for chunk in rest:
                 scores[chunk.chunk_id] = maxsim(query_tokens, doc_tokens[chunk.content_sha])
         return scores, set(stored)
+
+    def building_repos(self, repos: Iterable[str]) -> set[str]:
+        """Those of `repos` whose token vectors are still building: their chunks are scored from stored vectors
+        only (a chunk with none gets no late score)."""
+        return set() if self.building is None else {repo for repo in set(repos) if self.building(repo)}
 
     # -- document embeddings --------------------------------------------------------------------
 
@@ -281,7 +293,8 @@ class LateInteractionReranker:
             fused_norm = hit.score / top_fused if top_fused > 0 else 0.0
             score = (1.0 - w) * fused_norm + w * max(0.0, late or 0.0)
             source = "stored" if hit.chunk_id in from_store else "encoded"
-            note = f"late MaxSim {late:.3f} ({source})" if late is not None else "late MaxSim n/a (no chunk)"
+            note = f"late MaxSim {late:.3f} ({source})" if late is not None else \
+                f"late MaxSim n/a ({'token vectors building' if chunk else 'no chunk'})"
             ordered.append((score, position, rescored(
                 hit, LATE_STAGE, late, score=score, chunk=chunk, explanation=f"{hit.explanation}; {note} -> {score:.4f}",
             )))
@@ -309,12 +322,15 @@ class LateInteractionStage:
         cache = TokenEmbeddingCache(Path(self.stages.config.paths.cache_dir) / LATE_CACHE_DIR / model_dir,
                                     self.config.memory_cache_items, self.config.dtype)
         return LateInteractionReranker(self.config, encoder, cache, stored=self._stored_tokens,
-                                       query_tokens=self.stages.query_encoder.tokens)
+                                       query_tokens=self.stages.query_encoder.tokens, building=self._building)
 
     def _stored_tokens(self, repo: str) -> tuple[StoredTokenVectors, dict[str, int]] | None:
         snapshot = self.stages.snapshots.get(repo)
         store = snapshot.token_vectors
         return (store, snapshot.chunk_row) if store is not None else None
+
+    def _building(self, repo: str) -> bool:
+        return self.stages.snapshots.get(repo).building(TOKENS_KIND)
 
     def warm_up(self) -> None:
         if self.config.enabled:
@@ -328,4 +344,7 @@ class LateInteractionStage:
         return self.config.enabled
 
     def rerank(self, hits: list[Hit], given: RerankInput) -> list[Hit]:
+        repos = {c.repo for h in hits[: self.config.top_n] if (c := given.chunks.get(h.chunk_id) or h.chunk)}
+        if repos and all(self._building(repo) for repo in repos):
+            return list(hits)  # every head hit's token vectors are still building: the encoder is not even loaded
         return self.model.rerank(given.request.query, hits, given.chunks)

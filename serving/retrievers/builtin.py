@@ -17,12 +17,18 @@ from serving.retrievers.vector import VectorRetriever
 
 
 def _vector(repo: Any) -> VectorRetriever:
+    if not repo.snapshot.vector_shards:  # no chunk vectors (still building, or none to store): nothing to encode for
+        return VectorRetriever([], repo.snapshot.chunks, _no_query_vector, repo.snapshot.config.faiss.query_threads)
     m = repo.snapshot.manifest  # the snapshot decides its encoder (a mismatch it cannot load is refused)
     configured = repo.encoder_factory()
     encoder = snapshot_encoder(m.model_id, m.dim, m.model_path, configured)
     encode = repo.encode_query if repo.encode_query and encoder is configured else encoder.encode_query
     return VectorRetriever(repo.snapshot.vector_shards, repo.snapshot.chunks, encode,
                            repo.snapshot.config.faiss.query_threads)
+
+
+def _no_query_vector(text: str) -> Any:
+    raise AssertionError(f"a vector retriever without shards encoded the query {text!r}")
 
 
 def _lexical(repo: Any) -> LexicalRetriever:

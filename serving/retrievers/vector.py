@@ -25,7 +25,7 @@ class VectorRetriever(BaseRetriever):
         self.query_threads = query_threads  # faiss.query_threads
 
     def _search(self, query: RetrievalQuery, k: int) -> ScoredList:
-        if not query.text.strip():
+        if not query.text.strip() or not self.shards:  # no chunk vectors: the query is not encoded for nothing
             return []
         vector = self.encode_query(query.text).reshape(1, -1)
         lists: list[ScoredList] = []

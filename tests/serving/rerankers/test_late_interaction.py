@@ -170,3 +170,20 @@ def test_configured_model_path_loads_through_encoder(encoder: Encoder) -> None:
     assert reranker.encoder.model_path == encoder.model_path
     with pytest.raises(Exception, match="config.json"):
         LateInteractionReranker(LateInteractionConfig(model_path="/nonexistent/colbert"))
+
+
+def test_a_repository_whose_token_vectors_are_building_has_its_chunks_scored_by_nothing(encoder: Encoder) -> None:
+    """Two repositories in one head: the complete one's chunks are encoded and scored as ever, the one still
+    building its token vectors (`index.dense_later`) gets no late score and none of its chunks is encoded."""
+    later = [Chunk.build("later", c.path, "python", c.start_line, c.end_line, c.kind, c.symbol, c.content)
+             for c in CHUNKS[1:]]
+    chunks = [CHUNKS[0], *later]
+    reranker = LateInteractionReranker(LateInteractionConfig(top_n=30, weight=0.9), encoder,
+                                       TokenEmbeddingCache(None, 100), building=lambda repo: repo == "later")
+    before = encoder.texts_encoded
+    out = reranker.rerank("retry a network request with exponential backoff", _hits(chunks),
+                          {c.chunk_id: c for c in chunks})
+    assert encoder.texts_encoded - before == 2  # the query and the one chunk of the complete repository
+    scored = {h.chunk_id for h in out if "late_interaction" in h.scores}
+    assert scored == {CHUNKS[0].chunk_id} and out[0].chunk_id == CHUNKS[0].chunk_id
+    assert all("token vectors building" in h.explanation for h in out if h.chunk_id not in scored)
