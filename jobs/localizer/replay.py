@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from jobs.eval.instances import Instance, find_repo, mirror_clone
+from jobs.eval.mine import MineError
 from jobs.localizer.gitread import TreeReader
 from jobs.localizer.history import CorpusHistory
-from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
 from pipelines.history.gitread import GitReadError
 from semantica.config import Config, DiscoverConfig

@@ -27,7 +27,6 @@ SECTIONS = {
     "fusion": 7,
     "late_interaction": 8,
     "cross_encoder": 7,
-    "ltr": 4,
     "rerank": 1,
     "context": 6,
     "query": 9,
@@ -55,7 +54,7 @@ SECTIONS = {
     "planning.decompose": 3,
     "history": 17,
 }
-FIELD_BUDGET = 286  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 282  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
@@ -81,5 +80,5 @@ def test_no_training_section_or_setting_is_in_the_product_config() -> None:
     assert product & training == set()
     assert {f.name for f in dataclasses.fields(TrainConfig)} & {f.name for f in dataclasses.fields(Config)} == set()
     dumped = dataclasses.asdict(load_config(None, [], environ={}))
-    assert not {"pairs", "ltr_train", "localizer_train", "train_encoder"} & set(dumped)
+    assert not {"pairs", "mine", "localizer_train", "train_encoder"} & set(dumped)
     assert not {"corpus", "snapshot_every", "max_staleness", "max_queries_per_repo"} & set(dumped["localizer"])
