@@ -86,7 +86,7 @@ class LearnedReplay:
 
     def _stored(self, inst: Instance) -> tuple[tuple, Path]:
         c = self.config
-        history = (c.history_max_commits, c.history_functions) if c.history_features else None
+        history = (c.history_max_commits, False) if c.history_features else None  # (commits read, function votes)
         candidate = candidate_config(c)
         settings = astuple(candidate)[:-1]  # all but function_file_order
         learned_order = self.localizer.file_scorer(c.learned_files) is not None  # the functions follow its model

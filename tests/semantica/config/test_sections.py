@@ -32,7 +32,7 @@ SECTIONS = {
     "query": 9,
     "graph_ops": 5,
     "exact": 12,
-    "localizer": 36,
+    "localizer": 35,
     "serve": 5,
     "auth": 5,
     "limits": 4,
@@ -52,9 +52,9 @@ SECTIONS = {
     "planning.analyzer": 2,
     "planning.modes": 3,
     "planning.decompose": 3,
-    "history": 17,
+    "history": 15,
 }
-FIELD_BUDGET = 282  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 279  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
