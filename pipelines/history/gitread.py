@@ -99,20 +99,7 @@ class FileChange:
 
 def changed_python_lines(repo_path: str, parent: str, commit: str) -> list[FileChange]:
     """Per `.py` file modified (not added) by `commit` against `parent`, the parent-side lines it touched."""
-    raw = git(repo_path, "diff", "-U0", "--no-renames", "--no-color", parent, commit, "--", "*.py")
-    changes: list[FileChange] = []
-    current: FileChange | None = None
-    for line in raw.split(b"\n"):
-        if line.startswith(b"diff --git "):
-            current = None
-        elif line.startswith(b"--- "):
-            path = line[4:].decode("utf-8", "replace")
-            current = FileChange(path[2:]) if path.startswith("a/") else None
-            if current is not None:
-                changes.append(current)
-        elif current is not None:
-            _tally(current, line)
-    return changes
+    return _parse_diff(git(repo_path, "diff", "-U0", "--no-renames", "--no-color", parent, commit, "--", "*.py"))
 
 
 def changed_source_lines(repo_path: str, parent: str, commit: str) -> list[FileChange]:
@@ -149,6 +136,8 @@ _LOG_FORMAT = "--format=%x1e%H%x00%P%x00%an <%ae>%x00%at%x00%B%x00"
 
 
 def _parse_diff(raw: bytes) -> list[FileChange]:
+    """Each modified file's changes; a `--- ` line is a file header only before the file's first hunk (inside one
+    it is a removed line that starts with `-- `)."""
     changes: list[FileChange] = []
     current: FileChange | None = None
     for line in raw.split(b"\n"):
