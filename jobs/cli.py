@@ -17,15 +17,14 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from semantica.config import Config, TrainConfig, is_train_override, load_config, load_train_config
-from semantica.errors import CLI_INTERRUPTED_EXIT, CLI_USAGE_EXIT, ErrorKind, local_kind_of
+from semantica.errors import CLI_INTERRUPTED_EXIT, ErrorKind, local_kind_of
 
-COMMAND_MODULES = ("index", "query", "grep", "serve", "batch", "eval", "ltr", "graph", "mcp", "status", "watch",
+COMMAND_MODULES = ("index", "query", "grep", "serve", "batch", "eval", "mine", "graph", "mcp", "status", "watch",
                    "pairs", "daemon", "planning", "knowledge", "plan", "deploy", "localizer",
                    "train_encoder")  # modules of jobs/commands/
 # parsed without importing the other commands' modules (a warm query is ~0.3 s; train-encoder runs on a GPU
 # machine that lacks the serving stack's packages)
 LIGHT_COMMANDS = ("query", "grep", "daemon", "train_encoder")
-EXIT_USAGE = CLI_USAGE_EXIT
 EXIT_FAILED = ErrorKind.INTERNAL.cli_exit
 
 

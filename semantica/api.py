@@ -46,7 +46,6 @@ class SearchRequest:
     late_interaction: bool | None = _doc("rerank with late interaction (default: late_interaction.enabled)",
                                          default=None)
     cross_encoder: bool | None = _doc("rerank with the cross-encoder (default: cross_encoder.enabled)", default=None)
-    ltr: bool | None = _doc("rerank with the trained LTR model (default: ltr.enabled)", default=None)
     mode: str | None = _doc("force a search mode: hybrid, vector_heavy, lexical_heavy, mmr_diverse, exact_vector "
                             "(default: the query planner picks one when planning.enabled)", default=None)
 
@@ -78,7 +77,6 @@ class HitView:
     content: str
     late_score: float | None = None  # scores["late_interaction"], kept for clients that read it
     cross_score: float | None = None  # scores["cross_encoder"]
-    ltr_score: float | None = None  # scores["ltr"]
     scores: dict[str, float] = field(default_factory=dict)  # each reranker that re-scored the hit: its own score
     features: list[float] | None = None
     explanation: str | None = None

@@ -90,7 +90,6 @@ class ErrorKind(Enum):
         return 400 <= self.http_status < 500
 
 
-CLI_USAGE_EXIT = 2
 CLI_INTERRUPTED_EXIT = 130
 LOCAL_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (PermissionError, ErrorKind.FORBIDDEN),

@@ -1,10 +1,10 @@
-"""The learning-to-rank feature schema: the fused-hit features, in order, under a version number.
+"""The fused-hit feature schema: the features, in order, under a version number.
 
-Fusion writes every hit's `features` in this order and a trained LTR model reads them positionally, so the
-order is a contract between a model file and the code that serves it. A model records
-`FEATURE_SCHEMA_VERSION` (with its feature names) when it is trained, and loading one made under another
-version is a clear error instead of silently wrong scores. Bump the version whenever `FEATURE_NAMES` or the
-context features the LTR stage appends (`serving.rerankers.ltr.CONTEXT_FEATURE_NAMES`) change.
+Fusion writes every hit's `features` in this order; `semantica mine` records them and a model trained on
+mined rows reads them positionally, so the order is a contract between a model file and the code that
+writes the features. A model records `FEATURE_SCHEMA_VERSION` (with its feature names) when it is trained,
+and loading one made under another version is a clear error instead of silently wrong scores. Bump the
+version whenever `FEATURE_NAMES` change.
 
 `FEATURE_STRATEGIES` are the retrievers that own rank / RRF / weight features. Retrievers are named by
 string (`serving.retrievers.registry`); a retriever registered beyond these is fused and explained but adds

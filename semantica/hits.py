@@ -1,7 +1,7 @@
 """Result types shared by the serving stages: ranked lists keyed by retriever name, fused hits.
 
 A retriever answers with a `RankedList` (`[(chunk_id, rank)]`, ranks 1-based); fusion turns the
-lists into `Hit`s that carry everything later stages and the learning-to-rank log need: the final
+lists into `Hit`s that carry everything later stages and the mined log (`semantica mine`) need: the final
 score, the fused score, per-retriever ranks and RRF contributions, the feature vector of the versioned
 schema (`semantica.feature_schema`) and a readable explanation. Each reranker records its own score in
 `Hit.scores[<reranker name>]` and updates `score`.

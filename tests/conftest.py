@@ -113,7 +113,7 @@ class IndexedRepo:
 # next to the labelled modules (so a retriever still has to tell related code apart). Each has a "/": a
 # glob without one matches a file name anywhere (discover.include_globs).
 SELF_CORPUS_EXTRA = (
-    "jobs/localizer/train.py", "jobs/localizer/dataset.py", "pipelines/localizer/fit.py", "jobs/ltr/mine.py", "serving/rerankers/ltr.py",
+    "jobs/localizer/train.py", "jobs/localizer/dataset.py", "pipelines/localizer/fit.py", "jobs/eval/mine.py", "lab/plugins/ltr.py",
     "semantica/hits.py", "semantica/ondisk/source.py", "pipelines/manifest.py", "docs/errors.md",
 )
 
@@ -273,7 +273,7 @@ def mined_golden(indexed_self, tmp_path_factory) -> MinedGolden:
 
     out = tmp_path_factory.mktemp("mined-golden")
     root = Path(indexed_self.config.paths.index_root)
-    # the retrievers the LTR features describe (semantica.feature_schema.FEATURE_STRATEGIES): a model learns
+    # the retrievers the fusion features describe (semantica.feature_schema.FEATURE_STRATEGIES): a model learns
     # their ranks, so the mined lists hold those and no others
     strategies = ",".join(FEATURE_STRATEGIES)
     args = ["mine", "golden", "--golden", str(GOLDEN_SET), "--repo", indexed_self.name, "--out", str(out),
@@ -281,16 +281,6 @@ def mined_golden(indexed_self, tmp_path_factory) -> MinedGolden:
             "--set", f"retrieval.retrievers=[{strategies}]"]
     assert main(args) == 0
     return MinedGolden(out, len(load_golden_set(GOLDEN_SET)))
-
-
-@pytest.fixture(scope="session")
-def ltr_model_dir(mined_golden, tmp_path_factory) -> Path:
-    """A LightGBM ranker trained on the mined golden hits through the real CLI."""
-    from jobs.cli import main
-
-    out = tmp_path_factory.mktemp("ltr-model")
-    assert main(["train-ltr", "--data", str(mined_golden.directory), "--out", str(out)]) == 0
-    return out
 
 
 @pytest.fixture()

@@ -45,7 +45,6 @@ REQUESTS_QUERIES = {
                          "how is basic authentication added to a request", "proxy settings from the environment",
                          "chunked transfer encoding of a request body", "retry a connection that failed"],
 }
-ISSUE_REPOS = {"psf/requests": "psf/requests"}
 
 
 def summary(values: list[float]) -> dict[str, float]:

@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="only instances of these repositories")
     swe.add_argument("--quiet", action="store_true", help="no progress bar or per-instance lines")
     swe.add_argument("--json", action="store_true", help="print the metrics as JSON instead of the table")
-    swe.add_argument("--mine", metavar="DIR", help="also log each instance's labelled fused hits for learning-to-rank "
+    swe.add_argument("--mine", metavar="DIR", help="also log each instance's labelled fused hits and retriever lists "
                                                    "into DIR (as `semantica mine swebench`; the index is shared)")
     add_common(swe)
     add_training(swe)
@@ -167,9 +167,9 @@ def run_swebench(args: argparse.Namespace) -> int:
     config = apply_eval_defaults(config_from_args(args), _explicit_keys(args), {i.language for i in everything})
     if args.limit:
         instances = instances[: args.limit]
-    from jobs.ltr.mine import HitMiner
+    from jobs.eval.mine import HitMiner
 
-    miner = HitMiner(train_config_from_args(args).ltr_train, args.mine) if args.mine else None
+    miner = HitMiner(train_config_from_args(args).mine, args.mine) if args.mine else None
     runner = SwebenchEval(config, args.repos_dir, args.out, parse_ablations(args.ablation),
                           progress=not args.quiet, log=(lambda _msg: None) if args.quiet else None, miner=miner)
     result = runner.run(instances, score_over=everything)  # metrics cover every instance predicted so far
@@ -203,9 +203,9 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_localize(args: argparse.Namespace) -> int:
+    from jobs.eval.mine import MineError
     from jobs.eval.replay import LocalizationReplay
     from jobs.eval.tables import level_table
-    from jobs.ltr.mine import MineError
 
     config = config_from_args(args)
     instances = _load_instances(args.instances, args.repo_filter)

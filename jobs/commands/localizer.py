@@ -108,8 +108,8 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_ablation_command(args: argparse.Namespace) -> int:
     from jobs.eval.instances import EvalError, load_instances
+    from jobs.eval.mine import MineError
     from jobs.localizer.ablation import ROWS, history_rows, run_ablation, table, write
-    from jobs.ltr.mine import MineError
 
     try:
         instances = [i for i in load_instances(args.instances) if not args.repo_filter or i.repo == args.repo_filter]

@@ -12,7 +12,7 @@ SNIPPET_LINES = 6
 JSON_SCHEMA_DOC = """\
 --json prints one object: {query, intent: {dominant, probabilities, expansions}, hits: [{rank, chunk_id,
 repo, path, start_line, end_line, symbol, kind, score, fused_score, ranks: {strategy: rank}, citation,
-content, late_score, cross_score, ltr_score, scores: {reranker: its score}, features (with --explain),
+content, late_score, cross_score, scores: {reranker: its score}, features (with --explain),
 explanation (with --explain)}],
 files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name", score}],
 context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,

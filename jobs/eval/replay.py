@@ -22,9 +22,9 @@ import polars as pl
 
 from jobs.eval.instances import Instance, mirrors_dir
 from jobs.eval.metrics import FUNCTION_METRICS, Prediction, evaluate
+from jobs.eval.mine import LISTS_DIR, MineError, part_name
 from jobs.eval.plan_lists import load_plan, merged_lists
 from jobs.eval.swebench import TOP_N
-from jobs.ltr.mine import LISTS_DIR, MineError, part_name
 from semantica.config import Config
 from serving.core.intent import identifier_only
 from serving.core.localization import LocalizationInputs, Ranked

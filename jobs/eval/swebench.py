@@ -29,9 +29,9 @@ from tqdm import tqdm
 
 from jobs.eval.instances import EvalError, Instance, find_repo, order_instances
 from jobs.eval.metrics import Prediction, evaluate, per_instance_ranks
+from jobs.eval.mine import HitMiner, swebench_labeler
 from jobs.eval.outputs import OutputPaths, read_jsonl, repair_jsonl, write_qrels, write_trec_run
 from jobs.eval.tables import ablation_table
-from jobs.ltr.mine import HitMiner, swebench_labeler
 from semantica.config import Config
 from semantica.feature_schema import FEATURE_STRATEGIES
 from semantica.runtime.encoder import Encoder
@@ -217,7 +217,7 @@ class SwebenchEval:
         return self.miner is not None and not self.miner.done(inst.instance_id)
 
     def _mine(self, inst: Instance, timing: InstanceTiming) -> None:
-        """Log the instance's fused hits with gold labels for learning-to-rank (`jobs/ltr/mine.py`)."""
+        """Log the instance's fused hits with gold labels and its retriever lists (`jobs/eval/mine.py`)."""
         assert self.miner is not None
         started = time.perf_counter()
         labeler = swebench_labeler(inst.gold_files, inst.gold_functions, self.miner.config)

@@ -29,17 +29,15 @@ class CorpusHistory:
 
     @classmethod
     def for_localizer(cls, config: Config) -> CorpusHistory:
-        """The history the localizer's features read (`localizer.history_max_commits` newest commits, function
-        votes only with `localizer.history_functions`) through the sha cache of `history.cache_file` or
-        `<paths.cache_dir>/history.sqlite`: one setting for corpus mining and the dev replay."""
-        loc = config.localizer
-        return cls(dataclasses.replace(config.history, max_commits=loc.history_max_commits,
-                                       functions=loc.history_functions),
+        """The history the localizer's features read (`localizer.history_max_commits` newest commits) through the
+        sha cache of `history.cache_file` or `<paths.cache_dir>/history.sqlite`: one setting for corpus mining and
+        the dev replay."""
+        return cls(dataclasses.replace(config.history, max_commits=config.localizer.history_max_commits),
                    config.history.cache_file or Path(config.paths.cache_dir) / "history.sqlite")
 
     def at(self, repo_path: str | Path, snapshot: str) -> SnapshotHistory:
         history = self.reader.read(repo_path, snapshot)
-        return SnapshotHistory(HistorySearcher(history, self.config, self._tokens), self.config.functions)
+        return SnapshotHistory(HistorySearcher(history, self.config, self._tokens))
 
     def close(self) -> None:
         self.reader.close()

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from jobs.eval.instances import Instance, find_repo, mirror_clone
+from jobs.eval.mine import MineError
 from jobs.localizer.gitread import TreeReader
 from jobs.localizer.history import CorpusHistory
-from jobs.ltr.mine import MineError
 from pipelines.discover import RepoSource
 from pipelines.history.gitread import GitReadError
 from semantica.config import Config, DiscoverConfig
@@ -86,7 +86,7 @@ class LearnedReplay:
 
     def _stored(self, inst: Instance) -> tuple[tuple, Path]:
         c = self.config
-        history = (c.history_max_commits, c.history_functions) if c.history_features else None
+        history = (c.history_max_commits, False) if c.history_features else None  # (commits read, function votes)
         candidate = candidate_config(c)
         settings = astuple(candidate)[:-1]  # all but function_file_order
         learned_order = self.localizer.file_scorer(c.learned_files) is not None  # the functions follow its model

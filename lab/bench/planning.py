@@ -33,8 +33,8 @@ from serving.planning.repo_map import RepoMapService
 FORCED_SCOPE = ScopeSettings(min_files=1, min_query_words=1)  # the golden queries are short, the repository small
 GOLDEN_VARIANTS: dict[str, list[str]] = {
     "baseline (planning ranking off)": [],
-    "scope boost 0.3 (forced on)": [f"rerank.order=[ltr, late_interaction, cross_encoder, {BOOST}]"],
-    "scope narrow (forced on)": [f"rerank.order=[ltr, late_interaction, cross_encoder, {NARROW}]"],
+    "scope boost 0.3 (forced on)": [f"rerank.order=[late_interaction, cross_encoder, {BOOST}]"],
+    "scope narrow (forced on)": [f"rerank.order=[late_interaction, cross_encoder, {NARROW}]"],
 }
 LOCALIZE_VARIANTS: dict[str, list[str]] = {
     "baseline": [],

@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from jobs.eval.instances import Instance, find_repo, load_instances, mirrors_dir
-from jobs.ltr.mine import LISTS_DIR, part_name
+from jobs.eval.mine import LISTS_DIR, part_name
 from pipelines.discover import RepoSource
 from pipelines.parse import FileParser
 from semantica.config import Config, load_config

@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from jobs.eval.instances import Instance, find_repo, load_instances
-from jobs.ltr.mine import part_name
+from jobs.eval.mine import part_name
 from lab.eval.history_corpus import corpus_instances
 from pipelines.history.reader import HistoryReader
 from semantica.config import HistoryConfig, load_config

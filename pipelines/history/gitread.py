@@ -99,27 +99,14 @@ class FileChange:
 
 def changed_python_lines(repo_path: str, parent: str, commit: str) -> list[FileChange]:
     """Per `.py` file modified (not added) by `commit` against `parent`, the parent-side lines it touched."""
-    raw = git(repo_path, "diff", "-U0", "--no-renames", "--no-color", parent, commit, "--", "*.py")
-    changes: list[FileChange] = []
-    current: FileChange | None = None
-    for line in raw.split(b"\n"):
-        if line.startswith(b"diff --git "):
-            current = None
-        elif line.startswith(b"--- "):
-            path = line[4:].decode("utf-8", "replace")
-            current = FileChange(path[2:]) if path.startswith("a/") else None
-            if current is not None:
-                changes.append(current)
-        elif current is not None:
-            _tally(current, line)
-    return changes
+    return _parse_diff(git(repo_path, "diff", "-U0", "--no-renames", "--no-color", parent, commit, "--", "*.py"))
 
 
 def changed_source_lines(repo_path: str, parent: str, commit: str) -> list[FileChange]:
     """Per source file (`source_pathspecs`: every language with function spans) modified, not added, by `commit`
     against `parent`, the parent-side lines it touched."""
     raw = git(repo_path, "diff", "-U0", "--no-renames", "--no-color", parent, commit, "--", *source_pathspecs())
-    return _parse_diff(raw)[0]
+    return _parse_diff(raw)
 
 
 def first_parent_shas(repo_path: str, commit: str, limit: int) -> list[str]:
@@ -143,34 +130,27 @@ class LoggedCommit:
     author_time: int
     message: str
     changes: list[FileChange]
-    old_blobs: dict[str, str]
 
 
 _LOG_FORMAT = "--format=%x1e%H%x00%P%x00%an <%ae>%x00%at%x00%B%x00"
-_INDEX_LINE = re.compile(rb"^index ([0-9a-f]+)\.\.[0-9a-f]+")
 
 
-def _parse_diff(raw: bytes) -> tuple[list[FileChange], dict[str, str]]:
+def _parse_diff(raw: bytes) -> list[FileChange]:
+    """Each modified file's changes; a `--- ` line is a file header only before the file's first hunk (inside one
+    it is a removed line that starts with `-- `)."""
     changes: list[FileChange] = []
-    old_blobs: dict[str, str] = {}
     current: FileChange | None = None
-    old_blob = ""
     for line in raw.split(b"\n"):
         if line.startswith(b"diff --git "):
-            current, old_blob = None, ""
-        elif line.startswith(b"index "):
-            match = _INDEX_LINE.match(line)
-            old_blob = match.group(1).decode("ascii") if match else ""
+            current = None
         elif current is None and line.startswith(b"--- "):
             path = line[4:].decode("utf-8", "replace")
             if path.startswith("a/"):
                 current = FileChange(path[2:])
                 changes.append(current)
-                if old_blob:
-                    old_blobs[current.path] = old_blob
         elif current is not None:
             _tally(current, line)
-    return changes, old_blobs
+    return changes
 
 
 def source_pathspecs() -> list[str]:
@@ -182,7 +162,7 @@ def log_with_source_diffs(repo_path: str, commit: str, stop_before: str | None) 
     """First-parent commits from `commit` back to (not including) `stop_before` (None: to the root), each
     with its source changes (`source_pathspecs`) against its first parent (a merge's diff is the PR's whole
     change). Commits that change no such file are absent: git's pathspec skips them."""
-    args = ["log", "--first-parent", "--diff-merges=first-parent", "-p", "-U0", "--no-renames", "--full-index",
+    args = ["log", "--first-parent", "--diff-merges=first-parent", "-p", "-U0", "--no-renames",
             "--no-color", "--no-ext-diff", _LOG_FORMAT, commit]
     if stop_before:
         args.append(f"^{stop_before}")
@@ -193,10 +173,9 @@ def log_with_source_diffs(repo_path: str, commit: str, stop_before: str | None) 
         if len(parts) < 6:
             continue
         sha, parents, author, when, message, diff = parts
-        changes, old_blobs = _parse_diff(diff)
         out.append(LoggedCommit(sha.decode("ascii").strip(), parents.decode("ascii").split(),
                                 author.decode("utf-8", "replace"), int(when or 0),
-                                message.decode("utf-8", "replace"), changes, old_blobs))
+                                message.decode("utf-8", "replace"), _parse_diff(diff)))
     return out
 
 

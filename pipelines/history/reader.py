@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from pathlib import Path
 
 from pipelines.history.cache import HistoryCache
 from pipelines.history.gitread import (
-    BlobReader,
-    FunctionSpan,
     LoggedCommit,
-    file_spans,
     first_parent_shas,
     git,
     log_with_source_diffs,
@@ -21,11 +18,10 @@ from pipelines.history.gitread import (
     spans_language,
 )
 from semantica.config import HistoryConfig
-from semantica.stores.function_keys import function_key
 from semantica.stores.history.records import CommitFilter, CommitRecord, History
 
-SPAN_CACHE_BLOBS = 2048
 CACHE_BATCH = 200
+RECORDS_KEY = "files-only"  # what a cached record holds: its changed files, no functions (no setting shapes it)
 
 
 def commit_time(repo_path: str, commit: str) -> int:
@@ -39,10 +35,7 @@ class HistoryReader:
     def __init__(self, config: HistoryConfig, cache_path: str | Path) -> None:
         self.config = config
         self.filter = CommitFilter(config)
-        parse_key = f"files{config.max_commit_files}-lines{config.max_commit_lines}-blob{config.max_blob_bytes}"
-        parse_key += "" if config.functions else "-nofunctions"
-        self.cache = HistoryCache(cache_path, parse_key)
-        self._spans: OrderedDict[str, list[FunctionSpan]] = OrderedDict()
+        self.cache = HistoryCache(cache_path, RECORDS_KEY)
         self._rename_scans: dict[str, tuple[set[str], dict[str, list[tuple[str, str]]]]] = {}
 
     def read(self, repo_path: str | Path, rev: str = "HEAD") -> History:
@@ -120,44 +113,19 @@ class HistoryReader:
         logged = [c for c in log_with_source_diffs(repo_path, newest, stop) if c.sha in want]
         out: dict[str, CommitRecord | None] = dict.fromkeys(want)
         pending: dict[str, CommitRecord | None] = {}
-        with BlobReader(repo_path) as blobs:
-            for entry in logged:
-                out[entry.sha] = pending[entry.sha] = self._record(entry, blobs)
-                if len(pending) >= CACHE_BATCH:  # an interrupted read keeps what it has done
-                    self.cache.put_many(pending)
-                    pending = {}
+        for entry in logged:
+            out[entry.sha] = pending[entry.sha] = self._record(entry)
+            if len(pending) >= CACHE_BATCH:  # an interrupted read keeps what it has done
+                self.cache.put_many(pending)
+                pending = {}
         self.cache.put_many(pending)
         return out
 
-    def _record(self, entry: LoggedCommit, blobs: BlobReader) -> CommitRecord:
+    def _record(self, entry: LoggedCommit) -> CommitRecord:
+        """The commit's changed files (those with parent-side lines) and size; file votes and priors read these."""
         changes = [c for c in entry.changes if c.old_lines]
-        lines = sum(c.added + c.removed for c in changes)
-        record = CommitRecord(entry.sha, entry.parents[0] if entry.parents else "", entry.author, entry.author_time,
-                              entry.message, [c.path for c in changes], [], lines)
-        if not self.config.functions:
-            return record
-        if len(changes) > self.config.max_commit_files or lines > self.config.max_commit_lines:
-            record.functions_skipped = True  # dropped as huge anyway: not worth parsing
-            return record
-        for change in changes:
-            blob = entry.old_blobs.get(change.path)
-            for span in self._spans_of(change.path, blob, blobs) if blob else []:
-                if any(span.start <= n <= span.end for n in change.old_lines):
-                    record.functions.append(function_key(change.path, span.qualname))
-        return record
-
-    def _spans_of(self, path: str, blob: str, blobs: BlobReader) -> list[FunctionSpan]:
-        """The blob's function spans (its language from `path`; a blob sha names one content, and a renamed
-        file keeps its language), kept for the last `SPAN_CACHE_BLOBS` blobs."""
-        if blob in self._spans:
-            self._spans.move_to_end(blob)
-            return self._spans[blob]
-        text = blobs.read(blob, self.config.max_blob_bytes)
-        spans = file_spans(path, text) if text is not None else []
-        self._spans[blob] = spans
-        if len(self._spans) > SPAN_CACHE_BLOBS:
-            self._spans.popitem(last=False)
-        return spans
+        return CommitRecord(entry.sha, entry.parents[0] if entry.parents else "", entry.author, entry.author_time,
+                            entry.message, [c.path for c in changes], [], sum(c.added + c.removed for c in changes))
 
     def close(self) -> None:
         self.cache.close()

@@ -13,20 +13,16 @@ class HistoryConfig:
     later one. Filters (the pair miner's `pairs.*` filters in conf/train.yaml are the start): bot authors, subjects that start
     with a skipped prefix, messages shorter than `min_message_chars`, and commits changing more than
     `max_commit_files` Python files or `max_commit_lines` lines. Voting: the `top_commits` most similar
-    messages (BM25) vote for the files and outer functions they changed with weight
+    messages (BM25) vote for the files they changed with weight
     `(score / best score) ** similarity_power * 0.5 ** (age_days / half_life_days)` (half-life 0 = no age
     decay), divided by `changed ** share_exponent` (a commit that changed many files votes less for each);
-    the best `k` files and functions are kept."""
+    the best `k` files are kept."""
 
     index: bool = True  # on: the learned file ranker reads the stored history (lab/notes/localizer.md "Decision")
     max_commits: int = 3000  # as the shipped models/localizer-history was mined (localizer.history_max_commits)
     min_message_chars: int = 15
     max_commit_files: int = 10
     max_commit_lines: int = 1000
-    max_blob_bytes: int = 1_000_000
-    functions: bool = False
-    """Read the changed outer functions (parses each changed file at the parent: most of the reading time);
-    false = file votes and file priors only."""
     bot_markers: list[str] = field(default_factory=lambda: ["[bot]", "dependabot", "pre-commit-ci", "renovate"])
     skip_subject_prefixes: list[str] = field(
         default_factory=lambda: ["revert", "bump", "release", "merge branch", "prepare release", "version "])

@@ -39,7 +39,6 @@ class LocalizerConfig:
     history_features: bool = True  # history votes and priors as features, mined and at query time; a snapshot
                                    # without stored history falls back to candidates-first (stage.py)
     history_max_commits: int = 3000  # ... from at most this many newest commits at or before each snapshot
-    history_functions: bool = False  # ... and function-level ones (parses every changed file: CPU)
     dense_model: str = "models/encoder-commits-v3"  # the dense function channel's encoder ('' = off; docs/localizer.md)
     dense_depth: int = 200  # ... re-ranks the top this many functions of the blended order
     dense_rrf_k: float = 10.0  # ... by 1/(dense_rrf_k + rank) + dense_weight/(dense_rrf_k + cosine rank)

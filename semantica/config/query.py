@@ -101,22 +101,10 @@ class CrossEncoderConfig:
 
 
 @dataclass
-class LtrConfig:
-    """Learning-to-rank reranking of the fused hits with a LightGBM model from `semantica train-ltr`.
-
-    Off until a model is trained: there is no model to ship, it is learned from mined labels."""
-
-    enabled: bool = False
-    model_path: str = ""  # the directory `semantica train-ltr --out` wrote (model.txt + ltr.json)
-    top_n: int = 50  # fused hits the model reorders (the rest keep their fused order, below them)
-    score_floor: float = 0.1  # reordered hits get scores in [score_floor, 1] so later stages can blend them
-
-
-@dataclass
 class RerankConfig:
     """Which registered rerankers run after fusion, in this order (`serving.rerankers.registry.RERANKERS`)."""
 
-    order: list[str] = field(default_factory=lambda: ["ltr", "late_interaction", "cross_encoder"])
+    order: list[str] = field(default_factory=lambda: ["late_interaction", "cross_encoder"])
 
 
 @dataclass
@@ -188,7 +176,6 @@ class QuerySettings:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     late_interaction: LateInteractionConfig = field(default_factory=LateInteractionConfig)
     cross_encoder: CrossEncoderConfig = field(default_factory=CrossEncoderConfig)
-    ltr: LtrConfig = field(default_factory=LtrConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     query: QueryConfig = field(default_factory=QueryConfig)

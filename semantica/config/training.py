@@ -1,7 +1,7 @@
 """The training jobs' own configuration, apart from the `Config` every build and query loads: mining pairs
 (`semantica mine-pairs`), the learned localizer's corpus, features and rankers (`mine-pairs --labels`,
 `mine-localizer`, `train-localizer`),
-learning-to-rank (`mine`, `eval swebench --mine`, `train-ltr`) and fine-tuning the encoder (`train-encoder`).
+replays (`mine`, `eval swebench --mine`) and fine-tuning the encoder (`train-encoder`).
 
 `load_train_config` reads `conf/train.yaml` with the loader `Config` uses: defaults < that file (or
 `SEMANTICA_TRAIN_CONFIG`, or `--train-config FILE`) < `SEMANTICA_TRAIN__SECTION__FIELD` env < `section.field=value`
@@ -108,21 +108,12 @@ class TrainEncoderConfig:
 
 
 @dataclass
-class LtrTrainConfig:
-    """Mining labelled feature vectors and training the LightGBM ranker (`semantica mine`, `train-ltr`)."""
+class MineConfig:
+    """Mining labelled fused hits (`semantica mine`, `eval swebench --mine`): the lists the replays read."""
 
-    mine_depth: int = 50  # fused hits mined per query (the candidates the model will reorder)
+    depth: int = 50  # fused hits mined per query
     function_gain: int = 2  # label of a hit inside a gold function (SWE-bench)
     file_gain: int = 1  # label of a hit in a gold file but outside the gold functions
-    objective: str = "lambdarank"
-    # small, heavily regularised trees: ~100 labelled queries overfit anything larger (leave-one-repo-out
-    # CV on the first 94 mined queries: 200 trees of 15 leaves lost 0.03 NDCG@10, these gained 0.11)
-    n_estimators: int = 100
-    learning_rate: float = 0.03
-    num_leaves: int = 3
-    min_child_samples: int = 200
-    eval_at: int = 10  # NDCG@eval_at is the training and report metric
-    seed: int = 13
 
 
 @dataclass
@@ -133,7 +124,7 @@ class TrainConfig:
     localizer_corpus: LocalizerCorpusConfig = field(default_factory=LocalizerCorpusConfig)
     localizer_mine: LocalizerMineConfig = field(default_factory=LocalizerMineConfig)
     localizer_train: LocalizerTrainConfig = field(default_factory=LocalizerTrainConfig)
-    ltr_train: LtrTrainConfig = field(default_factory=LtrTrainConfig)
+    mine: MineConfig = field(default_factory=MineConfig)
     train_encoder: TrainEncoderConfig = field(default_factory=TrainEncoderConfig)
 
 

@@ -52,9 +52,6 @@ class _Cursor:
     def int_be(self) -> int:
         return struct.unpack(">i", self.take(4))[0]
 
-    def int_le(self) -> int:
-        return struct.unpack("<i", self.take(4))[0]
-
     def vint(self) -> int:
         value, shift = 0, 0
         while True:

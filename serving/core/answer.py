@@ -31,7 +31,7 @@ def file_lines(snapshots: list[Snapshot]) -> Callable[[str, str], list[str]]:
 
     return lines
 
-SCORE_FIELDS = {"late_score": "late_interaction", "cross_score": "cross_encoder", "ltr_score": "ltr"}
+SCORE_FIELDS = {"late_score": "late_interaction", "cross_score": "cross_encoder"}
 """The hit view's named score fields, from the reranker scores they have always shown (`Hit.scores`)."""
 
 

@@ -42,7 +42,6 @@ def validate_request(request: SearchRequest, config: Config, planner: Any, looku
     if request.k > config.query.max_k:
         raise QueryError(f"k={request.k} is above the maximum {config.query.max_k}")
     _configured_model("cross_encoder", request.cross_encoder, config.cross_encoder.model_path, "cross-encoder")
-    _configured_model("ltr", request.ltr, config.ltr.model_path, "LTR model")
     request.strategies = [_strategy_name(name, lookup, enabled) for name in request.strategies]
     if isinstance(request.repos, str):
         raise QueryError(f"repos must be a list of repository names, got the string {request.repos!r}")

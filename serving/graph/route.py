@@ -1,7 +1,7 @@
 """Routes a structural question in `semantica query` to the exact graph ops, and puts that answer first.
 
 The graph answer is exact, so no reranker may reorder it or push a non-neighbour above it: the
-merge runs after fusion, LTR, late interaction and the cross-encoder, and only appends the reranked
+merge runs after fusion, late interaction and the cross-encoder, and only appends the reranked
 hits (those not already in the answer) after it.
 """
 

@@ -2,9 +2,9 @@
 
 Corpus mining (jobs/localizer/history.py) and the query-time stage (`LearnedStage`) both turn a
 `HistorySearcher` into `HistorySignals` here, so a model trained with history features sees at query time
-the values it was trained on. Function votes and priors are given only when `functions` is on: the corpus is
-mined files-only (`localizer.history_functions`), so a snapshot whose history also holds functions must not
-hand the model function values it never saw in training.
+the values it was trained on. The signals are files-only, as the corpus is mined: a stored history that also
+holds functions (a snapshot written when history could read them) must not hand the model function values it
+never saw in training.
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ def prior_features(prior: Prior) -> tuple[float, float, float]:
 class SnapshotHistory:
     """One snapshot's history, ready to give a query its `HistorySignals` (priors computed once)."""
 
-    def __init__(self, searcher: HistorySearcher, functions: bool = True) -> None:
+    def __init__(self, searcher: HistorySearcher) -> None:
         self.searcher = searcher
-        self.functions = functions
-        priors = searcher.priors
-        tables = (priors.files, priors.functions) if functions else (priors.files,)
-        self.priors = {k: prior_features(p) for table in tables for k, p in table.items()}
+        self.priors = {k: prior_features(p) for k, p in searcher.priors.files.items()}
 
     @property
     def shas(self) -> set[str]:
@@ -38,5 +35,4 @@ class SnapshotHistory:
 
     def signals(self, query: str) -> HistorySignals:
         votes = self.searcher.index.votes(query)
-        function_votes = [(v.key, v.score) for v in votes.functions] if self.functions else []
-        return HistorySignals([(v.key, v.score) for v in votes.files], function_votes, self.priors)
+        return HistorySignals([(v.key, v.score) for v in votes.files], [], self.priors)

@@ -222,7 +222,7 @@ class LearnedStage:
         key = f"{served.repo}\x00{served.snapshot_id}"
         with self._lock:
             if key not in self._histories:
-                self._histories = {key: SnapshotHistory(searcher, self.config.history_functions)}
+                self._histories = {key: SnapshotHistory(searcher)}
             inputs = self._histories[key]
         return inputs.signals(query)
 

@@ -352,7 +352,7 @@ def replay_samples(pipeline: Any, samples: list[FeedbackSample]) -> tuple[list[R
     skipped = 0
     for sample in samples:
         request = SearchRequest(query=sample.query, repos=[sample.repo], late_interaction=False,
-                                cross_encoder=False, ltr=False)
+                                cross_encoder=False)
         chunks = pipeline.snapshots.get(sample.repo).chunk_by_id
         if not any(c in chunks for c in sample.chunk_ids):
             skipped += 1

@@ -23,7 +23,6 @@ from serving.retrievers.registry import conf_retriever_names
 
 DIRECT = "direct"
 """The list key of the frame lookup (not a retriever)."""
-MAIN_SOURCE = "main"
 RRF_K = 60.0  # the RRF constant of the merge (the usual 60; the sub-query weights are what is tuned)
 MAIN_WEIGHT = 1.0  # the main query's list weight: `planning.decompose.frame_weight` is relative to it
 MAX_LIST = 150  # merged list length per strategy (a main list longer than this keeps its length)

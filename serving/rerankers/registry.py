@@ -55,4 +55,4 @@ def registered_rerankers() -> list[str]:
 
 def _load_builtins() -> None:
     """The built-in rerankers register themselves on import (kept lazy, like the retrievers' builtins)."""
-    from serving.rerankers import cross_encoder, late_interaction, ltr  # noqa: F401  (register themselves)
+    from serving.rerankers import cross_encoder, late_interaction  # noqa: F401  (register themselves)

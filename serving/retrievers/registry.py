@@ -4,9 +4,9 @@ enabled set from conf (`retrieval.retrievers`).
 A new index kind is one module with a retriever class, one `register_retriever(...)` line and its conf
 (`retrieval.retrievers`, `fusion.rrf_k`, `fusion.extra_weights`): the pipeline, the Serve graph (one
 deployment per registered retriever) and fusion pick it up by name (docs/extending.md).
-Retrievers are named by string; the four built-ins that own learning-to-rank features are listed, in
+Retrievers are named by string; the four built-ins that own fusion features are listed, in
 feature order, by the versioned schema (`semantica.feature_schema`): a new retriever is fused and
-explained, but adds no LTR feature until the schema lists it.
+explained, but adds no feature until the schema lists it.
 """
 
 from __future__ import annotations

@@ -22,13 +22,11 @@ def test_product_paths(path: str) -> None:
     assert not is_test_path(path)
 
 
-def test_the_graph_retriever_localization_and_ltr_share_the_rule() -> None:
+def test_the_graph_retriever_and_localization_share_the_rule() -> None:
     import serving.core.localize
-    import serving.rerankers.ltr
     import serving.retrievers.graph
 
-    assert serving.retrievers.graph.is_test_path is serving.core.localize.is_test_path is serving.rerankers.ltr.is_test_path \
-        is is_test_path
+    assert serving.retrievers.graph.is_test_path is serving.core.localize.is_test_path is is_test_path
 
 
 @pytest.mark.parametrize(("path", "language"), [

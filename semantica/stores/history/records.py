@@ -16,9 +16,9 @@ TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 @dataclass
 class CommitRecord:
     """What one first-parent commit changed, read at its parent: facts only, no filter applied (the cache holds
-    these, so changing a threshold in conf never needs git again). `functions` are `path::Qualified.name` of the
-    outer functions whose parent-side lines changed; empty when the commit was too big to parse
-    (`functions_skipped`)."""
+    these, so changing a threshold in conf never needs git again). `functions` (`path::Qualified.name` keys) and
+    `functions_skipped` are columns of the stored table the reader leaves empty: votes and priors are files-only,
+    and a stored history that holds functions still loads."""
 
     sha: str
     parent: str

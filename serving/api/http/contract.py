@@ -164,9 +164,8 @@ def apply_request_limits(document: dict[str, Any], config: Config) -> dict[str, 
         "KnowledgeBody": _knowledge_limits(config),
     }
     search = limits["SearchBody"]
-    for reranker, model_path in (("cross_encoder", config.cross_encoder.model_path), ("ltr", config.ltr.model_path)):
-        if not model_path.strip():  # asked for on a server without its model: a 400 (`_configured_model`)
-            search[reranker] = {"anyOf": [{"type": "boolean", "enum": [False]}, {"type": "null"}]}
+    if not config.cross_encoder.model_path.strip():  # asked for on a server without its model: a 400
+        search["cross_encoder"] = {"anyOf": [{"type": "boolean", "enum": [False]}, {"type": "null"}]}
     knowledge = schemas.get("KnowledgeBody")
     if knowledge is not None:  # a cited source: an ADR or doc of a named repository
         cited = [kind.value for kind in (SourceKind.ADR, SourceKind.DOC)]

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from semantica.api import CONTENT_TRUST
 from semantica.ondisk.repo_names import RepoNameError, normalize_repo_name
 from serving.api.http.errors import Forbidden, NotFound, PayloadTooLarge, Unprocessable
-from serving.api.http.security import Principal, check_repo_name
+from serving.api.http.models import RepoScopedBody
+from serving.api.http.security import Principal
 from serving.knowledge.entry import SourceKind, Status
 from serving.knowledge.service import KnowledgeService
 from serving.knowledge.store import KnowledgeInputError, UnknownEntryError
@@ -27,7 +28,7 @@ STATUSES = tuple(s.value for s in Status)
 """The `status` values `GET /v1/knowledge` filters on (also the enum the OpenAPI document lists)."""
 
 
-class KnowledgeBody(BaseModel):
+class KnowledgeBody(RepoScopedBody):
     """`POST /v1/knowledge`: one entry. `repo` '' = the global store. `repos` is the guard's scope (ignored)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -41,11 +42,6 @@ class KnowledgeBody(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     source_kind: str = Field(default="person", description="person | adr | doc | agent (agent: a candidate)")
     source_ref: str = ""
-
-    @field_validator("repos")
-    @classmethod
-    def _valid_repos(cls, names: list[str]) -> list[str]:
-        return [check_repo_name(name) for name in names]
 
 
 def _claimed_by(principal: Principal, ref: str) -> str:

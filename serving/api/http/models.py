@@ -48,7 +48,21 @@ def _repo_names(names: list[str]) -> list[str]:
     return [check_repo_name(n) for n in names]
 
 
-class _SearchChecks(BaseModel):
+class RepoScopedBody(BaseModel):
+    """A body's `repos` as safe repository names and its `branch` as a valid branch key, where it has them."""
+
+    @field_validator("repos", check_fields=False)
+    @classmethod
+    def _valid_repos(cls, names: list[str]) -> list[str]:
+        return _repo_names(names)
+
+    @field_validator("branch", check_fields=False)
+    @classmethod
+    def _valid_branch(cls, name: str | None) -> str | None:
+        return check_branch(name) if name is not None else None
+
+
+class _SearchChecks(RepoScopedBody):
     """What a search body gets on top of `SearchRequest`'s fields: strict JSON types, no unknown fields,
     safe repository names, known strategies and a non-negative budget; and `branch`, which the ingress
     resolves to the published names the request reads (as `semantica query --branch` and MCP do)."""
@@ -56,16 +70,6 @@ class _SearchChecks(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     branch: str | None = Field(default=None, description="search this branch's snapshots (indexed with `semantica "
                                                          "index --ref`); default: the default branch")
-
-    @field_validator("branch")
-    @classmethod
-    def _valid_branch(cls, name: str | None) -> str | None:
-        return check_branch(name) if name is not None else None
-
-    @field_validator("repos", check_fields=False)
-    @classmethod
-    def _valid_repos(cls, names: list[str]) -> list[str]:
-        return _repo_names(names)
 
     @field_validator("strategies", check_fields=False)
     @classmethod
@@ -109,7 +113,7 @@ SearchBody = body_model("SearchBody", SearchRequest, _SearchChecks)
 """`POST /v1/search`: `semantica.api.SearchRequest`'s fields (generated, never written twice) and `branch`."""
 
 
-class GraphBody(BaseModel):
+class GraphBody(RepoScopedBody):
     """`POST /v1/graph`: {op, name, repos, depth}."""
 
     model_config = ConfigDict(extra="forbid")
@@ -123,13 +127,8 @@ class GraphBody(BaseModel):
     def _whole(cls, value: Any) -> Any:
         return whole_number(value)
 
-    @field_validator("repos")
-    @classmethod
-    def _valid_repos(cls, names: list[str]) -> list[str]:
-        return _repo_names(names)
 
-
-class GrepBody(BaseModel):
+class GrepBody(RepoScopedBody):
     """`POST /v1/grep`: exact or regex search (serving.retrievers.exact), ripgrep's switches as fields."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -149,18 +148,8 @@ class GrepBody(BaseModel):
     def _whole(cls, value: Any) -> Any:
         return whole_number(value)
 
-    @field_validator("repos")
-    @classmethod
-    def _valid_repos(cls, names: list[str]) -> list[str]:
-        return _repo_names(names)
 
-    @field_validator("branch")
-    @classmethod
-    def _valid_branch(cls, name: str | None) -> str | None:
-        return check_branch(name) if name is not None else None
-
-
-class FeedbackBody(BaseModel):
+class FeedbackBody(RepoScopedBody):
     """`POST /v1/feedback`: which hits of a query were useful. Strings are cleaned before they are stored."""
 
     model_config = ConfigDict(extra="forbid")
@@ -173,11 +162,6 @@ class FeedbackBody(BaseModel):
     comment: str | None = None
     knowledge_ids: list[str] = Field(default_factory=list, description="knowledge entries the answer used "
                                      "(context.knowledge[].id): one vote each, down when rating <= 0")
-
-    @field_validator("repos")
-    @classmethod
-    def _valid_repos(cls, names: list[str]) -> list[str]:
-        return _repo_names(names)
 
     @field_validator("snapshots")
     @classmethod
@@ -205,7 +189,7 @@ class FeedbackBody(BaseModel):
         return self
 
 
-class MapBody(BaseModel):
+class MapBody(RepoScopedBody):
     """`POST /v1/map`: a repository map. `repos` names one repository (empty: the caller's only one)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -217,11 +201,6 @@ class MapBody(BaseModel):
     @classmethod
     def _whole(cls, value: Any) -> Any:
         return whole_number(value)
-
-    @field_validator("repos")
-    @classmethod
-    def _valid_repos(cls, names: list[str]) -> list[str]:
-        return _repo_names(names)
 
     @field_validator("query", mode="before")
     @classmethod

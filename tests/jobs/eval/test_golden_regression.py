@@ -128,8 +128,8 @@ def test_swebench_smoke_writes_predictions_trec_and_metrics(swebench_run, capsys
     assert len(timing) == 2 and all(t["index_s"] > 0 and set(t["query_s"]) == {"lexical", "full", "mine"} for t in timing)
 
 
-def test_swebench_run_mines_labelled_hits_for_ltr(swebench_run):
-    from jobs.ltr.mine import LABEL_COLUMN, load_mined
+def test_swebench_run_mines_labelled_hits(swebench_run):
+    from jobs.eval.mine import LABEL_COLUMN, load_mined
 
     tmp, _ = swebench_run
     instances = {json.loads(line)["instance_id"]: json.loads(line) for line in INSTANCES.read_text().splitlines()}

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from jobs.eval.instances import Instance, load_instances
-from jobs.ltr.mine import LISTS_DIR, part_name
+from jobs.eval.mine import LISTS_DIR, part_name
 from lab.eval.corpus_set import build, densest_window, load_commits
 from lab.eval.defaults_cv import SETTINGS, Setting, run, table
 

@@ -1,4 +1,4 @@
-"""The LTR models a study trained (lab/results/ltr; `ltr.enabled` ships off) still load under today's feature schema."""
+"""The LTR models a study trained (lab/results/ltr; the `ltr` plug-in, lab/plugins/ltr.py) still load under today's feature schema."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lab.plugins.ltr import LTR_FEATURE_NAMES, SCHEMA_KEY, LtrModel
 from semantica.feature_schema import FEATURE_SCHEMA_VERSION
-from serving.rerankers.ltr import LTR_FEATURE_NAMES, SCHEMA_KEY, LtrModel
 
 
 @pytest.mark.parametrize("name", ["model", "model-no-self"])

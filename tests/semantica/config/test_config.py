@@ -56,15 +56,23 @@ def test_the_history_localizer_defaults_turn_back_with_set():
     previous defaults (candidates-first, no history in the index) one key at a time."""
     new = load_config(None, [], environ={})
     history = new.history
-    assert (history.index, history.functions, history.max_commits) == (True, False, 3000)
+    assert (history.index, history.max_commits) == (True, 3000)
     loc = new.localizer
     assert (loc.learned_files, loc.history_features, loc.model_dir) == (True, True, "models/localizer-history")
-    old = load_config(None, ["history.index=false", "history.functions=true", "history.max_commits=20000",
+    old = load_config(None, ["history.index=false", "history.max_commits=20000",
                              "localizer.learned_files=false",
                              "localizer.history_features=false", "localizer.model_dir=models/localizer"], environ={})
-    assert (old.history.index, old.history.functions, old.history.max_commits) == (False, True, 20000)
+    assert (old.history.index, old.history.max_commits) == (False, 20000)
     loc = old.localizer
     assert (loc.learned_files, loc.history_features, loc.model_dir) == (False, False, "models/localizer")
+
+
+@pytest.mark.parametrize("key", ["history.functions=true", "history.max_blob_bytes=10", "localizer.history_functions=true"])
+def test_function_level_history_is_no_setting(key):
+    """History is read files-only (the learned file ranker's features): the function-level read and its blob limit
+    are no settings of the product."""
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_config(None, [key], environ={})
 
 
 def test_an_empty_string_setting_stays_empty():

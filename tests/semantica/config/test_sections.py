@@ -27,13 +27,12 @@ SECTIONS = {
     "fusion": 7,
     "late_interaction": 8,
     "cross_encoder": 7,
-    "ltr": 4,
     "rerank": 1,
     "context": 6,
     "query": 9,
     "graph_ops": 5,
     "exact": 12,
-    "localizer": 36,
+    "localizer": 35,
     "serve": 5,
     "auth": 5,
     "limits": 4,
@@ -53,9 +52,9 @@ SECTIONS = {
     "planning.analyzer": 2,
     "planning.modes": 3,
     "planning.decompose": 3,
-    "history": 17,
+    "history": 15,
 }
-FIELD_BUDGET = 286  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 279  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
@@ -81,5 +80,5 @@ def test_no_training_section_or_setting_is_in_the_product_config() -> None:
     assert product & training == set()
     assert {f.name for f in dataclasses.fields(TrainConfig)} & {f.name for f in dataclasses.fields(Config)} == set()
     dumped = dataclasses.asdict(load_config(None, [], environ={}))
-    assert not {"pairs", "ltr_train", "localizer_train", "train_encoder"} & set(dumped)
+    assert not {"pairs", "mine", "localizer_train", "train_encoder"} & set(dumped)
     assert not {"corpus", "snapshot_every", "max_staleness", "max_queries_per_repo"} & set(dumped["localizer"])

@@ -29,9 +29,9 @@ def test_train_yaml_sets_every_section_and_equals_the_defaults() -> None:
 
 
 def test_env_and_overrides_in_priority_order_and_bad_keys_fail_clearly() -> None:
-    env = {"SEMANTICA_TRAIN__LTR_TRAIN__SEED": "7", "SEMANTICA__FAISS__NPROBE": "3"}
-    assert load_train_config(None, [], environ=env).ltr_train.seed == 7
-    assert load_train_config(None, ["ltr_train.seed=9"], environ=env).ltr_train.seed == 9
+    env = {"SEMANTICA_TRAIN__LOCALIZER_TRAIN__SEED": "7", "SEMANTICA__FAISS__NPROBE": "3"}
+    assert load_train_config(None, [], environ=env).localizer_train.seed == 7
+    assert load_train_config(None, ["localizer_train.seed=9"], environ=env).localizer_train.seed == 9
     assert load_train_config(None, ["localizer_corpus.max_query_chars=99"], environ={}).localizer_corpus.max_query_chars == 99
     with pytest.raises(ConfigError, match="unknown key"):
         load_train_config(None, ["faiss.nprobe=4"], environ={})

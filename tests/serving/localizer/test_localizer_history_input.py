@@ -23,7 +23,7 @@ ROWS = ("def rows_of(text):\n    # rows parsed from text with whitespace kept\n 
 WHITESPACE = "def drops_whitespace(text):\n    return ''.join(text.split())\n"
 TEST_PARSER = "from pkg.parser import parse, render\n\n\ndef test_render():\n    assert render(parse('a,b')) == 'a\\nb'\n"
 QUERY = "render drops whitespace when rows are parsed"
-HISTORY = ("history.index=true", "history.functions=true", "history.min_message_chars=10")
+HISTORY = ("history.index=true", "history.min_message_chars=10")
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def _served(widgets, name: str, *overrides: str):
 
 @pytest.fixture(scope="module")
 def with_history(widgets):
-    return _served(widgets, "with-history", *HISTORY)  # history.functions on: the stage must drop them
+    return _served(widgets, "with-history", *HISTORY)
 
 
 @pytest.fixture(scope="module")
@@ -72,9 +72,8 @@ def _mined(widgets, config, tmp_path: Path):
     """The corpus miner's history at the snapshot commit, read as `mine-localizer` reads it."""
     from jobs.localizer.history import CorpusHistory
 
-    loc = config.localizer
-    history = CorpusHistory(dataclasses.replace(config.history, max_commits=loc.history_max_commits,
-                                                functions=loc.history_functions), tmp_path / "history.sqlite")
+    history = CorpusHistory(dataclasses.replace(config.history, max_commits=config.localizer.history_max_commits),
+                            tmp_path / "history.sqlite")
     past = history.at(widgets["bare"], widgets["snapshot"])
     history.close()
     return past
@@ -82,6 +81,25 @@ def _mined(widgets, config, tmp_path: Path):
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
+
+
+def test_a_stored_history_holding_functions_gives_the_stage_files_only():
+    """A snapshot's stored history may hold function keys (its table has the column): the model was mined
+    files-only, so the stage's votes and priors leave them out."""
+    from semantica.config import HistoryConfig
+    from semantica.stores.history import CommitRecord, HistorySearcher
+    from semantica.stores.history.records import History
+    from serving.localizer.history_input import SnapshotHistory
+
+    record = CommitRecord("a" * 40, "b" * 40, "dev <dev@example.com>", 100, "Fix render dropping whitespace in rows",
+                          ["pkg/parser.py"], ["pkg/parser.py::render"], 2)
+    history = History("c" * 40, 200, [record], {record.sha}, 1, 0, {}, 0.0, {"pkg/parser.py"})
+    searcher = HistorySearcher(history, HistoryConfig(min_message_chars=10))
+    assert searcher.index.votes(QUERY).functions  # the stored functions vote ...
+    inputs = SnapshotHistory(searcher)
+    signals = inputs.signals(QUERY)
+    assert [k for k, _ in signals.file_votes] == ["pkg/parser.py"] and signals.function_votes == []  # ... not here
+    assert list(inputs.priors) == ["pkg/parser.py"]
 
 
 def test_stage_history_inputs_equal_the_miners(widgets, with_history, tmp_path):
@@ -101,7 +119,7 @@ def test_stage_history_inputs_equal_the_miners(widgets, with_history, tmp_path):
     assert dict(at_query.priors) == dict(mined.priors)
     assert dict(at_query.priors)["pkg/parser.py"][:2] == (2.0, 2.0)  # two fixes before the snapshot, not the later
     assert not any("::" in key for key in at_query.priors)
-    assert served.history.index.votes(QUERY).functions  # the stored history holds functions; the stage dropped them
+    assert not served.history.index.votes(QUERY).functions  # the stored history holds files only
 
     generator = CandidateGenerator(candidate_config(loc))
     snapshot = stage.snapshot(served)

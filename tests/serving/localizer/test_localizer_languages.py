@@ -168,12 +168,11 @@ PY_FILES = {
 
 
 def _build(tmp_path, name: str, files: dict[str, str], fixes: list[tuple[dict[str, str], str]]):
-    """Index a repository whose root commit holds `files`, then one commit per fix; the history reads the
-    changed functions too (`history.functions`, off by default), so their spans are checked."""
+    """Index a repository whose root commit holds `files`, then one commit per fix (the history's changed files)."""
     repo = one_commit_repo(tmp_path / name, files)
     for day, (changed, message) in enumerate(fixes, 1):
         commit(repo, changed, message, day)
-    config = make_config(tmp_path / f"{name}-index", "history.functions=true")
+    config = make_config(tmp_path / f"{name}-index")
     Indexer(config, progress=False).index(str(repo), f"langs/{name}")
     served = Snapshot.open(IndexLayout(config.paths.index_root).current(f"langs/{name}"), config)
     return config, served
@@ -209,7 +208,7 @@ def test_a_go_repository_gets_history_localizer_files_and_function_vectors(go_re
     assert {f.key for f in stored.functions} == {"clock/duration.go::ParseDuration", "clock/alarm.go::Alarm.Ring",
                                                  "clock/zone.go::Offset"}
     records = served.history.history.records
-    assert {fn for r in records for fn in r.functions} == {"clock/duration.go::ParseDuration", "clock/alarm.go::Alarm.Ring"}
+    assert {path for r in records for path in r.files} == {"clock/duration.go", "clock/alarm.go"}
 
 
 def test_a_query_naming_a_go_functions_behaviour_ranks_its_file_first(go_repo):
@@ -230,9 +229,7 @@ def test_a_typescript_repository_gets_history_localizer_files_and_function_vecto
     assert counts["history_commits"] == 3
     assert counts["function_vectors"] >= 3
     records = served.history.history.records
-    assert {fn for r in records for fn in r.functions} == {"source/retry.ts::computeRetryDelay",
-                                                           "source/headers.ts::mergeHeaders"}  # a .d.ts has none
-    assert "source/types.d.ts" in {path for r in records for path in r.files}
+    assert {path for r in records for path in r.files} == {"source/retry.ts", "source/headers.ts", "source/types.d.ts"}
     assert not any(f.key.startswith("source/types.d.ts") for f in served.index("localizer").functions)
 
 
@@ -244,7 +241,7 @@ def test_a_cpp_repository_gets_history_localizer_files_and_function_vectors(tmp_
     assert counts["function_vectors"] == 3
     assert {f.key for f in served.index("localizer").functions} == {
         "src/buffer.cpp::ring.Buffer.Buffer", "src/buffer.cpp::ring.Buffer.push", "src/buffer.cpp::ring.Buffer.pop"}
-    assert {fn for r in served.history.history.records for fn in r.functions} == {"src/buffer.cpp::ring.Buffer.pop"}
+    assert {path for r in served.history.history.records for path in r.files} == {"src/buffer.cpp"}
 
 
 def test_on_a_mixed_repository_a_go_file_ranks_above_every_python_file(tmp_path):

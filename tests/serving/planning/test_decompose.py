@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from semantica.config import ConfigError, DecomposeConfig, LtrTrainConfig, PlanningConfig, load_config
+from semantica.config import ConfigError, DecomposeConfig, MineConfig, PlanningConfig, load_config
 from serving.planning.decompose import Frame, QueryDecomposer, SubQueryKind
 from serving.planning.direct import PathSuffixIndex
 from serving.planning.merge import DIRECT, MAIN_WEIGHT, ListMerger, SubQueryLists
@@ -152,14 +152,14 @@ def test_switch_off_answers_as_before(ledger_index):
 def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_path):
     """`mine` keeps each sub-query's lists; `eval localize` replays decomposition on and off exactly."""
     from jobs.eval.instances import Instance
+    from jobs.eval.mine import HitMiner
     from jobs.eval.replay import LocalizationReplay
-    from jobs.ltr.mine import HitMiner
     from serving.pipeline import SearchPipeline
 
     overrides = ("token_vectors.enabled=false", "late_interaction.enabled=false")
     overrides = (*overrides, "localizer.enabled=false")  # its replay reads a bare clone (jobs/localizer/replay.py)
     config = make_config(ledger_index, *overrides)
-    HitMiner(LtrTrainConfig(), tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
+    HitMiner(MineConfig(), tmp_path).mine(SearchPipeline(config), "ledger-1", REPORT, R, "swebench",
                                                lambda path, symbol: int(path == "ledger/postings.py"))
     inst = Instance("ledger-1", R, "HEAD", REPORT, ["ledger/postings.py"])
     for switch in ("true", "false"):
@@ -173,7 +173,7 @@ def test_mined_plan_lists_replay_what_the_pipeline_answered(ledger_index, tmp_pa
 def test_conf_names_are_checked_against_the_retriever_registry():
     with pytest.raises(ConfigError, match=r"planning\.decompose\.direct_into: unknown strategy 'vectr'.*vector"):
         ListMerger(PlanningConfig(decompose=DecomposeConfig(direct_into=["vectr"])))
-    # a registered retriever that owns no LTR feature (history) takes the frame list like a built-in
+    # a registered retriever that owns no fusion feature (history) takes the frame list like a built-in
     config = PlanningConfig(decompose=DecomposeConfig(frame_weight=MAIN_WEIGHT, direct_into=["History"]))
     main = {"history": [("a", 1), ("b", 2)], "symbol": [("s", 1)]}
     frame = SubQueryLists(SubQueryKind.FRAME, "x.py:1", {DIRECT: [("b", 1)]})

@@ -74,7 +74,7 @@ def test_the_plugin_owns_its_model_and_reports_its_score(plugin):
     assert len(response.hits) >= 3
     for hit in response.hits:
         assert set(hit.scores) == {NAME} and hit.scores[NAME] == pytest.approx(expected[hit.chunk_id], abs=1e-5)
-        assert hit.late_score is None and hit.cross_score is None and hit.ltr_score is None
+        assert hit.late_score is None and hit.cross_score is None
     assert [h.chunk_id for h in response.hits] == sorted(expected, key=lambda c: -expected[c])
 
 

@@ -39,7 +39,7 @@ def shop(tmp_path_factory) -> dict[str, object]:
 def indexed(shop, tmp_path_factory):
     from pipelines.indexer import Indexer
 
-    config = make_config(tmp_path_factory.mktemp("shop-history-index"), "history.index=true", "history.functions=true",
+    config = make_config(tmp_path_factory.mktemp("shop-history-index"), "history.index=true",
                          "history.min_message_chars=5")
     summary = Indexer(config, progress=False).index(str(shop["repo"]), R, shop["snapshot"])
     return config, summary
@@ -64,14 +64,14 @@ def test_snapshot_stores_history_up_to_its_commit_only(indexed, shop):
     assert "history" in summary.seconds
 
 
-def test_votes_reach_files_functions_and_explanations(indexed, shop):
+def test_votes_reach_files_and_explanations(indexed, shop):
     config, _ = indexed
     response = _search(config, "refund of a discounted invoice is positive", explain=True)
     assert not response.degraded and "history" in response.timings_ms
     assert response.files[0]["path"] == "shop/billing.py"
     assert [v["sha"] for v in response.files[0]["history"]] == [shop["fix"]]
-    voted = {f["function"]: f.get("history") for f in response.functions}
-    assert voted["shop/billing.py::refund_invoice"][0]["subject"] == "Fix refund of discounted invoices going positive"
+    assert response.files[0]["history"][0]["subject"] == "Fix refund of discounted invoices going positive"
+    assert not any(f.get("history") for f in response.functions)  # votes are files-only: a hit names its file's
     assert any(shop["fix"][:10] in (h.explanation or "") for h in response.hits if h.symbol == "refund_invoice")
 
 
@@ -91,7 +91,7 @@ def test_history_retriever_is_registered_and_returns_chunks(indexed):
     snapshot = SnapshotSet(config).get(R)
     retriever = RepoRetrievers(snapshot, lambda: None).get("history")
     found = retriever.search("refund discounted invoices", 5)
-    assert found and snapshot.chunk_by_id[found[0][0]].symbol == "refund_invoice"
+    assert found and snapshot.chunk_by_id[found[0][0]].path == "shop/billing.py"  # the voted file's first chunk
     assert retriever.search("zebra quokka", 5) == []
 
 

@@ -54,7 +54,7 @@ def test_a_registered_retriever_is_fused_and_explained_by_name(tiny):
     by_id = {h.chunk_id: h for h in response.hits}
     listed = [by_id[c] for c in toy_ids if c in by_id]
     assert listed and all(TOY in h.ranks and f"{TOY} #" in h.explanation for h in listed)
-    assert all(len(h.features) == 18 for h in response.hits)  # the LTR feature schema (v1) is unchanged
+    assert all(len(h.features) == 18 for h in response.hits)  # the fusion feature schema (v1) is unchanged
 
 
 def test_a_request_narrows_to_the_registered_retriever(tiny):

@@ -55,7 +55,7 @@ def repo(tmp_path: Path) -> dict[str, object]:
 
 
 def config(**overrides: object) -> HistoryConfig:
-    return HistoryConfig(**{"min_message_chars": 10, "functions": True, **overrides})  # function votes too
+    return HistoryConfig(**{"min_message_chars": 10, **overrides})
 
 
 def test_later_commit_never_influences_votes_priors_or_explanations(repo):
@@ -67,19 +67,17 @@ def test_later_commit_never_influences_votes_priors_or_explanations(repo):
     votes = searcher.index.votes("zebra xylophone semicolon separated csv parsing")
     assert votes.files == [] and votes.functions == []  # only the later commit has these words
     votes = searcher.index.votes("render drops whitespace in rows")
-    assert [v.key for v in votes.files] == ["pkg/parser.py"]
-    assert [v.key for v in votes.functions] == ["pkg/parser.py::render"]
-    assert [v.sha for v in votes.functions[0].voters] == [repo["fix"]]
-    assert all(voter.sha != repo["later"] for v in votes.files + votes.functions for voter in v.voters)
-    parse = searcher.priors.functions.get("pkg/parser.py::parse")
-    assert parse is None  # only the later commit changed parse
+    assert [v.key for v in votes.files] == ["pkg/parser.py"] and votes.functions == []  # files only
+    assert [v.sha for v in votes.files[0].voters] == [repo["fix"]]
+    assert all(voter.sha != repo["later"] for v in votes.files for voter in v.voters)
+    assert searcher.priors.functions == {} and all(r.functions == [] for r in history.records)
     assert searcher.priors.files["pkg/parser.py"].changes == 1
     assert searcher.priors.files["pkg/parser.py"].fixes == 1
     assert searcher.priors.files["pkg/parser.py"].last_change_days == 20.0  # snapshot day 30, fix day 10
 
     at_later = HistorySearcher(reader.read(repo["git_dir"], repo["later"]), config())
     later_votes = at_later.index.votes("zebra xylophone semicolon separated csv parsing")
-    assert [v.key for v in later_votes.functions] == ["pkg/parser.py::parse"]  # the control: it would give it away
+    assert [v.key for v in later_votes.files] == ["pkg/parser.py"]  # the control: it would give it away
     assert at_later.priors.files["pkg/parser.py"].changes == 2
 
 
@@ -129,7 +127,7 @@ def test_second_read_processes_only_new_commits(repo, tmp_path):
     assert again.read_commits == 1 and again.cached_commits == 5
     assert [r.sha for r in again.records][1:] == [r.sha for r in first.records]
     other_limits = HistoryReader(config(max_commit_lines=5), repo["cache"]).read(repo["git_dir"], repo["later"])
-    assert other_limits.read_commits == 6  # other parsing limits: not the same cached facts
+    assert other_limits.read_commits == 0  # a record is what the commit changed: other limits share it
 
 
 def test_saved_history_answers_like_the_read_one(repo, tmp_path):
@@ -139,7 +137,7 @@ def test_saved_history_answers_like_the_read_one(repo, tmp_path):
     assert [r.sha for r in loaded.records] == [r.sha for r in history.records]
     assert loaded.fix_like == history.fix_like and loaded.live_files == history.live_files
     opened = HistorySearcher.open(tmp_path / "snap" / "history", config())
-    assert opened.index.votes("whitespace rows").functions[0].key == "pkg/parser.py::render"
+    assert opened.index.votes("whitespace rows").files[0].key == "pkg/parser.py"
 
 
 def test_age_decay_prefers_the_recent_commit(repo):
@@ -165,10 +163,9 @@ def test_votes_follow_renames_up_to_the_snapshot_only(repo, tmp_path):
     before, after = _renamed_clone(repo, work)
     reader = HistoryReader(config(), tmp_path / "r.sqlite")
     moved = HistorySearcher(reader.read(work, after), config()).index.votes("render drops whitespace")
-    assert [v.key for v in moved.functions] == ["pkg/rows.py::render"]
-    assert "pkg/rows.py" in [v.key for v in moved.files]
+    assert "pkg/rows.py" in [v.key for v in moved.files] and "pkg/parser.py" not in [v.key for v in moved.files]
     kept = HistorySearcher(reader.read(work, before), config()).index.votes("render drops whitespace")
-    assert [v.key for v in kept.functions] == ["pkg/parser.py::render"]  # the later rename is not followed
+    assert [v.key for v in kept.files] == ["pkg/parser.py"]  # the later rename is not followed
 
 
 def test_reindex_takes_renames_from_the_cache_and_keeps_the_time_cut(repo, tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""The LTR stage: reordering real fused hits with a trained model, in the pipeline and when it is broken."""
+"""The `ltr` lab plug-in (left off by the product): reordering real fused hits with a trained model, in the
+pipeline when named in `rerank.order`, and when its model is missing."""
 
 from __future__ import annotations
 
@@ -7,21 +8,28 @@ import dataclasses
 import numpy as np
 import pytest
 
+from lab.plugins.ltr import (
+    LTR_FEATURE_NAMES,
+    LTR_STAGE,
+    LtrFeaturizer,
+    LtrModel,
+    LtrModelError,
+    LtrReranker,
+    LtrSettings,
+    LtrStage,
+)
 from semantica.api import SearchRequest
-from semantica.config import LtrConfig
 from semantica.hits import FEATURE_NAMES
 from serving.pipeline import SearchPipeline
-from serving.rerankers.ltr import LTR_FEATURE_NAMES, LtrFeaturizer, LtrModel, LtrModelError, LtrReranker
-from tests.conftest import make_config
 
 QUERY = "weighted reciprocal rank fusion with consensus"
 
 
-@pytest.fixture(scope="module")
-def ltr_pipeline(indexed_self, ltr_model_dir):
-    config = dataclasses.replace(indexed_self.config,
-                                 ltr=LtrConfig(enabled=True, model_path=str(ltr_model_dir), top_n=20))
-    return SearchPipeline(config)
+def _with_ltr(config, monkeypatch, settings: LtrSettings):  # noqa: ANN001, ANN202
+    """The pipeline with the plug-in first in `rerank.order`, as a study runs it."""
+    monkeypatch.setattr(LtrStage, "settings", settings)
+    return SearchPipeline(dataclasses.replace(config, rerank=dataclasses.replace(
+        config.rerank, order=[LTR_STAGE, *config.rerank.order])))
 
 
 def test_reranker_orders_the_head_by_model_score_and_keeps_scores_ordered(indexed_self, ltr_model_dir):
@@ -34,7 +42,7 @@ def test_reranker_orders_the_head_by_model_score_and_keeps_scores_ordered(indexe
     chunks = pipeline.snapshots.get(indexed_self.name).chunk_by_id
     intent = pipeline.intent.classify(QUERY)
     model = LtrModel.load(ltr_model_dir)
-    config = LtrConfig(enabled=True, model_path=str(ltr_model_dir), top_n=25)
+    config = LtrSettings(model_path=str(ltr_model_dir), top_n=25)
     reranked = LtrReranker(config, model).rerank(hits, chunks, QUERY, intent)
     assert sorted(h.chunk_id for h in reranked) == sorted(h.chunk_id for h in hits)
     head, tail = reranked[:25], reranked[25:]
@@ -49,24 +57,24 @@ def test_reranker_orders_the_head_by_model_score_and_keeps_scores_ordered(indexe
     assert all(0 <= h.score <= config.score_floor for h in tail)
 
 
-def test_pipeline_with_ltr_reports_the_stage_and_scores(indexed_self, ltr_pipeline):
-    response = ltr_pipeline.search(SearchRequest(QUERY, repos=[indexed_self.name], k=10, explain=True))
+def test_pipeline_with_ltr_reports_the_stage_and_scores(indexed_self, ltr_model_dir, monkeypatch):
+    pipeline = _with_ltr(indexed_self.config, monkeypatch, LtrSettings(model_path=str(ltr_model_dir), top_n=20))
+    response = pipeline.search(SearchRequest(QUERY, repos=[indexed_self.name], k=10, explain=True))
     assert not response.degraded
     assert "ltr" in response.timings_ms
-    assert all(h.ltr_score is not None and h.ltr_score == h.scores["ltr"] for h in response.hits)
+    assert all("ltr" in h.scores for h in response.hits)
     assert "LTR" in response.hits[0].explanation
-    off = ltr_pipeline.search(SearchRequest(QUERY, repos=[indexed_self.name], k=10, ltr=False))
-    assert "ltr" not in off.timings_ms and all(h.ltr_score is None for h in off.hits)
+    off = SearchPipeline(indexed_self.config).search(SearchRequest(QUERY, repos=[indexed_self.name], k=10))
+    assert "ltr" not in off.timings_ms and all("ltr" not in h.scores for h in off.hits)  # the product ships without it
 
 
-def test_missing_model_degrades_to_the_fused_order(indexed_self, tmp_path):
-    config = dataclasses.replace(indexed_self.config, ltr=LtrConfig(enabled=True, model_path=str(tmp_path / "none")))
-    broken = SearchPipeline(config)
+def test_missing_model_degrades_to_the_fused_order(indexed_self, tmp_path, monkeypatch):
+    broken = _with_ltr(indexed_self.config, monkeypatch, LtrSettings(model_path=str(tmp_path / "none")))
     plain = SearchPipeline(indexed_self.config)
     request = dict(query=QUERY, repos=[indexed_self.name], k=10, late_interaction=False)
     response = broken.search(SearchRequest(**request))
     assert [d["stage"] for d in response.degraded] == ["ltr"]
-    assert "train-ltr" in response.degraded[0]["error"]
+    assert "lab.train.ltr" in response.degraded[0]["error"]
     assert [h.chunk_id for h in response.hits] == [h.chunk_id for h in plain.search(SearchRequest(**request)).hits]
 
 
@@ -87,7 +95,6 @@ def test_context_features_describe_the_hit_and_the_query(indexed_self):
     assert names["query_words"] == pytest.approx(np.log1p(5))
 
 
-def test_enabled_without_a_model_path_is_a_clear_error(tmp_path):
-    config = make_config(tmp_path, "ltr.enabled=true")
+def test_no_model_path_is_a_clear_error():
     with pytest.raises(LtrModelError, match="model_path"):
-        LtrReranker.from_config(config.ltr)
+        LtrReranker.from_settings(LtrSettings())

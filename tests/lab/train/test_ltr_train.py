@@ -9,11 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from jobs.ltr.mine import load_mined
-from jobs.ltr.train import LtrTrainer, TrainError, ndcg_at, reciprocal_rank, with_signal
-from semantica.config import LtrTrainConfig
+from jobs.eval.mine import load_mined
+from lab.plugins.ltr import LTR_FEATURE_NAMES, META_FILE, SCHEMA_KEY, LtrModel, LtrModelError
+from lab.train.ltr import LtrTrainer, LtrTrainSettings, TrainError, ndcg_at, reciprocal_rank, with_signal
 from semantica.feature_schema import FEATURE_SCHEMA_VERSION
-from serving.rerankers.ltr import LTR_FEATURE_NAMES, META_FILE, SCHEMA_KEY, LtrModel, LtrModelError
 
 MIN_GAP_CLOSED = 0.1  # share of (1 - fused NDCG@10) the fitted ranker wins back on its own training queries
 MIN_MRR_GAIN = 0.05
@@ -41,7 +40,7 @@ def _rankable(frame: pl.DataFrame) -> int:
 
 def test_model_fits_the_mined_golden_hits_better_than_the_fused_order(mined_golden):
     frame = load_mined([mined_golden.directory])
-    trainer = LtrTrainer(LtrTrainConfig())
+    trainer = LtrTrainer(LtrTrainSettings())
     model, report = trainer.train(frame, holdout_groups=[], cv=False)
     seen = report.holdout[0]
     assert seen.scope == "train (seen)" and seen.fused.queries == _rankable(frame)
@@ -59,7 +58,7 @@ def test_cross_validation_measures_each_group_on_unseen_queries(mined_golden):
     ids = sorted(frame["query_id"].unique().to_list())
     halves = {qid: f"half-{i % 2}" for i, qid in enumerate(ids)}
     frame = frame.with_columns(pl.col("query_id").replace_strict(halves).alias("group"))
-    folds = LtrTrainer(LtrTrainConfig(n_estimators=30)).cross_validate(frame)
+    folds = LtrTrainer(LtrTrainSettings(n_estimators=30)).cross_validate(frame)
     assert [f.scope for f in folds] == ["cv: half-0", "cv: half-1", "cv: all folds"]
     assert folds[0].fused.queries + folds[1].fused.queries == folds[2].fused.queries == len(ids)
     assert all(0.0 <= f.ltr.ndcg <= 1.0 and 0.0 <= f.fused.ndcg <= 1.0 for f in folds)
@@ -67,7 +66,7 @@ def test_cross_validation_measures_each_group_on_unseen_queries(mined_golden):
 
 def test_holdout_of_an_unknown_group_and_single_group_cv_are_errors(mined_golden):
     frame = load_mined([mined_golden.directory])
-    trainer = LtrTrainer(LtrTrainConfig(n_estimators=5))
+    trainer = LtrTrainer(LtrTrainSettings(n_estimators=5))
     with pytest.raises(TrainError, match="no/such"):
         trainer.train(frame, ["no/such"], cv=False)
     with pytest.raises(TrainError, match="at least two repositories"):
@@ -79,7 +78,7 @@ def test_saved_model_loads_and_predicts_as_trained(mined_golden, ltr_model_dir):
     meta = json.loads((ltr_model_dir / META_FILE).read_text())
     assert meta["feature_names"] == list(LTR_FEATURE_NAMES) and meta["report"]["train_queries"] == _rankable(frame)
     loaded = LtrModel.load(ltr_model_dir)
-    trainer = LtrTrainer(LtrTrainConfig())
+    trainer = LtrTrainer(LtrTrainSettings())
     again = trainer.fit(with_signal(frame))  # deterministic training: same trees
     features = trainer.features(frame)
     assert features.shape == (frame.height, len(LTR_FEATURE_NAMES))
@@ -89,7 +88,7 @@ def test_saved_model_loads_and_predicts_as_trained(mined_golden, ltr_model_dir):
 
 
 def test_model_for_other_features_or_missing_files_is_refused(ltr_model_dir, tmp_path):
-    with pytest.raises(LtrModelError, match="train-ltr"):
+    with pytest.raises(LtrModelError, match="lab.train.ltr"):
         LtrModel.load(tmp_path)
     stale = tmp_path / "stale"
     stale.mkdir()

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from jobs.eval.golden import hit_matches, load_golden_set
-from jobs.ltr.mine import (
+from jobs.eval.mine import (
     LABEL_COLUMN,
     RANK_COLUMN,
     MineError,
@@ -15,13 +15,13 @@ from jobs.ltr.mine import (
     part_name,
     swebench_labeler,
 )
-from semantica.config import LtrTrainConfig
+from semantica.config import MineConfig
 from semantica.hits import ABSENT_RANK, FEATURE_NAMES
 from tests.conftest import GOLDEN_SET
 
 
 def test_swebench_labels_grade_function_over_file():
-    label = swebench_labeler(["a/models.py"], ["a/models.py::Request.prepare"], LtrTrainConfig())
+    label = swebench_labeler(["a/models.py"], ["a/models.py::Request.prepare"], MineConfig())
     assert label("a/models.py", "Request.prepare") == 2
     assert label("a/models.py", "Request.prepare.inner") == 2  # nested functions fold into the gold one
     assert label("a/models.py", "Request.prepare_body") == 1  # a prefix is not nesting
@@ -49,7 +49,7 @@ def test_mined_golden_rows_carry_fused_order_labels_and_features(indexed_self, m
     frame = load_mined([mined_golden.directory])
     queries = load_golden_set(GOLDEN_SET)
     assert frame["query_id"].n_unique() == len(queries)
-    depth = LtrTrainConfig().mine_depth
+    depth = MineConfig().depth
     by_query = {q.query: q for q in queries}
     for (qid,), group in frame.group_by(["query_id"], maintain_order=True):
         assert 0 < group.height <= depth

@@ -1,7 +1,7 @@
-"""Mining labelled feature vectors for learning-to-rank: queries with known answers, every fused hit logged.
+"""Mining labelled fused hits: queries with known answers, every fused hit and every retriever's list logged.
 
-Each query becomes one ranking group: its first `ltr_train.mine_depth` fused hits, in fused order and
-before any reranker (the candidates an LTR model reorders), each with the 18 fusion features
+Each query becomes one ranking group: its first `mine.depth` fused hits, in fused order and
+before any reranker, each with the 18 fusion features
 (`semantica.hits.FEATURE_NAMES`) and a graded relevance label:
 
 - golden sets: 1 when the hit matches a relevant path or `path::symbol`, else 0;
@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from jobs.eval.golden import GoldenQuery, hit_matches
-from semantica.config import LtrTrainConfig
+from semantica.config import MineConfig
 from semantica.hits import FEATURE_NAMES
 
 PARTS_DIR = "parts"
@@ -44,7 +44,7 @@ class MineError(RuntimeError):
     """Mined data is missing or unusable; the message says what to run."""
 
 
-def swebench_labeler(gold_files: Sequence[str], gold_functions: Sequence[str], config: LtrTrainConfig) -> Labeler:
+def swebench_labeler(gold_files: Sequence[str], gold_functions: Sequence[str], config: MineConfig) -> Labeler:
     """Graded labels from an instance's gold: in a gold function > in a gold file > elsewhere."""
     files = set(gold_files)
     functions = set(gold_functions)
@@ -82,7 +82,7 @@ class MinedQuery:
 class HitMiner:
     """Runs a query through a search pipeline (fusion only: no reranker) and logs its labelled hits."""
 
-    def __init__(self, config: LtrTrainConfig, out_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, config: MineConfig, out_dir: str | os.PathLike[str]) -> None:
         self.config = config
         self.parts = Path(out_dir) / PARTS_DIR
 
@@ -97,11 +97,11 @@ class HitMiner:
         from semantica.api import SearchRequest
 
         response, lists = pipeline.search_with_lists(SearchRequest(
-            query=query, repos=[repo], k=self.config.mine_depth, explain=True,
-            late_interaction=False, cross_encoder=False, ltr=False))
+            query=query, repos=[repo], k=self.config.depth, explain=True,
+            late_interaction=False, cross_encoder=False))
         rows: list[dict[str, Any]] = []
         # the fused candidates only: a structural question's exact graph answers come first without fusion
-        # features, and no reranker (LTR included) ever reorders them
+        # features, and no reranker ever reorders them
         fused = [hit for hit in response.hits if hit.features]
         for rank, hit in enumerate(fused, 1):
             row: dict[str, Any] = {

@@ -1,1 +1,0 @@
-"""Learning to rank: mining labelled hits and training the LightGBM ranker."""
