@@ -7,6 +7,9 @@ import textwrap
 
 from jobs.cli import add_common, config_from_args, print_json, print_stale
 
+LEXICAL = "lexical"
+"""The retriever that reads the Lucene shards, so the one that needs the JVM."""
+
 SNIPPET_LINES = 6
 
 JSON_SCHEMA_DOC = """\
@@ -116,6 +119,7 @@ def run_query(args: argparse.Namespace) -> int:
 
 def _search_in_process(config, fields: dict, branch: str | None):
     """Load everything here (in parallel), answer once: the fallback when no daemon answers."""
+    _start_jvm_early(config, fields.get("strategies"))
     from semantica.api import SearchRequest
     from serving.api.request import RequestBuilder
     from serving.pipeline import SearchPipeline
@@ -125,6 +129,25 @@ def _search_in_process(config, fields: dict, branch: str | None):
     # encoder, JVM + Lucene, FAISS and tables load in parallel, not in turn (the JVM only for a lexical list)
     pipeline.prefetch(request.repos or pipeline.snapshots.default_repos(), request.strategies, request.query)
     return pipeline.search(request)
+
+
+def _start_jvm_early(config, strategies: list[str] | None) -> None:
+    """Start the JVM (the slowest load of a cold query, and one that needs none of the query side's modules) on a
+    thread of its own while this process imports the pipeline; the lexical retriever's load then finds it running.
+    A failure is left to that load, which reports it as a degraded stage."""
+    if LEXICAL not in config.retrieval.retrievers or (strategies and LEXICAL not in strategies):
+        return
+    import threading
+
+    from semantica.stores.lucene import LuceneError, start_jvm
+
+    def start() -> None:
+        try:
+            start_jvm(config.lucene)
+        except LuceneError:
+            pass
+
+    threading.Thread(target=start, name="early-jvm", daemon=True).start()
 
 
 def render_plan(plan: dict) -> str:
