@@ -133,13 +133,16 @@ def _search_in_process(config, fields: dict, branch: str | None):
 
 def _start_jvm_early(config, strategies: list[str] | None) -> None:
     """Start the JVM (the slowest load of a cold query, and one that needs none of the query side's modules) on a
-    thread of its own while this process imports the pipeline; the lexical retriever's load then finds it running.
-    A failure is left to that load, which reports it as a degraded stage."""
+    thread of its own while this process imports the pipeline, with the quick JIT only (the process ends after one
+    answer); the lexical retriever's load then finds it running. A failure is left to that load, which reports it as
+    a degraded stage."""
     if LEXICAL not in config.retrieval.retrievers or (strategies and LEXICAL not in strategies):
         return
     import threading
 
-    from semantica.stores.lucene import LuceneError, start_jvm
+    from semantica.stores.lucene import LuceneError, mark_short_lived, start_jvm
+
+    mark_short_lived()  # this process answers once and ends
 
     def start() -> None:
         try:

@@ -99,3 +99,29 @@ def test_a_query_without_the_graph_walk_imports_no_scipy(index_settings) -> None
     hits, modules, _ = _cold_run(index_settings, "Ledger", "--strategy", "lexical")
     assert hits[0]["path"] == "ledger.py" and hits[0]["symbol"] == "Ledger"
     assert "jnius" in modules and "scipy" not in modules
+
+
+JVM_ARGS_PROBE = """
+import atexit, json, runpy, sys
+sys.argv = ["semantica", *json.loads(sys.argv[1])]
+
+def jvm_args():
+    from jnius import autoclass
+    arguments = autoclass("java.lang.management.ManagementFactory").getRuntimeMXBean().getInputArguments()
+    print("JVM_ARGS=" + json.dumps([arguments.get(n) for n in range(arguments.size())]), flush=True)
+
+atexit.register(jvm_args)
+runpy.run_module("jobs.cli", run_name="__main__")
+"""
+
+
+def test_a_cold_query_runs_the_jvm_with_the_quick_compiler_only(index_settings) -> None:
+    """The no-daemon CLI answers once and ends: its JVM skips the optimising JIT's background compiles."""
+    args = ["query", "Ledger", "--repo", "t/ledger", "--json", *index_settings]
+    env = {**os.environ, "SEMANTICA__DAEMON__ENABLED": "false"}
+    done = subprocess.run([sys.executable, "-c", JVM_ARGS_PROBE, json.dumps(args)], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer, jvm = done.stdout.rsplit("JVM_ARGS=", 1)
+    assert json.loads(answer)["hits"][0]["symbol"] == "Ledger"
+    assert "-XX:TieredStopAtLevel=1" in json.loads(jvm)
