@@ -3,9 +3,10 @@ lazily by name."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -44,6 +45,9 @@ from semantica.stores.vectors import VectorShardSearcher
 
 log = logging.getLogger(__name__)
 SNAPSHOT_STAGE = "snapshot"  # the `degraded` entry of a repository that cannot answer (search, grep, graph)
+FILE_LINES_KEPT = 256
+"""Files whose rebuilt lines a snapshot keeps: every answer widens its hits from their files' lines, and a
+rebuild splits each of the file's chunks again (milliseconds for a long file)."""
 def read_parquet(path: Path) -> pa.Table:
     """One Parquet file, read by pyarrow's file reader: `pq.read_table` goes through `pyarrow.dataset`,
     which imports pandas (seconds of a cold CLI query under load)."""
@@ -135,8 +139,14 @@ class Snapshot:
         return grouped
 
     def file_lines(self, path: str) -> list[str]:
-        """A file's lines rebuilt from its chunks (lines no chunk covers are empty)."""
-        return chunk_lines(self.chunks_by_path.get(path, []))
+        """A file's lines rebuilt from its chunks (lines no chunk covers are empty); the last files asked for are
+        kept (the snapshot never changes), each caller gets its own list."""
+        return list(self._kept_file_lines(path))
+
+    @cached_property
+    def _kept_file_lines(self) -> Callable[[str], tuple[str, ...]]:
+        by_path = self.chunks_by_path  # the cache holds the chunks, not the snapshot
+        return functools.lru_cache(maxsize=FILE_LINES_KEPT)(lambda path: tuple(chunk_lines(by_path.get(path, []))))
 
     @cached_property
     def file_blobs(self) -> FileBlobs:

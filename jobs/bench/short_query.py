@@ -7,13 +7,18 @@ benchmark, not a test).
 Two classes of query, each asked new every time (answer cache and query-embedding memory cleared, so the work is
 measured, not the LRU): `identifier`, symbol names of the snapshot (seeded draw), and `words`, 2-4 word queries
 (the `--phrase`s given, else the words of other drawn names: `pytest_collection_modifyitems` asks "pytest
-collection modifyitems"). One warm-up query loads everything first. The load average is recorded before and after:
-on a shared machine read the figures beside it, and compare code only in one run.
+collection modifyitems"). One warm-up query of each class loads everything first (an identifier lookup skips the
+learned localizer and history, which a words query loads). Each query's answer (hits, files, functions, context) is
+recorded as a digest, so two checkouts' runs over one index show the same answers or not (`--compare FILE`). The
+load average is recorded before and after: on a shared machine read the figures beside it, and compare code only in
+one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import random
 import re
@@ -23,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.bench.stats import PERCENTILE_99, percentile, report_result
-from semantica.api import SearchRequest
+from semantica.api import SearchRequest, SearchResponse
 from semantica.config import load_config
 from serving.pipeline import SearchPipeline
 
@@ -33,6 +38,8 @@ MIN_NAME_CHARS = 4
 WORDS = (2, 4)  # a `words` query has this many words at least and at most
 DEFAULT_QUERIES = 40
 DEFAULT_ROUNDS = 3
+ANSWER_FIELDS = ("hits", "files", "functions", "context", "degraded", "graph")  # what a speed change must keep
+DIGEST_CHARS = 16
 
 
 def draw_queries(names: list[str], count: int, phrases: list[str]) -> dict[str, list[str]]:
@@ -50,12 +57,25 @@ def draw_queries(names: list[str], count: int, phrases: list[str]) -> dict[str, 
     return {"identifier": identifiers, "words": words[:count] if not phrases else words}
 
 
-def timed(pipeline: SearchPipeline, repo: str, query: str) -> tuple[float, dict[str, float]]:
+def timed(pipeline: SearchPipeline, repo: str, query: str) -> tuple[float, SearchResponse]:
     pipeline._cache.clear()  # a new query: the work, not the answer cache
     pipeline.query_encoder._memory.clear()  # and the query-embedding memory: encoding included
     start = time.perf_counter()
     response = pipeline.search(SearchRequest(query, repos=[repo], k=10))
-    return (time.perf_counter() - start) * 1000, response.timings_ms
+    return (time.perf_counter() - start) * 1000, response
+
+
+def answer_digest(response: SearchResponse) -> str:
+    """The answer without its timings and freshness, hashed: equal digests, equal answers."""
+    fields = {name: getattr(response, name) for name in ANSWER_FIELDS}
+    text = json.dumps(fields, sort_keys=True, default=lambda value: getattr(value, "__dict__", str(value)))
+    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]
+
+
+def differing(answers: dict[str, str], baseline: Path) -> list[str]:
+    """The queries whose answer differs from (or is missing in) another run's result file."""
+    theirs = json.loads(baseline.read_text()).get("answers", {})
+    return sorted(query for query, digest in answers.items() if theirs.get(query) != digest)
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -72,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     parser.add_argument("--phrase", action="append", default=[], help="a 2-4 word query (repeatable)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    parser.add_argument("--compare", type=Path, help="another run's result file: list the queries answered otherwise")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "results" / "short_query.json")
     args = parser.parse_args(argv)
     config = load_config(None, [f"paths.index_root={args.index_root}", f"paths.cache_dir={args.cache_dir}", *args.set])
@@ -79,15 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     snapshot = pipeline.snapshots.get(args.repo)
     classes = draw_queries([s.name for s in snapshot.symbols], args.queries, args.phrase)
     load_before = os.getloadavg()
-    pipeline.search(SearchRequest(classes["identifier"][0], repos=[args.repo], k=10))  # warm-up: loads
+    for queries in classes.values():  # warm-up: loads what each class reads
+        pipeline.search(SearchRequest(queries[0], repos=[args.repo], k=10))
     totals: dict[str, list[float]] = {name: [] for name in classes}
     stages: dict[str, list[float]] = {}
+    answers: dict[str, str] = {}
     for _ in range(args.rounds):
         for name, queries in classes.items():
             for query in queries:
-                ms, timings = timed(pipeline, args.repo, query)
+                ms, response = timed(pipeline, args.repo, query)
                 totals[name].append(ms)
-                for stage, stage_ms in timings.items():
+                answers[query] = answer_digest(response)
+                for stage, stage_ms in response.timings_ms.items():
                     stages.setdefault(stage, []).append(stage_ms)
     every = [ms for values in totals.values() for ms in values]
     result: dict[str, Any] = {
@@ -95,8 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": {"before": [round(v, 2) for v in load_before], "after": [round(v, 2) for v in os.getloadavg()]},
         "all": summary(every), "classes": {name: summary(values) for name, values in totals.items()},
         "stages_p50_ms": {s: round(statistics.median(v), 2) for s, v in sorted(stages.items())},
-        "queries": classes,
+        "queries": classes, "answers": answers,
     }
+    if args.compare:
+        result["differing_answers"] = differing(answers, args.compare)
     report_result(result, args.out)
     return 0
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from semantica.schema import Edge
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 GRAPH_STORE_EMBEDDED = "embedded"
 GRAPH_STORE_MEMGRAPH = "memgraph"
@@ -55,6 +56,12 @@ class CsrGraphStore:
         self.dst = np.array([self.index[e.dst] for e in resolved], dtype=np.int64)
         self.types = np.array([e.type for e in resolved], dtype=object)
         self._matrices: dict[tuple, csr_matrix] = {}
+        # scipy.sparse takes a fifth of a second to import: it loads with the store (a cold query's prefetch
+        # thread opens it), not with this module, which every query process imports before its loads start
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import dijkstra
+
+        self._csr_matrix, self._dijkstra = csr_matrix, dijkstra
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -80,7 +87,7 @@ class CsrGraphStore:
         src, dst, cost = src[order], dst[order], cost[order]
         first = np.ones(len(src), dtype=bool)
         first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-        return csr_matrix((cost[first], (src[first], dst[first])), shape=(n, n))
+        return self._csr_matrix((cost[first], (src[first], dst[first])), shape=(n, n))
 
     def expand(self, seeds: Sequence[str], edge_costs: dict[str, float], max_cost: float, max_nodes: int,
                both_directions: bool, node_penalty: dict[str, float] | None = None,
@@ -93,7 +100,7 @@ class CsrGraphStore:
         matrix = self._matrices.get(key)
         if matrix is None:  # one matrix per cost profile: queries reuse it
             matrix = self._matrices[key] = self._matrix(edge_costs, both_directions, node_penalty, reverse)
-        distances = dijkstra(matrix, directed=True, indices=seed_ids, limit=max_cost, min_only=True)
+        distances = self._dijkstra(matrix, directed=True, indices=seed_ids, limit=max_cost, min_only=True)
         reached = np.flatnonzero(np.isfinite(distances))
         reached = reached[np.argsort(distances[reached], kind="stable")][:max_nodes]
         return Expansion({self.nodes[i]: float(distances[i]) for i in reached})
@@ -105,7 +112,7 @@ class CsrGraphStore:
             return {}
         out_degree = np.bincount(self.src, minlength=n).astype(np.float64)
         weights = 1.0 / out_degree[self.src] if len(self.src) else np.zeros(0)
-        transition = csr_matrix((weights, (self.dst, self.src)), shape=(n, n))
+        transition = self._csr_matrix((weights, (self.dst, self.src)), shape=(n, n))
         rank = np.full(n, 1.0 / n)
         dangling = out_degree == 0
         for _ in range(_PAGERANK_ITERATIONS):

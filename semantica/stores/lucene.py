@@ -42,6 +42,17 @@ class LuceneError(RuntimeError):
     """Lucene could not start, index or search; the message says why."""
 
 
+SHORT_LIVED_JIT = "-XX:TieredStopAtLevel=1"
+"""The JIT of a process that answers one query and ends (the CLI without a daemon): the quick compiler only. The
+optimising one's background compiles cost such a process about 0.2 s of CPU it never gets back."""
+_SHORT_LIVED: list[bool] = []  # set once by `mark_short_lived`
+
+
+def mark_short_lived() -> None:
+    """This process answers once and ends: the JVM it starts (whichever thread starts it) uses SHORT_LIVED_JIT."""
+    _SHORT_LIVED[:] = [True]
+
+
 def start_jvm(config: LuceneConfig) -> None:
     """Configure and start the JVM once; later calls are no-ops."""
     global _JVM_STARTED
@@ -68,6 +79,7 @@ def start_jvm(config: LuceneConfig) -> None:
                 f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",  # Anserini's INFO lines would hit stdout
                 f"-Djava.util.logging.config.file={JUL_CONFIG}",  # Lucene's own warnings would hit stderr as plain text
                 "--sun-misc-unsafe-memory-access=allow",  # silences Lucene's Unsafe warning on Java 25
+                *([SHORT_LIVED_JIT] if _SHORT_LIVED else []),
             )
         import pyserini.pyclass  # noqa: F401  (puts the Anserini jar on the classpath, starts the JVM)
 

@@ -161,7 +161,7 @@ class ContextBuilder:
         key = (chunk.repo, chunk.path)
         if file_lines is not None and key not in cache:
             try:
-                cache[key] = [line.rstrip("\r\n") for line in file_lines(chunk.repo, chunk.path)]
+                cache[key] = file_lines(chunk.repo, chunk.path)
             except (OSError, KeyError, ValueError, UnicodeDecodeError):
                 cache[key] = None  # the file is gone or unreadable: fall back to the chunk text
         lines = cache.get(key) if file_lines is not None else None
@@ -169,7 +169,7 @@ class ContextBuilder:
             n = self.config.context_lines
             start = max(1, chunk.start_line - n)
             end = min(len(lines), max(chunk.start_line, chunk.end_line) + n)
-            return start, lines[start - 1 : end]
+            return start, [line.rstrip("\r\n") for line in lines[start - 1 : end]]  # only the span's line ends
         return chunk.start_line, chunk.content.splitlines() or [""]
 
     def _block(self, chunk: Chunk, start: int, lines: list[str], trimmed: bool) -> ContextBlock:

@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
 
 from semantica.stores.tokenizer import tokenize
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 
 class Vocabulary:
@@ -51,6 +54,8 @@ class Bm25Field:
     """BM25 (Lucene's idf, k1/b) over one field; `search` returns (doc index, score) best first."""
 
     def __init__(self, docs: Sequence[TermCounts], n_terms: int, k1: float, b: float) -> None:
+        from scipy import sparse  # a fifth of a second to import: only where a field is built (semantica.stores.graph)
+
         self.n_docs = len(docs)
         lengths = np.array([d.tfs.sum() for d in docs], dtype=np.float32)
         if not docs:

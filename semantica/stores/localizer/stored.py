@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
 
 from semantica.stores.function_keys import function_key
 from semantica.stores.localizer.bm25 import Bm25Field, Vocabulary
@@ -35,6 +34,8 @@ def save_table(snapshot: LocalizerTable, directory: Path) -> None:
 
 def load_table(directory: Path) -> LocalizerTable | None:
     """The stored snapshot; None where there is none or it was stored in another format."""
+    from scipy import sparse  # a fifth of a second to import: only where a table is read (semantica.stores.graph)
+
     meta_file = directory / META_FILE
     if not meta_file.is_file():
         return None

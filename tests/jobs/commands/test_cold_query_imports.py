@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from jobs.commands.query import COLD_SWITCH_INTERVAL_S
 from pipelines.indexer import Indexer
 from tests.conftest import REPO_ROOT, make_config
 
@@ -91,3 +92,53 @@ def test_an_identifier_query_reads_no_history_and_skips_the_teardown(index_setti
     assert {"onnxruntime", "jnius"} <= modules  # vector and lexical lists, as the default plan asks
     assert not modules & set(HISTORY_ONLY), f"an identifier query imported {sorted(modules & set(HISTORY_ONLY))}"
     assert "TORN_DOWN" not in after  # atexit ran (MODULES was printed), the interpreter's teardown did not
+
+
+def test_a_query_without_the_graph_walk_imports_no_scipy(index_settings) -> None:
+    """scipy.sparse (a fifth of a second) loads with the graph store or a localizer table, not with the query path's
+    modules, which a cold query imports before any of its loads start."""
+    hits, modules, _ = _cold_run(index_settings, "Ledger", "--strategy", "lexical")
+    assert hits[0]["path"] == "ledger.py" and hits[0]["symbol"] == "Ledger"
+    assert "jnius" in modules and "scipy" not in modules
+
+
+JVM_ARGS_PROBE = """
+import atexit, json, runpy, sys
+sys.argv = ["semantica", *json.loads(sys.argv[1])]
+
+def jvm_args():
+    from jnius import autoclass
+    arguments = autoclass("java.lang.management.ManagementFactory").getRuntimeMXBean().getInputArguments()
+    print("SWITCH=" + json.dumps(sys.getswitchinterval()), flush=True)
+    print("JVM_ARGS=" + json.dumps([arguments.get(n) for n in range(arguments.size())]), flush=True)
+
+atexit.register(jvm_args)
+runpy.run_module("jobs.cli", run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def cold_process(index_settings) -> tuple[dict, float, list[str]]:
+    """One cold identifier query: its answer, the process's GIL switch interval and its JVM's input arguments."""
+    args = ["query", "Ledger", "--repo", "t/ledger", "--json", *index_settings]
+    env = {**os.environ, "SEMANTICA__DAEMON__ENABLED": "false"}
+    done = subprocess.run([sys.executable, "-c", JVM_ARGS_PROBE, json.dumps(args)], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer, after = done.stdout.rsplit("SWITCH=", 1)
+    switch, jvm = after.split("JVM_ARGS=", 1)
+    return json.loads(answer), json.loads(switch), json.loads(jvm)
+
+
+def test_a_cold_query_runs_the_jvm_with_the_quick_compiler_only(cold_process) -> None:
+    """The no-daemon CLI answers once and ends: its JVM skips the optimising JIT's background compiles."""
+    answer, _, jvm = cold_process
+    assert answer["hits"][0]["symbol"] == "Ledger"
+    assert "-XX:TieredStopAtLevel=1" in jvm
+
+
+def test_a_cold_query_hands_the_gil_over_within_half_a_millisecond(cold_process) -> None:
+    """Its loads (the Lucene shards open through thousands of JNI calls) wait less for one another."""
+    answer, switch, _ = cold_process
+    assert answer["hits"][0]["symbol"] == "Ledger"
+    assert switch == COLD_SWITCH_INTERVAL_S < sys.getswitchinterval()  # below Python's default
