@@ -124,8 +124,18 @@ def run_query(args: argparse.Namespace) -> int:
 
 
 def _search_in_process(config, fields: dict, branch: str | None):
-    """Load everything here (in parallel), answer once: the fallback when no daemon answers."""
-    sys.setswitchinterval(COLD_SWITCH_INTERVAL_S)  # this process answers once and ends: nothing else shares it
+    """Load everything here (in parallel), answer once: the fallback when no daemon answers. Its loads hand the GIL
+    over every COLD_SWITCH_INTERVAL_S while it runs; the caller's interval comes back after (a test calling it keeps
+    its own)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(COLD_SWITCH_INTERVAL_S)
+    try:
+        return _answer_once(config, fields, branch)
+    finally:
+        sys.setswitchinterval(before)
+
+
+def _answer_once(config, fields: dict, branch: str | None):
     _start_jvm_early(config, fields.get("strategies"))
     from semantica.api import SearchRequest
     from serving.api.request import RequestBuilder
