@@ -9,7 +9,7 @@ the sha cache of semantica/stores/history), a BM25 index over those commits' mes
 `OUT/<instance>.parquet` keeps the `keep` most similar commits: (rank, sha, score, author_time, subject, files),
 files limited to those that exist at the base commit (lists mined when history also read functions have a
 `functions` column too, ignored). `OUT/<instance>.priors.parquet` keeps the fix-frequency priors (kind "file",
-key, changes, fixes, last_change_days, recent_fixes). The
+key, changes, fixes, last_change_days). The
 votes are a pure function of the stored commits (`semantica.stores.history.index.vote`), so the vote weights can be
 replayed without git. A re-run skips written instances.
 """
@@ -36,7 +36,7 @@ from semantica.stores.history.index import HistoryVotes, vote
 SIMILAR_SCHEMA = {"rank": pl.Int64, "sha": pl.Utf8, "score": pl.Float64, "author_time": pl.Int64,
                   "subject": pl.Utf8, "files": pl.List(pl.Utf8)}
 PRIOR_SCHEMA = {"kind": pl.Utf8, "key": pl.Utf8, "changes": pl.Int64, "fixes": pl.Int64,
-                "last_change_days": pl.Float64, "recent_fixes": pl.Float64}
+                "last_change_days": pl.Float64}
 META_SUFFIX = ".meta.json"
 PRIORS_SUFFIX = ".priors.parquet"
 

@@ -21,7 +21,7 @@ API::
     searcher = HistorySearcher(history, config.history)  # BM25 (bm25s) over messages + priors
     votes = searcher.index.votes(query_text)             # HistoryVotes: .files = [Vote(path, score,
                                                          #   voters=[Voter(sha, subject, date, similarity)])]
-    searcher.priors.files["pkg/mod.py"]                  # Prior(changes, fixes, last_change_days, recent_fixes)
+    searcher.priors.files["pkg/mod.py"]                  # Prior(changes, fixes, last_change_days)
     save_history(history, snapshot_dir / "history")      # Parquet + JSON; HistorySearcher.open(dir, config)
 
 Filters and weights: `history.*` in conf/default.yaml (semantica/config/history.py).

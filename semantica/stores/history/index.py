@@ -49,10 +49,9 @@ class Vote:
 
 @dataclass
 class HistoryVotes:
-    """Files ranked by vote, best first, and every commit that voted."""
+    """Files ranked by vote, best first."""
 
     files: list[Vote] = field(default_factory=list)
-    commits: list[Voter] = field(default_factory=list)
 
 
 def iso_date(unix_seconds: int) -> str:
@@ -124,11 +123,9 @@ def vote(similar: list[tuple[CommitRecord, float]], as_of: int, config: HistoryC
         return HistoryVotes()
     best = similar[0][1]
     files: dict[str, Vote] = {}
-    voters: list[Voter] = []
     for record, score in similar:
         weight = commit_weight(record, score, best, as_of, config)
         voter = Voter(record.sha, record.display_subject(), iso_date(record.author_time), weight)
-        voters.append(voter)
         share = weight / (max(1, len(record.files)) ** config.share_exponent)
         for path in record.files:
             if live_files is not None and path not in live_files:
@@ -139,7 +136,7 @@ def vote(similar: list[tuple[CommitRecord, float]], as_of: int, config: HistoryC
     ranked = sorted(files.values(), key=lambda v: (-v.score, v.key))[: config.k]
     for item in ranked:
         item.voters = sorted(item.voters, key=lambda v: -v.similarity)[:EXPLAIN_COMMITS]
-    return HistoryVotes(ranked, voters)
+    return HistoryVotes(ranked)
 
 
 def commit_weight(record: CommitRecord, score: float, best: float, as_of: int, config: HistoryConfig) -> float:

@@ -15,19 +15,13 @@ class Prior:
     changes: int = 0
     fixes: int = 0
     last_change_days: float = float("inf")
-    recent_fixes: float = 0.0
-    """Fix-like changes, each weighted 0.5 ** (age / half-life): the fusion's prior score."""
-
-    def to_dict(self) -> dict[str, float]:
-        return {"changes": self.changes, "fixes": self.fixes,
-                "last_change_days": round(self.last_change_days, 1) if self.last_change_days != float("inf") else -1}
 
 
 class Priors:
     """Priors of every file the kept history touched; all counted from commits at or before the snapshot, so
     nothing later can move them."""
 
-    def __init__(self, history: History, half_life_days: float) -> None:
+    def __init__(self, history: History) -> None:
         self.as_of = history.commit_time
         self.files: dict[str, Prior] = {}
         for record in history.records:
@@ -40,5 +34,3 @@ class Priors:
                 prior.changes += 1
                 prior.fixes += int(fix)
                 prior.last_change_days = min(prior.last_change_days, age)
-                if fix:
-                    prior.recent_fixes += 0.5 ** (age / half_life_days) if half_life_days > 0 else 1.0

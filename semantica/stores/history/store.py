@@ -64,7 +64,7 @@ class HistorySearcher:
     def __init__(self, history: History, config: HistoryConfig, token_cache: dict[str, list[str]] | None = None) -> None:
         self.history = history
         self.index = HistoryIndex(history.records, history.commit_time, config, history.live_files, token_cache)
-        self.priors = Priors(history, config.prior_half_life_days)
+        self.priors = Priors(history)
 
     @classmethod
     def open(cls, directory: str | Path, config: HistoryConfig) -> HistorySearcher:
