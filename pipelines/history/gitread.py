@@ -1,9 +1,9 @@
 """Reading a git repository (bare or not) without a checkout: commits, diffs at the parent, files at a commit.
 
 Commits and diffs come from `git log` / `git diff -U0`, over the files of every language with function spans
-(`semantica.languages.spans`: tree-sitter, the language table's suffixes as pathspecs); the spans themselves
-are re-exported here for the training miners that attribute changed lines to functions (jobs/train/pairs.py,
-jobs/localizer/corpus.py). Shared by the history index (semantica/stores/history) and those miners.
+(`semantica.languages.spans`: the language table's suffixes as pathspecs). Shared by the history index
+(semantica/stores/history) and the training miners that attribute changed lines to functions
+(jobs/train/pairs.py, jobs/localizer/corpus.py).
 """
 
 from __future__ import annotations
@@ -12,14 +12,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-from semantica.languages.spans import (  # noqa: F401  (the readers' names)
-    FunctionSpan,
-    file_spans,
-    function_spans,
-    source_lines,
-    span_suffixes,
-    spans_language,
-)
+from semantica.languages.spans import span_suffixes
 from semantica.stores.history.records import ISSUE_REF, PR_MERGE, TRAILER  # noqa: F401  (the miner's names)
 
 HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")

@@ -15,9 +15,9 @@ from pipelines.history.gitread import (
     log_with_source_diffs,
     resolve_commit,
     source_renames,
-    spans_language,
 )
 from semantica.config import HistoryConfig
+from semantica.languages.spans import spans_language
 from semantica.stores.history.records import CommitFilter, CommitRecord, History
 
 CACHE_BATCH = 200

@@ -13,7 +13,7 @@ API::
     reader = HistoryReader(config.history, cache_path)   # SQLite cache: sha -> CommitRecord, shared by all
     history = reader.read(git_dir, "abc123")             # bare repos work; commits at or before abc123 only
     history.records                                      # kept CommitRecords, newest first: sha, parent,
-                                                         #   author_time, message (.subject, .body, .pr_title,
+                                                         #   author_time, message (.subject, .pr_title,
                                                          #   .issue_refs), files, lines_changed
     history.read_commits, history.cached_commits         # incremental: only unseen shas are read from git
     history.dropped                                      # {reason: count}: bot, skipped subject (revert, bump,

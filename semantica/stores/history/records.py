@@ -40,10 +40,6 @@ class CommitRecord:
         return ""
 
     @property
-    def body(self) -> str:
-        return self.message.strip().split("\n", 1)[1].strip() if "\n" in self.message.strip() else ""
-
-    @property
     def issue_refs(self) -> list[str]:
         """`Fixes #N` / `closes #N` numbers the message names."""
         return sorted(set(ISSUE_REF.findall(self.message)), key=int)
