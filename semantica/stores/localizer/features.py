@@ -48,7 +48,8 @@ FILE_LISTS = ("content", "path", "body", "name", "history")
 """Ranked file lists; `body`/`name` are the function lists seen at file level (a file's best function)."""
 FUNCTION_LISTS = ("body", "name", "history")
 """Ranked function lists. History is read files-only, so the function `history` list is always empty: its columns
-(and the function rows' history_* priors) stay in the schema the shipped models read, always NaN."""
+stay in the schema the shipped models read, as for a function in no list (rank and score NaN, rr 0), and so do
+the function rows' history_* priors (NaN)."""
 NO_HISTORY = (NAN, NAN, NAN)  # a key without a history prior: (changes, fixes, age days)
 
 FILE_FEATURES: tuple[str, ...] = (
