@@ -29,10 +29,10 @@ from pathlib import Path
 
 from jobs.benchmark_repos import SWEBENCH_OWNERS, SWEBENCH_PROJECTS, is_benchmark_repo  # noqa: F401  (re-exported)
 from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, git
-from pipelines.history.gitread import BlobReader, changed_source_lines, file_spans
+from pipelines.history.gitread import BlobReader, changed_source_lines
 from semantica.config import LocalizerCorpusConfig
 from semantica.languages.registry import is_test_path
-from semantica.languages.spans import spans_language
+from semantica.languages.spans import file_spans, spans_language
 from semantica.stores.function_keys import function_key
 
 SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")

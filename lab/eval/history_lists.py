@@ -6,9 +6,10 @@
 
 For each instance the repository's bare clone is read at its base commit (first-parent ancestors only, through
 the sha cache of semantica/stores/history), a BM25 index over those commits' messages answers the issue text, and
-`OUT/<instance>.parquet` keeps the `keep` most similar commits: (rank, sha, score, author_time, subject, files,
-functions), files and functions limited to those that exist at the base commit. `OUT/<instance>.priors.parquet`
-keeps the fix-frequency priors (kind file/function, key, changes, fixes, last_change_days, recent_fixes). The
+`OUT/<instance>.parquet` keeps the `keep` most similar commits: (rank, sha, score, author_time, subject, files),
+files limited to those that exist at the base commit (lists mined when history also read functions have a
+`functions` column too, ignored). `OUT/<instance>.priors.parquet` keeps the fix-frequency priors (kind "file",
+key, changes, fixes, last_change_days). The
 votes are a pure function of the stored commits (`semantica.stores.history.index.vote`), so the vote weights can be
 replayed without git. A re-run skips written instances.
 """
@@ -33,9 +34,9 @@ from semantica.stores.history import CommitRecord, HistorySearcher
 from semantica.stores.history.index import HistoryVotes, vote
 
 SIMILAR_SCHEMA = {"rank": pl.Int64, "sha": pl.Utf8, "score": pl.Float64, "author_time": pl.Int64,
-                  "subject": pl.Utf8, "files": pl.List(pl.Utf8), "functions": pl.List(pl.Utf8)}
+                  "subject": pl.Utf8, "files": pl.List(pl.Utf8)}
 PRIOR_SCHEMA = {"kind": pl.Utf8, "key": pl.Utf8, "changes": pl.Int64, "fixes": pl.Int64,
-                "last_change_days": pl.Float64, "recent_fixes": pl.Float64}
+                "last_change_days": pl.Float64}
 META_SUFFIX = ".meta.json"
 PRIORS_SUFFIX = ".priors.parquet"
 
@@ -44,13 +45,12 @@ class HistoryListMiner:
     """Writes each instance's similar past commits and priors under `out`."""
 
     def __init__(self, config: HistoryConfig, cache_path: str | Path, repos_dir: str | Path, out: str | Path,
-                 keep: int = 100, max_function_priors: int = 2000, log: Callable[[str], None] = print) -> None:
+                 keep: int = 100, log: Callable[[str], None] = print) -> None:
         self.config = config
         self.reader = HistoryReader(config, cache_path)
         self.repos_dir = repos_dir
         self.out = Path(out)
         self.keep = keep
-        self.max_function_priors = max_function_priors
         self.log = log
         self.tokens: dict[str, list[str]] = {}  # sha -> message tokens, shared by the snapshots of a run
 
@@ -69,11 +69,8 @@ class HistoryListMiner:
             for rank, (record, score) in enumerate(searcher.index.similar(inst.problem_statement, self.keep), 1):
                 rows.append({"rank": rank, "sha": record.sha, "score": score, "author_time": record.author_time,
                              "subject": record.display_subject(),
-                             "files": [f for f in record.files if f in live],
-                             "functions": [f for f in record.functions if f.split("::", 1)[0] in live]})
+                             "files": [f for f in record.files if f in live]})
             priors = [{"kind": "file", "key": k, **vars(p)} for k, p in searcher.priors.files.items()]
-            functions = sorted(searcher.priors.functions.items(), key=lambda kv: (-kv[1].recent_fixes, -kv[1].changes))
-            priors += [{"kind": "function", "key": k, **vars(p)} for k, p in functions[: self.max_function_priors]]
             pl.DataFrame(priors, schema=PRIOR_SCHEMA).write_parquet(target.with_suffix(PRIORS_SUFFIX))
             meta = {"instance_id": inst.instance_id, "commit": history.commit, "as_of": history.commit_time,
                     "kept": len(history.records), "read_commits": history.read_commits,
@@ -97,8 +94,8 @@ class MinedHistory:
             return
         meta = json.loads(target.with_suffix(META_SUFFIX).read_text())
         self.as_of = int(meta["as_of"])
-        self.similar = [(CommitRecord(r["sha"], "", "", r["author_time"], r["subject"], r["files"], r["functions"]),
-                         r["score"]) for r in pl.read_parquet(target).sort("rank").iter_rows(named=True)]
+        self.similar = [(CommitRecord(r["sha"], "", "", r["author_time"], r["subject"], r["files"]), r["score"])
+                        for r in pl.read_parquet(target).sort("rank").iter_rows(named=True)]
         self.priors = pl.read_parquet(target.with_suffix(PRIORS_SUFFIX))
 
     def votes(self, config: HistoryConfig) -> HistoryVotes:

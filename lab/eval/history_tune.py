@@ -37,7 +37,7 @@ def predict(mined: dict[str, MinedHistory], config: HistoryConfig) -> dict[str, 
     out = {}
     for instance_id, history in mined.items():
         votes = history.votes(config)
-        out[instance_id] = Prediction([v.key for v in votes.files][:TOP_N], [v.key for v in votes.functions][:TOP_N])
+        out[instance_id] = Prediction([v.key for v in votes.files][:TOP_N], [])
     return out
 
 

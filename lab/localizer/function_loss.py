@@ -23,8 +23,8 @@ import numpy as np
 from jobs.eval.instances import load_instances, mirror_clone
 from jobs.eval.metrics import normalize_function
 from jobs.eval.replay import LocalizationReplay
-from pipelines.history.gitread import function_spans
 from semantica.config import load_config
+from semantica.languages.spans import function_spans
 
 STAGES = ("no file candidate", "not a function at base", "file below top_files", "cut at max_function_candidates",
           "candidate, rank > 50", "candidate, rank 11-50", "candidate, rank <= 10")

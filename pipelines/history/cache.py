@@ -24,8 +24,8 @@ def sources_key() -> str:
 
 
 class HistoryCache:
-    """A SQLite table `sha -> record` under a key that names the reading's parameters (records read with other
-    function-parsing limits are not reused)."""
+    """A SQLite table `sha -> record` under a key that names what a record holds (`parse_key`) and the files it
+    covers: records read under another key are not reused."""
 
     def __init__(self, path: str | Path, parse_key: str) -> None:
         self.path = Path(path)

@@ -1,9 +1,9 @@
 """Reading a git repository (bare or not) without a checkout: commits, diffs at the parent, files at a commit.
 
 Commits and diffs come from `git log` / `git diff -U0`, over the files of every language with function spans
-(`semantica.languages.spans`: tree-sitter, the language table's suffixes as pathspecs); the spans themselves
-are re-exported here for the readers that attribute changed lines to functions. Shared by the history index
-(semantica/stores/history) and the pair miner (jobs/train/pairs.py).
+(`semantica.languages.spans`: the language table's suffixes as pathspecs). Shared by the history index
+(semantica/stores/history) and the training miners that attribute changed lines to functions
+(jobs/train/pairs.py, jobs/localizer/corpus.py).
 """
 
 from __future__ import annotations
@@ -12,14 +12,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 
-from semantica.languages.spans import (  # noqa: F401  (the readers' names)
-    FunctionSpan,
-    file_spans,
-    function_spans,
-    source_lines,
-    span_suffixes,
-    spans_language,
-)
+from semantica.languages.spans import span_suffixes
 from semantica.stores.history.records import ISSUE_REF, PR_MERGE, TRAILER  # noqa: F401  (the miner's names)
 
 HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
@@ -186,8 +179,8 @@ class BlobReader:
         self._process = subprocess.Popen(["git", "-C", repo_path, "cat-file", "--batch"],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
-    def read(self, spec: str, max_bytes: int | None = None) -> str | None:
-        """The text of a blob (a sha, or `commit:path`), or None when it is missing or larger than `max_bytes`."""
+    def read(self, spec: str) -> str | None:
+        """The text of a blob (a sha, or `commit:path`), or None when it is missing."""
         assert self._process.stdin is not None and self._process.stdout is not None
         self._process.stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
         self._process.stdin.flush()
@@ -196,7 +189,7 @@ class BlobReader:
             return None
         size = int(header[2])
         data = self._process.stdout.read(size + 1)[:size]
-        return None if max_bytes is not None and size > max_bytes else data.decode("utf-8", "replace")
+        return data.decode("utf-8", "replace")
 
     def close(self) -> None:
         if self._process.poll() is None:

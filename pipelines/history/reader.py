@@ -15,13 +15,13 @@ from pipelines.history.gitread import (
     log_with_source_diffs,
     resolve_commit,
     source_renames,
-    spans_language,
 )
 from semantica.config import HistoryConfig
+from semantica.languages.spans import spans_language
 from semantica.stores.history.records import CommitFilter, CommitRecord, History
 
 CACHE_BATCH = 200
-RECORDS_KEY = "files-only"  # what a cached record holds: its changed files, no functions (no setting shapes it)
+RECORDS_KEY = "files-only"  # what a cached record holds: its changed files (no setting shapes it)
 
 
 def commit_time(repo_path: str, commit: str) -> int:
@@ -99,13 +99,10 @@ class HistoryReader:
         renamed = 0
         out = []
         for record in kept:
-            def moved(key: str) -> str:
-                path, sep, name = key.partition("::")
-                return final.get(path, path) + sep + name
-            files, functions = [moved(f) for f in record.files], [moved(f) for f in record.functions]
-            if files != record.files or functions != record.functions:
+            files = [final.get(path, path) for path in record.files]
+            if files != record.files:
                 renamed += 1
-                record = dataclasses.replace(record, files=files, functions=functions)
+                record = dataclasses.replace(record, files=files)
             out.append(record)
         return out, renamed
 
@@ -125,7 +122,7 @@ class HistoryReader:
         """The commit's changed files (those with parent-side lines) and size; file votes and priors read these."""
         changes = [c for c in entry.changes if c.old_lines]
         return CommitRecord(entry.sha, entry.parents[0] if entry.parents else "", entry.author, entry.author_time,
-                            entry.message, [c.path for c in changes], [], sum(c.added + c.removed for c in changes))
+                            entry.message, [c.path for c in changes], sum(c.added + c.removed for c in changes))
 
     def close(self) -> None:
         self.cache.close()

@@ -1,2 +1,2 @@
-"""The learned localizer at index time: per-repository adaptation and the LightGBM fit it shares with
-`semantica train-localizer`."""
+"""The learned localizer's LightGBM fit (`fit.py`): `semantica train-localizer` and the lab's studies learn
+with it."""

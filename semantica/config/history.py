@@ -32,7 +32,6 @@ class HistoryConfig:
     half_life_days: float = 0.0
     share_exponent: float = 0.0
     k: int = 200
-    prior_half_life_days: float = 365.0
     cache_file: str = ""
 
 

@@ -47,18 +47,17 @@ def hit_view(rank: int, hit: Hit, chunk: Chunk, explain: bool) -> HitView:
     )
 
 
-def attach_voters(files: list[dict[str, Any]], functions: list[dict[str, Any]], voters: dict[str, list[Any]]) -> None:
-    """Files and functions that past commits voted for carry them: `history: [{sha, subject, date, similarity}]`."""
-    for items, field_name in ((files, "path"), (functions, "function")):
-        for item in items:
-            found = voters.get(f"{item['repo']}\x00{item[field_name]}")
-            if found:
-                item["history"] = [v.to_dict() for v in found]
+def attach_voters(files: list[dict[str, Any]], voters: dict[str, list[Any]]) -> None:
+    """Files that past commits voted for carry them: `history: [{sha, subject, date, similarity}]`."""
+    for item in files:
+        found = voters.get(f"{item['repo']}\x00{item['path']}")
+        if found:
+            item["history"] = [v.to_dict() for v in found]
 
 
 def explain_history(view: HitView, voters: dict[str, list[Any]]) -> None:
-    """A hit whose function (else file) past commits voted for says which (sha, subject, date)."""
-    found = voters.get(f"{view.repo}\x00{view.path}::{view.symbol}") or voters.get(f"{view.repo}\x00{view.path}")
+    """A hit whose file past commits voted for says which (sha, subject, date)."""
+    found = voters.get(f"{view.repo}\x00{view.path}")
     if found:
         said = "; ".join(f"{v.sha[:10]} {v.subject!r} ({v.date})" for v in found)
         view.explanation = f"{view.explanation or ''} history: voted by past commits {said}".strip()

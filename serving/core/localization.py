@@ -38,7 +38,7 @@ class LocalizationInputs:
     chunks: Mapping[str, Any]  # chunk id -> its Chunk (or any object with repo, path, symbol and kind)
     intent: IntentResult
     depth: int
-    voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file/function, for the answer
+    voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file, for the answer
 
 
 class LocalizationTail:
@@ -54,7 +54,7 @@ class LocalizationTail:
         there and the fixed-fusion lists stand (the pipeline degrades; a replay must not hide it)."""
         files, functions = timed("localize", lambda: self.localizer.localize(
             inputs.lists, inputs.chunks, inputs.intent, inputs.depth))
-        attach_voters(files, functions, inputs.voters)
+        attach_voters(files, inputs.voters)
         if self.config.localizer.enabled:
             try:
                 files, functions = timed("localizer", lambda: learned(files, functions))

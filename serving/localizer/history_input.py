@@ -2,9 +2,7 @@
 
 Corpus mining (jobs/localizer/history.py) and the query-time stage (`LearnedStage`) both turn a
 `HistorySearcher` into `HistorySignals` here, so a model trained with history features sees at query time
-the values it was trained on. The signals are files-only, as the corpus is mined: a stored history that also
-holds functions (a snapshot written when history could read them) must not hand the model function values it
-never saw in training.
+the values it was trained on. The signals are files-only, as history is read and the corpus is mined.
 """
 
 from __future__ import annotations
@@ -35,4 +33,4 @@ class SnapshotHistory:
 
     def signals(self, query: str) -> HistorySignals:
         votes = self.searcher.index.votes(query)
-        return HistorySignals([(v.key, v.score) for v in votes.files], [], self.priors)
+        return HistorySignals([(v.key, v.score) for v in votes.files], self.priors)

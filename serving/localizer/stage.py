@@ -110,8 +110,8 @@ class LearnedLocalizer:
 
 
 def reads_history(config: LocalizerConfig) -> bool:
-    """The learned file ranker reads history features: its answers name the past commits that voted, as the
-    fused history list's do (the votes cost ~1 ms; `_history` in serving/pipeline.py)."""
+    """The learned file ranker reads history features: its answers name the past commits that voted (the votes
+    cost ~1 ms; `HistoryStage` in serving/query/localize.py)."""
     return config.enabled and config.learned_files and config.history_features
 
 

@@ -19,9 +19,8 @@ HISTORY = "history"
 
 
 class HistoryStage:
-    """Which past commits voted for each file and function (the history retriever over the snapshots that
-    store history): read when the answer explains, or when the learned localizer reads history features for
-    this query."""
+    """Which past commits voted for each file (the history retriever over the snapshots that store history):
+    read when the answer explains, or when the learned localizer reads history features for this query."""
 
     name = "history"
 

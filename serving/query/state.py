@@ -62,7 +62,7 @@ class QueryState:
     chunks: dict[str, Chunk] = field(default_factory=dict)  # every chunk of the answering snapshots, by id
     hits: list[Hit] = field(default_factory=list)
     routed: RoutedAnswer | None = None  # the graph's exact answer to a structural question
-    voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file/function
+    voters: dict[str, list[Any]] = field(default_factory=dict)  # past commits per file
     files: list[dict[str, Any]] = field(default_factory=list)
     functions: list[dict[str, Any]] = field(default_factory=list)
     knowledge: list[UsedEntry] = field(default_factory=list)  # trusted entries relevant to the query

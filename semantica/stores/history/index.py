@@ -1,4 +1,4 @@
-"""BM25 over past commit messages; the most similar commits vote for the files and functions they changed.
+"""BM25 over past commit messages; the most similar commits vote for the files they changed.
 
 BM25 is bm25s (in-process, scipy sparse): the index of one snapshot is rebuilt from its cached records in
 about a second per 10,000 commits, so it is never updated in place and its statistics (document frequencies,
@@ -17,13 +17,12 @@ from typing import Any
 import numpy as np
 
 from semantica.config import HistoryConfig
-from semantica.stores.function_keys import path_of_key
 from semantica.stores.history.records import CommitRecord
 from semantica.stores.tokenizer import tokenize
 
 SECONDS_PER_DAY = 86400.0
 RECENT_VOTES = 64  # queries whose votes a HistoryIndex keeps (one query asks several times)
-EXPLAIN_COMMITS = 3  # each ranked file or function keeps at most this many voters, most similar first (its explanation)
+EXPLAIN_COMMITS = 3  # each ranked file keeps at most this many voters, most similar first (its explanation)
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class Voter:
 
 @dataclass
 class Vote:
-    """One file (`path`) or function (`path::Qualified.name`) and its summed vote; `voters` strongest first."""
+    """One file (`path`) and its summed vote; `voters` strongest first."""
 
     key: str
     score: float
@@ -50,11 +49,9 @@ class Vote:
 
 @dataclass
 class HistoryVotes:
-    """Files and functions ranked by vote, best first."""
+    """Files ranked by vote, best first."""
 
     files: list[Vote] = field(default_factory=list)
-    functions: list[Vote] = field(default_factory=list)
-    commits: list[Voter] = field(default_factory=list)
 
 
 def iso_date(unix_seconds: int) -> str:
@@ -103,7 +100,7 @@ class HistoryIndex:
         return commit_weight(record, score, best, self.as_of, self.config)
 
     def votes(self, query: str) -> HistoryVotes:
-        """Files and functions voted for by the most similar past commits. The last few queries' votes are kept:
+        """Files voted for by the most similar past commits. The last few queries' votes are kept:
         the history retriever (lists, voters) and the localizer's history features ask for the same query."""
         with self._votes_lock:
             if query in self._recent_votes:
@@ -126,27 +123,20 @@ def vote(similar: list[tuple[CommitRecord, float]], as_of: int, config: HistoryC
         return HistoryVotes()
     best = similar[0][1]
     files: dict[str, Vote] = {}
-    functions: dict[str, Vote] = {}
-    voters: list[Voter] = []
     for record, score in similar:
         weight = commit_weight(record, score, best, as_of, config)
         voter = Voter(record.sha, record.display_subject(), iso_date(record.author_time), weight)
-        voters.append(voter)
-        for keys, table in ((record.files, files), (record.functions, functions)):
-            share = weight / (max(1, len(keys)) ** config.share_exponent)
-            for key in keys:
-                if live_files is not None and path_of_key(key) not in live_files:
-                    continue
-                found = table.setdefault(key, Vote(key, 0.0))
-                found.score += share
-                found.voters.append(voter)
-
-    def ranked(table: dict[str, Vote]) -> list[Vote]:
-        out = sorted(table.values(), key=lambda v: (-v.score, v.key))[: config.k]
-        for item in out:
-            item.voters = sorted(item.voters, key=lambda v: -v.similarity)[:EXPLAIN_COMMITS]
-        return out
-    return HistoryVotes(ranked(files), ranked(functions), voters)
+        share = weight / (max(1, len(record.files)) ** config.share_exponent)
+        for path in record.files:
+            if live_files is not None and path not in live_files:
+                continue
+            found = files.setdefault(path, Vote(path, 0.0))
+            found.score += share
+            found.voters.append(voter)
+    ranked = sorted(files.values(), key=lambda v: (-v.score, v.key))[: config.k]
+    for item in ranked:
+        item.voters = sorted(item.voters, key=lambda v: -v.similarity)[:EXPLAIN_COMMITS]
+    return HistoryVotes(ranked)
 
 
 def commit_weight(record: CommitRecord, score: float, best: float, as_of: int, config: HistoryConfig) -> float:

@@ -1,54 +1,36 @@
-"""Change and fix frequency per file and function as of a snapshot (BugLocator's and Locus's priors)."""
+"""Change and fix frequency per file as of a snapshot (BugLocator's and Locus's priors)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from semantica.stores.function_keys import path_of_key
 from semantica.stores.history.index import SECONDS_PER_DAY
 from semantica.stores.history.records import History
 
 
 @dataclass
 class Prior:
-    """How often a file or function changed, how often in a fix-like commit, and how many days since the last."""
+    """How often a file changed, how often in a fix-like commit, and how many days since the last."""
 
     changes: int = 0
     fixes: int = 0
     last_change_days: float = float("inf")
-    recent_fixes: float = 0.0
-    """Fix-like changes, each weighted 0.5 ** (age / half-life): the fusion's prior score."""
-
-    def to_dict(self) -> dict[str, float]:
-        return {"changes": self.changes, "fixes": self.fixes,
-                "last_change_days": round(self.last_change_days, 1) if self.last_change_days != float("inf") else -1}
 
 
 class Priors:
-    """Priors of every file and function the kept history touched; all counted from commits at or before the
-    snapshot, so nothing later can move them."""
+    """Priors of every file the kept history touched; all counted from commits at or before the snapshot, so
+    nothing later can move them."""
 
-    def __init__(self, history: History, half_life_days: float) -> None:
+    def __init__(self, history: History) -> None:
         self.as_of = history.commit_time
         self.files: dict[str, Prior] = {}
-        self.functions: dict[str, Prior] = {}
         for record in history.records:
             age = max(0.0, (self.as_of - record.author_time) / SECONDS_PER_DAY)
             fix = record.sha in history.fix_like
-            for keys, table in ((record.files, self.files), (record.functions, self.functions)):
-                for key in keys:
-                    if history.live_files is not None and path_of_key(key) not in history.live_files:
-                        continue
-                    prior = table.setdefault(key, Prior())
-                    prior.changes += 1
-                    prior.fixes += int(fix)
-                    prior.last_change_days = min(prior.last_change_days, age)
-                    if fix:
-                        prior.recent_fixes += 0.5 ** (age / half_life_days) if half_life_days > 0 else 1.0
-
-    @staticmethod
-    def _ranked(table: dict[str, Prior]) -> list[tuple[str, float]]:
-        return sorted(((k, p.recent_fixes) for k, p in table.items() if p.recent_fixes > 0), key=lambda kv: (-kv[1], kv[0]))
-
-    def ranked_functions(self) -> list[tuple[str, float]]:
-        return self._ranked(self.functions)
+            for path in record.files:
+                if history.live_files is not None and path not in history.live_files:
+                    continue
+                prior = self.files.setdefault(path, Prior())
+                prior.changes += 1
+                prior.fixes += int(fix)
+                prior.last_change_days = min(prior.last_change_days, age)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from semantica.config import HistoryConfig
@@ -16,9 +16,7 @@ TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 @dataclass
 class CommitRecord:
     """What one first-parent commit changed, read at its parent: facts only, no filter applied (the cache holds
-    these, so changing a threshold in conf never needs git again). `functions` (`path::Qualified.name` keys) and
-    `functions_skipped` are columns of the stored table the reader leaves empty: votes and priors are files-only,
-    and a stored history that holds functions still loads."""
+    these, so changing a threshold in conf never needs git again)."""
 
     sha: str
     parent: str
@@ -26,9 +24,7 @@ class CommitRecord:
     author_time: int
     message: str
     files: list[str] = field(default_factory=list)
-    functions: list[str] = field(default_factory=list)
     lines_changed: int = 0
-    functions_skipped: bool = False
 
     @property
     def subject(self) -> str:
@@ -42,10 +38,6 @@ class CommitRecord:
             rest = [line.strip() for line in lines[1:] if line.strip()]
             return rest[0] if rest else ""
         return ""
-
-    @property
-    def body(self) -> str:
-        return self.message.strip().split("\n", 1)[1].strip() if "\n" in self.message.strip() else ""
 
     @property
     def issue_refs(self) -> list[str]:
@@ -68,7 +60,13 @@ class CommitRecord:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> CommitRecord:
-        return cls(**values)
+        """A record from its stored fields; other keys are ignored (a cache row or a snapshot's table written when
+        history also read functions holds `functions` and `functions_skipped`)."""
+        return cls(**{name: values[name] for name in RECORD_FIELDS if name in values})
+
+
+RECORD_FIELDS = tuple(f.name for f in fields(CommitRecord))
+"""The stored columns of a record, in order."""
 
 
 class CommitFilter:
@@ -117,7 +115,7 @@ class History:
     dropped: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     live_files: set[str] | None = None
-    """Source paths (every language with function spans) that exist at `commit` (votes and priors for files deleted since are left out);
-    None = not known, keep all."""
+    """Source paths (every language with function spans) that exist at `commit` (votes and priors for files deleted
+    since are left out); None = not known, keep all."""
     renamed_paths: int = 0
     """Record paths rewritten to the path the file has at `commit` (it was renamed later, but not after `commit`)."""

@@ -47,6 +47,10 @@ UNNAMED_STEMS = frozenset({"__init__", "__main__", "utils", "util", "core", "bas
 FILE_LISTS = ("content", "path", "body", "name", "history")
 """Ranked file lists; `body`/`name` are the function lists seen at file level (a file's best function)."""
 FUNCTION_LISTS = ("body", "name", "history")
+"""Ranked function lists. History is read files-only, so the function `history` list is always empty: its columns
+stay in the schema the shipped models read, as for a function in no list (rank and score NaN, rr 0), and so do
+the function rows' history_* priors (NaN)."""
+NO_HISTORY = (NAN, NAN, NAN)  # a key without a history prior: (changes, fixes, age days)
 
 FILE_FEATURES: tuple[str, ...] = (
     *(f"{lst}_{kind}" for lst in FILE_LISTS for kind in ("rank", "rr", "score_rel")),
@@ -82,10 +86,9 @@ def ranked(found: Sequence[tuple[str, float]]) -> dict[str, ListHit]:
 
 @dataclass
 class HistorySignals:
-    """History retriever votes (key -> score, best first) and priors (key -> (changes, fixes, age days))."""
+    """History file votes (path -> score, best first) and file priors (path -> (changes, fixes, age days))."""
 
     file_votes: list[tuple[str, float]] = field(default_factory=list)
-    function_votes: list[tuple[str, float]] = field(default_factory=list)
     priors: Mapping[str, tuple[float, float, float]] = field(default_factory=dict)
 
 
@@ -197,8 +200,7 @@ class CandidateGenerator:
                       "body": ranked([(k.split("::", 1)[0], s) for k, s in found["body"]]),
                       "name": ranked([(k.split("::", 1)[0], s) for k, s in found["name"]]),
                       "history": ranked([(k, s) for k, s in history.file_votes if k in snapshot.file_index])}
-        function_lists = {"body": ranked(found["body"]), "name": ranked(found["name"]),
-                          "history": ranked([(k, s) for k, s in history.function_votes if k in snapshot.function_index])}
+        function_lists = {"body": ranked(found["body"]), "name": ranked(found["name"]), "history": {}}
 
         named: dict[str, tuple[bool, bool, bool]] = {}
         frame_hits: dict[str, int] = {}
@@ -267,7 +269,7 @@ class CandidateGenerator:
                         float(lookups.tests[p]), float(bool(EXAMPLE_PATH.search(p))),
                         float(p.endswith("__init__.py")), math.log1p(doc.lines), float(len(doc.functions)),
                         float(p.count("/"))]
-                row += list(history.priors.get(p, (NAN, NAN, NAN)))
+                row += list(history.priors.get(p, NO_HISTORY))
                 rows.append(row)
 
         file_matrix = np.array(rows, dtype=np.float32).reshape(len(files), len(FILE_FEATURES) if features else 0)
@@ -326,7 +328,7 @@ class CandidateGenerator:
                         float(last.startswith("__") and last.endswith("__")), float(len(parts) > 1),
                         math.log1p(fn.end - fn.start + 1),
                         fn.position / max(1, len(doc.functions)), float(len(doc.functions))]
-                row += list(history.priors.get(key, (NAN, NAN, NAN)))
+                row += list(NO_HISTORY)
                 f_rows.append(row)
         return CandidateSet(
             files, file_matrix, np.array([fusion[p] for p in files], dtype=np.float32),

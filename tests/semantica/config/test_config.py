@@ -75,6 +75,13 @@ def test_function_level_history_is_no_setting(key):
         load_config(None, [key], environ={})
 
 
+def test_the_fusion_fix_prior_is_no_setting():
+    """The fix prior's decay served the history fusion, which left the product: `history.prior_half_life_days`
+    is no setting (the localizer's history features count changes and fixes undecayed)."""
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_config(None, ["history.prior_half_life_days=30"], environ={})
+
+
 def test_an_empty_string_setting_stays_empty():
     """`--set localizer.dense_model=` (YAML null) turns the channel off; it must not name a model called 'None'."""
     assert load_config(None, ["localizer.dense_model="], environ={}).localizer.dense_model == ""

@@ -52,9 +52,9 @@ SECTIONS = {
     "planning.analyzer": 2,
     "planning.modes": 3,
     "planning.decompose": 3,
-    "history": 15,
+    "history": 14,
 }
-FIELD_BUDGET = 279  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 278  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

@@ -83,27 +83,26 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.all((a == b) | (np.isnan(a) & np.isnan(b))))
 
 
-def test_a_stored_history_holding_functions_gives_the_stage_files_only():
-    """A snapshot's stored history may hold function keys (its table has the column): the model was mined
-    files-only, so the stage's votes and priors leave them out."""
+def test_a_stored_history_holding_functions_gives_the_stage_files_only(tmp_path):
+    """A snapshot's history table written while history also read functions holds function rows: the model was
+    mined files-only, and the stage's votes and priors are files only."""
     from semantica.config import HistoryConfig
-    from semantica.stores.history import CommitRecord, HistorySearcher
+    from semantica.stores.history import CommitRecord, HistorySearcher, load_history, save_history
     from semantica.stores.history.records import History
     from serving.localizer.history_input import SnapshotHistory
+    from tests.old_history_table import rewrite_with_functions
 
     record = CommitRecord("a" * 40, "b" * 40, "dev <dev@example.com>", 100, "Fix render dropping whitespace in rows",
-                          ["pkg/parser.py"], ["pkg/parser.py::render"], 2)
-    history = History("c" * 40, 200, [record], {record.sha}, 1, 0, {}, 0.0, {"pkg/parser.py"})
-    searcher = HistorySearcher(history, HistoryConfig(min_message_chars=10))
-    assert searcher.index.votes(QUERY).functions  # the stored functions vote ...
-    inputs = SnapshotHistory(searcher)
-    signals = inputs.signals(QUERY)
-    assert [k for k, _ in signals.file_votes] == ["pkg/parser.py"] and signals.function_votes == []  # ... not here
+                          ["pkg/parser.py"], 2)
+    save_history(History("c" * 40, 200, [record], {record.sha}, 1, 0, {}, 0.0, {"pkg/parser.py"}), tmp_path)
+    rewrite_with_functions(tmp_path, {"pkg/parser.py": ["pkg/parser.py::render"]})
+    inputs = SnapshotHistory(HistorySearcher(load_history(tmp_path), HistoryConfig(min_message_chars=10)))
+    assert [k for k, _ in inputs.signals(QUERY).file_votes] == ["pkg/parser.py"]
     assert list(inputs.priors) == ["pkg/parser.py"]
 
 
 def test_stage_history_inputs_equal_the_miners(widgets, with_history, tmp_path):
-    from semantica.stores.localizer.features import CandidateGenerator
+    from semantica.stores.localizer.features import FUNCTION_FEATURES, CandidateGenerator
     from serving.localizer.stage import LearnedStage, candidate_config
 
     config, served = with_history
@@ -115,11 +114,9 @@ def test_stage_history_inputs_equal_the_miners(widgets, with_history, tmp_path):
     assert at_query is not None and at_query.file_votes  # the fix of render votes for pkg/parser.py
     assert at_query.file_votes[0][0] == "pkg/parser.py"
     assert at_query.file_votes == mined.file_votes
-    assert at_query.function_votes == mined.function_votes == []  # files only, as the corpus is mined
     assert dict(at_query.priors) == dict(mined.priors)
     assert dict(at_query.priors)["pkg/parser.py"][:2] == (2.0, 2.0)  # two fixes before the snapshot, not the later
     assert not any("::" in key for key in at_query.priors)
-    assert not served.history.index.votes(QUERY).functions  # the stored history holds files only
 
     generator = CandidateGenerator(candidate_config(loc))
     snapshot = stage.snapshot(served)
@@ -127,6 +124,9 @@ def test_stage_history_inputs_equal_the_miners(widgets, with_history, tmp_path):
     assert query_time.files == mining.files and query_time.functions == mining.functions
     assert _same(query_time.file_features, mining.file_features)
     assert _same(query_time.function_features, mining.function_features)
+    history = {name: query_time.function_features[:, n] for n, name in enumerate(FUNCTION_FEATURES)
+               if name.startswith("history_")}  # files only: no function is in a history list or has a prior
+    assert len(history) == 6 and (history.pop("history_rr") == 0).all() and np.isnan(list(history.values())).all()
     without = generator.build(snapshot, QUERY, None)
     assert not _same(query_time.file_features, without.file_features)  # the history columns are filled in
     assert not np.isnan(query_time.file_features[:, -3]).all()  # history_count of the files history touched

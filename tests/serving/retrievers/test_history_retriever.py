@@ -101,3 +101,30 @@ def test_mcp_file_answers_carry_the_voters(indexed, shop):
     config, _ = indexed
     top = _search(config, "refund of a discounted invoice is positive", explain=True).files[0]
     assert FileOut(**top).history[0]["sha"] == shop["fix"]
+
+
+def test_a_snapshot_stored_with_function_rows_answers_files_only(indexed, shop, tmp_path):
+    """A snapshot whose history table was written while history also read functions (function rows voting for
+    `refund_invoice`) answers as a files-only one: the voted file's first chunk, voters on files only."""
+    import dataclasses
+    import shutil
+
+    from semantica.layout import IndexLayout
+    from semantica.snapshot import SnapshotSet
+    from serving.retrievers.repo import RepoRetrievers
+    from tests.old_history_table import rewrite_with_functions
+
+    config, _ = indexed
+    old = dataclasses.replace(config, paths=dataclasses.replace(config.paths, index_root=str(tmp_path / "index")))
+    shutil.copytree(config.paths.index_root, old.paths.index_root, symlinks=True)
+    rewrite_with_functions(IndexLayout(old.paths.index_root).current(R).history,
+                           {"shop/billing.py": ["shop/billing.py::refund_invoice"]})
+
+    snapshot = SnapshotSet(old).get(R)
+    found = RepoRetrievers(snapshot, lambda: None).get("history").search("refund discounted invoices", 5)
+    first = min((c for c in snapshot.chunks if c.path == "shop/billing.py"), key=lambda c: c.start_line)
+    assert [chunk_id for chunk_id, _ in found] == [first.chunk_id]
+    query = "refund of a discounted invoice is positive"
+    answer, before = _search(old, query, explain=True), _search(config, query, explain=True)
+    assert [(f["path"], f.get("history")) for f in answer.files] == [(f["path"], f.get("history")) for f in before.files]
+    assert not any(f.get("history") for f in answer.functions)

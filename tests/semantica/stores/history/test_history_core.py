@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipelines.history.reader import HistoryReader
 from semantica.config import HistoryConfig
 from semantica.stores.history import HistorySearcher, load_history, save_history
 from tests.dated_git import DAY, T0, commit, git
+from tests.old_history_table import rewrite_with_functions
 
 PARSER = '''def parse(text):
     return text.split(",")
@@ -65,12 +69,11 @@ def test_later_commit_never_influences_votes_priors_or_explanations(repo):
     assert repo["later"] not in {r.sha for r in history.records}
     searcher = HistorySearcher(history, config())
     votes = searcher.index.votes("zebra xylophone semicolon separated csv parsing")
-    assert votes.files == [] and votes.functions == []  # only the later commit has these words
+    assert votes.files == []  # only the later commit has these words
     votes = searcher.index.votes("render drops whitespace in rows")
-    assert [v.key for v in votes.files] == ["pkg/parser.py"] and votes.functions == []  # files only
+    assert [v.key for v in votes.files] == ["pkg/parser.py"]
     assert [v.sha for v in votes.files[0].voters] == [repo["fix"]]
     assert all(voter.sha != repo["later"] for v in votes.files for voter in v.voters)
-    assert searcher.priors.functions == {} and all(r.functions == [] for r in history.records)
     assert searcher.priors.files["pkg/parser.py"].changes == 1
     assert searcher.priors.files["pkg/parser.py"].fixes == 1
     assert searcher.priors.files["pkg/parser.py"].last_change_days == 20.0  # snapshot day 30, fix day 10
@@ -140,6 +143,40 @@ def test_saved_history_answers_like_the_read_one(repo, tmp_path):
     assert opened.index.votes("whitespace rows").files[0].key == "pkg/parser.py"
 
 
+def test_a_table_written_with_function_columns_loads_and_answers_files_only(repo, tmp_path):
+    """A snapshot stored while history also read functions has `functions` and `functions_skipped` columns with
+    function rows: it loads, its function rows are left on disk, and its file votes and priors are the same."""
+    history = HistoryReader(config(), repo["cache"]).read(repo["git_dir"], repo["snapshot"])
+    save_history(history, tmp_path / "new")
+    save_history(history, tmp_path / "old")
+    rewrite_with_functions(tmp_path / "old", {"pkg/parser.py": ["pkg/parser.py::render", "pkg/parser.py::parse"]})
+    assert "functions" in pl.read_parquet(tmp_path / "old" / "commits.parquet").columns
+
+    old, new = load_history(tmp_path / "old"), load_history(tmp_path / "new")
+    assert old.records == new.records and old.fix_like == new.fix_like
+    assert not any(hasattr(r, "functions") for r in old.records)  # the function rows are not read
+    old_votes = HistorySearcher(old, config()).index.votes("render drops whitespace in rows")
+    new_votes = HistorySearcher(new, config()).index.votes("render drops whitespace in rows")
+    assert [(v.key, v.score) for v in old_votes.files] == [(v.key, v.score) for v in new_votes.files]
+    assert [v.key for v in old_votes.files] == ["pkg/parser.py"]
+    assert HistorySearcher(old, config()).priors.files == HistorySearcher(new, config()).priors.files
+
+
+def test_a_cached_record_with_function_fields_is_reused(repo):
+    """Cache rows written while history also read functions carry `functions` and `functions_skipped`: they are
+    read again as they are (no git), their function fields dropped."""
+    first = HistoryReader(config(), repo["cache"]).read(repo["git_dir"], repo["snapshot"])
+    db = sqlite3.connect(str(repo["cache"]))
+    with db:
+        for key, sha, stored in db.execute("SELECT key, sha, record FROM commits").fetchall():
+            if stored:
+                old = {**json.loads(stored), "functions": ["pkg/parser.py::render"], "functions_skipped": False}
+                db.execute("UPDATE commits SET record = ? WHERE key = ? AND sha = ?", (json.dumps(old), key, sha))
+    db.close()
+    again = HistoryReader(config(), repo["cache"]).read(repo["git_dir"], repo["snapshot"])
+    assert again.read_commits == 0 and again.records == first.records
+
+
 def test_age_decay_prefers_the_recent_commit(repo):
     history = HistoryReader(config(), repo["cache"]).read(repo["git_dir"], repo["snapshot"])
     flat = HistorySearcher(history, config()).index
@@ -179,7 +216,7 @@ def test_reindex_takes_renames_from_the_cache_and_keeps_the_time_cut(repo, tmp_p
         raise AssertionError("a re-index of scanned commits must not scan git for renames")
     monkeypatch.setattr(reader_module, "source_renames", no_git_log)
     again = HistoryReader(config(), tmp_path / "r.sqlite").read(work, after)  # a fresh reader: disk cache only
-    assert [(r.sha, r.files, r.functions) for r in again.records] == [(r.sha, r.files, r.functions) for r in first.records]
+    assert [(r.sha, r.files) for r in again.records] == [(r.sha, r.files) for r in first.records]
     assert "pkg/rows.py" in {f for r in again.records for f in r.files} and again.renamed_paths == first.renamed_paths > 0
     earlier = HistoryReader(config(), tmp_path / "r.sqlite").read(work, before)  # cached, the later rename not applied
     assert "pkg/parser.py" in {f for r in earlier.records for f in r.files}

@@ -10,9 +10,9 @@ import threading
 import time
 from pathlib import Path
 
-from pipelines.history.gitread import function_spans
+from semantica.languages.spans import function_spans
 
-SOURCE = (Path(__file__).resolve().parents[3] / "semantica" / "stores" / "localizer" / "features.py").read_text()
+SOURCE = (Path(__file__).resolve().parents[2] / "semantica" / "stores" / "localizer" / "features.py").read_text()
 THREADS, PARSES, GARBAGE = 4, 150, 50
 
 
