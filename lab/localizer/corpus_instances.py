@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 from pathlib import Path
 
 from semantica.languages import language_of
@@ -25,13 +26,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-query-chars", type=int, default=0, help="keep messages of at least this many characters")
     parser.add_argument("--max-query-chars", type=int, default=0,
                         help="keep messages of at most this many characters (0: no bound)")
+    parser.add_argument("--query-regex", default="", help="keep messages this regex matches (searched anywhere)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    wanted = re.compile(args.query_regex)
     rng = random.Random(args.seed)
     with Path(args.out).open("w") as out:
         for repo in args.repo:
             rows = [row for line in (Path(args.corpus) / f"{repo.replace('/', '+')}.jsonl").open()
-                    if within(len((row := json.loads(line))["query"]), args.min_query_chars, args.max_query_chars)]
+                    if within(len((row := json.loads(line))["query"]), args.min_query_chars, args.max_query_chars)
+                    and wanted.search(row["query"])]
             rng.shuffle(rows)
             for row in rows[: args.per_repo]:
                 out.write(json.dumps({

@@ -28,3 +28,9 @@ def test_bounds_keep_only_messages_of_that_length(tmp_path):
     short = _queries(tmp_path, "--max-query-chars", "299")
     assert long and short and min(map(len, long)) >= 300 and max(map(len, short)) <= 299
     assert len(long) + len(short) == len(_queries(tmp_path))
+
+
+def test_the_regex_keeps_only_messages_it_matches(tmp_path):
+    linked = _queries(tmp_path, "--query-regex", r"https?://")
+    every = [json.loads(line)["query"] for line in (CORPUS / "colinhacks+zod.jsonl").open()]
+    assert sorted(linked) == sorted(q for q in every if "http://" in q or "https://" in q) and linked
