@@ -26,7 +26,7 @@ import numpy as np
 from jobs.eval.instances import load_instances
 from jobs.eval.metrics import Gold, Prediction, evaluate
 from jobs.localizer.replay import LearnedReplay
-from lab.localizer.mswe_replay import FILE_METRICS, replay_config
+from lab.localizer.mswe_replay import FILE_METRICS, LANGUAGE_GROUPS, replay_config
 from semantica.stores.localizer.bm25 import top_scores
 from semantica.stores.localizer.features import CandidateConfig, CandidateGenerator
 from semantica.stores.localizer.query_signals import CODE_LIKE, QuerySignals
@@ -39,6 +39,7 @@ VERSION = re.compile(r"\bv?\d+(?:\.\d+)+(?:[-+][\w.]+)?\b")
 CODE_WORD = re.compile(r"`[^`\n]+`|\b[\w$]+(?:(?:\.|::)[\w$]+)+\b|\b[\w/.-]+\.\w{1,5}\b")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 LISTS = ("content", "path")
+GROUPS = {**LANGUAGE_GROUPS, "tsx": "js/ts"}
 CHOICE_DEPTH = 5  # the held-out choice reads file Acc@5, then MRR
 Terms = Callable[[LocalizerTable, str], Counter]
 
@@ -95,7 +96,8 @@ def idf_capped(most: int) -> Terms:
 
 VARIANTS: dict[str, Terms] = {
     "plain": plain, "dedup": deduplicated, "sublinear": sublinear,
-    "no_urls": without(URL), "no_versions": without(VERSION), "no_urls_versions": without(URL, VERSION), "no_fences": without(FENCE), "no_noise": without(FENCE, URL, VERSION),
+    "no_urls": without(URL), "no_versions": without(VERSION), "no_urls_versions": without(URL, VERSION),
+    "no_fences": without(FENCE), "no_noise": without(FENCE, URL, VERSION),
     "code_x2": code_weighted(2.0), "code_x3": code_weighted(3.0), "idf_cap24": idf_capped(24), "idf_cap48": idf_capped(48),
     "dedup_code_x2": lambda s, t: dedup_code(s, t, 2.0), "dedup_code_x3": lambda s, t: dedup_code(s, t, 3.0),
 }
@@ -117,6 +119,25 @@ def held_out_choice(ranks: dict[str, dict[str, list[int | None]]], repo_of: dict
         held += [file_score(ranks[choices[repo]][i]) for i in ids if repo_of[i] == repo]
     return {"choices": choices, "Acc@5": sum(a for a, _ in held) / max(1, len(held)),
             "MRR": sum(r for _, r in held) / max(1, len(held)), "baseline": dict(zip(("Acc@5", "MRR"), mean(baseline, ids)))}
+
+
+def against_baseline(ranks: dict[str, dict[str, list[int | None]]], repo_of: dict[str, str], ids: list[str],
+                     baseline: str = "plain") -> dict:
+    """Each variant's mean file Acc@5 and MRR over `ids` against the baseline's, and in how many repositories each
+    goes up or down (a lever that wins should win in most of them, not in one)."""
+    def mean(variant: str, chosen: list[str]) -> tuple[float, float]:
+        pairs = [file_score(ranks[variant][i]) for i in chosen]
+        return sum(a for a, _ in pairs) / len(pairs), sum(r for _, r in pairs) / len(pairs)
+
+    repos = {repo: [i for i in ids if repo_of[i] == repo] for repo in sorted({repo_of[i] for i in ids})}
+    out = {}
+    for variant in ranks:
+        row = {"all": dict(zip(("Acc@5", "MRR"), mean(variant, ids))), "repositories": len(repos)}
+        for k, metric in enumerate(("Acc@5", "MRR")):
+            gaps = [mean(variant, chosen)[k] - mean(baseline, chosen)[k] for chosen in repos.values()]
+            row[metric] = {"up": sum(g > 0 for g in gaps), "down": sum(g < 0 for g in gaps)}
+        out[variant] = row
+    return out
 
 
 def file_score(gold_ranks: list[int | None]) -> tuple[float, float]:
@@ -146,9 +167,6 @@ class VariantGenerator(CandidateGenerator):
         out["name"] = [(snapshot.functions[i].key, s)
                        for i, s in snapshot.fields["name"].search(ids, weights, c.function_list_depth)]
         return out, body_scores
-
-
-GOLD_BUCKETS = ("1", "2-3", "4+")
 
 
 def gold_bucket(gold: Gold) -> str:
@@ -189,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n}/{len(instances)} ({time.perf_counter() - start:.0f} s)", flush=True)
     gold = {i.instance_id: Gold(i.repo, i.gold().files, []) for i in instances}
     length = {i.instance_id: len(i.problem_statement) for i in instances}
+    language = {i.instance_id: GROUPS.get(i.language, i.language) for i in instances}
     slices = {"long": {i for i in gold if length[i] >= args.long_chars}, "short": {i for i in gold if length[i] < args.long_chars}}
     report: dict = {"instances": len(instances), "long_chars": args.long_chars, "variants": {}}
     for name in names:
@@ -201,16 +220,22 @@ def main(argv: list[str] | None = None) -> int:
         row["gold_ranks"] = {i: [p.files.index(f) + 1 if f in p.files else None for f in gold[i].files]
                              for i, p in preds[name].items()}
         for slice_name, ids in slices.items():  # multi-file commits are harder at any length
-            row[slice_name]["by_gold_files"] = {
-                bucket: evaluate({i: preds[name][i] for i in ids if i in preds[name] and gold_bucket(gold[i]) == bucket},
-                                 {i: gold[i] for i in ids if gold_bucket(gold[i]) == bucket}, FILE_METRICS, ())
-                ["overall"]["file"] for bucket in GOLD_BUCKETS if any(gold_bucket(gold[i]) == bucket for i in ids)}
+            for key, of in (("by_gold_files", lambda i: gold_bucket(gold[i])), ("by_language", language.get)):
+                row[slice_name][key] = {
+                    group: evaluate({i: preds[name][i] for i in ids if i in preds[name] and of(i) == group},
+                                    {i: gold[i] for i in ids if of(i) == group}, FILE_METRICS, ())["overall"]["file"]
+                    for group in sorted({of(i) for i in ids})}
         report["variants"][name] = row
         print(f"{name}: " + "  ".join(f"{s} " + "/".join(f"{100 * row[s]['all'][m]:.1f}" for m in FILE_METRICS)
                                       for s in slices), flush=True)
     ranks = {name: report["variants"][name]["gold_ranks"] for name in names}
     repo_of = {i: gold[i].repo for i in gold}
     report["held_out"] = {s: held_out_choice(ranks, repo_of, sorted(ids & set(ranks[names[0]]))) for s, ids in slices.items()}
+    report["against_plain"] = against_baseline(ranks, repo_of, sorted(set(ranks[names[0]])))
+    for name, row in report["against_plain"].items():
+        print(f"{name}, every query: file Acc@5 {100 * row['all']['Acc@5']:.1f} (up in {row['Acc@5']['up']}, down in "
+              f"{row['Acc@5']['down']} of {row['repositories']} repositories), MRR {100 * row['all']['MRR']:.1f} "
+              f"(up {row['MRR']['up']}, down {row['MRR']['down']})", flush=True)
     for s, found in report["held_out"].items():
         print(f"held out, {s}: file Acc@5/MRR {100 * found['baseline']['Acc@5']:.1f}/{100 * found['baseline']['MRR']:.1f}"
               f" -> {100 * found['Acc@5']:.1f}/{100 * found['MRR']:.1f} ({Counter(found['choices'].values())})", flush=True)

@@ -4,7 +4,7 @@ only the other repositories."""
 
 from __future__ import annotations
 
-from lab.localizer.long_query import VARIANTS, VariantGenerator, held_out_choice
+from lab.localizer.long_query import VARIANTS, VariantGenerator, against_baseline, held_out_choice
 from semantica.stores.localizer.features import CandidateConfig, CandidateGenerator
 from semantica.stores.localizer.table import LocalizerTableBuilder
 from tests.lab.localizer.test_rescore import KOA_RESPONSE, KOA_TEST, KOA_TEST_HELPER
@@ -49,3 +49,10 @@ def test_each_repository_is_ranked_by_the_choice_of_the_others() -> None:
     found = held_out_choice(ranks, repo_of, ["a1", "b1", "c1"])
     assert found["choices"] == {"a": "plain", "b": "plain", "c": "better"}
     assert found["Acc@5"] == 0.0 and found["baseline"]["Acc@5"] == 1 / 3
+
+
+def test_a_variant_counts_the_repositories_it_lifts_and_lowers() -> None:
+    ranks = {"plain": {"a1": [6], "b1": [6], "c1": [1]}, "better": {"a1": [1], "b1": [1], "c1": [6]}}
+    found = against_baseline(ranks, {"a1": "a", "b1": "b", "c1": "c"}, ["a1", "b1", "c1"])
+    assert found["better"]["Acc@5"] == {"up": 2, "down": 1} and found["plain"]["MRR"] == {"up": 0, "down": 0}
+    assert found["better"]["all"]["Acc@5"] == 2 / 3
