@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 from pathlib import Path
 
 from semantica.languages import language_of
@@ -22,12 +23,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", action="append", required=True, help="owner/name (repeatable)")
     parser.add_argument("--per-repo", type=int, default=16)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--min-query-chars", type=int, default=0, help="keep messages of at least this many characters")
+    parser.add_argument("--max-query-chars", type=int, default=0,
+                        help="keep messages of at most this many characters (0: no bound)")
+    parser.add_argument("--query-regex", default="", help="keep messages this regex matches (searched anywhere)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    wanted = re.compile(args.query_regex)
     rng = random.Random(args.seed)
     with Path(args.out).open("w") as out:
         for repo in args.repo:
-            rows = [json.loads(line) for line in (Path(args.corpus) / f"{repo.replace('/', '+')}.jsonl").open()]
+            rows = [row for line in (Path(args.corpus) / f"{repo.replace('/', '+')}.jsonl").open()
+                    if within(len((row := json.loads(line))["query"]), args.min_query_chars, args.max_query_chars)
+                    and wanted.search(row["query"])]
             rng.shuffle(rows)
             for row in rows[: args.per_repo]:
                 out.write(json.dumps({
@@ -35,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
                     "base_commit": row["parent"], "problem_statement": row["query"], "gold_files": row["files"],
                     "gold_functions": row.get("functions", []), "language": language_of(row["files"][0])}) + "\n")
     return 0
+
+
+def within(length: int, least: int, most: int) -> bool:
+    """`least <= length <= most`, `most` 0 meaning no upper bound."""
+    return length >= least and (not most or length <= most)
 
 
 if __name__ == "__main__":
