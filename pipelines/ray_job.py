@@ -22,6 +22,8 @@ storage every node sees when the cache is to be shared):
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import pickle
 import tempfile
@@ -48,11 +50,12 @@ from pipelines.runner import (
     parse_tasks,
 )
 from pipelines.token_cache import TokenVectorBuilder, new_token_builder
-from semantica.config import Config, config_from_dict, config_to_dict
+from semantica.config import Config, RayConfig, config_from_dict, config_to_dict
 from semantica.runtime.encoder import encoder_identity, shared_encoder
 from semantica.runtime.ray_runtime import run_in_fresh_process, start_ray
 from semantica.schema import FileError
 
+OPTIMIZED_PHYSICAL_PLAN = "Physical Plan (Optimized)"  # the section of Ray Data's explain text that ran
 _TASK_FIELDS = ("repo", "repo_path", "commit", "include", "path", "blob_sha", "size", "language", "key")
 
 
@@ -173,27 +176,55 @@ def embed_pool(embed_actors: int, resources: dict[str, float]) -> dict[str, int]
     return {"min_size": 1, "max_size": gpus} if gpus > 1 else {"size": 1}
 
 
-def _pipeline(ray: Any, config: Config, rows: list[dict[str, Any]], make_tokens: bool) -> Iterator[dict[str, Any]]:
+def stage_options(rc: RayConfig, gpus: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parse tasks' and the embed actors' resource requests. Ray Data fuses a task map into the actor map after
+    it when their requests are equal (then a parse runs inside the actor's call and never beside its encoder): the
+    parse tasks ask for `ray.parse_num_cpus`, the actors for a GPU or `ray.actor_num_cpus`."""
+    embed: dict[str, Any] = {"num_gpus": 1} if gpus else {"num_cpus": rc.actor_num_cpus}
+    return {"num_cpus": rc.parse_num_cpus}, embed
+
+
+def _dataset(ray: Any, config: Config, rows: list[dict[str, Any]], make_tokens: bool) -> Any:
+    """The Ray Data plan: parse tasks, then the embed actor pool, two streaming operators."""
     rc = config.ray
     resources = ray.cluster_resources()
-    if resources.get("CPU", 0) < rc.actor_num_cpus:
-        raise RuntimeError(f"the Ray cluster has {resources.get('CPU', 0)} CPUs, fewer than "
-                           f"ray.actor_num_cpus={rc.actor_num_cpus}")
+    needed = max(rc.actor_num_cpus, rc.parse_num_cpus)
+    if resources.get("CPU", 0) < needed:
+        raise RuntimeError(f"the Ray cluster has {resources.get('CPU', 0)} CPUs, fewer than ray.actor_num_cpus="
+                           f"{rc.actor_num_cpus} or ray.parse_num_cpus={rc.parse_num_cpus}")
     gpus = 1 if resources.get("GPU", 0) >= 1 else 0
     config_dict = config_to_dict(config)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
+    parse_options, embed_options = stage_options(rc, gpus)
     ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), 4 * max(1, rc.num_cpus))))
     ds = ds.map_batches(parse_batch, fn_kwargs={"config_dict": config_dict}, batch_format="pandas",
-                        batch_size=rc.parse_batch_size, num_cpus=rc.actor_num_cpus)
-    embed_options: dict[str, Any] = {"num_gpus": 1} if gpus else {"num_cpus": rc.actor_num_cpus}
-    ds = ds.map_batches(EmbedActor, fn_constructor_kwargs={"config_dict": config_dict, "make_tokens": make_tokens},
-                        batch_format="pandas",
-                        batch_size=rc.embed_batch_size,
-                        compute=ray.data.ActorPoolStrategy(**embed_pool(rc.embed_actors, resources)),
-                        **embed_options)
-    for row in ds.iter_rows():
+                        batch_size=rc.parse_batch_size, **parse_options)
+    pool = ray.data.ActorPoolStrategy(**embed_pool(rc.embed_actors, resources),
+                                      max_tasks_in_flight_per_actor=rc.embed_tasks_in_flight)
+    return ds.map_batches(EmbedActor, fn_constructor_kwargs={"config_dict": config_dict, "make_tokens": make_tokens},
+                          batch_format="pandas", batch_size=rc.embed_batch_size, compute=pool, **embed_options)
+
+
+def _pipeline(ray: Any, config: Config, rows: list[dict[str, Any]], make_tokens: bool) -> Iterator[dict[str, Any]]:
+    for row in _dataset(ray, config, rows, make_tokens).iter_rows():
         yield dict(row)
+
+
+def plan_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, Any]]) -> str:
+    """The optimized physical plan of the dataset `ray_driver` runs (Ray Data's `explain` text), without running it:
+    which operators Ray Data fused. Runs in its own process like the driver."""
+    import ray
+
+    config = config_from_dict(config_dict)
+    start_ray(config.ray, address or None)
+    try:
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            _dataset(ray, config, rows, make_tokens=False).explain()
+        return text.getvalue()[text.getvalue().index(OPTIMIZED_PHYSICAL_PLAN):]
+    finally:
+        ray.shutdown()
 
 
 def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, Any]],
@@ -236,6 +267,14 @@ def ray_driver(config_dict: dict[str, Any], address: str, rows: list[dict[str, A
         ray.shutdown()
 
 
+def task_rows(tasks: list[FileTask]) -> list[dict[str, Any]]:
+    """The dataset's input rows: one per task (Ray Data columns must be uniform: globs travel as one string)."""
+    rows = [{f: getattr(t, f) for f in _TASK_FIELDS} for t in tasks]
+    for row in rows:
+        row["include"] = json.dumps(row["include"])
+    return rows
+
+
 class RayRunner:
     """Runs the indexer's file tasks on Ray Data, from a Ray driver in its own process."""
 
@@ -255,9 +294,7 @@ class RayRunner:
         builder = tokens if isinstance(tokens, TokenVectorBuilder) else None
         if builder is not None and builder.codec is None:
             self._fit_codec(tasks, builder)
-        rows = [{f: getattr(t, f) for f in _TASK_FIELDS} for t in tasks]
-        for row in rows:  # Ray Data columns must be uniform: globs travel as one string
-            row["include"] = json.dumps(row["include"])
+        rows = task_rows(tasks)
         timeout = self.config.ray.job_timeout_s + self.config.ray.startup_timeout_s
         make_tokens = builder is not None and builder.codec is not None
         files, chunks = StageProgress("ray", "files", len(rows)), StageProgress("embed", "chunks")
