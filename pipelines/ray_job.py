@@ -194,6 +194,12 @@ def embed_pool(embed_actors: int, resources: dict[str, float]) -> dict[str, int]
     return {"min_size": 1, "max_size": gpus} if gpus > 1 else {"size": 1}
 
 
+def embed_strategy(rc: RayConfig, resources: dict[str, float]) -> dict[str, int]:
+    """`ActorPoolStrategy` arguments: the pool (`embed_pool`) and the batches queued on each actor, so the next
+    batch's blocks are fetched while the encoder runs."""
+    return {**embed_pool(rc.embed_actors, resources), "max_tasks_in_flight_per_actor": rc.embed_tasks_in_flight}
+
+
 def stage_options(rc: RayConfig, gpus: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """The parse tasks' and the embed actors' resource requests. Ray Data fuses a task map into the actor map after
     it when their requests are equal (then a parse runs inside the actor's call and never beside its encoder): the
@@ -220,8 +226,7 @@ def index_dataset(ray: Any, config: Config, rows: list[dict[str, Any]], make_tok
                         batch_size=rc.parse_batch_size, **parse_options)
     if not embed:
         return ds
-    pool = ray.data.ActorPoolStrategy(**embed_pool(rc.embed_actors, resources),
-                                      max_tasks_in_flight_per_actor=rc.embed_tasks_in_flight)
+    pool = ray.data.ActorPoolStrategy(**embed_strategy(rc, resources))
     return ds.map_batches(EmbedActor, fn_constructor_kwargs={"config_dict": config_dict, "make_tokens": make_tokens},
                           batch_format="pandas", batch_size=rc.embed_batch_size, compute=pool, **embed_options)
 
