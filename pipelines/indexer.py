@@ -33,9 +33,9 @@ from pipelines.function_vectors import FileFunctions, FunctionVectorPass, Stored
 from pipelines.history.gitread import GitReadError
 from pipelines.history.reader import read_snapshot_history
 from pipelines.manifest import RepoSpec, open_spec
-from pipelines.parse import FileParser, GraphResolver, ParsedFile, parse_problems
+from pipelines.parse import GraphResolver, ParsedFile, parse_problems
 from pipelines.parse_cache import ParseCache, rebrand
-from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache, function_pass, parse_tasks
+from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embedding_cache, function_pass
 from pipelines.source_files import FileEntry
 from pipelines.source_record import record_source
 from pipelines.summary import (  # noqa: F401 (re-exported: callers import the summaries from the driver)
@@ -198,18 +198,19 @@ class Indexer:
                 work.history_read = pool.submit(self._history, work)
 
     def _dense_later(self, works: list[_RepoWork]) -> bool:
-        """`index.dense_later` for one repository in process (`semantica index`): a batch or a Ray run publishes
-        once, after its workers' model passes."""
-        return self.config.index.dense_later and len(works) == 1 and not self.runner.remote
+        """`index.dense_later` for one repository (`semantica index`, or an `index-batch` of one on Ray): a batch of
+        several publishes each once, after the model passes."""
+        return self.config.index.dense_later and len(works) == 1
 
     def _publish_first(self, work: _RepoWork, tasks: list[FileTask], parse_cache: ParseCache, start: float) -> None:
-        """Parse the tasks here and publish a first snapshot of `work` without the model-built kinds (its manifest
-        lists them as `pending`); the tasks keep their parses, so the runner then only runs the model passes and
-        the driver publishes the complete successor. The first snapshot is atomic like any other."""
+        """Parse the tasks (the runner's `parse`: here, or on Ray) and publish a first snapshot of `work` without the
+        model-built kinds (its manifest lists them as `pending`); the tasks keep their parses, so the runner then only
+        runs the model passes and the driver publishes the complete successor. The first snapshot is atomic like any
+        other."""
         first = dataclasses.replace(work, result=RepoResult(repo=work.spec.name), errors=list(work.errors),
                                     parsed=dict(work.parsed), vectors={}, functions={})
         with _timed(work.result, "parse"):
-            outcomes = parse_tasks(tasks, self.config, FileParser(self.config.chunk))
+            outcomes = self.runner.parse(tasks)
         fresh: dict[str, Any] = {}
         for task, outcome in zip(tasks, outcomes):
             if outcome.error is not None:  # the runner meets it again; the first snapshot lists it too

@@ -79,6 +79,11 @@ class Runner(Protocol):
         """(encoder model id, dim): names the embedding cache and the snapshot's encoder."""
         ...
 
+    def parse(self, tasks: list[FileTask]) -> list[FileOutcome]:
+        """Read and parse only, outcomes in task order: the first phase of `index.dense_later`, whose tasks then
+        carry their parses into `run`."""
+        ...
+
     def run(self, tasks: list[FileTask], tokens: TokenSink | None = None) -> list[FileOutcome]:
         """Outcomes in task order; `tokens` may collect token vectors from the same encoder pass."""
         ...
@@ -191,6 +196,9 @@ class LocalRunner:
     def identity(self) -> tuple[str, int]:
         encoder = self._encoder_factory()
         return encoder.model_id, encoder.dim
+
+    def parse(self, tasks: list[FileTask]) -> list[FileOutcome]:
+        return parse_tasks(tasks, self.config, self.parser)
 
     def _bar(self, total: int, desc: str, unit: str) -> StageProgress:
         return StageProgress(desc, unit, total, enabled=self.progress)

@@ -98,8 +98,9 @@ class IndexConfig:
                                                           "function_vectors", "exact"])
     overlap_files: int = 256  # in-process indexing parses this many files ahead of the encoder (0: parse all, then embed)
     overlap_depth: int = 2  # partitions parsed ahead at most (bounds the memory the overlap holds)
-    # `index` of one repository publishes a first snapshot without the model-built kinds (`DENSE_KINDS`: chunk,
-    # token and function vectors) as soon as the rest is written, then their successor (docs/architecture.md)
+    # `index` (or `index-batch` on Ray) of one repository publishes a first snapshot without the model-built kinds
+    # (`DENSE_KINDS`: chunk, token and function vectors) as soon as the rest is written, then their successor
+    # (docs/architecture.md)
     dense_later: bool = False
 
 

@@ -39,7 +39,7 @@ SECTIONS = {
     "admission": 7,
     "mcp": 9,
     "daemon": 7,
-    "ray": 11,
+    "ray": 13,
     "metrics": 2,
     "freshness": 4,
     "watch": 2,
@@ -54,7 +54,7 @@ SECTIONS = {
     "planning.decompose": 3,
     "history": 14,
 }
-FIELD_BUDGET = 278  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 280  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:
