@@ -83,7 +83,7 @@ class RayConfig:
     address: str = ""
     num_cpus: int = 2
     actor_num_cpus: float = 0.5  # CPU per embed actor on a cluster without GPUs (its encoder's scheduling share)
-    parse_num_cpus: float = 1.0  # CPU per parse task; equal to the embed actor's request, Ray Data fuses the two
+    parse_num_cpus: float = 0.5  # CPU per parse task; equal to the embed actor's request, Ray Data fuses the two
     embed_tasks_in_flight: int = 2  # batches queued on each embed actor (ActorPoolStrategy max_tasks_in_flight_per_actor)
     embed_actors: int = 1  # the embedding actor pool: this many; 0 = autoscaled (pipelines/ray_job.py `embed_pool`)
     embed_batch_size: int = 64
