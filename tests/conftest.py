@@ -113,7 +113,7 @@ class IndexedRepo:
 # next to the labelled modules (so a retriever still has to tell related code apart). Each has a "/": a
 # glob without one matches a file name anywhere (discover.include_globs).
 SELF_CORPUS_EXTRA = (
-    "jobs/localizer/train.py", "jobs/localizer/dataset.py", "pipelines/localizer/fit.py", "jobs/eval/mine.py", "lab/plugins/ltr.py",
+    "jobs/localizer/train.py", "jobs/localizer/dataset.py", "jobs/localizer/fit.py", "jobs/eval/mine.py", "lab/plugins/ltr.py",
     "semantica/hits.py", "semantica/ondisk/source.py", "pipelines/manifest.py", "docs/errors.md",
 )
 

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from jobs.localizer.corpus import check_corpus
-from pipelines.localizer.fit import fit_ranker, lambdarank_params, training_rows  # noqa: F401 (re-exported)
+from jobs.localizer.fit import fit_ranker, lambdarank_params, training_rows  # noqa: F401 (re-exported)
 from semantica.config import LocalizerTrainConfig
 from semantica.languages import language_of
 from semantica.stores.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, SCHEMA_VERSION

@@ -1,18 +1,22 @@
 """Indexing speed and golden-set quality of config variants, each built from empty caches (a benchmark).
 
-    python -m lab.bench.golden_variants --work DIR [--variant NAME=section.field=value,...]... [--out FILE]
+    python -m lab.bench.golden_variants --work DIR [--variant NAME=section.field=value,...]... [--plugin MODULE]...
+        [--out FILE]
 
 Each variant indexes the golden set's labelled files of this working tree (`conf/golden/semantica.jsonl`)
-into its own fresh index and cache, then scores the golden set with late interaction on and off. Reported
+into its own fresh index and cache, then scores the golden set with late interaction on and off, and without
+any chunk model (lexical, symbol and graph retrievers, no late interaction: what the build buys). Reported
 per variant: chunks/s, the driver's stage seconds, NDCG@10 (and the other golden metrics) and the load
 average before and after; variants run one after the other, so compare chunks/s only at similar loads and
 read the stage seconds (codec fit, forward pass) as the code's share. The variant `base` (no overrides)
-always runs first and is the reference.
+always runs first and is the reference. `--plugin` imports a lab plug-in first (for example
+`lab.plugins.static_encoder`, which a variant then names through `encoder.model_path`).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -26,6 +30,7 @@ GOLDEN_SET = REPO_ROOT / "conf" / "golden" / "semantica.jsonl"
 RESULTS = REPO_ROOT / "lab" / "results" / "fast" / "golden_variants.json"
 NAME = "semantica/golden"
 LATE = {"late_on": True, "late_off": False}
+NO_CHUNK_MODEL = ("lexical", "symbol", "graph")  # the retrievers that read no chunk vector
 
 
 def golden_files(golden_set: Path) -> list[str]:
@@ -66,6 +71,8 @@ def run_variant(work: Path, name: str, overrides: list[str], files: list[str]) -
         entry[label] = {k: round(v, 4) for k, v in report.overall.items()}
         entry[f"{label}_ndcg_by_intent"] = {i: round(m["NDCG@10"], 4) for i, m in report.by_intent.items()}
         entry[f"{label}_top5"] = [row["top"] for row in report.queries]
+    report = GoldenEval(pipeline, NAME, strategies=NO_CHUNK_MODEL, late_interaction=False).run(queries)
+    entry["no_chunk_model"] = {k: round(v, 4) for k, v in report.overall.items()}
     entry["load_after"] = round(os.getloadavg()[0], 2)
     return entry
 
@@ -74,8 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True, help="one index and cache per variant go here")
     parser.add_argument("--variant", action="append", default=[], help="NAME=section.field=value,... (repeatable)")
+    parser.add_argument("--plugin", action="append", default=[], help="a lab plug-in module to import first")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    for module in args.plugin:
+        importlib.import_module(module)
     variants = [("base", []), *(parse_variant(v) for v in args.variant)]
     files = golden_files(GOLDEN_SET)
     out: dict[str, Any] = {"command": "python -m lab.bench.golden_variants " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -11,7 +11,7 @@ from semantica.api import SearchRequest
 from serving.pipeline import SearchPipeline
 
 MODELS = Path(__file__).resolve().parents[3] / "models" / "localizer"
-TRAINING_MODULES = ("pipelines/localizer/fit.py", "jobs/localizer/train.py")
+TRAINING_MODULES = ("jobs/localizer/fit.py", "jobs/localizer/train.py")
 
 
 def test_enabled_localizer_reranks_files_and_functions_and_is_timed(indexed_self):
@@ -23,7 +23,7 @@ def test_enabled_localizer_reranks_files_and_functions_and_is_timed(indexed_self
     response = SearchPipeline(config).search(SearchRequest(
         query="LambdaRank training rows sample the tail of candidates by fixed fusion", repos=[indexed_self.name]))
     assert "localizer" in response.timings_ms and not [d for d in response.degraded if "localizer" in str(d)]
-    # training_rows lives in pipelines/localizer/fit.py; jobs/localizer/train.py trains with it
+    # training_rows lives in jobs/localizer/fit.py; jobs/localizer/train.py trains with it
     assert response.files and response.files[0]["path"] in TRAINING_MODULES
     assert any(f["function"].endswith("training_rows") for f in response.functions[:10])
 

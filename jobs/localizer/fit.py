@@ -1,6 +1,5 @@
 """Fitting one LightGBM LambdaRank localizer model from candidate rows: `semantica train-localizer`
-(jobs/localizer/train.py, the shipped models) and the lab's studies learn from the same rows with the same
-parameters."""
+(`train.py`, the shipped models) and the lab's studies learn from the same rows with the same parameters."""
 
 from __future__ import annotations
 
