@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from jobs.localizer.fit import fit_ranker
 from jobs.localizer.train import LevelData, load_features, ranking_metrics, repo_folds
 from lab.localizer.function_order import REPORTED, leave_one_repository_out, weighted
-from jobs.localizer.fit import fit_ranker
 from semantica.config import LocalizerTrainConfig, load_config, load_train_config
 from semantica.stores.localizer.features import FILE_FEATURES, FUNCTION_FEATURES, RRF_K, FunctionScore
 

@@ -25,8 +25,8 @@ import numpy as np
 import polars as pl
 
 from jobs.localizer.corpus import load_corpus
-from jobs.localizer.train import LEVELS, load_features, ranking_metrics
 from jobs.localizer.fit import fit_ranker
+from jobs.localizer.train import LEVELS, load_features, ranking_metrics
 from semantica.config.training import load_train_config
 from semantica.languages import language_of
 
