@@ -9,8 +9,8 @@ any chunk model (lexical, symbol and graph retrievers, no late interaction: what
 per variant: chunks/s, the driver's stage seconds, NDCG@10 (and the other golden metrics) and the load
 average before and after; variants run one after the other, so compare chunks/s only at similar loads and
 read the stage seconds (codec fit, forward pass) as the code's share. The variant `base` (no overrides)
-always runs first and is the reference. `--plugin` imports a lab plug-in first (for example
-`lab.plugins.static_encoder`, which a variant then names through `encoder.model_path`).
+always runs first and is the reference. `--plugin` imports a lab plug-in first and runs its `install()` if it has
+one (for example `lab.plugins.static_encoder`, which a variant then names through `encoder.model_path`).
 """
 
 from __future__ import annotations
@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     for module in args.plugin:
-        importlib.import_module(module)
+        plugin = importlib.import_module(module)
+        if hasattr(plugin, "install"):  # a plug-in that routes rather than registers
+            plugin.install()
     variants = [("base", []), *(parse_variant(v) for v in args.variant)]
     files = golden_files(GOLDEN_SET)
     out: dict[str, Any] = {"command": "python -m lab.bench.golden_variants " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -5,11 +5,11 @@ through it once (PCA and SIF weighting baked in). A text's vector is the mean of
 costs a table lookup instead of a forward pass; a token's "token vector" for late interaction is its row, the same
 in every context. Whether that keeps quality is what `lab.bench.golden_variants` measures.
 
-Importing this module routes `shared_encoder` to `StaticEncoder` for any `encoder.model_path` holding a prepared
-static model (`prepare` below: a model2vec directory plus the `hidden_size` the product reads and the BERT special
-tokens the token extraction strips); every other checkpoint loads as before. Distil the model in a separate venv
-(`pip install "model2vec[distill]==0.10.0" scikit-learn`; `model2vec.distill.distill(model_name=PATH, pca_dims=256)`),
-then:
+`install()` (which `lab.bench.golden_variants --plugin` calls) routes `shared_encoder` to `StaticEncoder` for any
+`encoder.model_path` holding a prepared static model (`prepare` below: a model2vec directory plus the `hidden_size`
+the product reads and the BERT special tokens the token extraction strips); every other checkpoint loads as before.
+Distil the model in a separate venv (`pip install "model2vec[distill]==0.10.0" scikit-learn`;
+`model2vec.distill.distill(model_name=PATH, pca_dims=256)`), then:
 
     python -m lab.plugins.static_encoder --model2vec DIR --out DIR
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,18 +78,29 @@ class StaticEncoder(encoder_module.Encoder):
         self.texts_encoded = 0
 
 
-def _route(original: Callable[[EncoderConfig], Any]) -> Callable[[EncoderConfig], Any]:
-    def build(config: EncoderConfig) -> Any:
-        return StaticEncoder(config) if is_static(config.model_path) else original(config)
-    return build
+_TRANSFORMER = getattr(encoder_module.Encoder, "transformer_class", encoder_module.Encoder)
+
+
+class RoutedEncoder(_TRANSFORMER):  # type: ignore[misc,valid-type]
+    """`Encoder` as `shared_encoder` builds it while the plug-in is installed: a static directory gives a
+    `StaticEncoder`, every other checkpoint the transformer (still an `Encoder` in every respect)."""
+
+    transformer_class = _TRANSFORMER
+
+    def __new__(cls, config: EncoderConfig) -> Any:
+        if is_static(config.model_path):
+            return StaticEncoder(config)  # not an instance of cls: its own __init__ has run, cls's is not called
+        return super().__new__(cls)
 
 
 def install() -> None:
     """Route static model directories to `StaticEncoder` in this process (idempotent)."""
-    if not getattr(encoder_module.Encoder, "_static_route", False):
-        route = _route(encoder_module.Encoder)
-        route._static_route = True  # type: ignore[attr-defined]
-        encoder_module.Encoder = route  # type: ignore[assignment,misc]
+    encoder_module.Encoder = RoutedEncoder  # type: ignore[misc]
+
+
+def uninstall() -> None:
+    """Give `shared_encoder` the plain transformer class back (a test session must not keep the route)."""
+    encoder_module.Encoder = _TRANSFORMER  # type: ignore[misc]
 
 
 def prepare(model2vec_dir: Path, out: Path) -> Path:
@@ -126,8 +136,6 @@ def prepare(model2vec_dir: Path, out: Path) -> Path:
     (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     return out
 
-
-install()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,11 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab.plugins.static_encoder import SPECIAL_TOKENS, StaticEncoder, is_static, prepare
+from lab.plugins.static_encoder import SPECIAL_TOKENS, StaticEncoder, install, is_static, prepare, uninstall
 from semantica.config import EncoderConfig
 from semantica.runtime.encoder import encoder_identity, resolve_model_path, shared_encoder
 
 DIM = 8
+
+
+@pytest.fixture(autouse=True, scope="module")
+def routed():
+    """The route lasts only for this module: the rest of the session builds encoders unrouted."""
+    install()
+    yield
+    uninstall()
 
 
 @pytest.fixture(scope="module")
