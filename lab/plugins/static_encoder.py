@@ -78,14 +78,12 @@ class StaticEncoder(encoder_module.Encoder):
         self.texts_encoded = 0
 
 
-_TRANSFORMER = getattr(encoder_module.Encoder, "transformer_class", encoder_module.Encoder)
+_TRANSFORMER = encoder_module.Encoder  # the class install() routes and uninstall() puts back
 
 
 class RoutedEncoder(_TRANSFORMER):  # type: ignore[misc,valid-type]
     """`Encoder` as `shared_encoder` builds it while the plug-in is installed: a static directory gives a
     `StaticEncoder`, every other checkpoint the transformer (still an `Encoder` in every respect)."""
-
-    transformer_class = _TRANSFORMER
 
     def __new__(cls, config: EncoderConfig) -> Any:
         if is_static(config.model_path):
