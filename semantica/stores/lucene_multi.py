@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from semantica.config import LuceneConfig
 from semantica.stores.lucene import ID_FIELD, JNI_CALLS, LuceneError, id_only_fields, read_doc_ids, start_jvm
@@ -21,6 +22,9 @@ CONTENTS_FIELD = "contents"
 BM25_K1 = 0.9  # Anserini's defaults (SimpleSearcher)
 BM25_B = 0.4
 SCORE_DECIMALS = 4
+# hits past k read by score alone: enough that a tie at the k-th score rarely reaches the last one read (then the
+# id-sorted search runs instead); sorting by a string field in Lucene costs more than these extra hits
+TIE_MARGIN = 16
 
 
 class LuceneMultiShardSearcher:
@@ -85,17 +89,25 @@ class LuceneMultiShardSearcher:
                 builder = self._builder()
                 for term in terms:
                     builder.add(self._term_query(self._term(CONTENTS_FIELD, term)), self._should)
-                top = self._searcher.search(builder.build(), int(k), self._sort, True)
-                if self._ids is not None:
-                    hits = [(self._ids[sd.doc], float(sd.score)) for sd in top.scoreDocs]
-                else:
-                    stored = self._searcher.storedFields()
-                    hits = [(stored.document(sd.doc, self._id_fields).get(ID_FIELD), float(sd.score))
-                            for sd in top.scoreDocs]
+                hits = self._top(builder.build(), int(k))
         except Exception as exc:  # a Java exception must not reach the caller raw
             raise LuceneError(f"lexical search failed: {exc}") from exc
         # Anserini rounds scores to SCORE_DECIMALS and orders equal ones by id; do the same
         return sorted(((cid, round(score, SCORE_DECIMALS)) for cid, score in hits), key=lambda hit: (-hit[1], hit[0]))
+
+    def _top(self, query: Any, k: int) -> list[tuple[str, float]]:
+        """The k best (id, score), equal scores by id: read by score alone with `TIE_MARGIN` more hits and ordered
+        here, or, when the k-th score's ties may reach past the hits read, sorted by id in Lucene."""
+        if self._ids is not None:
+            top = self._searcher.search(query, k + TIE_MARGIN)
+            read = [(self._ids[sd.doc], float(sd.score)) for sd in top.scoreDocs]
+            if len(read) < k + TIE_MARGIN or read[-1][1] < read[k - 1][1]:  # every hit tied with the k-th is read
+                return sorted(read, key=lambda hit: (-hit[1], hit[0]))[:k]
+        top = self._searcher.search(query, k, self._sort, True)
+        if self._ids is not None:
+            return [(self._ids[sd.doc], float(sd.score)) for sd in top.scoreDocs]
+        stored = self._searcher.storedFields()
+        return [(stored.document(sd.doc, self._id_fields).get(ID_FIELD), float(sd.score)) for sd in top.scoreDocs]
 
     def close(self) -> None:
         with JNI_CALLS:
