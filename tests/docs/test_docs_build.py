@@ -1,5 +1,6 @@
 """The documentation builds with `mkdocs build --strict`: every page is in the nav, every link and
-anchor resolves. The README links into docs/ and stays short."""
+anchor resolves. The README links into docs/ and stays short; the user manual stays within its line budget, so
+a dated study goes to the lab's notes rather than growing a page."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README_MAX_LINES = 150
+DOCS_MAX_LINES = 3000  # the whole manual (docs/*.md)
+PAGE_MAX_LINES = 400
 
 
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
@@ -33,6 +36,12 @@ def test_readme_is_short_and_its_doc_links_exist() -> None:
     assert links, "the README links into docs/"
     missing = [link for link in links if not (ROOT / link).is_file()]
     assert not missing, missing
+
+
+def test_the_manual_stays_within_its_line_budget() -> None:
+    pages = {page.name: len(page.read_text(encoding="utf-8").splitlines()) for page in (ROOT / "docs").glob("*.md")}
+    assert sum(pages.values()) <= DOCS_MAX_LINES, sorted(pages.items(), key=lambda item: -item[1])[:5]
+    assert not [name for name, lines in pages.items() if lines > PAGE_MAX_LINES]
 
 
 def test_no_history_in_doc_headings() -> None:
