@@ -59,7 +59,7 @@ class EncoderConfig:
     cache_segment_vectors: int = 4096
     batch_tokens: int = 1024  # padded tokens per forward pass, texts sorted by length (0 = fixed batch_size; docs/fast.md)
     group_texts: int = 1024  # texts handed to the encoder at once; it sorts them by length and batches by tokens
-    runtime: str = "onnx"  # onnx (ONNX Runtime over a one-time export, no torch import) | torch (docs/fast.md)
+    runtime: str = "openvino"  # openvino (the ONNX export, bf16 where the CPU has it) | onnx (fp32) | torch
     export_dir: str = ""  # where ONNX exports are cached by weights hash ("" = ~/.cache/semantica/onnx)
 
 

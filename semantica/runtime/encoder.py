@@ -1,13 +1,13 @@
 """The bi-encoder: a local transformers checkpoint, fully offline, mean-pooled and L2-normalised.
 
 The same forward pass gives sentence vectors (dense retrieval) and per-token vectors (late
-interaction, an untrained ColBERT). Two numeric runtimes run it: ONNX Runtime over a one-time export
-of the checkpoint (`encoder.runtime: onnx`, the default: no torch import, a fast cold start) and
-PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's identity (`model_id`), so
-caches, stored token vectors and snapshots never mix vectors of two numeric paths. Both runtimes share
-the tokenisation and identity here and one pooling (semantica/runtime/pooling.py, in torch on the model's device
-or in numpy); the ONNX Runtime session is semantica/runtime/onnx_runtime.py.
-The identity scheme (runtime, export) is semantica/encoder_identity.py.
+interaction, an untrained ColBERT). Three numeric runtimes run it: ONNX Runtime over a one-time export
+of the checkpoint (`encoder.runtime: onnx`: no torch import, a fast cold start), OpenVINO over the same export
+(`openvino`: bf16 where the CPU has it) and PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's
+identity (`model_id`), so caches, stored token vectors and snapshots never mix vectors of two numeric paths. The
+runtimes share the tokenisation and identity here and one pooling (semantica/runtime/pooling.py, in torch on the
+model's device or in numpy); the sessions are semantica/runtime/onnx_runtime.py and openvino_runtime.py.
+The identity scheme (runtime, export, precision) is semantica/encoder_identity.py.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from semantica.runtime.forward import (  # noqa: E402, F401 (EncoderLoadError: t
 )
 from semantica.runtime.onnx_export import ensure_export  # noqa: E402
 from semantica.runtime.onnx_runtime import onnx_forward  # noqa: E402
+from semantica.runtime.openvino_runtime import cpu_precision, openvino_forward  # noqa: E402
 from semantica.runtime.pooling import l2_normalise, torch_mean_pool  # noqa: E402
 
 
@@ -75,7 +76,8 @@ def encoder_identity(config: EncoderConfig) -> tuple[str, int]:
     if runtime is Runtime.TORCH:
         return RuntimeIdentity(checkpoint, runtime).model_id, dim
     exported = ensure_export(path, export_root(config))
-    return RuntimeIdentity(checkpoint, runtime, exported.sha[:EXPORT_SHA_CHARS]).model_id, dim
+    precision = cpu_precision() if runtime is Runtime.OPENVINO else ""
+    return RuntimeIdentity(checkpoint, runtime, exported.sha[:EXPORT_SHA_CHARS], precision).model_id, dim
 
 
 def choose_device(requested: str) -> str:
@@ -174,14 +176,18 @@ class Encoder:
         self.dim = int(json.loads((self.model_path / "config.json").read_text())["hidden_size"])
         checkpoint = checkpoint_of(config.model_id or self.model_path.name)
         self.forward_pass: ForwardPass
+        precision = ""
         if runtime is Runtime.ONNX:
             self.device = "cpu"
             self.forward_pass, export_sha = onnx_forward(config, self.model_path)
+        elif runtime is Runtime.OPENVINO:
+            self.device = "cpu"
+            self.forward_pass, export_sha, precision = openvino_forward(config, self.model_path)
         else:
             self.device = choose_device(config.device)
             self.forward_pass, export_sha = TorchForward(config, self.model_path, self.device), ""
         # other vectors than another runtime's: caches and snapshots keep them apart by this id
-        self.identity = RuntimeIdentity(checkpoint, runtime, export_sha)
+        self.identity = RuntimeIdentity(checkpoint, runtime, export_sha, precision)
         self.model_id = self.identity.model_id
         self._lock = threading.Lock()
         self.texts_encoded = 0  # texts through the model since it loaded: what a query or a build made it encode
@@ -294,7 +300,7 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
     if model_id == configured.model_id and dim in (0, configured.dim):
         return configured
     wanted = parse_model_id(model_id)
-    checkpoint, on_cpu = wanted.checkpoint, wanted.runtime is Runtime.ONNX
+    checkpoint, on_cpu = wanted.checkpoint, wanted.runtime in (Runtime.ONNX, Runtime.OPENVINO)
     runtime = {"model_id": checkpoint, "runtime": wanted.runtime.value,
                "device": "cpu" if on_cpu else configured.config.device}
     local_export = ""
@@ -302,16 +308,16 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
         own = shared_encoder(dataclasses.replace(configured.config, **runtime))
         if own.model_id == model_id and own.dim == dim:
             return own
-        local_export = own.identity.export_sha
+        local_export = own.model_id
     if model_path and (Path(model_path) / "config.json").exists():
         own = shared_encoder(dataclasses.replace(configured.config, model_path=model_path, **runtime))
         if own.model_id == model_id and own.dim == dim:
             return own
     if local_export:
         raise EncoderMismatchError(
-            f"this snapshot was embedded with {model_id!r}, an ONNX export (sha256 {wanted.export_sha}...) other than "
-            f"this machine's ({local_export}...): its query vectors would come from "
-            "another numeric path; re-index it (or serve it from the machine that holds that export)")
+            f"this snapshot was embedded with {model_id!r}, an ONNX export or precision other than this machine's "
+            f"({local_export!r}): its query vectors would come from another numeric path; re-index it (or serve it "
+            "from a machine that has that export and precision)")
     raise EncoderMismatchError(
         f"this snapshot was embedded with {model_id!r} ({dim}-d) but this server's encoder is "
         f"{configured.model_id!r} ({configured.dim}-d) and the snapshot's model is not available here; "

@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="section.field=value")
     args = parser.parse_args(argv)
     config = load_config(args.config, args.overrides)
-    if Runtime.parse(config.encoder.runtime) is not Runtime.ONNX:
+    if Runtime.parse(config.encoder.runtime) is Runtime.TORCH:
         print(f"encoder.runtime is {config.encoder.runtime!r}: nothing to export")
         return 0
     encoders = [config.encoder]

@@ -77,20 +77,20 @@ def _cold_query(settings: list[str], *extra: str) -> tuple[list[dict], set[str]]
 def test_a_cold_cli_query_imports_no_torch_ray_fastapi_or_mcp(index_settings) -> None:
     hits, modules = _cold_query(index_settings)
     assert any(h["path"] == "ledger.py" for h in hits)  # a real answer, not an early exit
-    assert {"onnxruntime", "jnius"} <= modules  # the query really encoded and searched Lucene
+    assert {"openvino", "jnius"} <= modules  # the query really encoded (the default runtime) and searched Lucene
     assert not modules & set(HEAVY), f"the cold query path imported {sorted(modules & set(HEAVY))}"
 
 
 def test_a_query_without_a_lexical_list_starts_no_jvm(index_settings) -> None:
     hits, modules = _cold_query(index_settings, "--strategy", "vector")
     assert any(h["path"] == "ledger.py" for h in hits)
-    assert "onnxruntime" in modules and "jnius" not in modules
+    assert "openvino" in modules and "jnius" not in modules
 
 
 def test_an_identifier_query_reads_no_history_and_skips_the_teardown(index_settings) -> None:
     hits, modules, after = _cold_run(index_settings, "Ledger")
     assert hits[0]["path"] == "ledger.py" and hits[0]["symbol"] == "Ledger"
-    assert {"onnxruntime", "jnius"} <= modules  # vector and lexical lists, as the default plan asks
+    assert {"openvino", "jnius"} <= modules  # vector and lexical lists, as the default plan asks
     assert not modules & set(HISTORY_ONLY), f"an identifier query imported {sorted(modules & set(HISTORY_ONLY))}"
     assert "TORN_DOWN" not in after  # atexit ran (MODULES was printed), the interpreter's teardown did not
 

@@ -1,0 +1,87 @@
+"""The encoder's OpenVINO forward pass: the same one-time ONNX export ONNX Runtime runs
+(semantica/runtime/onnx_export.py), compiled by OpenVINO for this CPU in bfloat16 where the CPU has bf16 dot-product
+instructions (AVX512-BF16, AMX), else in float32. Weights and activations in bf16 with float32 sums keep every
+vector within a cosine of 1e-4 of ONNX Runtime's fp32 and nearly double the throughput on such a CPU (docs/fast.md).
+No per-batch scale is involved, so a text's vector does not depend on the batch it came in. Pooling is numpy's
+(semantica/runtime/pooling.py); the compiled graph is cached beside the export, so a later load skips compiling."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semantica.config import EncoderConfig
+from semantica.encoder_identity import EXPORT_SHA_CHARS
+from semantica.runtime.forward import EncoderLoadError, ForwardOutput, ForwardPass, export_root
+from semantica.runtime.onnx_export import ExportError, ensure_export
+from semantica.runtime.pooling import numpy_mean_pool
+
+BF16 = "bf16"
+F32 = "f32"
+CPU_BF16_CAPABILITY = "BF16"  # in the CPU plug-in's OPTIMIZATION_CAPABILITIES when it has bf16 instructions
+COMPILED_CACHE_DIR = "openvino-compiled"  # under the export root: OpenVINO's compiled blobs, by graph and CPU
+WARM_UP_IDS = (101, 102)  # [CLS] [SEP]: the smallest input a BERT-style graph takes
+# OpenVINO's Python bindings set up their numpy interop (C++ function-local statics that take the GIL) on a process's
+# first infer: two threads making their first infers at once deadlock (one holds the GIL waiting on the static, the
+# other holds the static waiting on the GIL). Every compiled model makes one small infer at load, one at a time.
+_FIRST_INFERS = threading.Lock()
+
+
+def _core() -> Any:
+    try:
+        import openvino
+    except ImportError as exc:
+        raise EncoderLoadError("encoder.runtime=openvino needs the openvino package (make install)") from exc
+    return openvino.Core()
+
+
+def cpu_precision(core: Any | None = None) -> str:
+    """The precision OpenVINO infers in on this CPU: bf16 where it has bf16 instructions, else f32 (it is part of
+    the encoder's identity, so a snapshot built in one is never queried in the other)."""
+    capabilities = (core or _core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    return BF16 if CPU_BF16_CAPABILITY in capabilities else F32
+
+
+class OpenVinoForward:
+    """One compiled OpenVINO model over the exported graph and one infer request (the encoder's lock makes its
+    forward passes one at a time)."""
+
+    def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
+        core = _core()
+        core.set_property({"CACHE_DIR": str(export_root(config) / COMPILED_CACHE_DIR)})
+        self.precision = cpu_precision(core)
+        properties: dict[str, Any] = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "LATENCY"}
+        if config.torch_threads > 0:
+            properties["INFERENCE_NUM_THREADS"] = config.torch_threads
+        try:
+            self.compiled = core.compile_model(core.read_model(str(onnx_path)), "CPU", properties)
+        except RuntimeError as exc:  # OpenVINO raises RuntimeError subclasses for every load failure
+            raise EncoderLoadError(f"OpenVINO cannot compile {onnx_path}: {exc} (delete it to re-export)") from exc
+        self.request = self.compiled.create_infer_request()
+        self.inputs = {port.get_any_name() for port in self.compiled.inputs}
+        self.output = self.compiled.outputs[0]
+        with _FIRST_INFERS:
+            ids = np.array([WARM_UP_IDS], dtype=np.int64)
+            self(dict(input_ids=ids, attention_mask=np.ones_like(ids), token_type_ids=np.zeros_like(ids)), False)
+
+    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
+        result = self.request.infer({k: v for k, v in inputs.items() if k in self.inputs})
+        hidden = np.asarray(result[self.output], dtype=np.float32)  # the request's own buffer: copied if kept
+        return ForwardOutput(numpy_mean_pool(hidden, inputs["attention_mask"]), hidden.copy() if keep_hidden else None)
+
+
+def openvino_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, str, str]:
+    """The forward pass over the checkpoint's ONNX export (made once, cached by weights hash), the export's short
+    hash and the precision it runs in: both join the encoder's identity."""
+    if config.device not in ("auto", "cpu"):
+        raise EncoderLoadError(f"encoder.runtime=openvino runs on CPU; encoder.device is {config.device!r} "
+                               "(set encoder.runtime=torch for a GPU)")
+    try:
+        exported = ensure_export(model_path, export_root(config))
+    except ExportError as exc:
+        raise EncoderLoadError(str(exc)) from exc
+    forward = OpenVinoForward(config, exported.path)
+    return forward, exported.sha[:EXPORT_SHA_CHARS], forward.precision
