@@ -319,6 +319,6 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
             f"({local_export!r}): its query vectors would come from another numeric path; re-index it (or serve it "
             "from a machine that has that export and precision)")
     raise EncoderMismatchError(
-        f"this snapshot was embedded with {model_id!r} ({dim}-d) but this server's encoder is "
-        f"{configured.model_id!r} ({configured.dim}-d) and the snapshot's model is not available here; "
-        f"set encoder.model_path and encoder.model_id to the snapshot's model, or re-index")
+        f"this snapshot was embedded with {model_id!r} ({dim}-d), a model not available here: re-index it, or set "
+        f"encoder.model_path and encoder.model_id to the snapshot's model (this server's encoder is "
+        f"{configured.model_id!r}, {configured.dim}-d)")

@@ -26,6 +26,9 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "comm
 SOURCES = ("pipelines/overlap.py", "pipelines/ignore.py", "semantica/ondisk/repo_names.py")
 QUERIES = ("prefetch the next partition on a thread", "gitignore patterns", "normalise a repository name")
 OVERLAP_FILES = 1
+# the default encoder runs in bf16 (OpenVINO): a text's vector moves by up to ~5e-4 with the batch it came in, and the
+# overlapped build batches its texts otherwise; another chunk's vector differs by far more
+BF16_BATCH_ATOL = 2e-3
 
 
 def test_partitions_are_consecutive_slices() -> None:
@@ -106,4 +109,4 @@ def test_overlapped_build_publishes_the_sequential_snapshot(real_repo, tmp_path)
     assert chunks1 == chunks2 and symbols1 == symbols2
     assert m1.counts == m2.counts and [s.kind for s in m1.shards] == [s.kind for s in m2.shards]
     assert answers1 == answers2 and all(answers1)
-    assert np.allclose(v1, v2, atol=1e-5)
+    assert np.allclose(v1, v2, atol=BF16_BATCH_ATOL)

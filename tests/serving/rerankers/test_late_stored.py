@@ -12,7 +12,7 @@ from pipelines.indexer import Indexer
 from semantica.api import SearchRequest
 from semantica.config import ConfigError, load_config
 from semantica.layout import IndexLayout
-from semantica.runtime.encoder import encoder_identity
+from semantica.runtime.encoder import encoder_identity, parse_model_id
 from semantica.snapshot import SnapshotSet
 from serving.pipeline import SearchPipeline
 from tests.conftest import make_config
@@ -49,8 +49,10 @@ def test_manifest_records_token_vectors(indexed) -> None:
     assert info["dim"] == 64 and info["quantization"] == "int8" and info["chunks"] == first.chunks
     model_id = encoder_identity(config.encoder)[0]  # the runtime is part of the identity (and recorded)
     assert info["model_id"] == model_id and info["max_length"] == config.late_interaction.doc_max_length
-    assert manifest["model_id"] == model_id and manifest["runtime"] == "onnx"
-    assert model_id.endswith("+onnx." + manifest["export_sha"]) and len(manifest["export_sha"]) == 12
+    assert manifest["model_id"] == model_id and manifest["runtime"] == config.encoder.runtime
+    identity = parse_model_id(model_id)
+    assert identity.runtime_name == manifest["runtime"] and identity.export_sha == manifest["export_sha"]
+    assert model_id.endswith("." + manifest["export_sha"]) and len(manifest["export_sha"]) == 12
     assert info["tokens"] > first.chunks and info["bytes"] > 0
     assert "tokens/projection.npy" in manifest["checksums"] and "tokens/rows.npy" in manifest["checksums"]
     assert info["parts"]  # per partition (pipelines.shards), so unchanged partitions are hard-linked
