@@ -12,7 +12,7 @@ import numpy as np
 from semantica.config import EncoderConfig
 from semantica.encoder_identity import EXPORT_SHA_CHARS
 from semantica.runtime.forward import EncoderLoadError, ForwardOutput, ForwardPass, export_root
-from semantica.runtime.onnx_export import OUTPUT_NAME, ExportError, ensure_export
+from semantica.runtime.onnx_export import OUTPUT_NAME, ExportedModel, ExportError, ensure_export
 from semantica.runtime.pooling import numpy_mean_pool
 
 
@@ -49,15 +49,20 @@ class OnnxForward:
         return ForwardOutput(numpy_mean_pool(hidden, inputs["attention_mask"]), hidden if keep_hidden else None)
 
 
-def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, str]:
-    """The forward pass over the checkpoint's ONNX export (made once, cached by weights hash) and the export's
-    short hash, which joins the encoder's identity."""
-
+def cpu_export(config: EncoderConfig, model_path: Path) -> ExportedModel:
+    """The checkpoint's ONNX export (made once, cached by weights hash) for a CPU runtime (`encoder.runtime` names
+    it in the refusal of any other device)."""
     if config.device not in ("auto", "cpu"):
-        raise EncoderLoadError(f"encoder.runtime=onnx runs on CPU; encoder.device is {config.device!r} "
+        raise EncoderLoadError(f"encoder.runtime={config.runtime} runs on CPU; encoder.device is {config.device!r} "
                                "(set encoder.runtime=torch for a GPU)")
     try:
-        exported = ensure_export(model_path, export_root(config))
+        return ensure_export(model_path, export_root(config))
     except ExportError as exc:
         raise EncoderLoadError(str(exc)) from exc
+
+
+def onnx_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, str]:
+    """The forward pass over the checkpoint's ONNX export and the export's short hash, which joins the encoder's
+    identity."""
+    exported = cpu_export(config, model_path)
     return OnnxForward(config, exported.path), exported.sha[:EXPORT_SHA_CHARS]

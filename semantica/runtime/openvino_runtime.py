@@ -16,7 +16,7 @@ import numpy as np
 from semantica.config import EncoderConfig
 from semantica.encoder_identity import EXPORT_SHA_CHARS
 from semantica.runtime.forward import EncoderLoadError, ForwardOutput, ForwardPass, export_root
-from semantica.runtime.onnx_export import ExportError, ensure_export
+from semantica.runtime.onnx_runtime import cpu_export
 from semantica.runtime.pooling import numpy_mean_pool
 
 BF16 = "bf16"
@@ -74,14 +74,8 @@ class OpenVinoForward:
 
 
 def openvino_forward(config: EncoderConfig, model_path: Path) -> tuple[ForwardPass, str, str]:
-    """The forward pass over the checkpoint's ONNX export (made once, cached by weights hash), the export's short
-    hash and the precision it runs in: both join the encoder's identity."""
-    if config.device not in ("auto", "cpu"):
-        raise EncoderLoadError(f"encoder.runtime=openvino runs on CPU; encoder.device is {config.device!r} "
-                               "(set encoder.runtime=torch for a GPU)")
-    try:
-        exported = ensure_export(model_path, export_root(config))
-    except ExportError as exc:
-        raise EncoderLoadError(str(exc)) from exc
+    """The forward pass over the checkpoint's ONNX export, the export's short hash and the precision it runs in:
+    both join the encoder's identity."""
+    exported = cpu_export(config, model_path)
     forward = OpenVinoForward(config, exported.path)
     return forward, exported.sha[:EXPORT_SHA_CHARS], forward.precision

@@ -62,13 +62,6 @@ def runtimes() -> tuple[Encoder, Encoder]:
     return shared_encoder(EncoderConfig(runtime="onnx")), shared_encoder(EncoderConfig(runtime="torch"))
 
 
-@pytest.fixture(scope="module")
-def corpus() -> list[str]:
-    texts = _chunks()
-    assert len(texts) >= 100, "too few real chunks to compare on"
-    return texts
-
-
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(axis=-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
 
@@ -88,21 +81,31 @@ def test_the_tokenizer_without_transformers_gives_transformers_ids(runtimes, cor
 @pytest.fixture(scope="module")
 def encoded(runtimes, corpus) -> dict[str, dict[str, tuple[np.ndarray, list[np.ndarray]]]]:
     """Both runtimes' pooled vectors and token outputs for the corpus and the golden queries."""
+    return encode_by_runtime(runtimes, corpus)
+
+
+def encode_by_runtime(encoders, corpus: list[str]) -> dict[str, dict[str, tuple[np.ndarray, list[np.ndarray]]]]:
+    """Pooled vectors and token outputs of the corpus and the golden queries, by each encoder's runtime name."""
     queries = [q.query for q in load_golden_set(GOLDEN_SET)]
     return {encoder.identity.runtime.value: {
         "corpus": encoder.encode_with_tokens(corpus, encoder.config.max_length),
-        "queries": encoder.encode_with_tokens(queries, encoder.config.query_max_length)} for encoder in runtimes}
+        "queries": encoder.encode_with_tokens(queries, encoder.config.query_max_length)} for encoder in encoders}
+
+
+def assert_outputs_agree(encoded, mine: str, theirs: str, token_min_cosine: float = MIN_COSINE) -> None:
+    """Two runtimes' pooled vectors (to MIN_COSINE) and token outputs (to `token_min_cosine`) on every text."""
+    for part in ("corpus", "queries"):
+        pooled_mine, tokens_mine = encoded[mine][part]
+        pooled_theirs, tokens_theirs = encoded[theirs][part]
+        assert _cosines(pooled_mine, pooled_theirs).min() >= MIN_COSINE
+        for ours, other in zip(tokens_mine, tokens_theirs):
+            assert ours.shape == other.shape
+            if len(ours):
+                assert _cosines(ours, other).min() >= token_min_cosine
 
 
 def test_pooled_and_token_outputs_match_pytorch_on_real_chunks_and_queries(encoded) -> None:
-    for part in ("corpus", "queries"):
-        pooled_onnx, tokens_onnx = encoded["onnx"][part]
-        pooled_torch, tokens_torch = encoded["torch"][part]
-        assert _cosines(pooled_onnx, pooled_torch).min() >= MIN_COSINE
-        for mine, theirs in zip(tokens_onnx, tokens_torch):
-            assert mine.shape == theirs.shape
-            if len(mine):
-                assert _cosines(mine, theirs).min() >= MIN_COSINE
+    assert_outputs_agree(encoded, "onnx", "torch")
 
 
 def test_golden_queries_rank_the_same_top_10_in_both_runtimes(encoded) -> None:

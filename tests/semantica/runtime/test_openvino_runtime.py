@@ -24,7 +24,12 @@ from semantica.runtime.encoder import (
 )
 from semantica.runtime.openvino_runtime import cpu_precision
 from tests.conftest import GOLDEN_SET, REPO_ROOT
-from tests.semantica.runtime.test_onnx_runtime import MIN_COSINE, TOP_K, _chunks, _cosines
+from tests.semantica.runtime.test_onnx_runtime import (
+    TOP_K,
+    _cosines,
+    assert_outputs_agree,
+    encode_by_runtime,
+)
 
 TOKEN_MIN_COSINE = 0.9995  # per-token outputs (stored as 64-byte PQ codes, whose own error is far larger)
 ALLOWED_SWAPS = 2  # top-10 members, over all golden queries, that may differ (measured: 1 of 380)
@@ -63,29 +68,12 @@ def runtimes() -> tuple[Encoder, Encoder]:
 
 
 @pytest.fixture(scope="module")
-def corpus() -> list[str]:
-    texts = _chunks()
-    assert len(texts) >= 100, "too few real chunks to compare on"
-    return texts
-
-
-@pytest.fixture(scope="module")
 def encoded(runtimes, corpus) -> dict[str, dict[str, tuple[np.ndarray, list[np.ndarray]]]]:
-    queries = [q.query for q in load_golden_set(GOLDEN_SET)]
-    return {encoder.identity.runtime.value: {
-        "corpus": encoder.encode_with_tokens(corpus, encoder.config.max_length),
-        "queries": encoder.encode_with_tokens(queries, encoder.config.query_max_length)} for encoder in runtimes}
+    return encode_by_runtime(runtimes, corpus)
 
 
 def test_pooled_and_token_outputs_match_onnx_runtime_on_real_chunks_and_queries(encoded) -> None:
-    for part in ("corpus", "queries"):
-        pooled_openvino, tokens_openvino = encoded["openvino"][part]
-        pooled_onnx, tokens_onnx = encoded["onnx"][part]
-        assert _cosines(pooled_openvino, pooled_onnx).min() >= MIN_COSINE
-        for mine, theirs in zip(tokens_openvino, tokens_onnx):
-            assert mine.shape == theirs.shape
-            if len(mine):
-                assert _cosines(mine, theirs).min() >= TOKEN_MIN_COSINE
+    assert_outputs_agree(encoded, "openvino", "onnx", TOKEN_MIN_COSINE)
 
 
 def test_golden_queries_rank_the_same_top_hit_and_top_10_as_onnx_runtime(encoded) -> None:
