@@ -303,20 +303,20 @@ def snapshot_encoder(model_id: str, dim: int, model_path: str, configured: Encod
     checkpoint, on_cpu = wanted.checkpoint, wanted.runtime in (Runtime.ONNX, Runtime.OPENVINO)
     runtime = {"model_id": checkpoint, "runtime": wanted.runtime.value,
                "device": "cpu" if on_cpu else configured.config.device}
-    local_export = ""
+    local_identity = ""
     if checkpoint == checkpoint_of(configured.model_id):  # the same weights in another runtime
         own = shared_encoder(dataclasses.replace(configured.config, **runtime))
         if own.model_id == model_id and own.dim == dim:
             return own
-        local_export = own.model_id
+        local_identity = own.model_id
     if model_path and (Path(model_path) / "config.json").exists():
         own = shared_encoder(dataclasses.replace(configured.config, model_path=model_path, **runtime))
         if own.model_id == model_id and own.dim == dim:
             return own
-    if local_export:
+    if local_identity:
         raise EncoderMismatchError(
             f"this snapshot was embedded with {model_id!r}, an ONNX export or precision other than this machine's "
-            f"({local_export!r}): its query vectors would come from another numeric path; re-index it (or serve it "
+            f"({local_identity!r}): its query vectors would come from another numeric path; re-index it (or serve it "
             "from a machine that has that export and precision)")
     raise EncoderMismatchError(
         f"this snapshot was embedded with {model_id!r} ({dim}-d), a model not available here: re-index it, or set "

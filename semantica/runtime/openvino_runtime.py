@@ -8,6 +8,7 @@ worst, measured; ONNX Runtime's not at all). Pooling is numpy's
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,12 @@ def _core() -> Any:
     return openvino.Core()
 
 
-def cpu_precision(core: Any | None = None) -> str:
+@functools.cache
+def cpu_precision() -> str:
     """The precision OpenVINO infers in on this CPU: bf16 where it has bf16 instructions, else f32 (it is part of
-    the encoder's identity, so a snapshot built in one is never queried in the other)."""
-    capabilities = (core or _core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    the encoder's identity, so a snapshot built in one is never queried in the other). Asked once per process: every
+    cache, actor and model load names itself by it."""
+    capabilities = _core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     return BF16 if CPU_BF16_CAPABILITY in capabilities else F32
 
 
@@ -53,7 +56,7 @@ class OpenVinoForward:
     def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
         core = _core()
         core.set_property({"CACHE_DIR": str(export_root(config) / COMPILED_CACHE_DIR)})
-        self.precision = cpu_precision(core)
+        self.precision = cpu_precision()
         properties: dict[str, Any] = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "LATENCY"}
         if config.torch_threads > 0:
             properties["INFERENCE_NUM_THREADS"] = config.torch_threads
