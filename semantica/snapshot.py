@@ -248,7 +248,8 @@ def unknown_freshness(repo: str, exc: BaseException, snapshot_id: str = "") -> d
 
 def answer_freshness(config: Config, snapshots: Iterable[Snapshot]) -> dict[str, dict[str, Any]]:
     """The `freshness` block of every answer on every front (search, grep, graph, map): an object keyed by
-    repository whose values are `Freshness`, for the snapshots the answer read, checked now (never cached);
+    repository whose values are `Freshness`, for the snapshots the answer read, checked now (a watched tree with no
+    event since its last check reuses it: `semantica.ondisk.tree_watch`);
     `{}` when `freshness.enabled` is off."""
     if not config.freshness.enabled:
         return {}

@@ -181,8 +181,8 @@ class SearchPipeline:
         return SearchResponse(**{**response.__dict__, "freshness": freshness.result()})
 
     def freshness(self, snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:
-        """Each answer says how fresh its snapshots are (checked while it is answered, never cached: a few ms per
-        repository)."""
+        """Each answer says how fresh its snapshots are (checked while it is answered: a git status per repository,
+        or a read of its watched tree's events when nothing changed since the last check)."""
         return answer_freshness(self.config, snapshots)
 
     def search_with_lists(self, request: SearchRequest) -> tuple[SearchResponse, dict[str, RankedList]]:

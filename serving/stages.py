@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from semantica.config import Config
-from semantica.runtime.encoder import Encoder, shared_encoder
+from semantica.runtime.encoder import Encoder, query_encoder_config, shared_encoder
 from semantica.runtime.token_count import TokenCounter
 from semantica.snapshot import Snapshot, SnapshotSet
 from serving.core.context import ContextBuilder
@@ -56,7 +56,8 @@ class Stages:
                  reranker_proxy: RerankerProxy | None = None) -> None:
         self.config = config
         self.snapshots = snapshots or SnapshotSet(config)
-        self.encoder_factory = encoder_factory or (lambda: shared_encoder(config.encoder))
+        query_encoder = query_encoder_config(config.encoder)  # one thread per query pass
+        self.encoder_factory = encoder_factory or (lambda: shared_encoder(query_encoder))
         self.retriever_specs: list[RetrieverSpec] = enabled_specs(config.retrieval.retrievers)
         self.query_encoder = QueryEncoder(self.encoder_factory, QUERY_ENCODING_ITEMS)  # one encoder pass per query
         self.intent = intent or IntentClassifier(config.intent)
@@ -65,7 +66,7 @@ class Stages:
         voters = conf_retriever_names(config.query.localize_strategies, "query.localize_strategies")
         self.localizer = Localizer(config.query, local_fusion, voters)  # cheap: always in the caller
         self.localization = LocalizationTail(config, self.localizer)  # fixed fusion, learned blend
-        self.learned_localizer = LearnedStage(config.localizer, config.paths.cache_dir, config.encoder)  # models: first use
+        self.learned_localizer = LearnedStage(config.localizer, config.paths.cache_dir, query_encoder)  # models: first use
         self.context_builder = context or ContextBuilder(config.context, TokenCounter(config.encoder.model_path).count)
         self.planner = QueryPlanner(config)  # mode and MMR (serving/planning/)
         self._reranker_proxy = reranker_proxy

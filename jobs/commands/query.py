@@ -27,7 +27,7 @@ files: [{repo, path, score}], functions: [{repo, function: "path::Qualified.name
 context: {blocks, tokens_used, budget, truncated, text}, degraded: [{stage, error}], warnings,
 timings_ms: {stage: ms}, snapshots: {repo: snapshot_id}, cached,
 freshness: {repo: {commit, built_at, dirty, source, path, ref, branch, stale, reason, current_commit,
-current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms}},
+current_branch, changed: {edited, added, deleted, renamed}, changed_count, check_ms, checked_by}},
 plan: null, or {mode, why, features, k, weights, mmr, sub_queries}}"""
 
 

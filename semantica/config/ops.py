@@ -112,6 +112,7 @@ class FreshnessConfig:
     git_timeout_s: float = 5.0
     max_listed: int = 20  # changed paths listed per kind (edited/added/deleted/renamed); counts are exact
     untracked_cache: bool = True  # index turns on git's untracked cache: `git status -uall` 10 ms -> 4 ms on pytest
+    watch_max_age_s: float = 5.0  # a working tree inotify saw unchanged reuses its last check this long; 0: git always
 
 
 @dataclass

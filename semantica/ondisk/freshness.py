@@ -5,13 +5,20 @@ paths that differ from HEAD. Only those paths, the paths that were dirty when th
 and (when HEAD moved) the paths the two commits differ in are hashed and compared with the snapshot's
 blob shas, so `stale` is true exactly when indexed content differs, whatever git calls the change.
 A git ref: the ref's commit now against the commit indexed (a pinned sha never goes stale).
+
+A working tree that inotify watches (`semantica.ondisk.tree_watch`) reuses its last check while no event came
+under it, for at most `freshness.watch_max_age_s`: an answer then costs a read of the event queue, not a `git
+status` (`checked_by: "watch"`).
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +36,14 @@ from semantica.ondisk.source import (
     run_git,
     worktree_blob,
 )
+from semantica.ondisk.tree_watch import TreeWatcher
 from semantica.schema import Manifest
 
 HEX = frozenset("0123456789abcdef")
+WATCH_MAX_DIRS = 20_000  # a tree with more directories is checked with git on every answer (the kernel's watch limit)
+REMEMBERED_CHECKS = 256  # (snapshot, tree) checks kept for reuse
+CHECKED_BY_GIT = "git"
+CHECKED_BY_WATCH = "watch"
 
 
 @dataclass
@@ -54,6 +66,7 @@ class Freshness:
     changed: dict[str, list[str]] = field(default_factory=dict)  # edited/added/deleted/renamed (first max_listed)
     changed_count: int = 0
     check_ms: float = 0.0
+    checked_by: str = CHECKED_BY_GIT  # "watch": no event under the tree since a git check (the one reused)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,6 +77,44 @@ class Freshness:
         where = f"{self.source or 'source?'} {self.branch or self.ref or ''}".strip()
         text = f"{state}: snapshot {self.commit[:12] or '(no commit)'} built {self.built_at} from {where}"
         return f"{text} - {self.reason}" if self.reason else text
+
+
+@dataclass
+class _Remembered:
+    version: int
+    at: float  # time.monotonic() of the git check
+    result: Freshness
+
+
+class CheckMemory:
+    """The last git check of each (snapshot, working tree), with the tree's change counter when it started."""
+
+    def __init__(self) -> None:
+        self._checks: OrderedDict[tuple[str, str], _Remembered] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def reusable(self, key: tuple[str, str], version: int, max_age_s: float) -> Freshness | None:
+        with self._lock:
+            found = self._checks.get(key)
+            if found is None or found.version != version or time.monotonic() - found.at > max_age_s:
+                return None
+            self._checks.move_to_end(key)
+            return found.result
+
+    def remember(self, key: tuple[str, str], version: int, at: float, result: Freshness) -> None:
+        with self._lock:
+            self._checks[key] = _Remembered(version, at, result)
+            self._checks.move_to_end(key)
+            while len(self._checks) > REMEMBERED_CHECKS:
+                self._checks.popitem(last=False)
+
+
+@cache
+def _watcher() -> TreeWatcher:
+    return TreeWatcher(WATCH_MAX_DIRS)
+
+
+_MEMORY = CheckMemory()
 
 
 class FreshnessChecker:
@@ -87,13 +138,31 @@ class FreshnessChecker:
             else:
                 try:
                     if SourceKind.parse(record.kind) is SourceKind.WORKTREE:
-                        self._worktree(record, files, result)
+                        reused = self._watched_worktree(manifest.snapshot_id, record, files, result)
+                        if reused is not None:
+                            result = replace(reused, checked_by=CHECKED_BY_WATCH)
                     else:
                         self._git(record, files, result)
                 except (GitError, ValueError) as exc:
                     result.stale, result.reason = None, f"cannot check: {exc}"
         result.check_ms = round((time.perf_counter() - start) * 1000, 3)
         return result
+
+    def _watched_worktree(self, snapshot_id: str, record: SourceRecord, files: Callable[[], FileBlobs],
+                          result: Freshness) -> Freshness | None:
+        """The last check, when the tree is watched and nothing changed under it since that check began; else a
+        git check into `result` (remembered when it succeeded) and None."""
+        version = _watcher().version(record.path) if self.config.watch_max_age_s > 0 else None
+        key = (snapshot_id, record.path)
+        if version is not None:
+            reused = _MEMORY.reusable(key, version, self.config.watch_max_age_s)
+            if reused is not None:
+                return reused
+        started = time.monotonic()
+        self._worktree(record, files, result)
+        if version is not None:
+            _MEMORY.remember(key, version, started, replace(result))
+        return None
 
     def _worktree(self, record: SourceRecord, files: Callable[[], FileBlobs], result: Freshness) -> None:
         timeout = self.config.git_timeout_s

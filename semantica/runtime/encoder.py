@@ -267,6 +267,21 @@ def safe_name(model_id: str) -> str:
     return _UNSAFE_CHARS.sub("_", model_id).strip("_") or "model"
 
 
+QUERY_FORWARD_THREADS = 1
+"""A query's forward pass is a few tokens: a second thread only adds its hand-off and its spin, beside the other
+retrievers of the same search (same vectors: one text's pass does not depend on the thread count)."""
+
+
+def query_encoder_config(config: EncoderConfig) -> EncoderConfig:
+    """The encoder a query path loads: the index encoder on `QUERY_FORWARD_THREADS` where the runtime is ONNX Runtime
+    or OpenVINO and `torch_threads` is 0 (auto); torch keeps its process-wide setting."""
+    import dataclasses
+
+    if config.torch_threads > 0 or Runtime.parse(config.runtime) is Runtime.TORCH:
+        return config
+    return dataclasses.replace(config, torch_threads=QUERY_FORWARD_THREADS)
+
+
 _SHARED: dict[tuple[Any, ...], Encoder] = {}
 _SHARED_LOCK = threading.Lock()
 

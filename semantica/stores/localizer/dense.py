@@ -94,13 +94,13 @@ def text_sha(text: str) -> str:
 
 def channel_encoder_config(config: LocalizerConfig, index_encoder: EncoderConfig) -> EncoderConfig:
     """The channel's own encoder: `dense_model` (a relative path: the working directory, else the checkout that
-    ships it) at `dense_max_length`, on the index encoder's runtime, device and export cache (fp32: ORT int8 lost on
-    dev)."""
+    ships it) at `dense_max_length`, on the index encoder's runtime, device, threads and export cache (fp32: ORT int8
+    lost on dev)."""
     path = model_root(config.dense_model)
     return EncoderConfig(model_path=str(path), model_id=path.name, max_length=config.dense_max_length,
                          query_max_length=config.dense_query_max_length, runtime=index_encoder.runtime,
                          export_dir=index_encoder.export_dir, device=index_encoder.device,
-                         batch_tokens=index_encoder.batch_tokens)
+                         batch_tokens=index_encoder.batch_tokens, torch_threads=index_encoder.torch_threads)
 
 
 @dataclass

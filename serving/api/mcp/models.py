@@ -26,6 +26,7 @@ class FreshnessOut(BaseModel):
     changed: dict[str, list[str]] = Field(description="edited / added / deleted / renamed paths (first few)")
     changed_count: int
     check_ms: float
+    checked_by: str = Field(description="git: checked now; watch: no file event under the tree since the git check")
 
 
 FRESHNESS = "repository -> how fresh the snapshot it read is (the same object on every answer and front)"

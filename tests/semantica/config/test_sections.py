@@ -41,7 +41,7 @@ SECTIONS = {
     "daemon": 7,
     "ray": 13,
     "metrics": 2,
-    "freshness": 4,
+    "freshness": 5,
     "watch": 2,
     "knowledge": 15,
     "plan": 8,
@@ -54,7 +54,7 @@ SECTIONS = {
     "planning.decompose": 3,
     "history": 14,
 }
-FIELD_BUDGET = 280  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
+FIELD_BUDGET = 281  # leaf fields in all (the target, 300, is met): lower this as sections leave, never raise it quietly
 
 
 def _types(cls: type) -> set[type]:

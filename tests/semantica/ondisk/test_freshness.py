@@ -27,19 +27,6 @@ def git(root: Path, *args: str) -> str:
     return done.stdout.decode().strip()
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name, text in FILES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
-
-
 def index(root: Path, tmp_path: Path, commit: str | None = None) -> Snapshot:
     from pipelines.indexer import Indexer
 

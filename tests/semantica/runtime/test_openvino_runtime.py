@@ -32,7 +32,7 @@ from tests.semantica.runtime.test_onnx_runtime import (
 )
 
 TOKEN_MIN_COSINE = 0.9995  # per-token outputs (stored as 64-byte PQ codes, whose own error is far larger)
-ALLOWED_SWAPS = 2  # top-10 members, over all golden queries, that may differ (measured: 1 of 380)
+NEAR_TIE = 2e-3  # a top-10 member bf16 swaps in scores within this of fp32's 10th (measured: at most 9e-4)
 BATCH_MIN_COSINE = 0.99999  # a text alone against the same text inside a batch of others
 ALONE = 20  # texts encoded one at a time for that check
 FRESH_PROCESSES = 5  # without the warm-up about a third of these hung
@@ -78,15 +78,19 @@ def test_pooled_and_token_outputs_match_onnx_runtime_on_real_chunks_and_queries(
 
 def test_golden_queries_rank_the_same_top_hit_and_top_10_as_onnx_runtime(encoded) -> None:
     """bf16 may swap near ties inside a top-10 (the golden set's NDCG@10 over a full index is equal: docs/results.md),
-    so the list's order is not compared, its first hit and its members are."""
+    so the list's order is not compared: its first hit is, and any member bf16 swaps in must be a near tie at fp32's
+    cut (the corpus is this repository's own code, so which ties there are moves with it)."""
     queries = [q.query for q in load_golden_set(GOLDEN_SET)]
-    tops = []
+    tops, scores = [], {}
     for runtime in ("openvino", "onnx"):
-        scores = encoded[runtime]["queries"][0] @ encoded[runtime]["corpus"][0].T
-        tops.append(np.argsort(-scores, axis=1, kind="stable")[:, :TOP_K].tolist())
+        scores[runtime] = encoded[runtime]["queries"][0] @ encoded[runtime]["corpus"][0].T
+        tops.append(np.argsort(-scores[runtime], axis=1, kind="stable")[:, :TOP_K].tolist())
     assert [q for q, a, b in zip(queries, *tops) if a[0] != b[0]] == []
     shared = [len(set(a) & set(b)) for a, b in zip(*tops)]
-    assert min(shared) >= TOP_K - 1 and sum(shared) >= len(queries) * TOP_K - ALLOWED_SWAPS, shared
+    assert min(shared) >= TOP_K - 1, shared
+    fp32 = scores["onnx"]
+    gaps = [float(fp32[row, b[-1]] - fp32[row, extra]) for row, (a, b) in enumerate(zip(*tops)) for extra in set(a) - set(b)]
+    assert all(gap <= NEAR_TIE for gap in gaps), gaps
 
 
 def test_a_text_encodes_the_same_alone_and_in_a_batch(runtimes, encoded, corpus) -> None:
