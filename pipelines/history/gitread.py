@@ -41,10 +41,6 @@ class Commit:
     author: str
     message: str
 
-    @property
-    def subject(self) -> str:
-        return self.message.split("\n", 1)[0].strip()
-
     def query(self) -> str:
         """Subject and body without trailers (`message_text`); a PR merge contributes its PR title, not "Merge ..."."""
         return message_text(self.message)
