@@ -98,9 +98,6 @@ class CommitFilter:
             return "huge"
         return ""
 
-    def keep(self, record: CommitRecord) -> bool:
-        return not self.reason(record)
-
     def fix_like(self, record: CommitRecord) -> bool:
         """A commit that reads like a bug fix (the prior counts these apart)."""
         return bool(self.fix.search(record.text()))
