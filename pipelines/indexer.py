@@ -39,7 +39,6 @@ from pipelines.runner import FileOutcome, FileTask, LocalRunner, Runner, embeddi
 from pipelines.source_files import FileEntry
 from pipelines.source_record import record_source
 from pipelines.summary import (  # noqa: F401 (re-exported: callers import the summaries from the driver)
-    STATUS_FAILED,
     STATUS_OK,
     BatchSummary,
     IndexSummary,

@@ -29,19 +29,13 @@ from semantica.config import Config, ConfigError, ShardsConfig
 from semantica.schema import ShardInfo
 from semantica.stores.index_kinds import WriteContext, index_kind
 from semantica.stores.index_kinds.sharding import (  # noqa: F401 (re-exported: the write stage's names)
-    KEY_CHARS,
-    LUCENE_DOC_FORMAT,
     PARTITIONS_STAT,
     PreviousShards,
     ShardInputs,
     ShardLinker,
     ShardReuse,
-    content_key,
     partition_of,
-    pieces,
-    shard_name,
 )
-from semantica.stores.index_kinds.tokens import KIND as TOKENS_KIND  # noqa: F401
 
 REUSE_STAT = "shard_reuse"  # manifest.stats key: shards linked and written per kind
 

@@ -57,7 +57,3 @@ class Hit:
     explanation: str = ""
     scores: dict[str, float] = field(default_factory=dict)
     chunk: Chunk | None = None
-
-    def feature_dict(self) -> dict[str, float]:
-        """Features by name (for logging)."""
-        return dict(zip(FEATURE_NAMES, self.features))

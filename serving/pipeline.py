@@ -22,7 +22,6 @@ from semantica.runtime.encoder import Encoder
 from semantica.snapshot import Snapshot, SnapshotSet, answer_freshness
 from semantica.stores.index_kinds.tokens import KIND as TOKENS_KIND
 from semantica.stores.index_kinds.vectors import KIND as VECTORS_KIND
-from serving.core.localize import Localizer
 from serving.core.prefetch import Prefetcher
 from serving.core.query_encoding import QueryEncoder
 from serving.core.result_cache import ResultCache
@@ -72,36 +71,16 @@ class SearchPipeline:
         return self.stages.intent
 
     @property
-    def fusion(self) -> Any:
-        return self.stages.fusion
-
-    @property
-    def localizer(self) -> Localizer:
-        return self.stages.localizer
-
-    @property
     def learned_localizer(self) -> LearnedStage:
         return self.stages.learned_localizer
-
-    @property
-    def context_builder(self) -> Any:
-        return self.stages.context_builder
 
     @property
     def query_encoder(self) -> QueryEncoder:
         return self.stages.query_encoder
 
     @property
-    def expansion(self) -> Any:  # decomposition (serving/planning/)
-        return self.stages.expansion
-
-    @property
     def graph_ops(self) -> Any:
         return self.stages.graph_ops
-
-    @property
-    def graph_router(self) -> Any:
-        return self.stages.graph_router
 
     @property
     def rerankers(self) -> list[Reranker]:

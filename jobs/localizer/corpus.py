@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from jobs.benchmark_repos import SWEBENCH_OWNERS, SWEBENCH_PROJECTS, is_benchmark_repo  # noqa: F401  (re-exported)
+from jobs.benchmark_repos import is_benchmark_repo
 from jobs.train.pairs_source import ISSUE_REF, PR_MERGE, TRAILER, git
 from pipelines.history.gitread import BlobReader, changed_source_lines
 from semantica.config import LocalizerCorpusConfig

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from jobs.benchmark_repos import DEV_SPLIT_REPOS, is_benchmark_repo
+from jobs.benchmark_repos import is_benchmark_repo
 from jobs.eval.instances import find_repo
 from jobs.train.pair_parts import PairsError, pair_parts  # noqa: F401  (PairsError re-exported)
 from jobs.train.pairs_source import Commit, FunctionSpan, changed_python_lines, first_parent_history, function_spans
@@ -42,8 +42,6 @@ from semantica.stores.tokenizer import tokenize
 FunctionsAt = dict[str, tuple[list[str], list[FunctionSpan]]]
 """path -> (the file's lines, its outer functions), at one commit."""
 
-BENCHMARK_REPOS = DEV_SPLIT_REPOS
-"""Measured on (SWE-bench Lite dev split); every SWE-bench repository is refused (`is_benchmark_repo`)."""
 DOCSTRING, COMMIT = "docstring", "commit"
 PYTHON_ONLY = ["*.py"]
 

@@ -6,12 +6,10 @@ commit is read through `pipelines.discover.RepoSource` (git objects, no checkout
 """
 
 from pipelines.history.gitread import (  # noqa: F401  (the miner's names)
-    HUNK,
     ISSUE_REF,
     PR_MERGE,
     TRAILER,
     Commit,
-    FileChange,
     changed_python_lines,
     first_parent_history,
     git,

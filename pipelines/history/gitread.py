@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from semantica.languages.spans import span_suffixes
-from semantica.stores.history.records import ISSUE_REF, PR_MERGE, TRAILER  # noqa: F401  (the miner's names)
+from semantica.stores.history.records import ISSUE_REF, PR_MERGE, TRAILER, message_text  # noqa: F401  (the miner's names)
 
 HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 RECORD_SEP = "\x1e"
@@ -41,16 +41,9 @@ class Commit:
     author: str
     message: str
 
-    @property
-    def subject(self) -> str:
-        return self.message.split("\n", 1)[0].strip()
-
     def query(self) -> str:
-        """Subject and body without trailers; a PR merge contributes its PR title (the body), not "Merge ..."."""
-        lines = [line for line in self.message.strip().split("\n") if not TRAILER.match(line.strip())]
-        if lines and PR_MERGE.match(lines[0]):
-            lines = lines[1:]
-        return "\n".join(lines).strip()
+        """Subject and body without trailers (`message_text`); a PR merge contributes its PR title, not "Merge ..."."""
+        return message_text(self.message)
 
     def issue_refs(self) -> list[str]:
         return sorted(set(ISSUE_REF.findall(self.message)), key=int)

@@ -186,7 +186,6 @@ def strip_suffix(path: str) -> str:
     return head + sep + (name[:dot] if dot > 0 else name)
 
 
-_parsers: dict[str, Any] = {}
 _parsers_lock = threading.Lock()
 _local = threading.local()
 

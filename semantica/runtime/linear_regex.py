@@ -80,10 +80,6 @@ class LinearPattern:
         except re2.error as exc:
             raise ValueError(f"not a linear-time pattern (RE2 refuses it: {exc}): {pattern!r}") from exc
 
-    @property
-    def groups(self) -> int:
-        return self._compiled.groups
-
     def search(self, text: str) -> Any:
         return self._compiled.search(_encodable(text))
 

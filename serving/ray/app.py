@@ -35,7 +35,6 @@ from ray.serve.handle import DeploymentHandle
 
 from semantica.api import SearchRequest
 from semantica.config import Config, ConfigError, config_from_dict, config_to_dict, load_config
-from semantica.errors import describe, kind_of
 from semantica.layout import IndexLayout
 from semantica.ondisk.branch_keys import split_branch_key
 from semantica.ondisk.build_stats import build_stats_path, read_build_stats
@@ -71,16 +70,6 @@ from serving.stages import build_stages
 
 APP_NAME = "semantica"
 DEFAULT_SERVE_CONFIG = Path(__file__).resolve().parents[2] / "conf" / "serve.yaml"  # from serving/ray/app.py
-
-
-def error_status(exc: BaseException) -> int:
-    """HTTP status of an exception raised while answering: its kind's (`semantica.errors.ErrorKind`)."""
-    return kind_of(exc).http_status
-
-
-def error_body(exc: BaseException) -> dict[str, Any]:
-    """The JSON error body of `exc` for a caller who may read every repository."""
-    return describe(exc).body()
 
 
 # -- the stage deployment (one generic class; each deployment serves one stage) ------------------

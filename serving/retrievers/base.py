@@ -1,6 +1,6 @@
 """What every retriever shares: the query it gets, filters, and scored -> ranked conversion.
 
-A retriever searches ONE snapshot (Pyserini-style `search` / `batch_search`); the pipeline merges
+A retriever searches ONE snapshot (Pyserini-style `search`); the pipeline merges
 the scored lists of several repositories before ranking.
 """
 
@@ -85,7 +85,7 @@ class Retriever(Protocol):
 
 
 class BaseRetriever:
-    """`search` and `batch_search` from one `search_scored`; filtering with over-fetch."""
+    """`search` from one `search_scored`; filtering with over-fetch."""
 
     name: str
 
@@ -106,7 +106,3 @@ class BaseRetriever:
 
     def search(self, query: RetrievalQuery | str, k: int, filters: Filters | None = None) -> RankedList:
         return to_ranked(self.search_scored(query, k, filters))
-
-    def batch_search(self, queries: Sequence[RetrievalQuery | str], k: int,
-                     filters: Filters | None = None) -> list[RankedList]:
-        return [self.search(q, k, filters) for q in queries]

@@ -294,9 +294,6 @@ class ExactRetriever:
     def search(self, query: Any, k: int, filters: Any = None) -> Any:
         return to_ranked(self.search_scored(query, k, filters))
 
-    def batch_search(self, queries: list[Any], k: int, filters: Any = None) -> list[Any]:
-        return [self.search(q, k, filters) for q in queries]
-
     def _lines(self, shards: list[ExactShard], spec: PatternSpec, limits: Any) -> list[tuple[str, int]]:
         try:
             compiled = compile_pattern(spec, limits.max_pattern_chars, limits.max_mem_bytes)

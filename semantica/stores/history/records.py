@@ -13,6 +13,15 @@ PR_MERGE = re.compile(r"^Merge pull request #(\d+) from \S+")
 TRAILER = re.compile(r"^(?:co-authored-by|signed-off-by|reviewed-by|cc):", re.I)
 
 
+def message_text(message: str) -> str:
+    """The searchable message: subject and body without trailers; a PR merge gives its title and body, not
+    "Merge pull request ..."."""
+    lines = [line for line in message.strip().split("\n") if not TRAILER.match(line.strip())]
+    if lines and PR_MERGE.match(lines[0]):
+        lines = lines[1:]
+    return "\n".join(lines).strip()
+
+
 @dataclass
 class CommitRecord:
     """What one first-parent commit changed, read at its parent: facts only, no filter applied (the cache holds
@@ -45,12 +54,7 @@ class CommitRecord:
         return sorted(set(ISSUE_REF.findall(self.message)), key=int)
 
     def text(self) -> str:
-        """The searchable message: subject and body without trailers; a PR merge gives its title and body, not
-        "Merge pull request ..."."""
-        lines = [line for line in self.message.strip().split("\n") if not TRAILER.match(line.strip())]
-        if lines and PR_MERGE.match(lines[0]):
-            lines = lines[1:]
-        return "\n".join(lines).strip()
+        return message_text(self.message)
 
     def display_subject(self) -> str:
         return self.pr_title or self.subject
@@ -93,9 +97,6 @@ class CommitFilter:
         if len(record.files) > c.max_commit_files or record.lines_changed > c.max_commit_lines:
             return "huge"
         return ""
-
-    def keep(self, record: CommitRecord) -> bool:
-        return not self.reason(record)
 
     def fix_like(self, record: CommitRecord) -> bool:
         """A commit that reads like a bug fix (the prior counts these apart)."""

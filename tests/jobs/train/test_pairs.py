@@ -8,12 +8,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from jobs.train.pairs import BENCHMARK_REPOS, PairMiner, PairsError, check_corpus, load_pairs
+from jobs.benchmark_repos import DEV_SPLIT_REPOS
+from jobs.train.pairs import PairMiner, PairsError, check_corpus, load_pairs
 from jobs.train.pairs_source import function_spans
 from semantica.config import PairsConfig, load_config, load_train_config
 from tests.dated_git import commit
 
-# Listed here on purpose: weakening the constant in jobs/train/pairs.py must not weaken this guard.
+# Listed here on purpose: weakening the constant in jobs/benchmark_repos.py must not weaken this guard.
 SWE_BENCH_DEV_REPOS = {"psf/requests", "pallets/flask", "pytest-dev/pytest", "sphinx-doc/sphinx", "sympy/sympy"}
 
 
@@ -22,7 +23,7 @@ def test_shipped_corpus_never_contains_a_benchmark_repository():
     assert corpus, "the default corpus is empty"
     normalised = {r.lower().removesuffix(".git") for r in corpus}
     assert not normalised & SWE_BENCH_DEV_REPOS
-    assert SWE_BENCH_DEV_REPOS <= BENCHMARK_REPOS
+    assert SWE_BENCH_DEV_REPOS <= DEV_SPLIT_REPOS
     assert check_corpus(corpus) == corpus
 
 

@@ -66,7 +66,7 @@ def test_features_and_explanation(rrf: WeightedRRF) -> None:
     intent = IntentResult.pure(Intent.CODE)
     meta = {"a": ChunkMeta(symbol="f", path="pkg/sub/mod.py", size=12)}
     (a,) = rrf.fuse({V: [("a", 3)], L: [("a", 1)]}, intent, meta)
-    f = a.feature_dict()
+    f = dict(zip(FEATURE_NAMES, a.features))
     assert len(a.features) == len(FEATURE_NAMES) == 18
     assert (f["rank_vector"], f["rank_lexical"]) == (3, 1)
     assert f["rank_symbol"] == f["rank_graph"] == ABSENT_RANK
@@ -136,7 +136,8 @@ def test_chunk_meta_accepts_chunks(rrf: WeightedRRF) -> None:
     intent = _intent({Intent.CODE: 1.0}, Intent.CODE, Expansions(symbols=["helper"]))
     (hit,) = rrf.fuse({L: [(chunk.chunk_id, 1)]}, intent, {chunk.chunk_id: chunk})
     assert hit.chunk is chunk
-    assert hit.feature_dict()["chunk_lines"] == 8 and hit.feature_dict()["file_depth"] == 1
+    features = dict(zip(FEATURE_NAMES, hit.features))
+    assert features["chunk_lines"] == 8 and features["file_depth"] == 1
     assert "expansion" in hit.explanation
 
 

@@ -214,15 +214,16 @@ def test_cli_callers_json_and_errors(tiny, capsys) -> None:
 def test_ingress_graph_endpoint_maps_errors(tiny) -> None:
     from ray import serve
 
+    from semantica.errors import describe, kind_of
     from serving.graph.service import GraphRequestError
-    from serving.ray.app import build_graph, deployment_options, error_body, error_status
+    from serving.ray.app import build_graph, deployment_options
 
     handle = serve.run(build_graph(tiny, deployment_options(None)), _local_testing_mode=True)
     body = handle.graph.remote({"op": "callers", "name": "price_of"}).result()
     assert [a["citation"] for a in body["answers"]] == ["shop/cart.py:14"] and body["snapshots"]
     with pytest.raises(GraphRequestError) as bad:
         handle.graph.remote({"op": "friends", "name": "price_of"}).result()
-    assert error_status(bad.value) == 422 and "callers, callees, defs" in error_body(bad.value)["message"]
+    assert kind_of(bad.value).http_status == 422 and "callers, callees, defs" in describe(bad.value).body()["message"]
     with pytest.raises(LookupError) as unknown:
         handle.graph.remote({"op": "defs", "name": "nothing_here"}).result()
-    assert error_status(unknown.value) == 404
+    assert kind_of(unknown.value).http_status == 404

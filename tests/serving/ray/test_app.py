@@ -11,6 +11,7 @@ from ray import serve
 
 from semantica.api import QueryError
 from semantica.config import load_config
+from semantica.errors import describe, kind_of
 from semantica.ondisk.layout_errors import UnknownRepoError
 from serving.ray.app import (
     FeedbackLog,
@@ -18,8 +19,6 @@ from serving.ray.app import (
     StageUnavailable,
     build_graph,
     deployment_options,
-    error_body,
-    error_status,
 )
 from serving.ray.remote import stage_deployments
 from tests.conftest import SERVE_STARTUP_S, make_config
@@ -101,18 +100,18 @@ def test_mandatory_stage_down_is_503(tiny_config):
     handle = _handle(tiny_config, Fusion=BrokenFusion)
     with pytest.raises(StageUnavailable) as info:
         handle.search.remote({"query": "price_of"}).result()
-    assert error_status(info.value) == 503 and error_body(info.value)["stage"] == "Fusion"
+    assert kind_of(info.value).http_status == 503 and describe(info.value).body()["stage"] == "Fusion"
 
 
 def test_bad_requests_map_to_400_and_404(tiny_config):
     handle = _handle(tiny_config)
     with pytest.raises(QueryError) as bad:
         handle.search.remote({"query": "   "}).result()
-    assert error_status(bad.value) == 400
+    assert kind_of(bad.value).http_status == 400
     with pytest.raises(UnknownRepoError) as unknown:
         handle.search.remote({"query": "cart", "repos": ["nobody/nothing"]}).result()
-    assert error_status(unknown.value) == 404 and "nobody/nothing" in error_body(unknown.value)["message"]
-    assert error_status(RuntimeError("x")) == 500
+    assert kind_of(unknown.value).http_status == 404 and "nobody/nothing" in describe(unknown.value).body()["message"]
+    assert kind_of(RuntimeError("x")).http_status == 500
 
 
 def test_feedback_log_appends_jsonl(tmp_path):

@@ -9,9 +9,10 @@ from ray import serve
 
 from semantica.api import SearchRequest
 from semantica.config import load_config
+from semantica.errors import kind_of
 from semantica.runtime.encoder import shared_encoder
 from serving.pipeline import SearchPipeline
-from serving.ray.app import StageDeployment, build_graph, deployment_options, error_status
+from serving.ray.app import StageDeployment, build_graph, deployment_options
 from serving.ray.remote import StageUnavailable, stage_deployments
 from serving.rerankers.base import RerankInput, rescored
 from serving.rerankers.registry import RERANKERS, register_reranker
@@ -110,6 +111,6 @@ def test_a_down_reranker_deployment_degrades_or_fails_as_the_plugin_says(plugin)
         handle = serve.run(build_graph(plugin, deployment_options(None), broken), _local_testing_mode=True)
         with pytest.raises(StageUnavailable) as info:
             handle.search.remote({"query": QUERY, "repos": [REPO_NAME], "k": 20}).result()
-        assert error_status(info.value) == 503 and info.value.stage == "EncoderCosine"
+        assert kind_of(info.value).http_status == 503 and info.value.stage == "EncoderCosine"
     finally:
         EncoderCosine.optional = True
