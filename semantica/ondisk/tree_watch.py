@@ -40,6 +40,7 @@ class TreeWatcher:
         self._pid = os.getpid()  # a forked child shares the event queue: it checks with git instead
         self._lock = threading.Lock()
         self._trees: dict[str, _Tree | None] = {}
+        self._asked: set[str] = set()
         self._by_descriptor: dict[int, _Tree] = {}
         self._inotify = None
         self._flags = None
@@ -58,11 +59,15 @@ class TreeWatcher:
                 | f.MOVE_SELF)
 
     def version(self, root: str) -> int | None:
-        """The tree's change counter after every queued event is read (watching it from now on, first time)."""
+        """The tree's change counter after every queued event is read; None the first time a process asks (a
+        one-answer CLI never pays for the watches), watched from the second."""
         if self._inotify is None or os.getpid() != self._pid:
             return None
         with self._lock:
             self._drain()
+            if root not in self._asked:
+                self._asked.add(root)
+                return None
             if root not in self._trees:
                 self._trees[root] = self._watch(root)
             tree = self._trees[root]

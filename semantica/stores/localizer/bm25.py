@@ -54,7 +54,7 @@ class Bm25Field:
     """BM25 (Lucene's idf, k1/b) over one field; `search` returns (doc index, score) best first."""
 
     def __init__(self, docs: Sequence[TermCounts], n_terms: int, k1: float, b: float) -> None:
-        from scipy import sparse  # a fifth of a second to import: only where a field is built (semantica.stores.graph)
+        from scipy import sparse  # a fifth of a second to import: only where a field is built
 
         self.n_docs = len(docs)
         lengths = np.array([d.tfs.sum() for d in docs], dtype=np.float32)

@@ -34,7 +34,7 @@ def save_table(snapshot: LocalizerTable, directory: Path) -> None:
 
 def load_table(directory: Path) -> LocalizerTable | None:
     """The stored snapshot; None where there is none or it was stored in another format."""
-    from scipy import sparse  # a fifth of a second to import: only where a table is read (semantica.stores.graph)
+    from scipy import sparse  # a fifth of a second to import: only where a table is read
 
     meta_file = directory / META_FILE
     if not meta_file.is_file():

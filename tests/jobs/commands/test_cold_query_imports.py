@@ -92,15 +92,9 @@ def test_an_identifier_query_reads_no_history_and_skips_the_teardown(index_setti
     assert hits[0]["path"] == "ledger.py" and hits[0]["symbol"] == "Ledger"
     assert {"openvino", "jnius"} <= modules  # vector and lexical lists, as the default plan asks
     assert not modules & set(HISTORY_ONLY), f"an identifier query imported {sorted(modules & set(HISTORY_ONLY))}"
+    # scipy.sparse (a fifth of a second) loads only with a localizer table or at index time: the graph walk is numpy
+    assert "scipy" not in modules
     assert "TORN_DOWN" not in after  # atexit ran (MODULES was printed), the interpreter's teardown did not
-
-
-def test_a_query_without_the_graph_walk_imports_no_scipy(index_settings) -> None:
-    """scipy.sparse (a fifth of a second) loads with the graph store or a localizer table, not with the query path's
-    modules, which a cold query imports before any of its loads start."""
-    hits, modules, _ = _cold_run(index_settings, "Ledger", "--strategy", "lexical")
-    assert hits[0]["path"] == "ledger.py" and hits[0]["symbol"] == "Ledger"
-    assert "jnius" in modules and "scipy" not in modules
 
 
 JVM_ARGS_PROBE = """

@@ -33,6 +33,13 @@ def git_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+def watched(snapshot: Snapshot) -> Snapshot:
+    """The snapshot after the two checks that start its tree's watch."""
+    snapshot.freshness()
+    snapshot.freshness()
+    return snapshot
+
+
 def checked(snapshot: Snapshot) -> tuple[bool | None, str, int]:
     fresh = snapshot.freshness()
     return fresh.stale, fresh.checked_by, fresh.changed_count
@@ -40,16 +47,16 @@ def checked(snapshot: Snapshot) -> tuple[bool | None, str, int]:
 
 def test_an_unchanged_tree_is_not_checked_with_git_again(repo: Path, tmp_path: Path, git_checks: list[str]) -> None:
     snapshot = index(repo, tmp_path)
-    assert checked(snapshot) == (False, CHECKED_BY_GIT, 0)
+    assert checked(snapshot) == (False, CHECKED_BY_GIT, 0)  # a process's first check: git alone (a CLI answer)
+    assert checked(snapshot) == (False, CHECKED_BY_GIT, 0)  # the second: git, and the watch begins
     (repo / "pkg/calc.py").read_text()  # reading is not a change
     assert checked(snapshot) == (False, CHECKED_BY_WATCH, 0)
     assert checked(snapshot) == (False, CHECKED_BY_WATCH, 0)
-    assert len(git_checks) == 1
+    assert len(git_checks) == 2
 
 
 def test_every_kind_of_change_is_seen_by_the_next_check(repo: Path, tmp_path: Path, git_checks: list[str]) -> None:
-    snapshot = index(repo, tmp_path)
-    checked(snapshot)
+    snapshot = watched(index(repo, tmp_path))
     assert checked(snapshot)[1] == CHECKED_BY_WATCH
     with open(repo / "pkg/calc.py", "a") as handle:  # written in place, the file still open
         handle.write("# more\n")
@@ -67,8 +74,7 @@ def test_every_kind_of_change_is_seen_by_the_next_check(repo: Path, tmp_path: Pa
 
 
 def test_a_file_in_a_directory_made_after_the_watch_began(repo: Path, tmp_path: Path, git_checks: list[str]) -> None:
-    snapshot = index(repo, tmp_path)
-    checked(snapshot)
+    snapshot = watched(index(repo, tmp_path))
     (repo / "pkg/sub/deeper").mkdir(parents=True)
     assert checked(snapshot) == (False, CHECKED_BY_GIT, 0)  # an empty directory is no change, but it is watched
     assert checked(snapshot)[1] == CHECKED_BY_WATCH
@@ -78,8 +84,7 @@ def test_a_file_in_a_directory_made_after_the_watch_began(repo: Path, tmp_path: 
 
 
 def test_a_commit_and_a_branch_switch_in_another_process(repo: Path, tmp_path: Path, git_checks: list[str]) -> None:
-    snapshot = index(repo, tmp_path)
-    checked(snapshot)
+    snapshot = watched(index(repo, tmp_path))
     git(repo, "checkout", "-qb", "topic")  # moves .git/HEAD only
     fresh = snapshot.freshness()
     assert fresh.checked_by == CHECKED_BY_GIT and fresh.current_branch == "topic" and fresh.stale is False
@@ -93,9 +98,8 @@ def test_a_commit_and_a_branch_switch_in_another_process(repo: Path, tmp_path: P
 
 
 def test_a_reused_check_expires_after_the_configured_age(repo: Path, tmp_path: Path, git_checks: list[str]) -> None:
-    snapshot = index(repo, tmp_path)
+    snapshot = watched(index(repo, tmp_path))
     snapshot.config.freshness.watch_max_age_s = 0.2
-    checked(snapshot)
     assert checked(snapshot)[1] == CHECKED_BY_WATCH
     time.sleep(0.3)
     assert checked(snapshot)[1] == CHECKED_BY_GIT
@@ -104,8 +108,10 @@ def test_a_reused_check_expires_after_the_configured_age(repo: Path, tmp_path: P
 
 
 def test_a_tree_with_too_many_directories_is_not_watched(repo: Path) -> None:
-    assert TreeWatcher(max_dirs=2).version(str(repo)) is None  # repo, pkg, docs and .git's own
+    few = TreeWatcher(max_dirs=2)
+    assert [few.version(str(repo)) for _ in range(2)] == [None, None]  # repo, pkg, docs and .git's own
     watcher = TreeWatcher(max_dirs=100)
+    assert watcher.version(str(repo)) is None  # asked once: not watched yet
     before = watcher.version(str(repo))
     assert before is not None and watcher.version(str(repo)) == before
     (repo / "pkg/calc.py").write_text("changed\n")
@@ -115,6 +121,7 @@ def test_a_tree_with_too_many_directories_is_not_watched(repo: Path) -> None:
 def test_a_git_status_leaves_the_watched_tree_unchanged(repo: Path) -> None:
     """The check's own `git --no-optional-locks status` writes nothing, so it never invalidates itself."""
     watcher = TreeWatcher(max_dirs=100)
+    watcher.version(str(repo))
     before = watcher.version(str(repo))
     subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain=v2", "-uall"], check=True,
                    capture_output=True)

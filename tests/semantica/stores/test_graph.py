@@ -53,3 +53,43 @@ def test_pagerank_is_a_distribution_favouring_hubs(store):
     assert sum(ranks.values()) == pytest.approx(1.0, abs=1e-6)
     assert ranks["c"] > ranks["b"] > ranks["m"] and ranks["lonely"] > 0
     assert CsrGraphStore([]).pagerank() == {}
+
+
+def _csgraph_expansion(store, seeds, edge_costs, max_cost, max_nodes, both, penalty, reverse):
+    """What scipy's csgraph Dijkstra gives over the same edges: the reference the heap walk must equal."""
+    import numpy as np
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    adjacency = store._adjacency(edge_costs, both, penalty, reverse)
+    n = len(store.nodes)
+    rows = np.repeat(np.arange(n), np.diff(adjacency.starts))
+    matrix = csr_matrix((adjacency.costs, (rows, adjacency.targets)), shape=(n, n))
+    ids = sorted({store.index[s] for s in seeds})
+    distances = dijkstra(matrix, directed=True, indices=ids, limit=max_cost, min_only=True)
+    reached = np.flatnonzero(np.isfinite(distances))
+    reached = reached[np.argsort(distances[reached], kind="stable")][:max_nodes]
+    return {store.nodes[i]: float(distances[i]) for i in reached}
+
+
+def test_the_heap_walk_equals_csgraph_on_this_repository_s_own_graph(indexed_self):
+    """Every distance, member and tie order of the bounded walk against scipy's csgraph, over the resolved code
+    graph of this repository's indexed files, for many seeds, cost limits, caps, directions and penalties."""
+    import random
+
+    from semantica.layout import IndexLayout
+    from semantica.snapshot import Snapshot
+
+    config = indexed_self.config
+    store = Snapshot.open(IndexLayout(config.paths.index_root).current(indexed_self.name), config).graph_store
+    assert len(store) > 500 and len(store.src) > 1000
+    rng = random.Random(5)
+    costs = dict(config.graph.edge_costs)
+    for trial in range(80):
+        seeds = rng.sample(store.nodes, rng.choice([1, 2, 5]))
+        max_cost, max_nodes = rng.choice([1.0, 2.5, 4.0, 10.0]), rng.choice([1, 3, 20, 200])
+        both, reverse = rng.random() < 0.3, rng.random() < 0.3
+        penalty = {rng.choice(store.nodes): 3.0} if trial % 4 == 0 else None
+        ours = store.expand(seeds, costs, max_cost, max_nodes, both, penalty, reverse).costs
+        reference = _csgraph_expansion(store, seeds, costs, max_cost, max_nodes, both, penalty, reverse)
+        assert list(ours.items()) == list(reference.items()), (trial, seeds)
