@@ -25,6 +25,7 @@ GRAPH_STORE_EMBEDDED = "embedded"
 GRAPH_STORE_MEMGRAPH = "memgraph"
 _PAGERANK_ITERATIONS = 50
 _PAGERANK_TOLERANCE = 1e-8
+PENALTY_KEYS = 8  # penalty mappings whose sorted key is kept (one per retriever in practice)
 
 
 @dataclass
@@ -68,9 +69,23 @@ class CsrGraphStore:
         self.dst = np.array([self.index[e.dst] for e in resolved], dtype=np.int64)
         self.types = np.array([e.type for e in resolved], dtype=object)
         self._adjacencies: dict[tuple, Adjacency] = {}
+        self._penalty_keys: dict[int, tuple[dict[str, float], tuple]] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
+
+    def _penalty_key(self, node_penalty: dict[str, float] | None) -> tuple:
+        """A penalty mapping's part of the adjacency key, sorted once per mapping object: a retriever passes the same
+        one (every test node) on each query, and sorting it each time cost a large repository 30 ms a walk. A
+        mapping must not change once walked with."""
+        if not node_penalty:
+            return ()
+        known = self._penalty_keys.get(id(node_penalty))
+        if known is None or known[0] is not node_penalty:
+            if len(self._penalty_keys) >= PENALTY_KEYS:
+                self._penalty_keys.clear()
+            known = self._penalty_keys[id(node_penalty)] = (node_penalty, tuple(sorted(node_penalty.items())))
+        return known[1]
 
     def _adjacency(self, edge_costs: dict[str, float], both_directions: bool,
                    node_penalty: dict[str, float] | None, reverse: bool) -> Adjacency:
@@ -102,8 +117,7 @@ class CsrGraphStore:
         seed_ids = sorted({self.index[s] for s in seeds if s in self.index})
         if not seed_ids or not len(self.nodes):
             return Expansion({})
-        key = (tuple(sorted(edge_costs.items())), both_directions, reverse,
-               tuple(sorted((node_penalty or {}).items())))
+        key = (tuple(sorted(edge_costs.items())), both_directions, reverse, self._penalty_key(node_penalty))
         adjacency = self._adjacencies.get(key)
         if adjacency is None:  # one adjacency per cost profile: queries reuse it
             adjacency = self._adjacencies[key] = self._adjacency(edge_costs, both_directions, node_penalty, reverse)

@@ -28,9 +28,23 @@ class VectorRetriever(BaseRetriever):
         if not query.text.strip() or not self.shards:  # no chunk vectors: the query is not encoded for nothing
             return []
         vector = self.encode_query(query.text).reshape(1, -1)
-        lists: list[ScoredList] = []
         with omp_threads(self.query_threads):
             searched = [shard.search(vector, k) for shard in self.shards]
-        for scores, rows in searched:
-            lists.append([(self.chunk_ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0])
-        return merge_scored(lists, k)
+        scores = np.concatenate([found[0] for found, _ in searched])
+        rows = np.concatenate([found[0] for _, found in searched])
+        scores, rows = scores[rows >= 0], rows[rows >= 0]
+        return self._best(scores, rows, k)
+
+    def _best(self, scores: np.ndarray, rows: np.ndarray, k: int) -> ScoredList:
+        """`merge_scored` over every shard's hits (each chunk's best score; by score, then chunk id), reading only
+        the hits down to the k-th distinct chunk's score: a large repository has tens of shards of k hits each."""
+        best: dict[str, float] = {}
+        cut = None
+        for position in np.argsort(-scores, kind="stable").tolist():
+            score = float(scores[position])
+            if cut is not None and score < cut:
+                break
+            best.setdefault(self.chunk_ids[rows[position]], score)  # the first is a chunk's best: scores descend
+            if cut is None and len(best) == k:
+                cut = score  # ties at the cut still come in: the chunk id orders them
+        return merge_scored([list(best.items())], k)
