@@ -13,7 +13,7 @@ from pipelines.indexer import DENSE_KINDS, Indexer
 from pipelines.runner import LocalRunner
 from semantica.api import SearchRequest
 from semantica.config import Config
-from semantica.runtime.encoder import Encoder, shared_encoder
+from semantica.runtime.encoder import Encoder, query_encoder_config, shared_encoder
 from semantica.stores.localizer.dense import channel_encoder_config
 from serving.pipeline import PENDING, SearchPipeline
 from tests.conftest import EXACT_COMMIT, REPO_ROOT, make_config
@@ -25,8 +25,9 @@ QUERY = "stop a query that ran past its deadline"  # words, not an identifier: e
 
 
 def model_encoders(config: Config) -> list[Encoder]:
-    """The index encoder (query vectors, late interaction) and the dense channel's, as the pipeline shares them."""
-    return [shared_encoder(config.encoder), shared_encoder(channel_encoder_config(config.localizer, config.encoder))]
+    """The query path's encoder (query vectors, late interaction) and the dense channel's, as the pipeline shares them."""
+    query = query_encoder_config(config.encoder)
+    return [shared_encoder(query), shared_encoder(channel_encoder_config(config.localizer, query))]
 
 
 def encoded_while(config: Config, ask: Callable[[], Asked]) -> tuple[Asked, list[int]]:
