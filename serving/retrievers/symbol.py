@@ -8,7 +8,8 @@ than `retrieval.symbol_fuzzy_max_names` identifiers (a long bug report).
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict
+import heapq
+from collections import Counter, defaultdict
 
 from semantica.runtime import linear_regex
 from semantica.schema import Chunk, Symbol
@@ -23,6 +24,7 @@ TIER_PARTS = 1.0
 MIN_PREFIX_CHARS = 3
 MIN_WORD_CHARS = 3
 MAX_QUERY_NAMES = 32
+SORTED_PER_RESULT = 4  # symbols sorted per wanted chunk before all are (a chunk holds several symbols)
 _WORD = linear_regex.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
@@ -84,16 +86,32 @@ class SymbolRetriever(BaseRetriever):
                         offer(i, TIER_PREFIX + len(lowered) / len(key) * 0.5)
             parts = [p for p in tokenize(name) if p != name.lower()]
             if parts:
-                counts: dict[int, int] = defaultdict(int)
-                for part in parts:
-                    for i in self.by_part.get(part, ()):
-                        counts[i] += 1
+                counts: Counter[int] = Counter()
+                for part in parts:  # a common part ("test", "bean") names tens of thousands of symbols: counted in C
+                    counts.update(self.by_part.get(part, ()))
+                n = len(parts)
                 for i, hits in counts.items():
-                    offer(i, TIER_PARTS + hits / len(parts) * 0.5)
-        ranked = sorted(best.items(), key=lambda item: (-item[1], self.symbols[item[0]].symbol_id))
+                    score = TIER_PARTS + hits / n * 0.5
+                    if score > best.get(i, 0.0):
+                        best[i] = score
+        return self._first_chunks(best, k)
+
+    def _first_chunks(self, best: dict[int, float], k: int) -> ScoredList:
+        """The first `k` distinct chunks of `best` by (-score, symbol id): only the symbols scoring at least the
+        `k * SORTED_PER_RESULT`-th best score are sorted (ties included), all of them when those give fewer chunks."""
+        wanted = k * SORTED_PER_RESULT
+        if len(best) > wanted:
+            floor = heapq.nlargest(wanted, best.values())[-1]
+            head = [item for item in best.items() if item[1] >= floor]
+            found = self._distinct(head, k)
+            if len(found) >= k:
+                return found
+        return self._distinct(list(best.items()), k)
+
+    def _distinct(self, items: list[tuple[int, float]], k: int) -> ScoredList:
         out: ScoredList = []
         seen: set[str] = set()
-        for i, score in ranked:
+        for i, score in sorted(items, key=lambda item: (-item[1], self.symbols[item[0]].symbol_id)):
             chunk_id = self.symbols[i].chunk_id
             if chunk_id not in seen:
                 seen.add(chunk_id)
