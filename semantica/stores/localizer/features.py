@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -184,6 +184,21 @@ class CandidateGenerator:
                        for i, s in snapshot.fields["name"].search(ids, counts, c.function_list_depth)]
         return out, body_scores
 
+    @staticmethod
+    def _named_candidates(snapshot: LocalizerTable, lookups: FileLookups, query: QuerySignals, named_tails: set[str],
+                          named_suffixes: set[str]) -> Iterable[int]:
+        """The files (positions) a query may name by path, module, stem or frame: every file when it has frames
+        (each is matched by `suffix_match`), else those the lookups' inverted maps give, in table order. A file
+        outside them has no name in the query, so `build`'s loop skips it (a large repository: 10k files a query)."""
+        if query.frames:
+            return range(len(snapshot.files))
+        found = {snapshot.file_index[p] for p in named_tails if p in snapshot.file_index}
+        for suffix in named_suffixes:
+            found.update(lookups.by_suffix.get(suffix, ()))
+        for word in query.words - UNNAMED_STEMS:
+            found.update(lookups.by_stem.get(word, ()))
+        return sorted(found)
+
     def build(self, snapshot: LocalizerTable, query_text: str, history: HistorySignals | None = None,
               features: bool = True, file_scorer: Callable[[np.ndarray], np.ndarray] | None = None,
               function_features: bool = True) -> CandidateSet:
@@ -213,7 +228,8 @@ class CandidateGenerator:
         named_with_dir = {q for q in named_paths if "/" in q}
         module_suffixes = {s for m in query.modules for s in module_paths(m)} | {
             s for m in query.scoped for s in scoped_paths(m)}
-        for doc, suffixes, stem in zip(snapshot.files, lookups.suffixes, lookups.stems):
+        for position in self._named_candidates(snapshot, lookups, query, named_tails, named_with_dir | module_suffixes):
+            doc, suffixes, stem = snapshot.files[position], lookups.suffixes[position], lookups.stems[position]
             p = doc.path
             path_named = p in named_tails or not named_with_dir.isdisjoint(suffixes)
             module_named = not module_suffixes.isdisjoint(suffixes)

@@ -4,7 +4,7 @@ candidate generator (semantica/stores/localizer/features.py) matches it against,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from semantica import languages
 from semantica.languages.spans import span_suffixes, strip_suffix
@@ -101,14 +101,21 @@ class FileLookups:
     suffixes: list[frozenset[str]]
     stems: list[str]
     tests: dict[str, bool]
+    by_suffix: dict[str, list[int]] = field(default_factory=dict)  # a path tail -> the files (positions) ending so
+    by_stem: dict[str, list[int]] = field(default_factory=dict)  # a stem -> the files (positions) of that stem
 
     @classmethod
     def of(cls, snapshot: LocalizerTable) -> FileLookups:
         found = snapshot.derived.get(cls)
         if found is None:
             paths = [doc.path for doc in snapshot.files]
-            found = snapshot.derived[cls] = cls([path_suffixes(p) for p in paths], [file_stem(p) for p in paths],
-                                                {p: languages.is_test_path(p) for p in paths})
+            found = cls([path_suffixes(p) for p in paths], [file_stem(p) for p in paths],
+                        {p: languages.is_test_path(p) for p in paths})
+            for position, (suffixes, stem) in enumerate(zip(found.suffixes, found.stems)):
+                for suffix in suffixes:
+                    found.by_suffix.setdefault(suffix, []).append(position)
+                found.by_stem.setdefault(stem, []).append(position)
+            snapshot.derived[cls] = found
         return found
 
 
