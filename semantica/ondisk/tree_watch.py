@@ -24,7 +24,7 @@ GIT_DIR = ".git"
 GIT_SKIPPED = frozenset({"objects", "logs", "lfs", "hooks"})  # content-addressed or not what git status reads
 
 
-@dataclass
+@dataclass(eq=False)  # one per watched root: compared by identity
 class _Tree:
     root: str
     version: int = 0
@@ -41,7 +41,7 @@ class TreeWatcher:
         self._lock = threading.Lock()
         self._trees: dict[str, _Tree | None] = {}
         self._asked: set[str] = set()
-        self._by_descriptor: dict[int, _Tree] = {}
+        self._by_descriptor: dict[int, list[_Tree]] = {}  # a directory in two watched trees (a nested clone) counts for both
         self._inotify = None
         self._flags = None
         try:
@@ -92,10 +92,12 @@ class TreeWatcher:
             if relative == GIT_DIR:
                 subdirs[:] = [d for d in subdirs if d not in GIT_SKIPPED]
             if len(tree.directories) >= self.max_dirs:
-                raise _TooManyDirectories(f"over {self.max_dirs} directories (freshness.watch_max_dirs)")
+                raise _TooManyDirectories(f"over {self.max_dirs} directories")
             descriptor = self._inotify.add_watch(directory, self._mask)
             tree.directories[descriptor] = directory
-            self._by_descriptor[descriptor] = tree
+            holders = self._by_descriptor.setdefault(descriptor, [])
+            if tree not in holders:
+                holders.append(tree)
 
     def _drain(self) -> None:
         """Read every queued event: count it for its tree, and watch a directory created or moved in."""
@@ -103,21 +105,22 @@ class TreeWatcher:
             if event.mask & self._flags.Q_OVERFLOW:  # events were lost: every tree starts over
                 self._restart()
                 return
-            tree = self._by_descriptor.get(event.wd)
-            if tree is None:
-                continue
-            tree.version += 1
-            if event.mask & self._flags.IGNORED:
-                tree.directories.pop(event.wd, None)
-                self._by_descriptor.pop(event.wd, None)
-            elif event.mask & self._flags.ISDIR and event.mask & (self._flags.CREATE | self._flags.MOVED_TO):
-                parent = tree.directories.get(event.wd)
-                if parent is not None and not _inside_skipped_git(tree.root, os.path.join(parent, event.name)):
-                    try:
-                        self._add_tree(tree, os.path.join(parent, event.name))
-                    except (OSError, _TooManyDirectories):
-                        self._trees[tree.root] = None  # no longer fully watched: git on every answer
-                        self._forget(tree)
+            for tree in list(self._by_descriptor.get(event.wd, ())):
+                self._count(tree, event)
+
+    def _count(self, tree: _Tree, event) -> None:  # noqa: ANN001 - an inotify_simple Event
+        tree.version += 1
+        if event.mask & self._flags.IGNORED:
+            tree.directories.pop(event.wd, None)
+            self._by_descriptor.pop(event.wd, None)
+        elif event.mask & self._flags.ISDIR and event.mask & (self._flags.CREATE | self._flags.MOVED_TO):
+            parent = tree.directories.get(event.wd)
+            if parent is not None and not _inside_skipped_git(tree.root, os.path.join(parent, event.name)):
+                try:
+                    self._add_tree(tree, os.path.join(parent, event.name))
+                except (OSError, _TooManyDirectories):
+                    self._trees[tree.root] = None  # no longer fully watched: git on every answer
+                    self._forget(tree)
 
     def _restart(self) -> None:
         roots = [root for root, tree in self._trees.items() if tree is not None]
@@ -134,7 +137,10 @@ class TreeWatcher:
         if tree is None:
             return
         for descriptor in list(tree.directories):
-            self._by_descriptor.pop(descriptor, None)
+            holders = [t for t in self._by_descriptor.pop(descriptor, []) if t is not tree]
+            if holders:  # another watched tree holds this directory too: its watch stays
+                self._by_descriptor[descriptor] = holders
+                continue
             try:
                 self._inotify.rm_watch(descriptor)
             except OSError:

@@ -126,3 +126,22 @@ def test_a_git_status_leaves_the_watched_tree_unchanged(repo: Path) -> None:
     subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain=v2", "-uall"], check=True,
                    capture_output=True)
     assert watcher.version(str(repo)) == before
+
+
+def test_a_clone_inside_another_watched_tree_counts_for_both(repo: Path) -> None:
+    """Two watched trees share the inner clone's directories (one inotify watch each): an edit there moves both, and
+    the inner tree's count still moves after the outer one stops being watched."""
+    inner = repo / "vendor" / "inner"
+    inner.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(inner)], check=True)
+    (inner / "lib.py").write_text("x = 1\n")
+    watcher = TreeWatcher(max_dirs=100)
+    for root in (repo, inner, repo, inner):  # each asked twice: both watched
+        watcher.version(str(root))
+    outer_before, inner_before = watcher.version(str(repo)), watcher.version(str(inner))
+    (inner / "lib.py").write_text("x = 2\n")
+    assert watcher.version(str(repo)) > outer_before and watcher.version(str(inner)) > inner_before
+    watcher._forget(watcher._trees[str(repo)])
+    inner_before = watcher.version(str(inner))
+    (inner / "lib.py").write_text("x = 3\n")
+    assert watcher.version(str(inner)) > inner_before
