@@ -21,7 +21,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 GIT_DIR = ".git"
-GIT_SKIPPED = frozenset({"objects", "logs", "lfs", "hooks"})  # content-addressed or not what git status reads
+GIT_SKIPPED = frozenset({"objects", "logs", "lfs", "hooks", "modules", "worktrees"})  # not what this tree's status reads
 
 
 @dataclass(eq=False)  # one per watched root: compared by identity
