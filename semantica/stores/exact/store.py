@@ -131,7 +131,9 @@ class ExactShard:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._connection = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        # a URI needs an absolute path: the default index root (.semantica/index) is relative to the working directory
+        self._connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro&immutable=1", uri=True,
+                                           check_same_thread=False)
         self._connection.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         segmented = self._connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'segments'").fetchone()
         self._sql = SEGMENTED if segmented else WHOLE_FILES

@@ -3,6 +3,8 @@ back byte for byte, and hands a literal's candidates over as the segments that h
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from semantica.stores.exact import ExactShard, StoredFile, read_in_order, segments, write_shard
@@ -108,3 +110,13 @@ def test_a_shard_of_whole_files_written_before_segments_still_answers(tmp_path):
     assert [(p, line) for p, line, *_ in runs] == [("long.py", 1)]
     assert [data for *_, data in read_in_order([shard], runs)] == [LONG.text.encode()]
     assert {run[0] for run in shard.candidates(None)} == {f.path for f in [*FILES, LONG]}
+
+
+def test_a_shard_under_a_relative_index_root_opens(tmp_path, monkeypatch):
+    """The default index root (.semantica/index) is relative to the working directory: a shard path under it opens
+    (an SQLite URI needs an absolute path; `make demo` answered without the exact retriever before)."""
+    (tmp_path / "index").mkdir()
+    write_shard(tmp_path / "index" / "shard.sqlite", FILES, 0)
+    monkeypatch.chdir(tmp_path)
+    shard = ExactShard(Path("index/shard.sqlite"))
+    assert shard.file("a.py") == FILES[0].text.encode()
