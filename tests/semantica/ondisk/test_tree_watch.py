@@ -99,9 +99,9 @@ def test_a_commit_and_a_branch_switch_in_another_process(repo: Path, tmp_path: P
 
 def test_a_reused_check_expires_after_the_configured_age(repo: Path, tmp_path: Path, git_checks: list[str]) -> None:
     snapshot = watched(index(repo, tmp_path))
-    snapshot.config.freshness.watch_max_age_s = 0.2
-    assert checked(snapshot)[1] == CHECKED_BY_WATCH
-    time.sleep(0.3)
+    assert checked(snapshot)[1] == CHECKED_BY_WATCH  # within the default 5 s
+    snapshot.config.freshness.watch_max_age_s = 0.05
+    time.sleep(0.1)  # the remembered check is now older than the age allowed
     assert checked(snapshot)[1] == CHECKED_BY_GIT
     snapshot.config.freshness.watch_max_age_s = 0.0  # off: git on every check
     assert [checked(snapshot)[1] for _ in range(3)] == [CHECKED_BY_GIT] * 3
