@@ -138,9 +138,7 @@ class FreshnessChecker:
             else:
                 try:
                     if SourceKind.parse(record.kind) is SourceKind.WORKTREE:
-                        reused = self._watched_worktree(manifest.snapshot_id, record, files, result)
-                        if reused is not None:
-                            result = replace(reused, checked_by=CHECKED_BY_WATCH)
+                        result = self._watched_worktree(manifest.snapshot_id, record, files, result)
                     else:
                         self._git(record, files, result)
                 except (GitError, ValueError) as exc:
@@ -149,20 +147,20 @@ class FreshnessChecker:
         return result
 
     def _watched_worktree(self, snapshot_id: str, record: SourceRecord, files: Callable[[], FileBlobs],
-                          result: Freshness) -> Freshness | None:
-        """The last check, when the tree is watched and nothing changed under it since that check began; else a
-        git check into `result` (remembered when it succeeded) and None."""
+                          result: Freshness) -> Freshness:
+        """The last check, when the tree is watched and nothing changed under it since that check began; else
+        `result` filled by a git check (remembered when it succeeds)."""
         version = _watcher().version(record.path) if self.config.watch_max_age_s > 0 else None
         key = (snapshot_id, record.path)
         if version is not None:
             reused = _MEMORY.reusable(key, version, self.config.watch_max_age_s)
             if reused is not None:
-                return reused
+                return replace(reused, checked_by=CHECKED_BY_WATCH)
         started = time.monotonic()
         self._worktree(record, files, result)
         if version is not None:
             _MEMORY.remember(key, version, started, replace(result))
-        return None
+        return result
 
     def _worktree(self, record: SourceRecord, files: Callable[[], FileBlobs], result: Freshness) -> None:
         timeout = self.config.git_timeout_s

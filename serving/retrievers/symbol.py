@@ -90,7 +90,7 @@ class SymbolRetriever(BaseRetriever):
                 for part in parts:  # a common part ("test", "bean") names tens of thousands of symbols: counted in C
                     counts.update(self.by_part.get(part, ()))
                 n = len(parts)
-                for i, hits in counts.items():
+                for i, hits in counts.items():  # offer(), inlined: this loop runs tens of thousands of times
                     score = TIER_PARTS + hits / n * 0.5
                     if score > best.get(i, 0.0):
                         best[i] = score
