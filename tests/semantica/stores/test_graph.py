@@ -61,10 +61,20 @@ def _csgraph_expansion(store, seeds, edge_costs, max_cost, max_nodes, both, pena
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import dijkstra
 
-    adjacency = store._adjacency(edge_costs, both, penalty, reverse)
+    cheapest: dict[tuple[int, int], float] = {}  # built from the store's edges here, not from its adjacency
+    for src, dst, kind in zip(store.src.tolist(), store.dst.tolist(), store.types.tolist()):
+        cost = edge_costs.get(kind)
+        if cost is None:
+            continue
+        pairs = [(dst, src)] if reverse else [(src, dst)]
+        if both:
+            pairs = [(src, dst), (dst, src)]
+        for a, b in pairs:
+            weighted = cost * (penalty or {}).get(store.nodes[b], 1.0)
+            cheapest[(a, b)] = min(weighted, cheapest.get((a, b), np.inf))
     n = len(store.nodes)
-    rows = np.repeat(np.arange(n), np.diff(adjacency.starts))
-    matrix = csr_matrix((adjacency.costs, (rows, adjacency.targets)), shape=(n, n))
+    rows, cols = [a for a, _ in cheapest], [b for _, b in cheapest]
+    matrix = csr_matrix((list(cheapest.values()), (rows, cols)), shape=(n, n))
     ids = sorted({store.index[s] for s in seeds})
     distances = dijkstra(matrix, directed=True, indices=ids, limit=max_cost, min_only=True)
     reached = np.flatnonzero(np.isfinite(distances))
