@@ -95,5 +95,8 @@ def top_scores(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
     hit = np.flatnonzero(scores > 0)
     if not len(hit):
         return []
+    if len(hit) > depth > 0:  # only the hits scoring at least the depth-th best can be among the best `depth`
+        values = scores[hit]
+        hit = hit[values >= np.partition(values, len(values) - depth)[len(values) - depth]]
     top = hit[np.argsort(-scores[hit], kind="stable")[:depth]]
-    return [(int(i), float(scores[i])) for i in top]
+    return list(zip(top.tolist(), scores[top].tolist()))

@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -68,8 +69,9 @@ FUNCTION_FEATURES: tuple[str, ...] = (
 )
 
 
-@dataclass
-class ListHit:
+class ListHit(NamedTuple):
+    """A key's place in one list: a tuple, since a query makes a thousand of them."""
+
     rank: int
     score_rel: float
 
@@ -82,6 +84,17 @@ def ranked(found: Sequence[tuple[str, float]]) -> dict[str, ListHit]:
         if key not in out:
             out[key] = ListHit(len(out) + 1, score / top if top > 0 else 0.0)
     return out
+
+
+def best_keys(keys: list[str], scores: np.ndarray, count: int) -> list[str]:
+    """The `count` best keys by score, equal scores by key: a full sort's first `count`, sorting only the keys
+    that score at least the count-th best (a thousand candidate functions a query, 300 kept)."""
+    positions = np.arange(len(keys))
+    if len(positions) > count > 0:
+        values = scores[positions]
+        positions = positions[values >= np.partition(values, len(values) - count)[len(values) - count]]
+    values = scores.tolist()
+    return [keys[i] for i in sorted(positions.tolist(), key=lambda i: (-values[i], keys[i]))[:count]]
 
 
 @dataclass
@@ -323,8 +336,8 @@ class CandidateGenerator:
                        np.array([lookups.tests[path] for path in paths], dtype=np.float64))
         f_fusion = dict(zip(keys, scores.tolist()))  # as one score per function would give: the same float64 steps
         # equal scores by key (body BM25 as the tie order lost in 52 of 52 corpus folds)
-        f_order = [keys[i] for i in np.lexsort((np.array(keys), -scores)).tolist() if keys[i] in snapshot.function_index]
-        functions = f_order[: c.max_function_candidates]
+        functions = best_keys(keys, scores, c.max_function_candidates)  # every key is the table's: from its lists,
+        # its files' functions, its names, or a frame's function it holds
         f_rows: list[list[float]] = []
         function_rows = features and function_features
         if function_rows:
