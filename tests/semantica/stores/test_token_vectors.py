@@ -11,6 +11,7 @@ from semantica.stores.token_vectors import (
     TokenCodec,
     TokenProjection,
     TokenVectorError,
+    train_subspaces,
     write_token_vectors,
 )
 
@@ -117,18 +118,18 @@ def test_the_pq_fit_trains_on_the_threads_it_is_given_and_restores_faiss(monkeyp
     import faiss
 
     seen: list[int] = []
-    train = faiss.ProductQuantizer.train
+    train = faiss.Clustering.train
 
-    def observed(self, x):  # noqa: ANN001, ANN202 - FAISS's own signature
+    def observed(self, *args):  # noqa: ANN001, ANN202 - FAISS's own signature
         seen.append(faiss.omp_get_max_threads())
-        return train(self, x)
+        return train(self, *args)
 
-    monkeypatch.setattr(faiss.ProductQuantizer, "train", observed)
+    monkeypatch.setattr(faiss.Clustering, "train", observed)
     before = faiss.omp_get_max_threads()
     sample = _unit(np.random.default_rng(8), 600, 64, 16)
     one = TokenCodec.fit(sample, 0, "pq", 16, threads=1)
     default = TokenCodec.fit(sample, 0, "pq", 16)
-    assert seen == [1, before] and faiss.omp_get_max_threads() == before
+    assert seen == [1] * 16 + [before] * 16 and faiss.omp_get_max_threads() == before  # one k-means a sub-space
     assert one.sha == default.sha  # the same codec, whatever the thread count
 
 
@@ -148,3 +149,19 @@ def test_product_quantiser_codes_match_faiss_and_batch_encoding() -> None:
     for (codes, _), chunk in zip(batched, chunks):
         assert np.array_equal(codes, codec.encode(chunk)[0])
     assert codec.encode(tokens[:0])[0].shape == (0, 16)
+
+
+@pytest.mark.parametrize(("dim", "pq_m"), [(48, 8), (64, 16)])  # 6-d sub-spaces (padded to 8), and 4-d ones
+def test_the_subspace_fit_is_faiss_product_quantiser_training(dim: int, pq_m: int) -> None:
+    """`train_subspaces` pads narrow sub-spaces for FAISS's fast assignment path: the centroids are those of
+    `ProductQuantizer.train` itself, and so are the codes."""
+    import faiss
+
+    sample = _unit(np.random.default_rng(10), 12000, dim, 16)
+    reference, padded = (faiss.ProductQuantizer(dim, pq_m, 8) for _ in range(2))
+    for pq in (reference, padded):
+        pq.cp.niter = 6
+    reference.train(sample)
+    train_subspaces(padded, sample)
+    assert np.array_equal(faiss.vector_to_array(padded.centroids), faiss.vector_to_array(reference.centroids))
+    assert np.array_equal(padded.compute_codes(sample[:500]), reference.compute_codes(sample[:500]))
