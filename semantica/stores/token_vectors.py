@@ -40,7 +40,6 @@ PROJECTION_FILE = "projection.npy"
 PQ_FILE = "pq.faiss"
 PQ_BITS = 8  # one byte per sub-vector code
 PQ_FIT_ITERATIONS = 25  # FAISS's default k-means rounds (token_vectors.fit_iterations)
-FAST_SUBSPACE_DIM = 8  # sub-spaces narrower than this are padded for FAISS's k-means and assignment
 INT8_MAX = 127.0
 _EPS = 1e-12
 
@@ -114,43 +113,6 @@ class TokenProjection:
         return TokenProjection(np.load(path) if path.exists() else None, source_dim)
 
 
-def padded_subspaces(pq: Any) -> list[Any]:
-    """One flat L2 index a sub-space over its trained centroids, zero-padded like `train_subspaces`' points."""
-    import faiss
-
-    dsub, ksub = int(pq.dsub), int(pq.ksub)
-    width = max(dsub, FAST_SUBSPACE_DIM)
-    centroids = faiss.vector_to_array(pq.centroids).reshape(int(pq.M), ksub, dsub)
-    indexes = []
-    for block in centroids:
-        index = faiss.IndexFlatL2(width)
-        padded = np.zeros((ksub, width), dtype=np.float32)
-        padded[:, :dsub] = block
-        index.add(padded)
-        indexes.append(index)
-    return indexes
-
-
-def train_subspaces(pq: Any, training: np.ndarray) -> None:
-    """`pq.train(training)`, FAISS's k-means per sub-space with the product quantiser's own parameters, on each
-    sub-space zero-padded to at least FAST_SUBSPACE_DIM columns: FAISS 1.15 assigns points of fewer than 8
-    dimensions on a path ten times slower (20,000 x 6-d points: 14.6 ms a pass against 1.3 ms at 8-d), which
-    made the default 64 x 6-d fit 9.6 s of a first build's CPU. Zero columns add nothing to a distance, so the
-    clusters are the ones FAISS would find (up to the last bit of a near-tie)."""
-    import faiss
-
-    dsub, ksub = int(pq.dsub), int(pq.ksub)
-    width = max(dsub, FAST_SUBSPACE_DIM)
-    centroids = np.empty((int(pq.M), ksub, dsub), dtype=np.float32)
-    padded = np.zeros((len(training), width), dtype=np.float32)
-    for m in range(int(pq.M)):
-        padded[:, :dsub] = training[:, m * dsub : (m + 1) * dsub]
-        clustering = faiss.Clustering(width, ksub, pq.cp)
-        clustering.train(padded, faiss.IndexFlatL2(width))
-        centroids[m] = faiss.vector_to_array(clustering.centroids).reshape(ksub, width)[:, :dsub]
-    faiss.copy_array_to_vector(centroids.ravel(), pq.centroids)
-
-
 class TokenCodec:
     """Projection + quantisation: full token vectors -> (codes, scales) and back into vectors."""
 
@@ -184,7 +146,8 @@ class TokenCodec:
         training = np.ascontiguousarray(np.resize(sample.astype(np.float32), (rows, source_dim)))
         pq = faiss.ProductQuantizer(source_dim, pq_m, PQ_BITS)
         pq.cp.niter = max(1, iterations)
-        from semantica.stores.vectors import omp_threads  # imports faiss: deferred with it
+        from semantica.stores.pq_subspaces import train_subspaces  # imports faiss: deferred with it
+        from semantica.stores.vectors import omp_threads
 
         with omp_threads(threads):
             train_subspaces(pq, training)
@@ -247,25 +210,13 @@ class TokenCodec:
         return [(codes[a:b], scales[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _pq_codes(self, vectors: np.ndarray) -> np.ndarray:
-        """The nearest centroid of each sub-vector, as FAISS's `compute_codes` gives it: one flat L2 search a
-        sub-space over the zero-padded sub-vectors (`padded_subspaces`), on one OpenMP thread. FAISS's own
-        `compute_codes` runs 6-d sub-spaces on its slow path (3.4 s for 60k tokens against 0.3 s), and its OpenMP
-        threads wait on a loaded machine."""
-        m = self.code_width
-        codes = np.zeros((len(vectors), m), np.uint8)
-        if not len(vectors):
-            return codes
-        if not hasattr(self, "_assigners"):
-            self._assigners = padded_subspaces(self.pq)
-        dsub = int(self.pq.dsub)
-        from semantica.stores.vectors import omp_threads  # imports faiss: deferred with it
+        """The nearest centroid of each sub-vector, as FAISS's `compute_codes` gives it (`SubspaceAssigner`: FAISS's
+        own runs 6-d sub-spaces ten times slower)."""
+        if not hasattr(self, "_assigner"):
+            from semantica.stores.pq_subspaces import SubspaceAssigner  # imports faiss: deferred with it
 
-        padded = np.zeros((len(vectors), self._assigners[0].d), dtype=np.float32)
-        with omp_threads(1):
-            for j, assigner in enumerate(self._assigners):
-                padded[:, :dsub] = vectors[:, j * dsub : (j + 1) * dsub]
-                codes[:, j] = assigner.search(padded, 1)[1][:, 0]
-        return codes
+            self._assigner = SubspaceAssigner(self.pq)
+        return self._assigner.codes(vectors)
 
     def decode(self, codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
         """Codes -> (n, projection.dim) float32 vectors (what MaxSim multiplies with the projected query)."""

@@ -21,7 +21,6 @@ class VectorRetriever(BaseRetriever):
     def __init__(self, shards: list[VectorShardSearcher], chunks: list[Chunk],
                  encode_query: Callable[[str], np.ndarray], query_threads: int = 0) -> None:
         super().__init__({c.chunk_id: c for c in chunks})
-        self.shards = shards
         self.shard_set = VectorShardSet(shards)
         self.chunk_ids = [c.chunk_id for c in chunks]
         self.encode_query = encode_query
@@ -31,7 +30,7 @@ class VectorRetriever(BaseRetriever):
         """The best `k` chunks by score, equal scores by chunk id. The shards' best `k + TIE_SLACK` vectors come
         back in one call; when the last of them still scores as high as the k-th chunk (ties, or a chunk in two
         shards), twice as many are asked for, until every vector at that score is in."""
-        if not query.text.strip() or not self.shards or k <= 0:  # no chunk vectors: the query is not encoded
+        if not query.text.strip() or not self.shard_set.total or k <= 0:  # no chunk vectors: nothing to encode for
             return []
         vector = self.encode_query(query.text)
         asked = k + TIE_SLACK

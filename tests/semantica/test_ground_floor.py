@@ -18,7 +18,8 @@ STORES = {"exact", "history", "index_kinds", "localizer"}
 UPPER_FLOORS = ("pipelines", "serving", "jobs", "lab")
 PRODUCT = ("semantica", "pipelines", "serving", "jobs")
 # In-function imports of product modules the floor keeps, each for a heavy dependency it defers (never for a loop).
-DEFERRED = {("semantica/stores/token_vectors.py", "semantica.stores.vectors"): "vectors imports faiss, deferred here"}
+DEFERRED = {("semantica/stores/token_vectors.py", "semantica.stores.vectors"): "vectors imports faiss, deferred here",
+            ("semantica/stores/token_vectors.py", "semantica.stores.pq_subspaces"): "it imports faiss, deferred here"}
 
 
 def packages(folder: Path) -> set[str]:

@@ -95,8 +95,14 @@ def top_scores(scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
     hit = np.flatnonzero(scores > 0)
     if not len(hit):
         return []
-    if len(hit) > depth > 0:  # only the hits scoring at least the depth-th best can be among the best `depth`
-        values = scores[hit]
-        hit = hit[values >= np.partition(values, len(values) - depth)[len(values) - depth]]
+    hit = hit[at_least_kth_best(scores[hit], depth)]
     top = hit[np.argsort(-scores[hit], kind="stable")[:depth]]
     return list(zip(top.tolist(), scores[top].tolist()))
+
+
+def at_least_kth_best(values: np.ndarray, count: int) -> np.ndarray:
+    """The positions of `values` at least the count-th largest, ties at it included: all a full sort's first `count`
+    can hold, so only these need sorting (every position where there are no more than `count`)."""
+    if not 0 < count < len(values):
+        return np.arange(len(values))
+    return np.flatnonzero(values >= np.partition(values, len(values) - count)[len(values) - count])

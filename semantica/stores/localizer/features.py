@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from semantica.config.localizer import FUNCTION_FILE_ORDERS
-from semantica.stores.localizer.bm25 import top_scores
+from semantica.stores.localizer.bm25 import at_least_kth_best, top_scores
 from semantica.stores.localizer.query_signals import (
     FileLookups,
     FunctionNames,
@@ -89,12 +89,9 @@ def ranked(found: Sequence[tuple[str, float]]) -> dict[str, ListHit]:
 def best_keys(keys: list[str], scores: np.ndarray, count: int) -> list[str]:
     """The `count` best keys by score, equal scores by key: a full sort's first `count`, sorting only the keys
     that score at least the count-th best (a thousand candidate functions a query, 300 kept)."""
-    positions = np.arange(len(keys))
-    if len(positions) > count > 0:
-        values = scores[positions]
-        positions = positions[values >= np.partition(values, len(values) - count)[len(values) - count]]
     values = scores.tolist()
-    return [keys[i] for i in sorted(positions.tolist(), key=lambda i: (-values[i], keys[i]))[:count]]
+    positions = at_least_kth_best(scores, count).tolist()
+    return [keys[i] for i in sorted(positions, key=lambda i: (-values[i], keys[i]))[:count]]
 
 
 @dataclass
@@ -336,8 +333,8 @@ class CandidateGenerator:
                        np.array([lookups.tests[path] for path in paths], dtype=np.float64))
         f_fusion = dict(zip(keys, scores.tolist()))  # as one score per function would give: the same float64 steps
         # equal scores by key (body BM25 as the tie order lost in 52 of 52 corpus folds)
-        functions = best_keys(keys, scores, c.max_function_candidates)  # every key is the table's: from its lists,
-        # its files' functions, its names, or a frame's function it holds
+        # every key is the table's (its lists, its files' functions, its names, a frame's function it holds)
+        functions = best_keys(keys, scores, c.max_function_candidates)
         f_rows: list[list[float]] = []
         function_rows = features and function_features
         if function_rows:

@@ -11,7 +11,6 @@ from semantica.stores.token_vectors import (
     TokenCodec,
     TokenProjection,
     TokenVectorError,
-    train_subspaces,
     write_token_vectors,
 )
 
@@ -150,18 +149,3 @@ def test_product_quantiser_codes_match_faiss_and_batch_encoding() -> None:
         assert np.array_equal(codes, codec.encode(chunk)[0])
     assert codec.encode(tokens[:0])[0].shape == (0, 16)
 
-
-@pytest.mark.parametrize(("dim", "pq_m"), [(48, 8), (64, 16)])  # 6-d sub-spaces (padded to 8), and 4-d ones
-def test_the_subspace_fit_is_faiss_product_quantiser_training(dim: int, pq_m: int) -> None:
-    """`train_subspaces` pads narrow sub-spaces for FAISS's fast assignment path: the centroids are those of
-    `ProductQuantizer.train` itself, and so are the codes."""
-    import faiss
-
-    sample = _unit(np.random.default_rng(10), 12000, dim, 16)
-    reference, padded = (faiss.ProductQuantizer(dim, pq_m, 8) for _ in range(2))
-    for pq in (reference, padded):
-        pq.cp.niter = 6
-    reference.train(sample)
-    train_subspaces(padded, sample)
-    assert np.array_equal(faiss.vector_to_array(padded.centroids), faiss.vector_to_array(reference.centroids))
-    assert np.array_equal(padded.compute_codes(sample[:500]), reference.compute_codes(sample[:500]))
