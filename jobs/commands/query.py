@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "consensus -> late interaction -> (optional) cross-encoder -> cited context.",
         epilog=JSON_SCHEMA_DOC, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    query.add_argument("text", help="the query: an identifier, a question, a stack trace ...")
+    query.add_argument("text", nargs="+", help="the query: an identifier, a question, a stack trace ... (unquoted "
+                                               "words are joined by single spaces; quote it to keep its layout)")
     query.add_argument("--repo", action="append", default=[], metavar="R",
                        help="restrict to this repository (repeatable; default: all indexed)")
     query.add_argument("--branch", metavar="BRANCH",
@@ -64,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_query(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    fields = {"query": args.text, "repos": list(args.repo), "k": args.k, "path_globs": args.path,
+    fields = {"query": " ".join(args.text), "repos": list(args.repo), "k": args.k, "path_globs": args.path,
               "languages": args.language, "explain": args.explain, "strategies": args.strategy,
               "mode": args.mode}
     answer = None

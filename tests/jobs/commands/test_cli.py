@@ -24,6 +24,15 @@ def test_help_explains_each_command(command):
     assert result.returncode == 0 and "--index-root" in result.stdout
 
 
+def test_an_unquoted_question_is_one_query():
+    from jobs.cli import build_parser
+
+    words = build_parser().parse_args(["query", "where", "is", "the", "snapshot", "written", "--k", "3"])
+    quoted = build_parser().parse_args(["query", "def  f():\n    pass"])
+    assert " ".join(words.text) == "where is the snapshot written" and words.k == 3
+    assert " ".join(quoted.text) == "def  f():\n    pass"  # one quoted argument keeps its spaces and lines
+
+
 def test_repos_and_query_json_over_a_real_index(indexed_self):
     root = indexed_self.config.paths.index_root
     cache = f"paths.cache_dir={indexed_self.config.paths.cache_dir}"
