@@ -34,7 +34,9 @@ class TokenCounter:
         return _tokenizer(self.model_path)[1]
 
     def count(self, text: str) -> int:
-        return len(_tokenizer(self.model_path)[0].encode(text, add_special_tokens=False).ids)
+        """`encode`'s token count, through the batch call that skips character offsets (a fifth faster: an answer
+        counts a few thousand tokens)."""
+        return len(_tokenizer(self.model_path)[0].encode_batch_fast([text], add_special_tokens=False)[0].ids)
 
 
 @lru_cache(maxsize=4)
