@@ -66,7 +66,8 @@ bench-scale: install
 lint: install
 	$(PY) -m pip install -q ruff
 	$(PY) -m ruff check semantica pipelines serving jobs lab tests
-	$(PY) -m mkdocs build --strict --quiet -d $$(mktemp -d)
+	# the strict build into a scratch folder that goes when it ends, built or not
+	site=$$(mktemp -d); $(PY) -m mkdocs build --strict --quiet -d $$site; status=$$?; rm -rf $$site; exit $$status
 
 # the documentation (docs/, mkdocs.yml) into site/; fails on a broken link or a page missing from the nav
 docs: install
