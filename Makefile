@@ -63,10 +63,10 @@ bench-scale: export PYTHONPATH := $(CURDIR)
 bench-scale: install
 	$(PY) -m jobs.bench scale $(if $(strip $(SCALE_REPO)),--repo $(SCALE_REPO)) --name $(SCALE_NAME) --work $(SCALE_WORK) $(SCALE_ARGS)
 
+# ruff, and the strict docs build into a scratch folder that goes when it ends, built or not
 lint: install
 	$(PY) -m pip install -q ruff
 	$(PY) -m ruff check semantica pipelines serving jobs lab tests
-	# the strict build into a scratch folder that goes when it ends, built or not
 	site=$$(mktemp -d); $(PY) -m mkdocs build --strict --quiet -d $$site; status=$$?; rm -rf $$site; exit $$status
 
 # the documentation (docs/, mkdocs.yml) into site/; fails on a broken link or a page missing from the nav

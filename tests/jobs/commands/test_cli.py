@@ -24,15 +24,6 @@ def test_help_explains_each_command(command):
     assert result.returncode == 0 and "--index-root" in result.stdout
 
 
-def test_an_unquoted_question_is_one_query():
-    from jobs.cli import build_parser
-
-    words = build_parser().parse_args(["query", "where", "is", "the", "snapshot", "written", "--k", "3"])
-    quoted = build_parser().parse_args(["query", "def  f():\n    pass"])
-    assert " ".join(words.text) == "where is the snapshot written" and words.k == 3
-    assert " ".join(quoted.text) == "def  f():\n    pass"  # one quoted argument keeps its spaces and lines
-
-
 def test_repos_and_query_json_over_a_real_index(indexed_self):
     root = indexed_self.config.paths.index_root
     cache = f"paths.cache_dir={indexed_self.config.paths.cache_dir}"
@@ -45,6 +36,9 @@ def test_repos_and_query_json_over_a_real_index(indexed_self):
     response = json.loads(query.stdout)  # stdout is JSON only: Java and model logs stay off it
     assert response["hits"][0]["symbol"] == "SnapshotWriter"
     assert response["functions"] and response["files"][0]["path"] == "pipelines/write.py"
+    unquoted = run_cli("query", "snapshot", "writer", "--json", "--k", "3", "--index-root", root, "--set", cache)
+    assert unquoted.returncode == 0, unquoted.stderr  # the words of an unquoted question are one query
+    assert json.loads(unquoted.stdout)["query"] == "snapshot writer"
     readable = run_cli("query", "SnapshotWriter", "--explain", "--k", "2", "--index-root", root, "--set", cache)
     assert readable.returncode == 0 and "pipelines/write.py:" in readable.stdout and "why:" in readable.stdout
 
