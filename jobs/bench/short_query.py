@@ -30,6 +30,8 @@ from typing import Any
 from jobs.bench.stats import PERCENTILE_99, percentile, report_result
 from semantica.api import SearchRequest, SearchResponse
 from semantica.config import load_config
+from semantica.ondisk.layout_errors import LayoutError
+from semantica.ondisk.repo_names import RepoNameError
 from serving.pipeline import SearchPipeline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -95,9 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", type=Path, help="another run's result file: list the queries answered otherwise")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "results" / "short_query.json")
     args = parser.parse_args(argv)
+    if args.compare and not args.compare.is_file():  # checked before the minutes of queries it would end
+        parser.error(f"--compare {args.compare}: no such result file")
     config = load_config(None, [f"paths.index_root={args.index_root}", f"paths.cache_dir={args.cache_dir}", *args.set])
     pipeline = SearchPipeline(config)
-    snapshot = pipeline.snapshots.get(args.repo)
+    try:
+        snapshot = pipeline.snapshots.get(args.repo)
+    except (LayoutError, RepoNameError) as exc:  # a name not indexed under --index-root, or unreadable there
+        parser.error(f"--repo {args.repo}: {exc}")
     classes = draw_queries([s.name for s in snapshot.symbols], args.queries, args.phrase)
     load_before = os.getloadavg()
     for queries in classes.values():  # warm-up: loads what each class reads
