@@ -81,6 +81,11 @@ class Stages:
 
     # -- retrievers ----------------------------------------------------------------------------
 
+    @property
+    def retrieves_locally(self) -> bool:
+        """Whether the retrievers run in this process (not behind the Serve replicas' handles)."""
+        return self._remote_retrievers is None
+
     def retrievers(self, snapshot: Snapshot) -> Any:
         """The retrievers over `snapshot` by name, built once per snapshot (a new snapshot gets new ones)."""
         if self._remote_retrievers is not None:

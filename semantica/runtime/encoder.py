@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -163,8 +164,37 @@ class TorchForward:
             return ForwardOutput(pooled, hidden.cpu().numpy() if keep_hidden else None)
 
 
+EncodedTexts = tuple[np.ndarray, list[np.ndarray]]
+"""Sentence vectors (n, dim) and each text's token vectors, as `Encoder.encode_with_tokens` returns them."""
+
+
+class PendingEncoding:
+    """An encoding under way (`Encoder.start`): `result()` waits for it the first time and keeps what it gave, an
+    error included, so every reader of one query's encoding gets the same answer."""
+
+    def __init__(self, finish: Callable[[], EncodedTexts]) -> None:
+        self._finish: Callable[[], EncodedTexts] | None = finish
+        self._value: EncodedTexts | None = None
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def result(self) -> EncodedTexts:
+        with self._lock:
+            if self._finish is not None:
+                finish, self._finish = self._finish, None
+                try:
+                    self._value = finish()
+                except BaseException as exc:  # kept: a second reader must not wait on a pass that already ended
+                    self._error = exc
+            if self._error is not None:
+                raise self._error
+            assert self._value is not None
+            return self._value
+
+
 class Encoder:
-    """Batch encoder over one loaded checkpoint in one runtime (thread-safe: one forward pass at a time)."""
+    """Batch encoder over one loaded checkpoint in one runtime (thread-safe: one forward pass at a time, besides
+    the passes `start` runs on the runtime's own threads)."""
 
     def __init__(self, config: EncoderConfig) -> None:
         import json
@@ -190,6 +220,7 @@ class Encoder:
         self.identity = RuntimeIdentity(checkpoint, runtime, export_sha, precision)
         self.model_id = self.identity.model_id
         self._lock = threading.Lock()
+        self._background: ThreadPoolExecutor | None = None  # `start` on a runtime that cannot start a pass itself
         self.texts_encoded = 0  # texts through the model since it loaded: what a query or a build made it encode
 
     def _run(self, rows: Sequence[tuple[list[int], list[int]]], keep_hidden: bool) -> tuple[ForwardOutput, np.ndarray]:
@@ -237,26 +268,60 @@ class Encoder:
         return self.encode_with_tokens(texts, max_length)[1]
 
     def encode_with_tokens(self, texts: Sequence[str], max_length: int | None = None, keep_tokens: bool = True
-                           ) -> tuple[np.ndarray, list[np.ndarray]]:
+                           ) -> EncodedTexts:
         """Sentence vectors and per-token unit vectors from ONE forward pass per batch: indexing
         stores both (dense retrieval and late interaction) and a query needs both. Texts are
         tokenised once; input order kept."""
-        length = max_length or self.config.max_length
-        pooled_out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        tokens_out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(texts)
-        if not len(texts):
+        rows = self.tokenizer.encode(texts, max_length or self.config.max_length) if len(texts) else []
+        return self._encode_rows(rows, keep_tokens)
+
+    def start(self, texts: Sequence[str], max_length: int | None = None, keep_tokens: bool = True) -> PendingEncoding:
+        """`encode_with_tokens(texts, ...)` begun now, collected by `result()`. Where the runtime runs a pass on threads
+        of its own (OpenVINO) and the texts make one batch, the pass starts at once and needs no Python thread (a
+        query's encodings run beside its retrievers' Python without waiting for the GIL in between); otherwise the
+        texts are encoded on this encoder's background thread."""
+        rows = self.tokenizer.encode(texts, max_length or self.config.max_length) if len(texts) else []
+        batches = self._batches([len(ids) for ids, _ in rows])
+        begin = getattr(self.forward_pass, "start", None)
+        if begin is None or len(batches) != 1:
+            with self._lock:
+                if self._background is None:
+                    self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
+            return PendingEncoding(self._background.submit(self._encode_rows, rows, keep_tokens).result)
+        batch = batches[0]
+        inputs = pad([rows[i] for i in batch])
+        finish: Callable[[], ForwardOutput] = begin(inputs, keep_tokens)
+        with self._lock:
+            self.texts_encoded += len(batch)
+
+        def collect() -> EncodedTexts:
+            pooled_out, tokens_out = self._empty(len(rows))
+            self._fill(pooled_out, tokens_out, batch, finish(), inputs["attention_mask"], keep_tokens)
             return pooled_out, tokens_out
-        rows = self.tokenizer.encode(texts, length)
+
+        return PendingEncoding(collect)
+
+    def _empty(self, count: int) -> EncodedTexts:
+        return np.zeros((count, self.dim), dtype=np.float32), [np.zeros((0, self.dim), np.float32)] * count
+
+    def _encode_rows(self, rows: Sequence[tuple[list[int], list[int]]], keep_tokens: bool) -> EncodedTexts:
+        pooled_out, tokens_out = self._empty(len(rows))
         for batch in self._batches([len(ids) for ids, _ in rows]):
             out, mask = self._run([rows[i] for i in batch], keep_tokens)
-            pooled_out[batch] = out.pooled
-            if out.hidden is None or not keep_tokens:
-                continue
-            for position, row, row_mask in zip(batch, out.hidden, mask):
-                keep = np.flatnonzero(row_mask)
-                tokens = row[keep[1:-1]] if len(keep) > 2 else row[keep]
-                tokens_out[position] = l2_normalise(tokens.astype(np.float32))
+            self._fill(pooled_out, tokens_out, batch, out, mask, keep_tokens)
         return pooled_out, tokens_out
+
+    @staticmethod
+    def _fill(pooled_out: np.ndarray, tokens_out: list[np.ndarray], batch: list[int], out: ForwardOutput,
+              mask: np.ndarray, keep_tokens: bool) -> None:
+        """One batch's vectors into the texts' places (padding and the two special tokens dropped)."""
+        pooled_out[batch] = out.pooled
+        if out.hidden is None or not keep_tokens:
+            return
+        for position, row, row_mask in zip(batch, out.hidden, mask):
+            keep = np.flatnonzero(row_mask)
+            tokens = row[keep[1:-1]] if len(keep) > 2 else row[keep]
+            tokens_out[position] = l2_normalise(tokens.astype(np.float32))
 
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")

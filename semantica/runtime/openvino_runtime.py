@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,8 @@ def cpu_precision() -> str:
 
 
 class OpenVinoForward:
-    """One compiled OpenVINO model over the exported graph and one infer request (the encoder's lock makes its
-    forward passes one at a time)."""
+    """One compiled OpenVINO model over the exported graph: one infer request for the blocking passes (the encoder's
+    lock makes them one at a time), and a request of their own for the passes `start` runs (reused when done)."""
 
     def __init__(self, config: EncoderConfig, onnx_path: Path) -> None:
         core = _core()
@@ -65,6 +66,8 @@ class OpenVinoForward:
         except RuntimeError as exc:  # OpenVINO raises RuntimeError subclasses for every load failure
             raise EncoderLoadError(f"OpenVINO cannot compile {onnx_path}: {exc} (delete it to re-export)") from exc
         self.request = self.compiled.create_infer_request()
+        self._idle_requests: list[Any] = []  # started passes' requests, free again
+        self._requests_lock = threading.Lock()
         self.inputs = {port.get_any_name() for port in self.compiled.inputs}
         self.output = self.compiled.outputs[0]
         with _FIRST_INFERS:
@@ -73,7 +76,28 @@ class OpenVinoForward:
 
     def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
         result = self.request.infer({k: v for k, v in inputs.items() if k in self.inputs})
-        hidden = np.asarray(result[self.output], dtype=np.float32)  # the request's own buffer: copied if kept
+        return self._output(result[self.output], inputs, keep_hidden)
+
+    def start(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> Callable[[], ForwardOutput]:
+        """The same pass begun on OpenVINO's own threads (it holds no GIL while it runs); the returned call waits
+        for it. Same compiled model, same inputs: the same vectors as `__call__`."""
+        with self._requests_lock:
+            request = self._idle_requests.pop() if self._idle_requests else self.compiled.create_infer_request()
+        request.start_async({k: v for k, v in inputs.items() if k in self.inputs})
+
+        def finish() -> ForwardOutput:
+            try:
+                request.wait()
+                return self._output(request.get_tensor(self.output).data, inputs, keep_hidden)
+            finally:
+                with self._requests_lock:
+                    self._idle_requests.append(request)
+
+        return finish
+
+    @staticmethod
+    def _output(hidden_states: np.ndarray, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
+        hidden = np.asarray(hidden_states, dtype=np.float32)  # the request's own buffer: copied if kept
         return ForwardOutput(numpy_mean_pool(hidden, inputs["attention_mask"]), hidden.copy() if keep_hidden else None)
 
 

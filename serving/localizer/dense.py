@@ -12,13 +12,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
 from semantica.config import EncoderConfig, LocalizerConfig
 from semantica.languages import language_of
-from semantica.runtime.encoder import Encoder, shared_encoder
+from semantica.runtime.encoder import Encoder, PendingEncoding, shared_encoder
 from semantica.stores.localizer.dense import (
     DenseFusion,
     StoredFunctionVectors,
@@ -46,8 +45,7 @@ class DenseFunctionChannel:
         self._encoder: Encoder | None = None
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
-        self._query_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dense-query")
-        self._pending: OrderedDict[str, Future[np.ndarray]] = OrderedDict()
+        self._pending: OrderedDict[str, PendingEncoding] = OrderedDict()
 
     def _untrusted(self, files: Sequence[str]) -> frozenset[str]:
         """The files among the re-ranked head whose language is not in `dense_file_languages`: they keep their place."""
@@ -75,23 +73,21 @@ class DenseFunctionChannel:
                     self._vectors.popitem(last=False)
         return np.stack([found[d] for d in digests])
 
-    def query_vectors(self, query: str) -> np.ndarray:
-        """The query's unit vector (one row), cut at `dense_query_max_length` tokens as the model was trained."""
-        return self.warm_up().encode([query], self.encoder_config.query_max_length)
-
-    def encode_query(self, query: str) -> Future[np.ndarray]:
-        """The query's vector under the channel's encoder, computed on the channel's own thread: the pipeline asks
-        for it when a search starts, so it overlaps retrieval (ONNX Runtime releases the GIL), and the stage's
-        later call gets the same future (the newest `PENDING_QUERIES` are kept)."""
+    def encode_query(self, query: str) -> PendingEncoding:
+        """The query's vector under the channel's encoder (one row), cut at `dense_query_max_length` tokens as the
+        model was trained, begun now: the pipeline asks for it when a search starts, so it runs beside retrieval,
+        and the stage's later call gets the same pass (the newest `PENDING_QUERIES` are kept)."""
         with self._lock:
             pending = self._pending.get(query)
-            if pending is None:
-                pending = self._pending[query] = self._query_pool.submit(self.query_vectors, query)
+        if pending is None:
+            started = self.warm_up().start([query], self.encoder_config.query_max_length, keep_tokens=False)
+            with self._lock:
+                pending = self._pending.setdefault(query, started)
                 while len(self._pending) > PENDING_QUERIES:
                     self._pending.popitem(last=False)
-            return pending
+        return pending
 
-    def rerank(self, query_vector: Future[np.ndarray], functions: Sequence[str], files: Sequence[str],
+    def rerank(self, query_vector: PendingEncoding, functions: Sequence[str], files: Sequence[str],
                text_of: Callable[[str], str | None],
                stored: StoredFunctionVectors | None = None) -> tuple[list[str], list[str]]:
         """The function order with its top `dense_depth` re-ranked, and the file order re-ranked by each file's
@@ -110,7 +106,7 @@ class DenseFunctionChannel:
         if not known:
             return list(functions), list(files)
         keys = [key for key in scored if key in known]
-        cosine = cosines(query_vector.result(), keys, np.stack([known[k] for k in keys]))
+        cosine = cosines(query_vector.result()[0], keys, np.stack([known[k] for k in keys]))
         file_order = self.file_fusion.fuse(files, file_cosines(scored[: self.file_head], cosine), self._untrusted(files)) \
             if self.file_fusion else list(files)
         return self.fusion.fuse(functions, cosine), file_order

@@ -11,7 +11,15 @@ from serving.query.base import QueryStage
 from serving.query.localize import HistoryStage, LocalizeStage
 from serving.query.rank import FinishPlanStage, FuseStage, GraphRouteStage
 from serving.query.rerank import RerankStage, TokenVectorWarningStage
-from serving.query.retrieve import ExpandStage, IntentStage, LearnedPrefetchStage, PlanStage, RetrieveStage, ScopeStage
+from serving.query.retrieve import (
+    ExpandStage,
+    IntentStage,
+    LocalizerQueryStage,
+    PlanStage,
+    QueryEncodingStage,
+    RetrieveStage,
+    ScopeStage,
+)
 
 if TYPE_CHECKING:
     from serving.stages import Stages
@@ -20,11 +28,12 @@ StageFactory = Callable[["Stages"], QueryStage]
 """The pipeline's collaborators (`Stages`) -> the stage object (a stage class is its own factory)."""
 
 QUERY_STAGES: tuple[StageFactory, ...] = (
-    LearnedPrefetchStage,  # the learned localizer's dense query encoding overlaps retrieval
+    QueryEncodingStage,  # the chunk encoder's pass begins: it overlaps intent and the other retrievers
     IntentStage,
     ScopeStage,  # retrievers, filters, chunks
     PlanStage,  # planning: mode and K
     RetrieveStage,
+    LocalizerQueryStage,  # the localizer's dense pass begins: it overlaps fusion and reranking
     ExpandStage,  # planning: decomposition
     FuseStage,
     RerankStage,

@@ -1,4 +1,4 @@
-"""The stages before fusion: the learned localizer's early start, intent, the request's scope, the plan,
+"""The stages before fusion: the query's encoder passes, intent, the request's scope, the plan,
 retrieval and decomposition. `Retrieval` is the public way to run the retrievers."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from serving.retrievers.registry import RetrieverSpec
 if TYPE_CHECKING:
     from serving.stages import RetrieverSource, Stages
 
+VECTOR = "vector"
+"""The retriever that reads the chunk encoder's query vector."""
 SYMBOL_SEEDS = "symbol"
 """The retriever whose own hits are a seeded retriever's `symbol_seeds` (the targets of "who calls X")."""
 
@@ -68,10 +70,31 @@ class Retrieval:
         return {name: to_ranked(merge_scored(lists, k)) for name, lists in scored.items()}
 
 
-class LearnedPrefetchStage:
-    """Starts the learned localizer's dense query encoding, so it overlaps retrieval (when it will re-rank)."""
+class QueryEncodingStage:
+    """Begins the chunk encoder's pass over the query when the search begins, where the request runs the local vector
+    retriever over a snapshot with chunk vectors: it runs beside intent and the other retrievers, and the vector
+    retriever and late interaction collect it."""
 
-    name = "learned_prefetch"
+    name = "encode_query"
+
+    def __init__(self, stages: Stages) -> None:
+        self.query_encoder = stages.query_encoder
+        self.local_vectors = stages.retrieves_locally and any(spec.name == VECTOR for spec in stages.retriever_specs)
+
+    def run(self, state: QueryState) -> QueryState:
+        request = state.request
+        if self.local_vectors and request.query.strip() and (not request.strategies or VECTOR in request.strategies) \
+                and any(_has_vectors(snapshot) for snapshot in state.snapshots):
+            self.query_encoder.start(request.query)
+        return state
+
+
+class LocalizerQueryStage:
+    """Begins the learned localizer's dense-channel pass over the query once retrieval has its lists (where the stage
+    will re-rank): it runs beside fusion and reranking, and not beside the chunk encoder's pass, whose answer
+    retrieval waits for."""
+
+    name = "encode_localizer_query"
 
     def __init__(self, stages: Stages) -> None:
         self.learned = stages.learned_localizer
@@ -79,6 +102,15 @@ class LearnedPrefetchStage:
     def run(self, state: QueryState) -> QueryState:
         self.learned.prefetch_query(state.request.query, state.snapshots)
         return state
+
+
+def _has_vectors(snapshot: Snapshot) -> bool:
+    """Whether the snapshot holds chunk vectors to search; one whose shards fail to open has none here (its vector
+    retriever reports that in the answer's `degraded`)."""
+    try:
+        return bool(snapshot.vector_shards)
+    except Exception:
+        return False
 
 
 class IntentStage:

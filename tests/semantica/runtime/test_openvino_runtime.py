@@ -132,3 +132,27 @@ def test_first_infers_on_two_threads_beside_an_import_never_deadlock() -> None:
         done = subprocess.run([sys.executable, "-c", FIRST_INFERS_PROBE], cwd=REPO_ROOT, capture_output=True, text=True,
                               timeout=HANG_S)
         assert done.returncode == 0 and "answered" in done.stdout, done.stderr[-2000:]
+
+
+STARTED_AT_ONCE = 4  # passes begun before any is collected: each needs an infer request of its own
+
+
+def test_a_started_pass_gives_the_blocking_passs_vectors_without_a_python_thread(corpus) -> None:
+    """`start` on OpenVINO runs a one-batch pass on OpenVINO's own threads (no background thread is made) and gives
+    exactly `encode_with_tokens`'s vectors, with several passes under way at once; texts that make several batches
+    go to the background thread, with the same vectors too."""
+    encoder = Encoder(EncoderConfig(runtime="openvino", torch_threads=1))  # its own: the background thread is checked
+    queries = ["where is a ledger amount recorded", "who calls shared_encoder", "publish a snapshot", "MaxSim"]
+    pending = [encoder.start([query], 64) for query in queries[:STARTED_AT_ONCE]]
+    for query, started in zip(queries, pending):
+        vectors, tokens = started.result()
+        expected_vectors, expected_tokens = encoder.encode_with_tokens([query], 64)
+        assert np.array_equal(vectors, expected_vectors) and np.array_equal(tokens[0], expected_tokens[0])
+    assert encoder._background is None
+    texts = corpus[:40]
+    assert len(encoder.batches(texts, encoder.config.max_length)) > 1
+    vectors, tokens = encoder.start(texts).result()
+    expected_vectors, expected_tokens = encoder.encode_with_tokens(texts)
+    assert np.array_equal(vectors, expected_vectors)
+    assert all(np.array_equal(a, b) for a, b in zip(tokens, expected_tokens))
+    assert encoder._background is not None

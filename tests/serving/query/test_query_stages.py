@@ -28,7 +28,7 @@ FILES = {
     "ledger/interest.py": 'def compound_interest(principal, rate, years):\n    """Interest compounded yearly."""\n'
                           '    return principal * (1 + rate) ** years\n',
 }
-DECLARED = ["learned_prefetch", "intent", "scope", "plan", "retrieve", "expand", "fuse", "rerank", "finish_plan",
+DECLARED = ["encode_query", "intent", "scope", "plan", "retrieve", "encode_localizer_query", "expand", "fuse", "rerank", "finish_plan",
             "graph_route", "token_vector_warning", "history", "localize", "knowledge", "context",
             "answer"]
 
@@ -87,12 +87,45 @@ def test_a_registered_stage_runs_without_editing_the_pipeline(config):
 
 
 def test_registering_needs_a_known_place_and_a_new_name():
-    with pytest.raises(ValueError, match="unknown query stage 'nowhere'; known query stages: learned_prefetch"):
+    with pytest.raises(ValueError, match="unknown query stage 'nowhere'; known query stages: encode_query"):
         register_query_stage("audit", AuditStage, after="nowhere")
     with pytest.raises(ValueError, match="already registered"):
         register_query_stage("fuse", AuditStage, after="rerank")
     with pytest.raises(ValueError, match="built in"):
         unregister_query_stage("fuse")
+
+
+class EncodedSoFarStage:
+    """A plug-in stage right after `encode_query`: how many texts the chunk encoder had taken in by then."""
+
+    name = "encoded_so_far"
+    counts: list[int] = []
+
+    def __init__(self, stages) -> None:
+        self.encoder = stages.encoder_factory()
+
+    def run(self, state: QueryState) -> QueryState:
+        EncodedSoFarStage.counts.append(self.encoder.texts_encoded)
+        return state
+
+
+def test_the_query_encoding_begins_before_intent_and_retrieval(config):
+    """The chunk encoder's pass for the query starts in the first stage (OpenVINO: on its own threads), and the vector
+    retriever collects that pass rather than encoding again; a request without the vector retriever starts none."""
+    register_query_stage("encoded_so_far", EncodedSoFarStage, after="encode_query")
+    try:
+        pipeline = SearchPipeline(config)
+        encoder = pipeline.stages.encoder_factory()
+        EncodedSoFarStage.counts.clear()
+        before = encoder.texts_encoded
+        answered = pipeline.search(SearchRequest("compound interest over the years", repos=[REPO], k=2))
+        assert EncodedSoFarStage.counts == [before + 1] and encoder.texts_encoded == before + 1
+        assert answered.hits and not answered.degraded
+        lexical_only = pipeline.search(SearchRequest("post an entry to the ledger", repos=[REPO], k=2,
+                                                     strategies=["lexical"]))
+        assert EncodedSoFarStage.counts[-1] == before + 1 and lexical_only.hits
+    finally:
+        unregister_query_stage("encoded_so_far")
 
 
 class BurnStage:
