@@ -178,6 +178,13 @@ class PendingEncoding:
         self._error: BaseException | None = None
         self._lock = threading.Lock()
 
+    @classmethod
+    def failed(cls, error: Exception) -> PendingEncoding:
+        """A pass that could not begin: `result()` raises `error`, where the encoding is read."""
+        def finish() -> EncodedTexts:
+            raise error
+        return cls(finish)
+
     def result(self) -> EncodedTexts:
         with self._lock:
             if self._finish is not None:

@@ -4,6 +4,7 @@ can begin when the search begins (`start`), so it runs beside intent and the oth
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -11,6 +12,8 @@ from collections.abc import Callable
 import numpy as np
 
 from semantica.runtime.encoder import Encoder, PendingEncoding
+
+log = logging.getLogger(__name__)
 
 QueryEncoding = tuple[np.ndarray, np.ndarray]
 """(sentence vector (dim,), token vectors (n_tokens, dim)), both unit length."""
@@ -27,8 +30,12 @@ class QueryEncoder:
         self._lock = threading.Lock()
 
     def start(self, text: str) -> None:
-        """Begin encoding `text` now; `vector` and `tokens` collect it."""
-        self._pending(text)
+        """Begin encoding `text` now; `vector` and `tokens` collect it. An encoder that cannot load begins nothing:
+        the vector retriever meets the same error when it asks, and the answer says it is degraded."""
+        try:
+            self._pending(text)
+        except Exception:  # noqa: BLE001 - reported by the reader that needs the vector, not by the head start
+            log.debug("the query's encoding could not begin", exc_info=True)
 
     def _pending(self, text: str) -> PendingEncoding:
         with self._lock:

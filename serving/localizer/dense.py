@@ -80,7 +80,10 @@ class DenseFunctionChannel:
         with self._lock:
             pending = self._pending.get(query)
         if pending is None:
-            started = self.warm_up().start([query], self.encoder_config.query_max_length, keep_tokens=False)
+            try:
+                started = self.warm_up().start([query], self.encoder_config.query_max_length, keep_tokens=False)
+            except Exception as exc:  # noqa: BLE001 - a model that cannot load fails where the vector is read
+                started = PendingEncoding.failed(exc)
             with self._lock:
                 pending = self._pending.setdefault(query, started)
                 while len(self._pending) > PENDING_QUERIES:
