@@ -6,7 +6,8 @@ of the checkpoint (`encoder.runtime: onnx`: no torch import, a fast cold start),
 (`openvino`: bf16 where the CPU has it) and PyTorch (`torch`: training, GPUs). The runtime is part of the encoder's
 identity (`model_id`), so caches, stored token vectors and snapshots never mix vectors of two numeric paths. The
 runtimes share the tokenisation and identity here and one pooling (semantica/runtime/pooling.py, in torch on the
-model's device or in numpy); the sessions are semantica/runtime/onnx_runtime.py and openvino_runtime.py.
+model's device or in numpy); the sessions are semantica/runtime/onnx_runtime.py, openvino_runtime.py and
+torch_runtime.py.
 The identity scheme (runtime, export, precision) is semantica/encoder_identity.py.
 """
 
@@ -43,7 +44,8 @@ from semantica.runtime.forward import (  # noqa: E402, F401 (EncoderLoadError: t
 from semantica.runtime.onnx_export import ensure_export  # noqa: E402
 from semantica.runtime.onnx_runtime import onnx_forward  # noqa: E402
 from semantica.runtime.openvino_runtime import cpu_precision, openvino_forward  # noqa: E402
-from semantica.runtime.pooling import l2_normalise, torch_mean_pool  # noqa: E402
+from semantica.runtime.pooling import l2_normalise  # noqa: E402
+from semantica.runtime.torch_runtime import TorchForward  # noqa: E402
 
 
 def resolve_model_path(model_path: str) -> Path:
@@ -134,34 +136,6 @@ def pad(rows: Sequence[tuple[list[int], list[int]]]) -> dict[str, np.ndarray]:
         out["attention_mask"][i, : len(ids)] = 1
         out["token_type_ids"][i, : len(types)] = types
     return out
-
-
-class TorchForward:
-    """PyTorch (CPU or CUDA), fp32."""
-
-    def __init__(self, config: EncoderConfig, model_path: Path, device: str) -> None:
-        import torch
-        from transformers import AutoModel
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # a per-load progress bar is noise in CLI and test output
-        if config.torch_threads > 0:
-            torch.set_num_threads(config.torch_threads)
-        try:
-            self.model = AutoModel.from_pretrained(str(model_path)).to(device).eval()
-        except Exception as exc:  # transformers raises many types; all mean "cannot load"
-            raise EncoderLoadError(f"cannot load encoder from {model_path}: {exc}") from exc
-        self.device = device
-
-    def __call__(self, inputs: dict[str, np.ndarray], keep_hidden: bool) -> ForwardOutput:
-        """Pooled on the model's device: without token vectors only (batch, dim) floats leave a GPU."""
-        import torch
-
-        with torch.inference_mode():
-            batch = {name: torch.from_numpy(array).to(self.device) for name, array in inputs.items()}
-            hidden = self.model(**batch).last_hidden_state.float()
-            pooled = torch_mean_pool(hidden, batch["attention_mask"]).cpu().numpy()
-            return ForwardOutput(pooled, hidden.cpu().numpy() if keep_hidden else None)
 
 
 EncodedTexts = tuple[np.ndarray, list[np.ndarray]]

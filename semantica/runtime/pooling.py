@@ -1,7 +1,7 @@
 """The bi-encoder's sentence vector: the masked mean of the last hidden states over real tokens, L2-normalised.
 
 One definition per array library, so every path that makes a sentence vector makes the same one: `torch_mean_pool`
-for the torch runtime (`semantica.runtime.encoder.TorchForward`, pooling on the model's device) and the trainer
+for the torch runtime (`semantica.runtime.torch_runtime.TorchForward`, pooling on the model's device) and the trainer
 (`jobs.train.encoder`, whose gradients must flow through it); `numpy_mean_pool` for ONNX Runtime's outputs, which
 are numpy arrays. tests/semantica/runtime/test_pooling.py holds the two equal.
 """

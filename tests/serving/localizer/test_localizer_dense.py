@@ -170,3 +170,18 @@ def test_without_test_code_the_index_and_the_query_leave_test_functions_to_their
     assert len(stage.dense._vectors) == 7 and text_sha(test_text) not in stage.dense._vectors  # never encoded
     _, fused_stored = from_index.apply(QUERY, [snapshot], [], today)
     assert len(from_index.dense._vectors) == 0 and fused_stored == fused  # the stored vectors are the same set
+
+
+def test_a_channel_model_that_cannot_load_degrades_the_localizer_not_the_search(served, tmp_path):
+    """The channel's query pass begins after retrieval; a model it cannot load must not fail the search from there:
+    the answer comes back with the localizer in `degraded`, the retrievers' hits intact."""
+    from semantica.api import SearchRequest
+    from serving.pipeline import SearchPipeline
+
+    config, _ = served
+    broken = dataclasses.replace(config, localizer=dataclasses.replace(
+        config.localizer, dense_model=str(tmp_path / "no-such-model")))
+    response = SearchPipeline(broken).search(SearchRequest(QUERY, repos=[REPO], k=3))
+    assert response.hits
+    assert [entry for entry in response.degraded if entry.get("stage") == "localizer"
+            and "no-such-model" in entry.get("error", "")], response.degraded
